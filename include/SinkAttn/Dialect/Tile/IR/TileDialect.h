@@ -1,0 +1,48 @@
+//===- TileDialect.h - The tile dialect -------------------------*- C++ -*-===//
+//
+// Public header of the `tile` dialect: dialect, types, enums and ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SINKATTN_DIALECT_TILE_IR_TILEDIALECT_H
+#define SINKATTN_DIALECT_TILE_IR_TILEDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "SinkAttn/Dialect/Tile/IR/TileOpsDialect.h.inc"
+#include "SinkAttn/Dialect/Tile/IR/TileEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "SinkAttn/Dialect/Tile/IR/TileOpsTypes.h.inc"
+
+namespace sinkattn::tile {
+
+/// The shared-memory state of mbarrier arrays: ops that arrive on, arm or wait
+/// on a slot read and write it, so no pass reorders them across each other.
+struct BarrierResource
+    : public mlir::SideEffects::Resource::Base<BarrierResource> {
+  llvm::StringRef getName() final { return "tile.barriers"; }
+};
+
+/// True for memrefs in CUDA shared memory: `#gpu.address_space<workgroup>` or
+/// the NVVM integer address space 3.
+bool isSharedMemory(mlir::MemRefType type);
+
+/// True for memrefs in global memory: no memory space, the integer spaces 0
+/// or 1, or `#gpu.address_space<global>`.
+bool isGlobalMemory(mlir::MemRefType type);
+
+} // namespace sinkattn::tile
+
+#define GET_OP_CLASSES
+#include "SinkAttn/Dialect/Tile/IR/TileOps.h.inc"
+
+#endif // SINKATTN_DIALECT_TILE_IR_TILEDIALECT_H

@@ -1,0 +1,55 @@
+//===- TileDialect.td - The tile dialect -------------------*- tablegen -*-===//
+//
+// The `tile` dialect: pipelined copies, mbarriers and register tiles for
+// attention kernels on NVIDIA Hopper.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SINKATTN_DIALECT_TILE_IR_TILEDIALECT_TD
+#define SINKATTN_DIALECT_TILE_IR_TILEDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Tile_Dialect : Dialect {
+  let name = "tile";
+  let cppNamespace = "::sinkattn::tile";
+  let summary = "Pipelined copies, mbarriers and register tiles for Hopper kernels";
+  let description = [{
+    The `tile` dialect is the level at which SinkAttn writes attention kernels.
+    It sits between a kernel description and the upstream `nvgpu`/`nvvm`
+    dialects and models what a Hopper kernel schedules:
+
+    * **Memory.** Global tensors and shared-memory tiles are `memref`s; shared
+      tiles carry `#gpu.address_space<workgroup>` (or the NVVM integer space 3).
+    * **Barriers.** `tile.alloc_barrier` creates an array of mbarriers in
+      shared memory, each slot with its own arrive count
+      (`!tile.barriers<N>`). `tile.mbarrier_arrive`, `tile.mbarrier_expect_tx`
+      and `tile.mbarrier_wait_parity` address one slot.
+    * **Copies.** `tile.copy` is a synchronous copy between global and shared
+      memory (the compiler chooses TMA, cp.async or SIMT and inserts the
+      barriers); `tile.tma_copy` is the fire-and-forget form that only arms
+      a user-managed barrier (expect_tx) and issues the TMA load.
+    * **Register tiles.** `!tile.fragment<MxNxT>` values live in registers,
+      distributed over the threads of a warpgroup once a layout is assigned.
+      `tile.gemm`, `tile.fill`, `tile.reduce`, `tile.map` and `tile.cast`
+      compute on them with value semantics.
+
+    Pipelined loops are `scf.for` loops carrying a `tile.num_stages`
+    attribute.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+  let useDefaultTypePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Name of the discardable attribute that marks an `scf.for` as a
+    /// software-pipelined loop with the given number of stages.
+    static constexpr ::llvm::StringLiteral kNumStagesAttrName = "tile.num_stages";
+  }];
+}
+
+class Tile_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tile_Dialect, mnemonic, traits>;
+
+#endif // SINKATTN_DIALECT_TILE_IR_TILEDIALECT_TD

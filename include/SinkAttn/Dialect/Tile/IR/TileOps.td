@@ -1,0 +1,313 @@
+//===- TileOps.td - Operations of the tile dialect ---------*- tablegen -*-===//
+
+#ifndef SINKATTN_DIALECT_TILE_IR_TILEOPS_TD
+#define SINKATTN_DIALECT_TILE_IR_TILEOPS_TD
+
+include "SinkAttn/Dialect/Tile/IR/TileDialect.td"
+include "SinkAttn/Dialect/Tile/IR/TileEnums.td"
+include "SinkAttn/Dialect/Tile/IR/TileTypes.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Tile_Fragment : Type<CPred<"::llvm::isa<::sinkattn::tile::FragmentType>($_self)">,
+    "register tile (!tile.fragment)", "::sinkattn::tile::FragmentType">;
+def Tile_Barriers : Type<CPred<"::llvm::isa<::sinkattn::tile::BarrierArrayType>($_self)">,
+    "mbarrier array (!tile.barriers)", "::sinkattn::tile::BarrierArrayType">;
+
+// The barrier array lives in shared memory; ops on one slot read and write it.
+def Tile_BarrierResource : Resource<"::sinkattn::tile::BarrierResource">;
+
+//===----------------------------------------------------------------------===//
+// Barriers
+//===----------------------------------------------------------------------===//
+
+def Tile_AllocBarrierOp : Tile_Op<"alloc_barrier"> {
+  let summary = "allocate an array of mbarriers with per-slot arrive counts";
+  let description = [{
+    Allocates `N` mbarriers in shared memory. `arrive_counts[i]` is the number
+    of arrivals that complete a phase of slot `i` (1 to 2^20-1, the hardware
+    limit). Initialization (one elected thread inits every slot, then
+    `fence.mbarrier_init`, then a block-wide sync) is inserted by the barrier
+    lowering, which runs after multi-versioning so that it sees expanded
+    arrays.
+
+    Example:
+
+    ```mlir
+    // Slot 0 completes on one (TMA) arrival, slot 1 on 128 thread arrivals.
+    %bars = tile.alloc_barrier [1, 128] : !tile.barriers<2>
+    ```
+  }];
+  let arguments = (ins DenseI64ArrayAttr:$arrive_counts);
+  let results = (outs Res<Tile_Barriers, "", [MemAlloc<Tile_BarrierResource>]>:$barriers);
+  let assemblyFormat = "$arrive_counts attr-dict `:` qualified(type($barriers))";
+  let hasVerifier = 1;
+}
+
+class Tile_BarrierSlotOp<string mnemonic, list<Trait> traits = []>
+    : Tile_Op<mnemonic, !listconcat(traits,
+        [MemoryEffects<[MemRead<Tile_BarrierResource>, MemWrite<Tile_BarrierResource>]>])> {
+  let hasVerifier = 1;
+}
+
+def Tile_MBarrierArriveOp : Tile_BarrierSlotOp<"mbarrier_arrive"> {
+  let summary = "arrive on one mbarrier slot";
+  let description = [{
+    Each executing thread arrives `count` times (default 1) on slot `index` of
+    the barrier array. The barrier's phase completes once the slot's arrive
+    count is reached and all expected transaction bytes have landed.
+
+    ```mlir
+    tile.mbarrier_arrive %bars[%i] : !tile.barriers<2>
+    tile.mbarrier_arrive %bars[%i] count 2 : !tile.barriers<2>
+    ```
+  }];
+  let arguments = (ins Tile_Barriers:$barriers, Index:$index,
+                       DefaultValuedAttr<I64Attr, "1">:$count);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` (`count` $count^)? attr-dict `:` qualified(type($barriers))
+  }];
+}
+
+def Tile_MBarrierExpectTxOp : Tile_BarrierSlotOp<"mbarrier_expect_tx"> {
+  let summary = "add expected transaction bytes to one mbarrier slot";
+  let description = [{
+    Tells slot `index` to expect `bytes` more bytes of asynchronous (TMA)
+    transactions in its current phase. It does not arrive. The byte count is
+    limited by the hardware transaction counter to 2^20-1.
+
+    ```mlir
+    tile.mbarrier_expect_tx %bars[%c0], 16384 : !tile.barriers<2>
+    ```
+  }];
+  let arguments = (ins Tile_Barriers:$barriers, Index:$index, I64Attr:$bytes);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` `,` $bytes attr-dict `:` qualified(type($barriers))
+  }];
+}
+
+def Tile_MBarrierWaitParityOp : Tile_BarrierSlotOp<"mbarrier_wait_parity"> {
+  let summary = "wait until the phase of the given parity has completed";
+  let description = [{
+    Blocks the executing threads until the phase of slot `index` whose parity
+    is `parity` (0 or 1) has completed. A fresh mbarrier is in phase 0, so
+    waiting for parity 1 on it returns at once; producers waiting on "empty"
+    barriers rely on that to run ahead for the first stages.
+
+    ```mlir
+    tile.mbarrier_wait_parity %bars[%slot], %parity : !tile.barriers<2>
+    ```
+  }];
+  let arguments = (ins Tile_Barriers:$barriers, Index:$index, Index:$parity);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` `,` $parity attr-dict `:` qualified(type($barriers))
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Copies
+//===----------------------------------------------------------------------===//
+
+def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
+  let summary = "synchronous tile copy between global and shared memory";
+  let description = [{
+    Copies one tile between a global tensor and a shared-memory buffer. The
+    global side is the whole tensor, indexed by the element coordinates of
+    the tile's first element (one index per dimension); the shared side is a
+    statically shaped tile (slice a larger buffer with `memref.subview`) and
+    takes no indices. The tile's shape lines up with the trailing dimensions
+    of the global tensor; leading global dimensions are copied one at a time.
+    Elements outside the global tensor read as zero and are not written.
+
+    The copy is synchronous: when it returns, every thread of the block sees
+    the data. The compiler chooses the mechanism (TMA with a barrier per
+    pipeline stage, cp.async, or plain loads and stores).
+
+    ```mlir
+    // Load rows [%m, %m+128) and columns [%k, %k+64) of A into shared memory.
+    tile.copy %A[%m, %k], %sA : memref<4096x4096xbf16>, memref<128x64xbf16, #gpu.address_space<workgroup>>
+    // Store a shared tile of O into global memory.
+    tile.copy %sO, %O[%b, %h, %m, %c0] : memref<128x64xbf16, 3>, memref<?x?x?x64xbf16>
+    ```
+  }];
+  let arguments = (ins
+    Arg<AnyMemRef, "copy source", [MemRead]>:$source,
+    Variadic<Index>:$sourceIndices,
+    Arg<AnyMemRef, "copy destination", [MemWrite]>:$dest,
+    Variadic<Index>:$destIndices);
+  let assemblyFormat = [{
+    $source (`[` $sourceIndices^ `]`)? `,` $dest (`[` $destIndices^ `]`)?
+    attr-dict `:` type($source) `,` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_TmaCopyOp : Tile_Op<"tma_copy", [
+    MemoryEffects<[MemRead<Tile_BarrierResource>, MemWrite<Tile_BarrierResource>]>]> {
+  let summary = "fire-and-forget TMA load into shared memory on a user barrier";
+  let description = [{
+    Issues a TMA load of one tile from a global tensor into shared memory and
+    adds the tile's bytes to the expected transactions of barrier slot
+    `barriers[barrierIndex]` (expect_tx + TMA load, executed by one elected
+    thread). It neither arrives nor waits: the user arrives (counting that
+    arrival in the slot's arrive count) and waits with
+    `tile.mbarrier_wait_parity`. Several `tma_copy`s may share one arrival.
+
+    The source must be a global memref indexed by element coordinates, the
+    destination a statically shaped shared-memory tile; the barrier is
+    required.
+
+    ```mlir
+    tile.tma_copy %K[%b, %h, %n, %c0], %sK, barrier(%bars[%stage])
+        : memref<?x?x?x128xbf16>, memref<128x128xbf16, 3>, !tile.barriers<2>
+    tile.mbarrier_arrive %bars[%stage] : !tile.barriers<2>
+    tile.mbarrier_wait_parity %bars[%stage], %parity : !tile.barriers<2>
+    ```
+  }];
+  // The barrier comes first so that an op built without one (generic form)
+  // is rejected by name: "operand #0 must be mbarrier array".
+  let arguments = (ins
+    Tile_Barriers:$barriers,
+    Index:$barrierIndex,
+    Arg<AnyMemRef, "global source", [MemRead]>:$source,
+    Variadic<Index>:$sourceIndices,
+    Arg<AnyMemRef, "shared destination", [MemWrite]>:$dest);
+  let assemblyFormat = [{
+    $source `[` $sourceIndices `]` `,` $dest `,` `barrier` `(` $barriers `[` $barrierIndex `]` `)`
+    attr-dict `:` type($source) `,` type($dest) `,` qualified(type($barriers))
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Register tiles
+//===----------------------------------------------------------------------===//
+
+def Tile_FillOp : Tile_Op<"fill", [Pure,
+    TypesMatchWith<"value type matches the result's element type", "result", "value",
+                   "::llvm::cast<::sinkattn::tile::FragmentType>($_self).getElementType()">]> {
+  let summary = "a register tile with every element set to one value";
+  let description = [{
+    ```mlir
+    %acc = tile.fill %zero : !tile.fragment<64x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyType:$value);
+  let results = (outs Tile_Fragment:$result);
+  let assemblyFormat = "$value attr-dict `:` qualified(type($result))";
+}
+
+def Tile_GemmOp : Tile_Op<"gemm", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "register-tile matrix multiply-accumulate (wgmma)";
+  let description = [{
+    Computes `result = acc + A · B` (or `acc + A · Bᵀ` with `transpose_b`)
+    over a warpgroup. `A` is `MxK`, either a shared-memory tile (wgmma SS) or
+    a register fragment (wgmma RS); `B` is a shared-memory tile, `KxN`, or
+    `NxK` with `transpose_b`; `acc` and the result are `MxN` fragments.
+    `A` and `B` have one element type (`bf16` or `f16`); the accumulator is
+    `f32` or `f16`.
+
+    ```mlir
+    // S = Q Kᵀ with both operands in shared memory.
+    %s = tile.gemm %sQ, %sK, %zero {transpose_b}
+        : memref<64x128xbf16, 3>, memref<128x128xbf16, 3>, !tile.fragment<64x128xf32>
+    // O += P V with P in registers.
+    %o = tile.gemm %p, %sV, %o0
+        : !tile.fragment<64x128xbf16>, memref<128x128xbf16, 3>, !tile.fragment<64x128xf32>
+    ```
+  }];
+  let arguments = (ins
+    AnyTypeOf<[Tile_Fragment, AnyMemRef]>:$a,
+    Arg<AnyMemRef, "B operand", [MemRead]>:$b,
+    Tile_Fragment:$acc,
+    UnitAttr:$transpose_b);
+  let results = (outs Tile_Fragment:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `,` qualified(type($acc))
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
+  let summary = "reduce a register tile along one dimension";
+  let description = [{
+    Combines the elements of `source` along dimension `dim` with `max`, `min`
+    or `sum`; the result has that dimension removed. Row reductions of a 2-D
+    tile (`dim = 1`) give the per-row vectors of a softmax.
+
+    ```mlir
+    %rowmax = tile.reduce max %s along 1 : !tile.fragment<64x128xf32> -> !tile.fragment<64xf32>
+    ```
+  }];
+  let arguments = (ins Tile_ReduceKind:$kind, Tile_Fragment:$source,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
+  let results = (outs Tile_Fragment:$result);
+  let assemblyFormat = [{
+    $kind $source `along` $dim attr-dict `:` qualified(type($source)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_MapOp : Tile_Op<"map", [RecursiveMemoryEffects, SingleBlock]> {
+  let summary = "elementwise computation over register tiles and indices";
+  let description = [{
+    Computes each element of the result by running the body once per
+    element. The body receives the element's indices (one `index` per result
+    dimension), then one scalar per input, and yields the result element.
+
+    An input has the result's shape, or a leading prefix of it and is then
+    broadcast along the remaining dimensions: a `64` row vector maps onto a
+    `64x128` tile by repeating along dimension 1. Values defined outside the
+    op (scalars such as a softmax scale) can be used in the body.
+
+    ```mlir
+    // p = exp2(s * scale - m[row]), masked to the causal triangle.
+    %p = tile.map (%s, %m) : (!tile.fragment<64x128xf32>, !tile.fragment<64xf32>)
+                             -> !tile.fragment<64x128xf32> {
+    ^bb0(%i: index, %j: index, %x: f32, %mi: f32):
+      %t = arith.mulf %x, %scale : f32
+      %d = arith.subf %t, %mi : f32
+      %e = math.exp2 %d : f32
+      %keep = arith.cmpi ule, %j, %i : index
+      %r = arith.select %keep, %e, %zero : f32
+      tile.yield %r : f32
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Tile_Fragment>:$inputs);
+  let results = (outs Tile_Fragment:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `(` $inputs `)` attr-dict `:` functional-type($inputs, $result) $body
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Tile_YieldOp : Tile_Op<"yield", [Pure, Terminator, HasParent<"MapOp">, ReturnLike]> {
+  let summary = "yield the element computed by a tile.map body";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+}
+
+def Tile_CastOp : Tile_Op<"cast", [Pure]> {
+  let summary = "convert the element type of a register tile";
+  let description = [{
+    Converts every element to the result's element type (floats round to
+    nearest even; `f32` → `bf16`/`f16` packs pairs into 32-bit registers when
+    lowered). Only the element type (and the layout) may change, not the
+    shape.
+
+    ```mlir
+    %p16 = tile.cast %p : !tile.fragment<64x128xf32> to !tile.fragment<64x128xbf16>
+    ```
+  }];
+  let arguments = (ins Tile_Fragment:$source);
+  let results = (outs Tile_Fragment:$result);
+  let assemblyFormat = [{
+    $source attr-dict `:` qualified(type($source)) `to` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // SINKATTN_DIALECT_TILE_IR_TILEOPS_TD

@@ -1,0 +1,321 @@
+//===- TileOps.cpp - Operations of the tile dialect -----------------------===//
+
+#include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace sinkattn::tile;
+
+/// The mbarrier arrive count and the pending transaction count are 20-bit
+/// hardware counters (PTX ISA, "Contents of the mbarrier object").
+static constexpr int64_t kMaxArriveCount = (1 << 20) - 1;
+static constexpr int64_t kMaxTxBytes = (1 << 20) - 1;
+
+/// "64x128" for a shape.
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(
+      shape, os,
+      [&](int64_t dim) {
+        if (ShapedType::isDynamic(dim))
+          os << '?';
+        else
+          os << dim;
+      },
+      "x");
+  return text;
+}
+
+/// A word for where a memref lives, for diagnostics.
+static std::string describeSpace(MemRefType type) {
+  if (isGlobalMemory(type))
+    return "global";
+  if (isSharedMemory(type))
+    return "shared";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "memory space " << type.getMemorySpace();
+  return text;
+}
+
+/// A slot index that is a known constant must name an existing slot.
+static LogicalResult verifyBarrierSlot(Operation *op, BarrierArrayType type,
+                                       Value index) {
+  std::optional<int64_t> slot = getConstantIntValue(index);
+  if (slot && (*slot < 0 || *slot >= type.getSize()))
+    return op->emitOpError()
+           << "barrier index " << *slot << " is out of range for " << type
+           << " (slots 0.." << type.getSize() - 1 << ")";
+  return success();
+}
+
+/// Shared rules of tile.copy and tile.tma_copy for the (global, shared) pair:
+/// the global side is indexed per dimension, the shared side is a static
+/// tile that lines up with the global tensor's trailing dimensions.
+static LogicalResult verifyGlobalSharedTile(Operation *op, MemRefType global,
+                                            ValueRange globalIndices,
+                                            MemRefType shared,
+                                            ValueRange sharedIndices) {
+  if (global.getElementType() != shared.getElementType())
+    return op->emitOpError()
+           << "element type mismatch: the global memref holds "
+           << global.getElementType() << " but the shared tile holds "
+           << shared.getElementType();
+  if (static_cast<int64_t>(globalIndices.size()) != global.getRank())
+    return op->emitOpError()
+           << "the global memref has rank " << global.getRank() << " and needs "
+           << global.getRank() << " indices, got " << globalIndices.size();
+  if (!sharedIndices.empty())
+    return op->emitOpError() << "the shared tile takes no indices; select a "
+                                "sub-tile with memref.subview";
+  if (!shared.hasStaticShape())
+    return op->emitOpError() << "the shared tile must have a static shape, got "
+                             << shared;
+  if (shared.getRank() > global.getRank())
+    return op->emitOpError()
+           << "shape mismatch: the shared tile " << formatShape(shared.getShape())
+           << " has rank " << shared.getRank()
+           << " but the global memref only rank " << global.getRank();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Barrier ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllocBarrierOp::verify() {
+  ArrayRef<int64_t> counts = getArriveCounts();
+  int64_t slots = getBarriers().getType().getSize();
+  if (static_cast<int64_t>(counts.size()) != slots)
+    return emitOpError() << "has " << counts.size()
+                         << " arrive counts but the result has " << slots
+                         << " barrier slots";
+  for (auto [slot, count] : llvm::enumerate(counts))
+    if (count < 1 || count > kMaxArriveCount)
+      return emitOpError() << "slot " << slot << " has arrive count " << count
+                           << "; mbarrier arrive counts must be in [1, "
+                           << kMaxArriveCount << "]";
+  return success();
+}
+
+LogicalResult MBarrierArriveOp::verify() {
+  if (getCount() < 1 || getCount() > kMaxArriveCount)
+    return emitOpError() << "arrive count " << getCount()
+                         << " must be in [1, " << kMaxArriveCount << "]";
+  return verifyBarrierSlot(*this, getBarriers().getType(), getIndex());
+}
+
+LogicalResult MBarrierExpectTxOp::verify() {
+  if (getBytes() < 1 || getBytes() > kMaxTxBytes)
+    return emitOpError() << "expects " << getBytes()
+                         << " transaction bytes; an mbarrier phase can expect "
+                            "1 to "
+                         << kMaxTxBytes << " bytes";
+  return verifyBarrierSlot(*this, getBarriers().getType(), getIndex());
+}
+
+LogicalResult MBarrierWaitParityOp::verify() {
+  std::optional<int64_t> parity = getConstantIntValue(getParity());
+  if (parity && *parity != 0 && *parity != 1)
+    return emitOpError() << "parity must be 0 or 1, got " << *parity;
+  return verifyBarrierSlot(*this, getBarriers().getType(), getIndex());
+}
+
+//===----------------------------------------------------------------------===//
+// Copies
+//===----------------------------------------------------------------------===//
+
+LogicalResult CopyOp::verify() {
+  MemRefType source = getSource().getType();
+  MemRefType dest = getDest().getType();
+  if (isGlobalMemory(source) && isSharedMemory(dest))
+    return verifyGlobalSharedTile(*this, source, getSourceIndices(), dest,
+                                  getDestIndices());
+  if (isSharedMemory(source) && isGlobalMemory(dest))
+    return verifyGlobalSharedTile(*this, dest, getDestIndices(), source,
+                                  getSourceIndices());
+  return emitOpError() << "copies between global and shared memory, got "
+                       << describeSpace(source) << " -> "
+                       << describeSpace(dest);
+}
+
+LogicalResult TmaCopyOp::verify() {
+  MemRefType source = getSource().getType();
+  MemRefType dest = getDest().getType();
+  if (!isGlobalMemory(source))
+    return emitOpError() << "loads global -> shared, but the source is in "
+                         << describeSpace(source) << " memory";
+  if (!isSharedMemory(dest))
+    return emitOpError() << "loads global -> shared, but the destination is in "
+                         << describeSpace(dest) << " memory";
+  if (failed(verifyGlobalSharedTile(*this, source, getSourceIndices(), dest,
+                                    /*sharedIndices=*/{})))
+    return failure();
+  int64_t bytes =
+      dest.getNumElements() * dest.getElementTypeBitWidth() / 8;
+  if (bytes > kMaxTxBytes)
+    return emitOpError() << "moves " << bytes
+                         << " bytes, more than one mbarrier phase can expect ("
+                         << kMaxTxBytes << ")";
+  return verifyBarrierSlot(*this, getBarriers().getType(), getBarrierIndex());
+}
+
+//===----------------------------------------------------------------------===//
+// Register tiles
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmOp::verify() {
+  Type aType = getA().getType();
+  MemRefType bType = getB().getType();
+  FragmentType accType = getAcc().getType();
+
+  ArrayRef<int64_t> aShape;
+  Type aElement;
+  if (auto aMem = dyn_cast<MemRefType>(aType)) {
+    if (!isSharedMemory(aMem))
+      return emitOpError() << "operand A must be a register fragment or a "
+                              "shared-memory tile, got "
+                           << describeSpace(aMem) << " memory";
+    if (!aMem.hasStaticShape())
+      return emitOpError() << "operand A must have a static shape";
+    aShape = aMem.getShape();
+    aElement = aMem.getElementType();
+  } else {
+    auto aFrag = cast<FragmentType>(aType);
+    aShape = aFrag.getShape();
+    aElement = aFrag.getElementType();
+  }
+  if (!isSharedMemory(bType))
+    return emitOpError() << "operand B must be a shared-memory tile, got "
+                         << describeSpace(bType) << " memory";
+  if (!bType.hasStaticShape())
+    return emitOpError() << "operand B must have a static shape";
+  if (aShape.size() != 2 || bType.getRank() != 2 ||
+      accType.getRank() != 2)
+    return emitOpError() << "operands must be 2-D, got A rank "
+                         << aShape.size() << ", B rank " << bType.getRank()
+                         << ", accumulator rank " << accType.getRank();
+  if (aElement != bType.getElementType())
+    return emitOpError() << "element type mismatch: A holds " << aElement
+                         << " but B holds " << bType.getElementType();
+  if (!aElement.isBF16() && !aElement.isF16())
+    return emitOpError() << "A and B must hold bf16 or f16, got " << aElement;
+  Type accElement = accType.getElementType();
+  if (!accElement.isF32() && !accElement.isF16())
+    return emitOpError() << "the accumulator must hold f32 or f16, got "
+                         << accElement;
+
+  ArrayRef<int64_t> bShape = bType.getShape();
+  int64_t m = aShape[0], k = aShape[1];
+  int64_t bK = getTransposeB() ? bShape[1] : bShape[0];
+  int64_t n = getTransposeB() ? bShape[0] : bShape[1];
+  if (k != bK)
+    return emitOpError() << "shape mismatch: A is " << formatShape(aShape)
+                         << " and B is " << formatShape(bShape)
+                         << (getTransposeB() ? " (transposed)" : "")
+                         << ", so the reduction dimensions differ (" << k
+                         << " vs " << bK << ")";
+  if (accType.getShape()[0] != m || accType.getShape()[1] != n)
+    return emitOpError() << "shape mismatch: A·B is " << m << "x" << n
+                         << " but the accumulator is "
+                         << formatShape(accType.getShape());
+  return success();
+}
+
+LogicalResult ReduceOp::verify() {
+  FragmentType source = getSource().getType();
+  FragmentType result = getResult().getType();
+  int64_t dim = getDim();
+  if (dim >= source.getRank())
+    return emitOpError() << "reduces along dimension " << dim
+                         << ", which a rank-" << source.getRank()
+                         << " fragment does not have";
+  if (source.getRank() != 2)
+    return emitOpError() << "reduces a 2-D fragment to a row or column vector, "
+                            "got rank "
+                         << source.getRank();
+  if (source.getElementType() != result.getElementType())
+    return emitOpError() << "element type mismatch: source holds "
+                         << source.getElementType() << " but result holds "
+                         << result.getElementType();
+  SmallVector<int64_t> expected(source.getShape());
+  expected.erase(expected.begin() + dim);
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "shape mismatch: reducing "
+                         << formatShape(source.getShape())
+                         << " along dimension " << dim << " gives "
+                         << formatShape(expected) << ", not "
+                         << formatShape(result.getShape());
+  return success();
+}
+
+LogicalResult MapOp::verify() {
+  ArrayRef<int64_t> resultShape = getResult().getType().getShape();
+  for (auto [position, input] : llvm::enumerate(getInputs())) {
+    ArrayRef<int64_t> shape = cast<FragmentType>(input.getType()).getShape();
+    if (shape.size() > resultShape.size() ||
+        shape != resultShape.take_front(shape.size()))
+      return emitOpError() << "shape mismatch: input " << position
+                           << " is " << formatShape(shape)
+                           << ", which is neither the result shape "
+                           << formatShape(resultShape)
+                           << " nor a leading prefix of it to broadcast";
+  }
+  return success();
+}
+
+LogicalResult MapOp::verifyRegions() {
+  FragmentType resultType = getResult().getType();
+  Block &body = getBody().front();
+  size_t rank = resultType.getRank();
+  size_t expectedArgs = rank + getInputs().size();
+  if (body.getNumArguments() != expectedArgs)
+    return emitOpError() << "body must take " << expectedArgs
+                         << " arguments (" << rank
+                         << " indices, then one element per input), got "
+                         << body.getNumArguments();
+  for (size_t i = 0; i < rank; ++i)
+    if (!body.getArgument(i).getType().isIndex())
+      return emitOpError() << "body argument " << i
+                           << " is an element index and must be 'index', got "
+                           << body.getArgument(i).getType();
+  for (auto [position, input] : llvm::enumerate(getInputs())) {
+    Type element = cast<FragmentType>(input.getType()).getElementType();
+    Type argType = body.getArgument(rank + position).getType();
+    if (argType != element)
+      return emitOpError() << "body argument " << rank + position
+                           << " must have input " << position
+                           << "'s element type " << element << ", got "
+                           << argType;
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().size() != 1 ||
+      yield.getValues().front().getType() != resultType.getElementType())
+    return emitOpError() << "body must yield one "
+                         << resultType.getElementType()
+                         << " (the result element type)";
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  FragmentType source = getSource().getType();
+  FragmentType result = getResult().getType();
+  if (source.getShape() != result.getShape())
+    return emitOpError() << "shape mismatch: cast changes "
+                         << formatShape(source.getShape()) << " into "
+                         << formatShape(result.getShape())
+                         << "; only the element type may change";
+  if (!isa<FloatType>(source.getElementType()) ||
+      !isa<FloatType>(result.getElementType()))
+    return emitOpError() << "converts between float element types, got "
+                         << source.getElementType() << " to "
+                         << result.getElementType();
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "SinkAttn/Dialect/Tile/IR/TileOps.cpp.inc"

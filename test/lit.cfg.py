@@ -1,0 +1,55 @@
+# -*- Python -*-
+# lit configuration of SinkAttn's regression tests.
+
+import ctypes
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "SinkAttn"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.sinkattn_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "consumer"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%sinkattn_src_root", config.sinkattn_src_root))
+config.substitutions.append(("%sinkattn_obj_root", config.sinkattn_obj_root))
+config.substitutions.append(("%cmake_generator", config.cmake_generator))
+config.substitutions.append(("%cmake", config.cmake_command))
+config.substitutions.append(("%cxx", config.cxx_compiler))
+config.substitutions.append(("%cc", config.c_compiler))
+config.substitutions.append(("%mlir_dir", config.mlir_dir))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tool_dirs = [config.sinkattn_tools_dir, config.llvm_tools_dir]
+tools = ["sinkattn-opt", "FileCheck", "not", "count", "split-file"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+
+def cuda_gpu_present():
+    """True when a CUDA driver loads and reports at least one device."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    if cuda.cuInit(0) != 0:
+        return False
+    count = ctypes.c_int(0)
+    return cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+
+
+# GPU tests carry `REQUIRES: cuda-gpu` and report as unsupported (skipped)
+# on machines without a GPU, such as CI.
+if cuda_gpu_present():
+    config.available_features.add("cuda-gpu")
+
+# ptxas, when present, lets tests assemble the PTX we emit.
+ptxas = "/usr/local/cuda/bin/ptxas"
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
