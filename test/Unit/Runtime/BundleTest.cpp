@@ -1,0 +1,474 @@
+//===- BundleTest.cpp - Bundle manifests ----------------------------------===//
+
+#include "SinkAttn/Runtime/Bundle.h"
+#include "SinkAttn/Runtime/Random.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace sinkattn::rt;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char *kPtx = ".version 8.0\n.target sm_90a\n.address_size 64\n\n"
+                   ".visible .entry attn_fwd(\n  .param .u64 attn_fwd_param_0\n"
+                   ")\n{\n  ret;\n}\n";
+
+BundleParam bufferParam(const std::string &name, DType dtype,
+                        std::vector<uint64_t> shape, BufferRole role) {
+  BundleParam p;
+  p.name = name;
+  p.kind = ParamKind::Buffer;
+  p.dtype = dtype;
+  p.shape = std::move(shape);
+  p.role = role;
+  return p;
+}
+
+BundleParam scalarParam(const std::string &name, DType dtype, int64_t i,
+                        double f) {
+  BundleParam p;
+  p.name = name;
+  p.kind = ParamKind::Scalar;
+  p.dtype = dtype;
+  p.intValue = i;
+  p.floatValue = f;
+  return p;
+}
+
+/// An attention-like bundle exercising every param kind.
+Bundle sampleBundle() {
+  Bundle b;
+  b.kernel = "attention_fwd";
+  b.entry = "attn_fwd";
+  b.grid = {16, 2, 1};
+  b.block = {384, 1, 1};
+  b.cluster = {2, 1, 1};
+  b.sharedMemoryBytes = 200 * 1024;
+  b.config["head_dim"] = int64_t(128);
+  b.config["dtype"] = std::string("bf16");
+  b.config["causal"] = int64_t(0);
+  b.params.push_back(
+      bufferParam("q", DType::BF16, {1, 2, 1024, 128}, BufferRole::Input));
+  b.params.push_back(
+      bufferParam("o", DType::F32, {1, 2, 1024, 128}, BufferRole::Output));
+  b.params.push_back(
+      bufferParam("img", DType::BF16, {2, 16, 16, 64}, BufferRole::Input));
+  b.params.push_back(scalarParam("scale", DType::F32, 0, 0.08838834764831845));
+  b.params.push_back(scalarParam("seq_len", DType::I32, 1024, 0));
+  b.params.push_back(scalarParam("half_scale", DType::BF16, 0, 0.5));
+
+  BundleParam q;
+  q.name = "q_tma";
+  q.kind = ParamKind::TensorMap;
+  q.dtype = DType::BF16;
+  q.buffer = "q";
+  q.tensorMap = makeRowMajorTiledSpec(DType::BF16, {2048, 128}, {128, 64},
+                                      TensorMapSwizzle::B128);
+  q.tensorMap.l2Promotion = TensorMapL2Promotion::B256;
+  q.tensorMap.oobFill = TensorMapOobFill::NanRequestZeroFma;
+  b.params.push_back(q);
+
+  BundleParam im;
+  im.name = "img_tma";
+  im.kind = ParamKind::TensorMap;
+  im.dtype = DType::BF16;
+  im.buffer = "img";
+  im.tensorMap.dtype = DType::BF16;
+  im.tensorMap.globalDims = {64, 16, 16, 2};
+  im.tensorMap.globalStridesBytes = {128, 2048, 32768};
+  im.tensorMap.elementStrides = {1, 1, 1, 1};
+  im.tensorMap.swizzle = TensorMapSwizzle::B128;
+  im.tensorMap.im2col = Im2colSpec{{-1, -1}, {-1, -1}, 64, 128};
+  b.params.push_back(im);
+  b.ptx = kPtx;
+  return b;
+}
+
+fs::path tempDir(const std::string &name) {
+  fs::path dir = fs::temp_directory_path() /
+                 ("sinkattn_bundle_test_" + std::to_string(getpid())) / name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+/// Manifest text of the sample bundle, with `edit` applied to its JSON.
+template <typename Fn> std::string editedManifest(Fn edit) {
+  JsonValue m = manifestToJson(sampleBundle());
+  edit(m);
+  return writeJson(m);
+}
+
+/// Rebuilds a JSON object without `key` (JsonValue has no erase on purpose).
+JsonValue without(const JsonValue &object, const std::string &key) {
+  JsonValue out = JsonValue::object();
+  for (const auto &[k, v] : object.asObject())
+    if (k != key)
+      out.set(k, v);
+  return out;
+}
+
+/// Replaces params[index] by `edit(params[index])`.
+template <typename Fn> void editParam(JsonValue &m, size_t index, Fn edit) {
+  JsonValue params = JsonValue::array();
+  const auto &old = m.find("params")->asArray();
+  for (size_t i = 0; i < old.size(); ++i)
+    params.push(i == index ? edit(old[i]) : old[i]);
+  m.set("params", params);
+}
+
+std::string manifestError(const std::string &text) {
+  Expected<Bundle> b = parseManifest(text);
+  EXPECT_FALSE(b.ok()) << "accepted:\n" << text;
+  return b.ok() ? std::string() : b.message();
+}
+
+#define EXPECT_CONTAINS(haystack, needle)                                      \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)             \
+      << "message: " << (haystack)
+
+TEST(Bundle, SampleIsValid) {
+  Status st = validateBundle(sampleBundle());
+  EXPECT_TRUE(st.ok()) << st.message();
+}
+
+TEST(Bundle, WriteReadRoundTrip) {
+  Bundle b = sampleBundle();
+  fs::path dir = tempDir("roundtrip");
+  Status st = writeBundle(dir.string(), b);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(fs::exists(dir / "kernel.ptx"));
+  EXPECT_TRUE(fs::exists(dir / "manifest.json"));
+  Expected<Bundle> back = readBundle(dir.string());
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(*back, b);
+  // Writing again gives byte-identical files (stable output).
+  std::string first = writeJson(manifestToJson(b));
+  EXPECT_EQ(writeJson(manifestToJson(*back)), first);
+  fs::remove_all(dir);
+}
+
+TEST(Bundle, ManifestTextRoundTrip) {
+  Bundle b = sampleBundle();
+  std::string text = writeJson(manifestToJson(b));
+  Expected<Bundle> back = parseManifest(text);
+  ASSERT_TRUE(back.ok()) << back.message();
+  b.ptx.clear();
+  EXPECT_EQ(*back, b);
+  EXPECT_CONTAINS(text, "\"format_version\": 1");
+  EXPECT_CONTAINS(text, "\"global_dims\": [128, 2048]");
+  EXPECT_CONTAINS(text, "\"swizzle\": \"128B\"");
+}
+
+TEST(Bundle, OptionalFieldsTakeDefaults) {
+  std::string text = R"({
+    "format_version": 1, "kernel": "gemm", "entry": "attn_fwd",
+    "grid": [4, 1, 1], "block": [128, 1, 1], "shared_memory_bytes": 0,
+    "config": {"m": 256},
+    "params": [
+      {"name": "a", "kind": "buffer", "dtype": "f16", "shape": [256, 64],
+       "role": "input"},
+      {"name": "a_tma", "kind": "tensor_map", "dtype": "f16", "buffer": "a",
+       "global_dims": [64, 256], "global_strides": [128],
+       "box_dims": [64, 64]},
+      {"name": "alpha", "kind": "scalar", "dtype": "f32", "value": 2}
+    ]})";
+  Expected<Bundle> b = parseManifest(text);
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_EQ(b->cluster, (Dim3{1, 1, 1}));
+  const BundleParam *m = findParam(*b, "a_tma");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->tensorMap.elementStrides, (std::vector<uint32_t>{1, 1}));
+  EXPECT_EQ(m->tensorMap.swizzle, TensorMapSwizzle::None);
+  EXPECT_FALSE(m->tensorMap.isIm2col());
+  EXPECT_EQ(findParam(*b, "alpha")->floatValue, 2.0);
+  EXPECT_EQ(std::get<int64_t>(b->config.at("m")), 256);
+  EXPECT_EQ(bufferBytes(*findParam(*b, "a")), 256u * 64 * 2);
+}
+
+TEST(Bundle, MalformedManifests) {
+  EXPECT_CONTAINS(manifestError(editedManifest(
+                      [](JsonValue &m) { m = without(m, "entry"); })),
+                  "manifest.json: missing required field 'entry'");
+  EXPECT_CONTAINS(manifestError(editedManifest(
+                      [](JsonValue &m) { m = without(m, "format_version"); })),
+                  "missing required field 'format_version'");
+  EXPECT_CONTAINS(
+      manifestError(editedManifest(
+          [](JsonValue &m) { m.set("format_version", 2); })),
+      "unsupported format_version 2; this runtime reads version 1");
+  EXPECT_CONTAINS(
+      manifestError(editedManifest(
+          [](JsonValue &m) { m.set("format_version", "1"); })),
+      "format_version: expected an integer, got string");
+  EXPECT_CONTAINS(manifestError(editedManifest(
+                      [](JsonValue &m) { m.set("grid", "16,2,1"); })),
+                  "grid: expected an array of integers, got string");
+  EXPECT_CONTAINS(
+      manifestError(editedManifest([](JsonValue &m) {
+        m.set("block", JsonValue::array({128, 1}));
+      })),
+      "block: expected an array of 3 integers [x, y, z], got 2 elements");
+  EXPECT_CONTAINS(
+      manifestError(editedManifest(
+          [](JsonValue &m) { m.set("grid", JsonValue::array({15, 2, 1})); })),
+      "not a multiple of the cluster shape");
+  EXPECT_CONTAINS(
+      manifestError(editedManifest(
+          [](JsonValue &m) { m.set("shard_memory_bytes", 5); })),
+      "unknown field 'shard_memory_bytes'");
+  EXPECT_CONTAINS(
+      manifestError(editedManifest(
+          [](JsonValue &m) { m.set("shared_memory_bytes", -1); })),
+      "shared_memory_bytes: value -1 is out of range");
+  EXPECT_CONTAINS(
+      manifestError(editedManifest([](JsonValue &m) {
+        m.set("config", JsonValue::object({{"head_dim", 1.5}}));
+      })),
+      "config.head_dim: expected a string or an integer, got number");
+  EXPECT_CONTAINS(manifestError(editedManifest(
+                      [](JsonValue &m) { m.set("params", "none"); })),
+                  "params: expected an array, got string");
+  EXPECT_CONTAINS(manifestError("[1, 2]"),
+                  "expected a JSON object at the top level, got array");
+  EXPECT_CONTAINS(manifestError("{\"format_version\": 1,"),
+                  "manifest.json: JSON parse error at line 1");
+}
+
+TEST(Bundle, MalformedParams) {
+  auto paramError = [](size_t index, auto edit) {
+    return manifestError(editedManifest(
+        [&](JsonValue &m) { editParam(m, index, edit); }));
+  };
+  EXPECT_CONTAINS(paramError(1,
+                             [](JsonValue p) {
+                               p.set("shape", "1x2");
+                               return p;
+                             }),
+                  "params[1].shape: expected an array of integers, got string");
+  EXPECT_CONTAINS(
+      paramError(0, [](JsonValue p) { return without(p, "dtype"); }),
+      "params[0]: missing required field 'dtype'");
+  EXPECT_CONTAINS(paramError(0,
+                             [](JsonValue p) {
+                               p.set("dtype", "float");
+                               return p;
+                             }),
+                  "params[0].dtype: unknown dtype 'float'");
+  EXPECT_CONTAINS(paramError(0,
+                             [](JsonValue p) {
+                               p.set("kind", "pointer");
+                               return p;
+                             }),
+                  "params[0].kind: unknown value 'pointer'");
+  EXPECT_CONTAINS(paramError(0,
+                             [](JsonValue p) {
+                               p.set("role", "inout");
+                               return p;
+                             }),
+                  "params[0].role: unknown value 'inout'");
+  EXPECT_CONTAINS(paramError(3,
+                             [](JsonValue p) {
+                               p.set("shape", JsonValue::array({1}));
+                               return p;
+                             }),
+                  "params[3]: unknown field 'shape' for a scalar param");
+  EXPECT_CONTAINS(paramError(4,
+                             [](JsonValue p) {
+                               p.set("value", int64_t(1) << 31);
+                               return p;
+                             }),
+                  "params[4] ('seq_len'): value 2147483648 is out of range "
+                  "for i32");
+  EXPECT_CONTAINS(paramError(4,
+                             [](JsonValue p) {
+                               p.set("value", 1.5);
+                               return p;
+                             }),
+                  "params[4].value: expected an integer, got number");
+  EXPECT_CONTAINS(paramError(1,
+                             [](JsonValue p) {
+                               p.set("name", "q");
+                               return p;
+                             }),
+                  "params[1] ('q'): duplicate param name");
+  EXPECT_CONTAINS(paramError(0,
+                             [](JsonValue p) {
+                               p.set("shape", JsonValue::array({1, 0}));
+                               return p;
+                             }),
+                  "shape dimension 1 is 0");
+  EXPECT_CONTAINS(manifestError(editedManifest([](JsonValue &m) {
+                    editParam(m, 0, [](JsonValue) { return JsonValue(7); });
+                  })),
+                  "params[0]: expected an object, got integer");
+}
+
+TEST(Bundle, MalformedTensorMaps) {
+  auto tmaError = [](auto edit) {
+    return manifestError(editedManifest(
+        [&](JsonValue &m) { editParam(m, 6, edit); }));
+  };
+  EXPECT_CONTAINS(tmaError([](JsonValue p) {
+                    p.set("box_dims", JsonValue::array({64, 300}));
+                    return p;
+                  }),
+                  "params[6] ('q_tma'): box dimension 1 is 300; TMA boxes are "
+                  "at most 256 elements per dimension");
+  EXPECT_CONTAINS(tmaError([](JsonValue p) {
+                    p.set("box_dims", JsonValue::array({128, 64}));
+                    return p;
+                  }),
+                  "128B swizzle spans only 128 bytes");
+  EXPECT_CONTAINS(tmaError([](JsonValue p) {
+                    p.set("global_strides", JsonValue::array({200}));
+                    return p;
+                  }),
+                  "multiples of 16 bytes");
+  EXPECT_CONTAINS(tmaError([](JsonValue p) {
+                    p.set("swizzle", "256B");
+                    return p;
+                  }),
+                  "params[6].swizzle: unknown value '256B'");
+  EXPECT_CONTAINS(tmaError([](JsonValue p) {
+                    p.set("buffer", "k");
+                    return p;
+                  }),
+                  "buffer 'k' is not a buffer param of this bundle");
+  EXPECT_CONTAINS(tmaError([](JsonValue p) {
+                    p.set("buffer", "scale");
+                    return p;
+                  }),
+                  "buffer 'scale' is not a buffer param");
+  EXPECT_CONTAINS(tmaError([](JsonValue p) {
+                    p.set("global_dims", JsonValue::array({128, 4096}));
+                    return p;
+                  }),
+                  "tensor map spans 1048576 bytes but buffer 'q' has only "
+                  "524288 bytes");
+  EXPECT_CONTAINS(tmaError([](JsonValue p) { return without(p, "box_dims"); }),
+                  "params[6]: missing required field 'box_dims'");
+  EXPECT_CONTAINS(tmaError([](JsonValue p) {
+                    p.set("global_dims", JsonValue::array({128, -1}));
+                    return p;
+                  }),
+                  "params[6].global_dims[1]: value -1 is out of range");
+  EXPECT_CONTAINS(tmaError([](JsonValue p) {
+                    p.set("mode", "wide");
+                    return p;
+                  }),
+                  "params[6].mode: unknown value 'wide'");
+  EXPECT_CONTAINS(tmaError([](JsonValue p) {
+                    p.set("channels_per_pixel", 64);
+                    return p;
+                  }),
+                  "unknown field 'channels_per_pixel' for a tensor_map param");
+}
+
+TEST(Bundle, ReaderChecksFilesAndEntry) {
+  Expected<Bundle> missing = readBundle("/nonexistent/bundle");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_CONTAINS(missing.message(), "manifest.json");
+
+  Bundle b = sampleBundle();
+  b.ptx = ".version 8.0\n.visible .entry attn_fwd_v2(\n)\n{\nret;\n}\n";
+  EXPECT_CONTAINS(validateBundle(b).message(),
+                  "kernel.ptx declares no '.entry attn_fwd'");
+  fs::path dir = tempDir("badentry");
+  EXPECT_FALSE(writeBundle(dir.string(), b).ok());
+  EXPECT_FALSE(fs::exists(dir / "manifest.json"));
+
+  // A hand-edited PTX file that lost the entry is caught by readBundle.
+  ASSERT_TRUE(writeBundle(dir.string(), sampleBundle()).ok());
+  {
+    std::ofstream ptx(dir / "kernel.ptx", std::ios::trunc);
+    ptx << ".version 8.0\n";
+  }
+  Expected<Bundle> edited = readBundle(dir.string());
+  ASSERT_FALSE(edited.ok());
+  EXPECT_CONTAINS(edited.message(), "declares no '.entry attn_fwd'");
+  fs::remove_all(dir);
+
+  b = sampleBundle();
+  b.entry = "attn fwd";
+  EXPECT_CONTAINS(validateBundle(b).message(), "not a valid PTX identifier");
+}
+
+TEST(Bundle, KernelArgsWithoutDriver) {
+  Bundle b = sampleBundle();
+  // Drop the tensor maps: they need the driver to encode.
+  b.params.resize(6);
+  std::map<std::string, CUdeviceptr> addrs = {
+      {"q", 0x10000}, {"o", 0x20000}, {"img", 0x30000}};
+  Expected<KernelArgs> args = buildKernelArgs(b, addrs, nullptr);
+  ASSERT_TRUE(args.ok()) << args.message();
+  auto e = args->entries();
+  ASSERT_EQ(e.size(), 6u);
+  CUdeviceptr p;
+  std::memcpy(&p, e[1].first, 8);
+  EXPECT_EQ(p, 0x20000u);
+  EXPECT_EQ(e[3].second, 4u);
+  float scale;
+  std::memcpy(&scale, e[3].first, 4);
+  EXPECT_EQ(scale, 0.08838834764831845f);
+  int32_t seq;
+  std::memcpy(&seq, e[4].first, 4);
+  EXPECT_EQ(seq, 1024);
+  uint16_t half;
+  ASSERT_EQ(e[5].second, 2u);
+  std::memcpy(&half, e[5].first, 2);
+  EXPECT_EQ(half, 0x3F00); // 0.5 in bf16
+
+  addrs.erase("o");
+  Expected<KernelArgs> noAddr = buildKernelArgs(b, addrs, nullptr);
+  ASSERT_FALSE(noAddr.ok());
+  EXPECT_CONTAINS(noAddr.message(), "no device address supplied for buffer 'o'");
+
+  Expected<KernelArgs> noDriver =
+      buildKernelArgs(sampleBundle(), {{"q", 0x10000}, {"o", 0x20000},
+                                       {"img", 0x30000}},
+                      nullptr);
+  ASSERT_FALSE(noDriver.ok());
+  EXPECT_CONTAINS(noDriver.message(), "needs the CUDA driver");
+
+  LaunchConfig lc = launchConfigFor(sampleBundle());
+  EXPECT_EQ(lc.grid, (Dim3{16, 2, 1}));
+  EXPECT_EQ(lc.cluster, (Dim3{2, 1, 1}));
+  EXPECT_EQ(lc.dynamicSharedMemoryBytes, 200u * 1024);
+}
+
+TEST(Bundle, MutatedManifestsNeverCrash) {
+  const std::string good = writeJson(manifestToJson(sampleBundle()));
+  Rng rng(2024);
+  for (int i = 0; i < 3000; ++i) {
+    std::string s = good;
+    int edits = 1 + static_cast<int>(rng.next() % 4);
+    for (int e = 0; e < edits; ++e) {
+      size_t at = rng.next() % s.size();
+      switch (rng.next() % 4) {
+      case 0:
+        s[at] = static_cast<char>(rng.next());
+        break;
+      case 1:
+        s.erase(at, 1 + rng.next() % 16);
+        break;
+      case 2:
+        s.insert(at, 1, "{}[]\",:-019e"[rng.next() % 12]);
+        break;
+      case 3:
+        s.resize(at);
+        break;
+      }
+      if (s.empty())
+        s = "{";
+    }
+    (void)parseManifest(s);
+  }
+}
+
+} // namespace
