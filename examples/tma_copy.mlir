@@ -2,8 +2,8 @@
 // loads one 64x64 bf16 tile of `in` into shared memory with a TMA load that
 // completes on an mbarrier, then writes it to `out` with plain stores.
 //
-// Kernel ABI: (tensor map of `in`, passed as a pointer to its 128-byte
-// CUtensorMap; the memref descriptor of `out`). Grid: (N/64, M/64), 128
+// Kernel ABI: (the 128-byte CUtensorMap of `in`, by value as a grid
+// constant; the memref descriptor of `out`). Grid: (N/64, M/64), 128
 // threads. Compile: sinkattn-opt tma_copy.mlir --sinkattn-gpu-to-ptx \
 //   --sinkattn-write-ptx=output-dir=out -o /dev/null
 !barriers = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 1>
@@ -11,7 +11,8 @@
 module attributes {gpu.container_module} {
   gpu.module @tma_copy {
     memref.global "private" @tile : memref<64x64xbf16, #gpu.address_space<workgroup>> {alignment = 128 : i64}
-    gpu.func @tma_copy(%descPtr: !llvm.ptr, %out: memref<?x?xbf16>) kernel {
+    gpu.func @tma_copy(%descPtr: !llvm.ptr, %out: memref<?x?xbf16>) kernel
+        attributes {sinkattn.tensor_map_args = array<i64: 0>} {
       %desc = builtin.unrealized_conversion_cast %descPtr : !llvm.ptr to !tmap
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index

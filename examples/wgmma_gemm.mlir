@@ -4,8 +4,8 @@
 // 128x64 tile of A and two 64x64 boxes of B (128-byte swizzle limits a bf16
 // box to 64 columns) on one mbarrier, then issues wgmma m64n128k16.
 //
-// Kernel ABI: (tensor map of A, tensor map of B, both as pointers to their
-// CUtensorMap; memref descriptor of D; K). Grid: (N/128, M/128), 128 threads.
+// Kernel ABI: (CUtensorMap of A, CUtensorMap of B, both by value as grid
+// constants; memref descriptor of D; K). Grid: (N/128, M/128), 128 threads.
 !barriers = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 1>
 !mapA = !nvgpu.tensormap.descriptor<tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
 !mapB = !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
@@ -14,7 +14,8 @@ module attributes {gpu.container_module} {
   gpu.module @wgmma_gemm {
     memref.global "private" @smemA : memref<128x64xbf16, 3> {alignment = 1024 : i64}
     memref.global "private" @smemB : memref<64x128xbf16, 3> {alignment = 1024 : i64}
-    gpu.func @wgmma_gemm(%descAPtr: !llvm.ptr, %descBPtr: !llvm.ptr, %D: memref<?x?xf32>, %K: index) kernel {
+    gpu.func @wgmma_gemm(%descAPtr: !llvm.ptr, %descBPtr: !llvm.ptr, %D: memref<?x?xf32>, %K: index) kernel
+        attributes {sinkattn.tensor_map_args = array<i64: 0, 1>} {
       %descA = builtin.unrealized_conversion_cast %descAPtr : !llvm.ptr to !mapA
       %descB = builtin.unrealized_conversion_cast %descBPtr : !llvm.ptr to !mapB
       %c0 = arith.constant 0 : index

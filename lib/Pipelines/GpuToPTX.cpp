@@ -7,10 +7,25 @@
 
 #include "SinkAttn/Pipelines/Pipelines.h"
 
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/OptimizeForNVVM.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
@@ -21,12 +36,48 @@ namespace sinkattn {
 
 void sinkattn::buildGpuToPTXPipeline(OpPassManager &pm,
                                      const PTXTargetOptions &options) {
-  gpu::GPUToNVVMPipelineOptions nvvmOptions;
-  nvvmOptions.cubinChip = options.chip;
-  nvvmOptions.cubinFeatures = options.features;
-  nvvmOptions.cubinFormat = "isa";
-  nvvmOptions.optLevel = options.optLevel;
-  gpu::buildLowerToNVVMPassPipeline(pm, nvvmOptions);
+  // Upstream's gpu-lower-to-nvvm-pipeline (GPUToNVVMPipeline.cpp), with
+  // sinkattn-tensor-maps-by-value between the NVVM lowering of gpu.modules
+  // and their serialization, and the `isa` (PTX text) format.
+  pm.addPass(createConvertNVGPUToNVVMPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  OpPassManager &gpuModule = pm.nest<gpu::GPUModuleOp>();
+  gpuModule.addPass(createStripDebugInfoPass());
+  ConvertGpuOpsToNVVMOpsOptions toNVVM;
+  toNVVM.useBarePtrCallConv = options.barePointers;
+  gpuModule.addPass(createConvertGpuOpsToNVVMOps(toNVVM));
+  gpuModule.addPass(LLVM::createNVVMOptimizeForTargetPass());
+  gpuModule.addPass(createCanonicalizerPass());
+  gpuModule.addPass(createCSEPass());
+  gpuModule.addPass(createReconcileUnrealizedCastsPass());
+  gpuModule.addPass(createTensorMapsByValuePass());
+
+  GpuToLLVMConversionPassOptions toLLVM;
+  toLLVM.kernelBarePtrCallConv = options.barePointers;
+  pm.addPass(createGpuToLLVMConversionPass(toLLVM));
+  GpuModuleToBinaryPassOptions toBinary;
+  toBinary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(toBinary));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
 FailureOr<std::map<std::string, std::string>>
@@ -76,6 +127,11 @@ struct GpuToPTXPipelineOptions
   Option<int> optLevel{*this, "opt-level",
                        llvm::cl::desc("LLVM optimization level"),
                        llvm::cl::init(3)};
+  Option<bool> barePointers{
+      *this, "bare-pointers",
+      llvm::cl::desc("Pass statically shaped memref kernel arguments as one "
+                     "pointer each"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -84,12 +140,14 @@ void sinkattn::registerSinkAttnPipelines() {
   PassPipelineRegistration<GpuToPTXPipelineOptions>(
       "sinkattn-gpu-to-ptx",
       "Lower gpu.module kernels (gpu/nvgpu/nvvm) to gpu.binary ops holding "
-      "PTX for Hopper (sm_90a by default)",
+      "PTX for Hopper (sm_90a by default); tensor-map arguments listed in "
+      "sinkattn.tensor_map_args are passed by value",
       [](OpPassManager &pm, const GpuToPTXPipelineOptions &cl) {
         PTXTargetOptions options;
         options.chip = cl.chip;
         options.features = cl.features;
         options.optLevel = cl.optLevel;
+        options.barePointers = cl.barePointers;
         buildGpuToPTXPipeline(pm, options);
       });
 }

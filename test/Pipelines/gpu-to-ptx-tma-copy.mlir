@@ -12,9 +12,12 @@
 
 // CHECK: .version 8.0
 // CHECK: .target sm_90a
+// The tensor map is a 128-byte grid-constant parameter, addressed generically.
 // CHECK: .entry tma_copy(
+// CHECK-NEXT: .param .align 64 .b8 tma_copy_param_0[128]
+// CHECK: cvta.param.u64 %[[MAP:rd[0-9]+]], %{{rd[0-9]+}};
 // CHECK: mbarrier.init.shared.b64
 // CHECK: fence.mbarrier_init.release.cluster
 // CHECK: mbarrier.arrive.expect_tx.shared.b64
-// CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%{{rd[0-9]+}}], [%[[MAP]],
 // CHECK: mbarrier.try_wait.parity.shared.b64

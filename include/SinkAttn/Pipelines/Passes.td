@@ -29,4 +29,45 @@ def WritePTXPass : Pass<"sinkattn-write-ptx", "::mlir::ModuleOp"> {
   ];
 }
 
+def TensorMapsByValuePass
+    : Pass<"sinkattn-tensor-maps-by-value", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Pass TMA tensor maps to kernels by value, as grid constants";
+  let description = [{
+    A TMA load reads its 128-byte `CUtensorMap` through a generic address.
+    Passing the map by value in the kernel's parameter space (a
+    `__grid_constant__` parameter in CUDA C++) avoids a device allocation and
+    a copy per launch. A tensor-map typed argument does not legalize in a
+    `gpu.func` signature, so kernels take the map as `!llvm.ptr` and list
+    those argument positions in the function attribute
+    `sinkattn.tensor_map_args = array<i64: ...>`.
+
+    This pass runs after `convert-gpu-to-nvvm` (which keeps function
+    attributes but drops argument attributes). On each `llvm.func` kernel
+    that carries the attribute it marks the listed `!llvm.ptr` arguments
+    `llvm.byval = !llvm.array<128 x i8>`, `llvm.align = 64` and
+    `nvvm.grid_constant`, and removes the attribute. The NVPTX backend then
+    emits a `.param .align 64 .b8 [128]` parameter and takes its generic
+    address with `cvta.param`.
+
+    Argument positions are those of the lowered function: kernels use the
+    bare-pointer calling convention (one argument per memref) or put the
+    tensor maps first.
+
+    ```mlir
+    // Before (inside a gpu.module):
+    llvm.func @k(%map: !llvm.ptr, %out: !llvm.ptr)
+        attributes {nvvm.kernel, sinkattn.tensor_map_args = array<i64: 0>}
+    // After:
+    llvm.func @k(%map: !llvm.ptr {llvm.align = 64 : i64,
+                                  llvm.byval = !llvm.array<128 x i8>,
+                                  nvvm.grid_constant},
+                 %out: !llvm.ptr) attributes {nvvm.kernel}
+    ```
+
+    An index outside the argument list, an argument that is not a pointer,
+    or the attribute on a function that is not a kernel is an error.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // SINKATTN_PIPELINES_PASSES_TD

@@ -12,7 +12,14 @@
 #include <memory>
 #include <string>
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
 namespace sinkattn {
+
+/// Function attribute of a kernel listing the `!llvm.ptr` arguments that
+/// carry a CUtensorMap by value (see `sinkattn-tensor-maps-by-value`).
+inline constexpr llvm::StringLiteral kTensorMapArgsAttrName =
+    "sinkattn.tensor_map_args";
 
 /// Code-generation target of the PTX pipeline.
 struct PTXTargetOptions {
@@ -21,6 +28,9 @@ struct PTXTargetOptions {
   /// PTX ISA 8.0 is the first with every Hopper instruction we emit.
   std::string features = "+ptx80";
   int optLevel = 3;
+  /// Pass each memref kernel argument as one pointer (static shapes only)
+  /// instead of an expanded memref descriptor.
+  bool barePointers = false;
 };
 
 /// Appends the pipeline that lowers `gpu`/`nvgpu`/`nvvm` IR (kernels in
