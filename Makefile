@@ -20,7 +20,7 @@ configure: deps
 	@scripts/configure.sh
 
 build: configure
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target all mlir-doc
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target all mlir-doc gpu-bundles
 
 run: build
 	@scripts/run-main.sh

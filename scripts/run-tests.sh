@@ -14,7 +14,7 @@ status=${PIPESTATUS[0]}
 
 count() { # count "Passed" -> number from lit's summary (0 when absent)
   local n
-  n=$(grep -E "^\s+$1:\s+[0-9]+" "$log" | awk '{s += $2} END {print s + 0}')
+  n=$(grep -E "^\s+$1\s*:\s+[0-9]+" "$log" | sed -E 's/.*:\s+([0-9]+).*/\1/' | awk '{s += $1} END {print s + 0}')
   echo "${n:-0}"
 }
 passed=$(( $(count Passed) + $(count "Expectedly Failed") ))

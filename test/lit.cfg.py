@@ -26,8 +26,12 @@ config.substitutions.append(("%mlir_dir", config.mlir_dir))
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
+config.substitutions.append(
+    ("%expect_exit", os.path.join(config.sinkattn_src_root, "test", "Inputs", "expect-exit")))
+config.substitutions.append(("%bundles", os.path.join(config.sinkattn_obj_root, "bundles")))
+
 tool_dirs = [config.sinkattn_tools_dir, config.llvm_tools_dir]
-tools = ["sinkattn-opt", "FileCheck", "not", "count", "split-file"]
+tools = ["sinkattn-opt", "sinkattn-runner", "FileCheck", "not", "count", "split-file"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 

@@ -25,7 +25,10 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 
 using namespace mlir;
 
@@ -34,11 +37,10 @@ namespace sinkattn {
 #include "SinkAttn/Pipelines/Passes.h.inc"
 } // namespace sinkattn
 
-void sinkattn::buildGpuToPTXPipeline(OpPassManager &pm,
-                                     const PTXTargetOptions &options) {
-  // Upstream's gpu-lower-to-nvvm-pipeline (GPUToNVVMPipeline.cpp), with
-  // sinkattn-tensor-maps-by-value between the NVVM lowering of gpu.modules
-  // and their serialization, and the `isa` (PTX text) format.
+void sinkattn::buildGpuToNVVMPipeline(OpPassManager &pm,
+                                      const PTXTargetOptions &options) {
+  // Upstream's gpu-lower-to-nvvm-pipeline (GPUToNVVMPipeline.cpp) up to the
+  // NVVM lowering of gpu.modules, plus sinkattn-tensor-maps-by-value.
   pm.addPass(createConvertNVGPUToNVVMPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createConvertVectorToSCFPass());
@@ -67,7 +69,13 @@ void sinkattn::buildGpuToPTXPipeline(OpPassManager &pm,
   gpuModule.addPass(createCSEPass());
   gpuModule.addPass(createReconcileUnrealizedCastsPass());
   gpuModule.addPass(createTensorMapsByValuePass());
+}
 
+void sinkattn::buildGpuToPTXPipeline(OpPassManager &pm,
+                                     const PTXTargetOptions &options) {
+  // Then upstream's host lowering and serialization, in the `isa` (PTX
+  // text) format.
+  buildGpuToNVVMPipeline(pm, options);
   GpuToLLVMConversionPassOptions toLLVM;
   toLLVM.kernelBarePtrCallConv = options.barePointers;
   pm.addPass(createGpuToLLVMConversionPass(toLLVM));
@@ -113,6 +121,28 @@ sinkattn::compileToPTX(ModuleOp module, const PTXTargetOptions &options) {
     return module.emitError("no gpu.module to compile: the module holds no "
                             "kernels");
   return ptx;
+}
+
+FailureOr<std::string> sinkattn::compileToLLVMIR(ModuleOp module,
+                                                 const PTXTargetOptions &options) {
+  PassManager pm = PassManager::on<ModuleOp>(module.getContext());
+  buildGpuToNVVMPipeline(pm, options);
+  if (failed(pm.run(module)))
+    return failure();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  for (auto gpuModule : module.getOps<gpu::GPUModuleOp>()) {
+    llvm::LLVMContext llvmContext;
+    std::unique_ptr<llvm::Module> llvmModule =
+        translateModuleToLLVMIR(gpuModule, llvmContext, gpuModule.getName());
+    if (!llvmModule)
+      return gpuModule.emitError("failed to translate to LLVM IR");
+    llvmModule->print(os, nullptr);
+  }
+  if (text.empty())
+    return module.emitError("no gpu.module to compile: the module holds no "
+                            "kernels");
+  return text;
 }
 
 namespace {

@@ -33,6 +33,11 @@ struct PTXTargetOptions {
   bool barePointers = false;
 };
 
+/// Appends the part of that pipeline that stops once gpu.modules hold
+/// LLVM/NVVM dialect IR (before serialization).
+void buildGpuToNVVMPipeline(mlir::OpPassManager &pm,
+                            const PTXTargetOptions &options);
+
 /// Appends the pipeline that lowers `gpu`/`nvgpu`/`nvvm` IR (kernels in
 /// `gpu.module`s) to `gpu.binary` ops holding PTX text.
 void buildGpuToPTXPipeline(mlir::OpPassManager &pm,
@@ -43,6 +48,11 @@ void buildGpuToPTXPipeline(mlir::OpPassManager &pm,
 /// handlers; failure means they have been reported.
 mlir::FailureOr<std::map<std::string, std::string>>
 compileToPTX(mlir::ModuleOp module, const PTXTargetOptions &options = {});
+
+/// Runs buildGpuToNVVMPipeline on `module` (in place) and returns the LLVM
+/// IR of its gpu.modules as text.
+mlir::FailureOr<std::string> compileToLLVMIR(mlir::ModuleOp module,
+                                             const PTXTargetOptions &options = {});
 
 /// Returns the PTX held by the `gpu.binary` ops of `module`, keyed by binary
 /// name (with `.<i>` appended when a binary has several objects). Emits an

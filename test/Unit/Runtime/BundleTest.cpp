@@ -59,6 +59,7 @@ Bundle sampleBundle() {
       bufferParam("o", DType::F32, {1, 2, 1024, 128}, BufferRole::Output));
   b.params.push_back(
       bufferParam("img", DType::BF16, {2, 16, 16, 64}, BufferRole::Input));
+  b.params.back().kernelArg = false; // Only reached through img_tma.
   b.params.push_back(scalarParam("scale", DType::F32, 0, 0.08838834764831845));
   b.params.push_back(scalarParam("seq_len", DType::I32, 1024, 0));
   b.params.push_back(scalarParam("half_scale", DType::BF16, 0, 0.5));
@@ -92,7 +93,8 @@ Bundle sampleBundle() {
 
 fs::path tempDir(const std::string &name) {
   fs::path dir = fs::temp_directory_path() /
-                 ("sinkattn_bundle_test_" + std::to_string(getpid())) / name;
+                 ("sinkattn_bundle_test_" + std::to_string(getpid()) + "_" +
+                  name);
   fs::remove_all(dir);
   return dir;
 }
@@ -163,6 +165,7 @@ TEST(Bundle, ManifestTextRoundTrip) {
   EXPECT_CONTAINS(text, "\"format_version\": 1");
   EXPECT_CONTAINS(text, "\"global_dims\": [128, 2048]");
   EXPECT_CONTAINS(text, "\"swizzle\": \"128B\"");
+  EXPECT_CONTAINS(text, "\"kernel_arg\": false");
 }
 
 TEST(Bundle, OptionalFieldsTakeDefaults) {
@@ -272,6 +275,18 @@ TEST(Bundle, MalformedParams) {
                                return p;
                              }),
                   "params[0].role: unknown value 'inout'");
+  EXPECT_CONTAINS(paramError(0,
+                             [](JsonValue p) {
+                               p.set("kernel_arg", 0);
+                               return p;
+                             }),
+                  "params[0].kernel_arg: expected a boolean, got integer");
+  EXPECT_CONTAINS(paramError(6,
+                             [](JsonValue p) {
+                               p.set("kernel_arg", false);
+                               return p;
+                             }),
+                  "unknown field 'kernel_arg' for a tensor_map param");
   EXPECT_CONTAINS(paramError(3,
                              [](JsonValue p) {
                                p.set("shape", JsonValue::array({1}));
@@ -408,20 +423,21 @@ TEST(Bundle, KernelArgsWithoutDriver) {
   Expected<KernelArgs> args = buildKernelArgs(b, addrs, nullptr);
   ASSERT_TRUE(args.ok()) << args.message();
   auto e = args->entries();
-  ASSERT_EQ(e.size(), 6u);
+  // "img" has kernel_arg false, so q, o, scale, seq_len, half_scale remain.
+  ASSERT_EQ(e.size(), 5u);
   CUdeviceptr p;
   std::memcpy(&p, e[1].first, 8);
   EXPECT_EQ(p, 0x20000u);
-  EXPECT_EQ(e[3].second, 4u);
+  EXPECT_EQ(e[2].second, 4u);
   float scale;
-  std::memcpy(&scale, e[3].first, 4);
+  std::memcpy(&scale, e[2].first, 4);
   EXPECT_EQ(scale, 0.08838834764831845f);
   int32_t seq;
-  std::memcpy(&seq, e[4].first, 4);
+  std::memcpy(&seq, e[3].first, 4);
   EXPECT_EQ(seq, 1024);
   uint16_t half;
-  ASSERT_EQ(e[5].second, 2u);
-  std::memcpy(&half, e[5].first, 2);
+  ASSERT_EQ(e[4].second, 2u);
+  std::memcpy(&half, e[4].first, 2);
   EXPECT_EQ(half, 0x3F00); // 0.5 in bf16
 
   addrs.erase("o");

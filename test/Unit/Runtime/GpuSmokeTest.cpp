@@ -128,7 +128,8 @@ const char *kTmaPtx = R"(
     .shared .align 1024 .b8 tile[4096];
     .shared .align 8 .b64 bar;
 
-    mov.b64 %rd1, tma_load_map;
+    mov.b64 %rd6, tma_load_map;
+    cvta.param.u64 %rd1, %rd6;
     ld.param.u64 %rd2, [tma_load_out];
     cvta.to.global.u64 %rd2, %rd2;
     ld.param.u32 %r10, [tma_load_row0];
@@ -410,6 +411,73 @@ void testBundle(const Context &ctx) {
   check(ok, "bundle kernel results exact");
 }
 
+// The runner's path for TMA kernels: a bundle whose source buffer is reached
+// only through a tensor_map param (kernel_arg false), arguments built by
+// buildKernelArgs with the driver encoding the descriptor.
+void testTmaBundle(const Context &ctx) {
+  Bundle b;
+  b.kernel = "tma_copy";
+  b.entry = "tma_load";
+  b.block = {128, 1, 1};
+  BundleParam src, map, out, row0;
+  src.name = "src";
+  src.kind = ParamKind::Buffer;
+  src.dtype = DType::BF16;
+  src.shape = {128, 64};
+  src.kernelArg = false;
+  map.name = "src_tma";
+  map.kind = ParamKind::TensorMap;
+  map.dtype = DType::BF16;
+  map.buffer = "src";
+  map.tensorMap = makeRowMajorTiledSpec(DType::BF16, {128, 64}, {32, 64},
+                                        TensorMapSwizzle::None);
+  out.name = "out";
+  out.kind = ParamKind::Buffer;
+  out.dtype = DType::BF16;
+  out.shape = {32, 64};
+  out.role = BufferRole::Output;
+  row0.name = "row0";
+  row0.kind = ParamKind::Scalar;
+  row0.dtype = DType::U32;
+  row0.intValue = 64;
+  b.params = {src, map, out, row0};
+  b.ptx = kTmaPtx;
+  Expected<Bundle> parsed = parseManifest(writeJson(manifestToJson(b)));
+  checkStatus(parsed.status(), "TMA bundle manifest round trip");
+  if (!parsed.ok())
+    return;
+
+  std::vector<uint16_t> host = toBf16(randomUniform(128 * 64, 8));
+  Expected<DeviceBuffer> dsrc = DeviceBuffer::allocate(ctx, host.size() * 2);
+  Expected<DeviceBuffer> dout =
+      DeviceBuffer::allocate(ctx, bufferBytes(*findParam(*parsed, "out")));
+  if (!dsrc.ok() || !dout.ok())
+    return check(false, "allocate TMA bundle buffers");
+  checkStatus(dsrc->upload(host), "upload");
+  checkStatus(dout->poison(), "poison");
+  Expected<Module> mod = Module::loadPtx(ctx, b.ptx);
+  if (!mod.ok())
+    return checkStatus(mod.status(), "JIT-link TMA bundle PTX");
+  Expected<Function> fn = mod->getFunction(parsed->entry);
+  if (!fn.ok())
+    return checkStatus(fn.status(), "getFunction(tma_load)");
+  Expected<KernelArgs> args = buildKernelArgs(
+      *parsed, {{"src", dsrc->address()}, {"out", dout->address()}},
+      &ctx.driver());
+  checkStatus(args.status(), "buildKernelArgs with a tensor map");
+  if (!args.ok())
+    return;
+  check(args->size() == 3, "kernel_arg=false buffer takes no ABI slot");
+  checkStatus(launchKernel(*fn, launchConfigFor(*parsed), *args),
+              "launch TMA bundle kernel");
+  checkStatus(ctx.synchronize(), "synchronize after TMA bundle kernel");
+  Expected<std::vector<uint16_t>> got = dout->download<uint16_t>();
+  bool ok = got.ok();
+  for (size_t i = 0; ok && i < 32 * 64; ++i)
+    ok = (*got)[i] == host[64 * 64 + i];
+  check(ok, "TMA bundle kernel copied rows 64..95");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -441,6 +509,7 @@ int main(int argc, char **argv) {
   testCluster(*ctx);
   testTma(*ctx);
   testBundle(*ctx);
+  testTmaBundle(*ctx);
   std::printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
   return failures ? 1 : 0;
 }

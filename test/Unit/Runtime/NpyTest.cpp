@@ -13,10 +13,9 @@ using namespace sinkattn::rt;
 namespace {
 
 std::string tempPath(const std::string &name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("sinkattn_npy_test_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+  return (std::filesystem::temp_directory_path() /
+          ("sinkattn_npy_test_" + std::to_string(getpid()) + "_" + name))
+      .string();
 }
 
 TEST(Npy, HeaderLayout) {

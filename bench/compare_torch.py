@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Vendor baselines timed on the same GPU in the same run as our kernels.
+
+cuBLAS bf16 GEMM (torch.matmul, fp32 accumulate) and a device-to-device copy.
+CUDA events around each call, warm-up first, median of the timed calls, a
+fresh set of random inputs (never zeros) for every shape.
+"""
+import argparse
+import json
+import statistics
+
+import torch
+
+
+def time_ms(fn, warmup=5, iters=50):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    results = []
+
+    for m, n, k in [(4096, 4096, 4096), (8192, 8192, 8192)]:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        ms = time_ms(lambda: torch.matmul(a, b))
+        tflops = 2 * m * n * k / (ms * 1e-3) / 1e12
+        results.append({"name": "cublas_bf16_gemm", "m": m, "n": n, "k": k,
+                        "median_ms": ms, "tflops": tflops})
+        print(f"cublas bf16 gemm {m}x{n}x{k}: {ms:.4f} ms {tflops:.1f} TFLOP/s")
+
+    rows, cols = 8192, 8192
+    src = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    ms = time_ms(lambda: dst.copy_(src))
+    gbps = 2 * src.numel() * src.element_size() / (ms * 1e-3) / 1e9
+    results.append({"name": "d2d_copy_bf16", "rows": rows, "cols": cols,
+                    "median_ms": ms, "gbps": gbps})
+    print(f"copy d2d bf16 {rows}x{cols}: {ms:.4f} ms {gbps:.1f} GB/s")
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "results": results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+//===- Kernels.h - Kernel builders ------------------------------*- C++ -*-===//
+//
+// Builders that turn a kernel configuration into an MLIR module (a
+// gpu.module holding one kernel) plus the kernel's launch configuration and
+// parameter ABI, as a bundle (see docs/bundle.md). compileKernel() runs the
+// PTX pipeline on top and fills in the bundle's PTX.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SINKATTN_KERNELS_KERNELS_H
+#define SINKATTN_KERNELS_KERNELS_H
+
+#include "SinkAttn/Pipelines/Pipelines.h"
+#include "SinkAttn/Runtime/Bundle.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+#include <vector>
+
+namespace sinkattn {
+
+/// What to build. Fields a kernel does not use are ignored by it.
+struct KernelConfig {
+  /// Kernel kind: one of kernelNames().
+  std::string kernel;
+  /// Problem size: gemm computes [m x k] * [k x n]; tma-copy copies [m x n].
+  int64_t m = 4096, n = 4096, k = 4096;
+  /// Element type of the inputs.
+  rt::DType dtype = rt::DType::BF16;
+  PTXTargetOptions target;
+};
+
+/// The kernel kinds the builders know, with a one-line description each.
+std::vector<std::pair<std::string, std::string>> kernelNames();
+
+/// A kernel at the `gpu` level (before the PTX pipeline) with its launch
+/// configuration and ABI. `bundle.ptx` is empty.
+struct KernelModule {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  rt::Bundle bundle;
+};
+
+/// Builds the kernel. An unknown kernel or an unsupported configuration is
+/// reported through the context's diagnostics (saying which value is
+/// unsupported and why) and returns failure.
+mlir::FailureOr<KernelModule> buildKernel(mlir::MLIRContext &context,
+                                          const KernelConfig &config);
+
+/// buildKernel() followed by the PTX pipeline: the bundle has its PTX.
+mlir::FailureOr<rt::Bundle> compileKernel(mlir::MLIRContext &context,
+                                          const KernelConfig &config);
+
+/// Registers every dialect, extension and translation the builders and the
+/// PTX pipeline need.
+void registerKernelDialects(mlir::DialectRegistry &registry);
+
+} // namespace sinkattn
+
+#endif // SINKATTN_KERNELS_KERNELS_H

@@ -1,0 +1,131 @@
+//===- Bundle.h - Compiled-kernel bundles (kernel.ptx + manifest) -*- C++ -*-=//
+//
+// A bundle is a directory holding `kernel.ptx` and `manifest.json`; the
+// manifest describes how to launch the PTX entry (grid, block, cluster,
+// dynamic shared memory) and its ABI (the ordered parameter list).  The
+// format is specified in docs/bundle.md.  The compiler writes bundles with
+// writeBundle(); sinkattn-runner reads them with readBundle().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SINKATTN_RUNTIME_BUNDLE_H
+#define SINKATTN_RUNTIME_BUNDLE_H
+
+#include "SinkAttn/Runtime/DType.h"
+#include "SinkAttn/Runtime/Json.h"
+#include "SinkAttn/Runtime/Launch.h"
+#include "SinkAttn/Runtime/TensorMap.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace sinkattn::rt {
+
+/// The only manifest format version this runtime reads and writes.
+inline constexpr int64_t kBundleFormatVersion = 1;
+inline constexpr const char *kBundlePtxFile = "kernel.ptx";
+inline constexpr const char *kBundleManifestFile = "manifest.json";
+
+enum class ParamKind { Buffer, Scalar, TensorMap };
+enum class BufferRole { Input, Output };
+
+const char *paramKindName(ParamKind kind);   // "buffer", "scalar", "tensor_map"
+const char *bufferRoleName(BufferRole role); // "input", "output"
+
+/// One kernel parameter, in ABI order.  Which fields are meaningful depends
+/// on `kind`; the others keep their defaults (and are compared anyway, so
+/// keep them default when building bundles).
+struct BundleParam {
+  std::string name;
+  ParamKind kind = ParamKind::Scalar;
+  /// Element type of a buffer, type of a scalar, or data type of a tensor
+  /// map (tensorMap.dtype is kept equal to it).
+  DType dtype = DType::F32;
+
+  // kind == Scalar.  Integer dtypes use intValue, floating ones floatValue.
+  int64_t intValue = 0;
+  double floatValue = 0;
+
+  // kind == Buffer: passed to the kernel as a 64-bit device pointer.
+  std::vector<uint64_t> shape; ///< Outermost first, row-major.
+  BufferRole role = BufferRole::Input;
+  /// False for a buffer the kernel reaches only through tensor maps: the
+  /// runner still allocates and fills it, but it is not a kernel parameter
+  /// and takes no slot in the ABI.  Manifest field "kernel_arg".
+  bool kernelArg = true;
+
+  // kind == TensorMap: passed by value as a 128-byte CUtensorMap.
+  std::string buffer; ///< Name of the buffer param it points into.
+  TensorMapSpec tensorMap;
+
+  bool operator==(const BundleParam &o) const;
+  bool operator!=(const BundleParam &o) const { return !(*this == o); }
+};
+
+using ConfigValue = std::variant<std::string, int64_t>;
+
+struct Bundle {
+  int64_t formatVersion = kBundleFormatVersion;
+  std::string kernel; ///< Kernel kind, e.g. "gemm", "attention_fwd".
+  std::string entry;  ///< PTX .entry symbol.
+  Dim3 grid;
+  Dim3 block;
+  Dim3 cluster; ///< (1,1,1) = no clusters.
+  uint32_t sharedMemoryBytes = 0; ///< Dynamic shared memory per block.
+  std::map<std::string, ConfigValue> config; ///< Compile options.
+  std::vector<BundleParam> params;
+  /// Contents of kernel.ptx (not part of the manifest).
+  std::string ptx;
+
+  bool operator==(const Bundle &o) const;
+  bool operator!=(const Bundle &o) const { return !(*this == o); }
+};
+
+/// Bytes a buffer param occupies (product(shape) * dtypeSize), saturating at
+/// UINT64_MAX; 0 for non-buffers.
+uint64_t bufferBytes(const BundleParam &param);
+/// The param called `name`, or nullptr.
+const BundleParam *findParam(const Bundle &bundle, std::string_view name);
+
+/// Semantic checks shared by reader and writer: format version, non-empty
+/// kernel/entry, launch shape (validateLaunchConfig), unique param names,
+/// scalar values in range for their dtype, buffers with 1..8 non-zero dims,
+/// tensor maps that pass validate(), reference an existing buffer, and stay
+/// inside it; when `ptx` is non-empty it must declare `.entry <entry>`.
+Status validateBundle(const Bundle &bundle);
+
+/// The manifest as JSON (ptx excluded).
+JsonValue manifestToJson(const Bundle &bundle);
+/// Manifest JSON text -> Bundle (ptx left empty), with every check of
+/// validateBundle.  Errors name the offending field, e.g.
+/// "manifest: params[2].shape: expected an array, got string".
+/// Never crashes on arbitrary input.
+Expected<Bundle> parseManifest(std::string_view json);
+
+/// Creates `directory` if needed and writes kernel.ptx and manifest.json;
+/// refuses (writing nothing) if validateBundle fails.
+Status writeBundle(const std::string &directory, const Bundle &bundle);
+/// Reads and validates a bundle directory.
+Expected<Bundle> readBundle(const std::string &directory);
+
+/// Builds the launch configuration from the bundle.
+LaunchConfig launchConfigFor(const Bundle &bundle, CUstream stream = nullptr);
+
+/// Kernel arguments in ABI order: buffers as device pointers from
+/// `bufferAddresses` (keyed by param name; buffers with kernelArg == false
+/// are skipped), scalars converted to their
+/// dtype's bytes (f16/bf16 rounded to nearest even), tensor maps encoded
+/// against their buffer's address.  `driver` may be null when the bundle has
+/// no tensor maps.
+Expected<KernelArgs>
+buildKernelArgs(const Bundle &bundle,
+                const std::map<std::string, CUdeviceptr> &bufferAddresses,
+                const CudaDriver *driver);
+
+} // namespace sinkattn::rt
+
+#endif // SINKATTN_RUNTIME_BUNDLE_H

@@ -1,0 +1,108 @@
+//===- Context.h - Device, primary context and stream ----------*- C++ -*-===//
+
+#ifndef SINKATTN_RUNTIME_CONTEXT_H
+#define SINKATTN_RUNTIME_CONTEXT_H
+
+#include "SinkAttn/Runtime/CudaDriver.h"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace sinkattn::rt {
+
+/// Static properties of one GPU, queried once when a Context is created.
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int computeMajor = 0;
+  int computeMinor = 0;
+  int smCount = 0;
+  /// CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: the most dynamic
+  /// shared memory a kernel may request after opting in (227 KB on H100).
+  int maxSharedMemoryPerBlockOptin = 0;
+  int l2CacheBytes = 0;
+  size_t totalMemoryBytes = 0;
+
+  /// "sm_90" for compute capability 9.0.
+  std::string smName() const;
+};
+
+/// Success when the device is Hopper (sm_90) or newer; otherwise the error
+/// "GPU <name> is sm_NN; SinkAttn kernels need sm_90 (Hopper) or newer".
+/// Note: PTX compiled for sm_90a uses arch-specific instructions (wgmma,
+/// setmaxnreg) and only JIT-links on compute capability 9.0 exactly; on newer
+/// GPUs the link step reports that through the ptxas error log.
+Status checkHopperOrNewer(const DeviceInfo &info);
+
+/// Number of CUDA devices (calls cuInit first).
+Expected<int> deviceCount(const CudaDriver &driver);
+/// Queries a device's DeviceInfo without creating a context (calls cuInit).
+Expected<DeviceInfo> queryDevice(const CudaDriver &driver, int ordinal);
+
+/// RAII owner of a device's *primary* context (retained on creation,
+/// released on destruction) which is made current on the calling thread.
+/// We use the primary context, not cuCtxCreate, because it is the context
+/// the CUDA runtime and profilers (nsys/ncu) share, and it is reference
+/// counted so several owners in one process are harmless.
+class Context {
+public:
+  static Expected<Context> create(std::shared_ptr<const CudaDriver> driver,
+                                  int ordinal = 0);
+
+  Context(Context &&other) noexcept;
+  Context &operator=(Context &&other) noexcept;
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+  ~Context();
+
+  const CudaDriver &driver() const { return *drv; }
+  const std::shared_ptr<const CudaDriver> &driverPtr() const { return drv; }
+  const DeviceInfo &info() const { return deviceInfo; }
+  CUcontext handle() const { return ctx; }
+  CUdevice device() const { return dev; }
+
+  /// Binds the context to the calling thread (needed only for threads other
+  /// than the creating one).
+  Status makeCurrent() const;
+  /// cuCtxSynchronize: waits for all work and surfaces asynchronous errors
+  /// (e.g. an illegal address in a kernel).
+  Status synchronize() const;
+
+private:
+  Context() = default;
+  void reset();
+
+  std::shared_ptr<const CudaDriver> drv;
+  DeviceInfo deviceInfo;
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+};
+
+/// RAII CUDA stream (cuStreamCreate / cuStreamDestroy_v2).  A
+/// default-constructed Stream is the legacy default stream (null handle).
+class Stream {
+public:
+  Stream() = default;
+  /// Creates a blocking stream (CU_STREAM_DEFAULT) so it stays ordered with
+  /// the legacy default stream that synchronous memcpy/memset use.
+  static Expected<Stream> create(const Context &ctx);
+
+  Stream(Stream &&other) noexcept;
+  Stream &operator=(Stream &&other) noexcept;
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+  ~Stream();
+
+  CUstream handle() const { return stream; }
+  Status synchronize() const;
+
+private:
+  void reset();
+  std::shared_ptr<const CudaDriver> drv;
+  CUstream stream = nullptr;
+};
+
+} // namespace sinkattn::rt
+
+#endif // SINKATTN_RUNTIME_CONTEXT_H

@@ -1,0 +1,52 @@
+//===- KernelTemplate.cpp - Kernels written as MLIR text ------------------===//
+
+#include "KernelTemplate.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+
+using namespace mlir;
+
+OwningOpRef<ModuleOp> sinkattn::kernels::parseKernelTemplate(
+    MLIRContext &context, llvm::StringRef name, llvm::StringRef text,
+    const std::map<std::string, std::string> &values) {
+  std::string source;
+  source.reserve(text.size());
+  while (!text.empty()) {
+    size_t open = text.find('@');
+    source += text.take_front(open).str();
+    if (open == llvm::StringRef::npos)
+      break;
+    text = text.drop_front(open + 1);
+    size_t close = text.find('@');
+    llvm::StringRef key = text.take_front(close);
+    auto value = values.find(key.str());
+    if (close == llvm::StringRef::npos || value == values.end()) {
+      // '@' also starts symbol names (@gemm): keep it when no key matches.
+      source += '@';
+      continue;
+    }
+    source += value->second;
+    text = text.drop_front(close + 1);
+  }
+  ParserConfig config(&context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(source, config, name);
+  if (!module)
+    emitError(UnknownLoc::get(&context))
+        << "internal error: the " << name << " kernel template did not parse";
+  return module;
+}
+
+std::string sinkattn::kernels::mlirTypeName(rt::DType type) {
+  switch (type) {
+  case rt::DType::BF16:
+    return "bf16";
+  case rt::DType::F16:
+    return "f16";
+  case rt::DType::F32:
+    return "f32";
+  default:
+    return rt::dtypeName(type);
+  }
+}

@@ -1,0 +1,34 @@
+//===- KernelTemplate.h - Kernels written as MLIR text ----------*- C++ -*-===//
+//
+// The first kernels are written in upstream gpu/nvgpu/nvvm ops as MLIR text
+// with @NAME@ placeholders, parsed after substitution. (Kernels that go
+// through the tile dialect are built with OpBuilder instead.)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SINKATTN_LIB_KERNELS_KERNELTEMPLATE_H
+#define SINKATTN_LIB_KERNELS_KERNELTEMPLATE_H
+
+#include "SinkAttn/Runtime/DType.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <map>
+#include <string>
+
+namespace sinkattn::kernels {
+
+/// Replaces every @KEY@ of `text` by its value and parses the result. A
+/// placeholder without a value is a programming error (reported, fails).
+mlir::OwningOpRef<mlir::ModuleOp>
+parseKernelTemplate(mlir::MLIRContext &context, llvm::StringRef name,
+                    llvm::StringRef text,
+                    const std::map<std::string, std::string> &values);
+
+/// The MLIR spelling of a floating-point element type ("bf16", "f16", ...).
+std::string mlirTypeName(rt::DType type);
+
+} // namespace sinkattn::kernels
+
+#endif // SINKATTN_LIB_KERNELS_KERNELTEMPLATE_H

@@ -1,0 +1,123 @@
+//===- Kernels.cpp - Kernel registry and compilation ----------------------===//
+
+#include "SinkAttn/Kernels/Kernels.h"
+
+#include "KernelBuilders.h"
+
+#include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+
+using namespace mlir;
+using namespace sinkattn;
+
+namespace {
+using Builder = FailureOr<KernelModule> (*)(MLIRContext &, const KernelConfig &);
+struct KernelEntry {
+  const char *name;
+  const char *description;
+  Builder build;
+};
+const KernelEntry kKernels[] = {
+    {"gemm", "D = A*B, bf16/f16 in, f32 out (TMA + mbarrier + wgmma)",
+     kernels::buildGemm},
+    {"tma-copy", "out = in, one 64x64 tile per block (TMA load + TMA store)",
+     kernels::buildTmaCopy},
+};
+} // namespace
+
+std::vector<std::pair<std::string, std::string>> sinkattn::kernelNames() {
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const KernelEntry &entry : kKernels)
+    names.emplace_back(entry.name, entry.description);
+  return names;
+}
+
+FailureOr<KernelModule> sinkattn::buildKernel(MLIRContext &context,
+                                              const KernelConfig &config) {
+  for (const KernelEntry &entry : kKernels)
+    if (config.kernel == entry.name)
+      return entry.build(context, config);
+  std::string known;
+  for (const KernelEntry &entry : kKernels)
+    known += std::string(known.empty() ? "" : ", ") + entry.name;
+  return emitError(UnknownLoc::get(&context))
+         << "unknown kernel '" << config.kernel << "' (known: " << known << ")";
+}
+
+FailureOr<rt::Bundle> sinkattn::compileKernel(MLIRContext &context,
+                                              const KernelConfig &config) {
+  FailureOr<KernelModule> built = buildKernel(context, config);
+  if (failed(built))
+    return failure();
+  // Every SinkAttn kernel passes statically shaped memrefs as bare pointers,
+  // the ABI its bundle describes.
+  PTXTargetOptions target = config.target;
+  target.barePointers = true;
+  FailureOr<std::map<std::string, std::string>> ptx =
+      compileToPTX(*built->module, target);
+  if (failed(ptx))
+    return failure();
+  if (ptx->size() != 1)
+    return emitError(UnknownLoc::get(&context))
+           << "internal error: kernel '" << config.kernel << "' produced "
+           << ptx->size() << " PTX modules, expected 1";
+  rt::Bundle bundle = std::move(built->bundle);
+  bundle.ptx = ptx->begin()->second;
+  bundle.config["chip"] = target.chip;
+  return bundle;
+}
+
+void sinkattn::registerKernelDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  registry.insert<tile::TileDialect>();
+}
+
+rt::BundleParam kernels::inputBuffer(std::string name, rt::DType dtype,
+                                     std::vector<uint64_t> shape,
+                                     bool kernelArg) {
+  rt::BundleParam param;
+  param.name = std::move(name);
+  param.kind = rt::ParamKind::Buffer;
+  param.dtype = dtype;
+  param.shape = std::move(shape);
+  param.role = rt::BufferRole::Input;
+  param.kernelArg = kernelArg;
+  return param;
+}
+
+rt::BundleParam kernels::outputBuffer(std::string name, rt::DType dtype,
+                                      std::vector<uint64_t> shape,
+                                      bool kernelArg) {
+  rt::BundleParam param =
+      inputBuffer(std::move(name), dtype, std::move(shape), kernelArg);
+  param.role = rt::BufferRole::Output;
+  return param;
+}
+
+rt::BundleParam kernels::tensorMap(std::string name, std::string buffer,
+                                   rt::DType dtype, std::vector<uint64_t> shape,
+                                   std::vector<uint32_t> box) {
+  rt::BundleParam param;
+  param.name = std::move(name);
+  param.kind = rt::ParamKind::TensorMap;
+  param.dtype = dtype;
+  param.buffer = std::move(buffer);
+  // OOB fill "none" reads zeros past the end, so ragged lengths need no
+  // special case in the load path.
+  param.tensorMap = rt::makeRowMajorTiledSpec(dtype, shape, box,
+                                              rt::TensorMapSwizzle::B128);
+  return param;
+}

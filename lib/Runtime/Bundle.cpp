@@ -1,0 +1,751 @@
+//===- Bundle.cpp - Compiled-kernel bundles (kernel.ptx + manifest) -------===//
+
+#include "SinkAttn/Runtime/Bundle.h"
+#include "SinkAttn/Runtime/Float16.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+
+namespace sinkattn::rt {
+
+const char *paramKindName(ParamKind kind) {
+  switch (kind) {
+  case ParamKind::Buffer:
+    return "buffer";
+  case ParamKind::Scalar:
+    return "scalar";
+  case ParamKind::TensorMap:
+    return "tensor_map";
+  }
+  return "?";
+}
+
+const char *bufferRoleName(BufferRole role) {
+  return role == BufferRole::Input ? "input" : "output";
+}
+
+bool BundleParam::operator==(const BundleParam &o) const {
+  return name == o.name && kind == o.kind && dtype == o.dtype &&
+         intValue == o.intValue && floatValue == o.floatValue &&
+         shape == o.shape && role == o.role && kernelArg == o.kernelArg &&
+         buffer == o.buffer &&
+         tensorMap == o.tensorMap;
+}
+
+bool Bundle::operator==(const Bundle &o) const {
+  return formatVersion == o.formatVersion && kernel == o.kernel &&
+         entry == o.entry && grid == o.grid && block == o.block &&
+         cluster == o.cluster && sharedMemoryBytes == o.sharedMemoryBytes &&
+         config == o.config && params == o.params && ptx == o.ptx;
+}
+
+uint64_t bufferBytes(const BundleParam &param) {
+  if (param.kind != ParamKind::Buffer)
+    return 0;
+  uint64_t bytes = dtypeSize(param.dtype);
+  for (uint64_t d : param.shape)
+    if (__builtin_mul_overflow(bytes, d, &bytes))
+      return UINT64_MAX;
+  return bytes;
+}
+
+const BundleParam *findParam(const Bundle &bundle, std::string_view name) {
+  for (const BundleParam &p : bundle.params)
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Semantic validation
+//===----------------------------------------------------------------------===//
+
+static bool isPtxIdentifier(std::string_view s) {
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9'))
+    return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_' || c == '$' || c == '%'))
+      return false;
+  return true;
+}
+
+/// True if `ptx` contains ".entry <name>" followed by a non-identifier char.
+static bool ptxDeclaresEntry(std::string_view ptx, std::string_view name) {
+  for (size_t at = ptx.find(".entry"); at != std::string_view::npos;
+       at = ptx.find(".entry", at + 1)) {
+    size_t p = at + 6;
+    size_t ws = p;
+    while (p < ptx.size() && (ptx[p] == ' ' || ptx[p] == '\t' ||
+                              ptx[p] == '\n' || ptx[p] == '\r'))
+      ++p;
+    if (p == ws || ptx.substr(p, name.size()) != name)
+      continue;
+    p += name.size();
+    if (p >= ptx.size() || !isPtxIdentifier(std::string_view(&ptx[p], 1)))
+      return true;
+  }
+  return false;
+}
+
+static std::string paramWhere(size_t i, const BundleParam &p) {
+  return "params[" + std::to_string(i) + "] ('" + p.name + "'): ";
+}
+
+/// Scalar value -> ABI bytes; fails if out of range for the dtype.
+static Expected<std::vector<uint8_t>> scalarBytes(const BundleParam &p) {
+  auto bytesOf = [](const auto &v) {
+    std::vector<uint8_t> out(sizeof(v));
+    std::memcpy(out.data(), &v, sizeof(v));
+    return out;
+  };
+  auto intRange = [&](int64_t lo, int64_t hi) -> Status {
+    if (p.intValue < lo || p.intValue > hi)
+      return Status::error("value " + std::to_string(p.intValue) +
+                           " is out of range for " + dtypeName(p.dtype) +
+                           " [" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + "]");
+    return Status();
+  };
+  auto finite = [&](double converted) -> Status {
+    if (!std::isfinite(p.floatValue) || !std::isfinite(converted))
+      return Status::error("value is not a finite " +
+                           std::string(dtypeName(p.dtype)));
+    return Status();
+  };
+  switch (p.dtype) {
+  case DType::U8:
+    SINKATTN_RT_TRY(intRange(0, UINT8_MAX));
+    return bytesOf(static_cast<uint8_t>(p.intValue));
+  case DType::U16:
+    SINKATTN_RT_TRY(intRange(0, UINT16_MAX));
+    return bytesOf(static_cast<uint16_t>(p.intValue));
+  case DType::U32:
+    SINKATTN_RT_TRY(intRange(0, UINT32_MAX));
+    return bytesOf(static_cast<uint32_t>(p.intValue));
+  case DType::I32:
+    SINKATTN_RT_TRY(intRange(INT32_MIN, INT32_MAX));
+    return bytesOf(static_cast<int32_t>(p.intValue));
+  case DType::U64:
+    SINKATTN_RT_TRY(intRange(0, INT64_MAX));
+    return bytesOf(static_cast<uint64_t>(p.intValue));
+  case DType::I64:
+    return bytesOf(p.intValue);
+  case DType::F16: {
+    uint16_t h = floatToHalf(static_cast<float>(p.floatValue));
+    SINKATTN_RT_TRY(finite(halfToFloat(h)));
+    return bytesOf(h);
+  }
+  case DType::BF16: {
+    uint16_t b = floatToBf16(static_cast<float>(p.floatValue));
+    SINKATTN_RT_TRY(finite(bf16ToFloat(b)));
+    return bytesOf(b);
+  }
+  case DType::F32:
+  case DType::F32Ftz:
+  case DType::TF32:
+  case DType::TF32Ftz: {
+    float f = static_cast<float>(p.floatValue);
+    SINKATTN_RT_TRY(finite(f));
+    return bytesOf(f);
+  }
+  case DType::F64:
+    SINKATTN_RT_TRY(finite(p.floatValue));
+    return bytesOf(p.floatValue);
+  }
+  return Status::error("unknown dtype");
+}
+
+Status validateBundle(const Bundle &b) {
+  if (b.formatVersion != kBundleFormatVersion)
+    return Status::error("unsupported format_version " +
+                         std::to_string(b.formatVersion) +
+                         "; this runtime reads version " +
+                         std::to_string(kBundleFormatVersion));
+  if (b.kernel.empty())
+    return Status::error("kernel: must be a non-empty string");
+  if (!isPtxIdentifier(b.entry))
+    return Status::error("entry: '" + b.entry +
+                         "' is not a valid PTX identifier");
+  LaunchConfig lc = launchConfigFor(b);
+  SINKATTN_RT_TRY(validateLaunchConfig(lc));
+  for (const auto &[key, value] : b.config)
+    if (key.empty())
+      return Status::error("config: keys must be non-empty");
+
+  std::set<std::string> names;
+  for (size_t i = 0; i < b.params.size(); ++i) {
+    const BundleParam &p = b.params[i];
+    if (p.name.empty())
+      return Status::error("params[" + std::to_string(i) +
+                           "]: name must be a non-empty string");
+    if (!names.insert(p.name).second)
+      return Status::error(paramWhere(i, p) + "duplicate param name");
+    if (!p.kernelArg && p.kind != ParamKind::Buffer)
+      return Status::error(paramWhere(i, p) +
+                           "only buffers can be left out of the kernel ABI");
+    switch (p.kind) {
+    case ParamKind::Scalar: {
+      Expected<std::vector<uint8_t>> bytes = scalarBytes(p);
+      if (!bytes.ok())
+        return bytes.status().withContext(paramWhere(i, p));
+      break;
+    }
+    case ParamKind::Buffer: {
+      if (p.shape.empty() || p.shape.size() > 8)
+        return Status::error(paramWhere(i, p) + "shape has " +
+                             std::to_string(p.shape.size()) +
+                             " dimensions; buffers need 1 to 8");
+      for (size_t d = 0; d < p.shape.size(); ++d)
+        if (p.shape[d] == 0)
+          return Status::error(paramWhere(i, p) + "shape dimension " +
+                               std::to_string(d) + " is 0");
+      // 2^48 bytes (256 TiB) is far beyond any GPU and keeps size arithmetic
+      // in the runner free of overflow.
+      if (bufferBytes(p) > (uint64_t(1) << 48))
+        return Status::error(paramWhere(i, p) + "buffer is larger than 2^48 "
+                                                "bytes");
+      break;
+    }
+    case ParamKind::TensorMap: {
+      if (p.tensorMap.dtype != p.dtype)
+        return Status::error(paramWhere(i, p) +
+                             "tensor map dtype differs from the param dtype");
+      SINKATTN_RT_TRY(validate(p.tensorMap).withContext(paramWhere(i, p)));
+      const BundleParam *target = findParam(b, p.buffer);
+      if (!target || target->kind != ParamKind::Buffer)
+        return Status::error(paramWhere(i, p) + "buffer '" + p.buffer +
+                             "' is not a buffer param of this bundle");
+      uint64_t extent = globalExtentBytes(p.tensorMap);
+      uint64_t available = bufferBytes(*target);
+      if (extent > available)
+        return Status::error(paramWhere(i, p) + "tensor map spans " +
+                             std::to_string(extent) + " bytes but buffer '" +
+                             p.buffer + "' has only " +
+                             std::to_string(available) + " bytes");
+      break;
+    }
+    }
+  }
+  if (!b.ptx.empty() && !ptxDeclaresEntry(b.ptx, b.entry))
+    return Status::error(std::string(kBundlePtxFile) + " declares no '.entry " +
+                         b.entry + "' (the manifest's entry)");
+  return Status();
+}
+
+//===----------------------------------------------------------------------===//
+// Bundle -> JSON
+//===----------------------------------------------------------------------===//
+
+template <typename T> static JsonValue toArray(const std::vector<T> &v) {
+  JsonValue a = JsonValue::array();
+  for (const T &e : v)
+    a.push(JsonValue(e));
+  return a;
+}
+
+static JsonValue dimToJson(const Dim3 &d) {
+  return JsonValue::array({JsonValue(d.x), JsonValue(d.y), JsonValue(d.z)});
+}
+
+JsonValue manifestToJson(const Bundle &b) {
+  JsonValue m = JsonValue::object();
+  m.set("format_version", b.formatVersion);
+  m.set("kernel", b.kernel);
+  m.set("entry", b.entry);
+  m.set("grid", dimToJson(b.grid));
+  m.set("block", dimToJson(b.block));
+  m.set("cluster", dimToJson(b.cluster));
+  m.set("shared_memory_bytes", b.sharedMemoryBytes);
+  JsonValue config = JsonValue::object();
+  for (const auto &[key, value] : b.config) {
+    if (const auto *s = std::get_if<std::string>(&value))
+      config.set(key, *s);
+    else
+      config.set(key, std::get<int64_t>(value));
+  }
+  m.set("config", std::move(config));
+
+  JsonValue params = JsonValue::array();
+  for (const BundleParam &p : b.params) {
+    JsonValue j = JsonValue::object();
+    j.set("name", p.name);
+    j.set("kind", paramKindName(p.kind));
+    j.set("dtype", dtypeName(p.dtype));
+    switch (p.kind) {
+    case ParamKind::Scalar:
+      if (isFloatingPoint(p.dtype))
+        j.set("value", p.floatValue);
+      else
+        j.set("value", p.intValue);
+      break;
+    case ParamKind::Buffer:
+      j.set("shape", toArray(p.shape));
+      j.set("role", bufferRoleName(p.role));
+      if (!p.kernelArg)
+        j.set("kernel_arg", false);
+      break;
+    case ParamKind::TensorMap: {
+      const TensorMapSpec &t = p.tensorMap;
+      j.set("buffer", p.buffer);
+      j.set("mode", t.isIm2col() ? "im2col" : "tiled");
+      j.set("global_dims", toArray(t.globalDims));
+      j.set("global_strides", toArray(t.globalStridesBytes));
+      if (!t.isIm2col())
+        j.set("box_dims", toArray(t.boxDims));
+      j.set("element_strides", toArray(t.elementStrides));
+      j.set("interleave", interleaveName(t.interleave));
+      j.set("swizzle", swizzleName(t.swizzle));
+      j.set("l2_promotion", l2PromotionName(t.l2Promotion));
+      j.set("oob_fill", oobFillName(t.oobFill));
+      if (t.isIm2col()) {
+        j.set("pixel_box_lower_corner", toArray(t.im2col->pixelBoxLowerCorner));
+        j.set("pixel_box_upper_corner", toArray(t.im2col->pixelBoxUpperCorner));
+        j.set("channels_per_pixel", t.im2col->channelsPerPixel);
+        j.set("pixels_per_column", t.im2col->pixelsPerColumn);
+      }
+      break;
+    }
+    }
+    params.push(std::move(j));
+  }
+  m.set("params", std::move(params));
+  return m;
+}
+
+//===----------------------------------------------------------------------===//
+// JSON -> Bundle
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Reads the fields of one JSON object, producing errors that carry the
+/// object's path, and rejects members it was never asked about (typos in
+/// optional fields must not be silently ignored).
+class ObjectReader {
+public:
+  ObjectReader(const JsonValue &object, std::string path)
+      : object(object), path(std::move(path)) {}
+
+  Status error(const std::string &field, const std::string &what) const {
+    return Status::error(qualified(field) + ": " + what);
+  }
+
+  /// The member, marking it as consumed; nullptr when absent.
+  const JsonValue *get(const std::string &field) {
+    seen.insert(field);
+    return object.find(field);
+  }
+
+  Expected<const JsonValue *> require(const std::string &field) {
+    const JsonValue *v = get(field);
+    if (!v)
+      return Status::error((path.empty() ? std::string() : path + ": ") +
+                           "missing required field '" + field + "'");
+    return v;
+  }
+
+  Status wrongType(const std::string &field, const char *expected,
+                   const JsonValue &v) const {
+    return error(field, std::string("expected ") + expected + ", got " +
+                            jsonKindName(v.kind()));
+  }
+
+  Status readString(const std::string &field, std::string &out,
+                    bool required = true) {
+    const JsonValue *v = get(field);
+    if (!v)
+      return required ? require(field).status() : Status();
+    if (!v->isString())
+      return wrongType(field, "a string", *v);
+    out = v->asString();
+    return Status();
+  }
+
+  Status readInt(const std::string &field, int64_t &out, int64_t lo,
+                 int64_t hi, bool required = true) {
+    const JsonValue *v = get(field);
+    if (!v)
+      return required ? require(field).status() : Status();
+    if (!v->isInt())
+      return wrongType(field, "an integer", *v);
+    if (v->asInt() < lo || v->asInt() > hi)
+      return error(field, "value " + std::to_string(v->asInt()) +
+                              " is out of range [" + std::to_string(lo) +
+                              ", " + std::to_string(hi) + "]");
+    out = v->asInt();
+    return Status();
+  }
+
+  /// Integer array with every element in [lo, hi].
+  template <typename T>
+  Status readIntArray(const std::string &field, std::vector<T> &out,
+                      int64_t lo, int64_t hi, bool required = true) {
+    const JsonValue *v = get(field);
+    if (!v)
+      return required ? require(field).status() : Status();
+    if (!v->isArray())
+      return wrongType(field, "an array of integers", *v);
+    out.clear();
+    const auto &elements = v->asArray();
+    for (size_t i = 0; i < elements.size(); ++i) {
+      const JsonValue &e = elements[i];
+      std::string where = field + "[" + std::to_string(i) + "]";
+      if (!e.isInt())
+        return wrongType(where, "an integer", e);
+      if (e.asInt() < lo || e.asInt() > hi)
+        return error(where, "value " + std::to_string(e.asInt()) +
+                                " is out of range [" + std::to_string(lo) +
+                                ", " + std::to_string(hi) + "]");
+      out.push_back(static_cast<T>(e.asInt()));
+    }
+    return Status();
+  }
+
+  Status readDim3(const std::string &field, Dim3 &out, bool required = true) {
+    std::vector<uint32_t> v;
+    SINKATTN_RT_TRY(readIntArray(field, v, 1, UINT32_MAX, required));
+    if (!get(field))
+      return Status(); // Optional and absent: keep the default.
+    if (v.size() != 3)
+      return error(field, "expected an array of 3 integers [x, y, z], got " +
+                              std::to_string(v.size()) + " elements");
+    out = Dim3{v[0], v[1], v[2]};
+    return Status();
+  }
+
+  /// Reads an enum spelled as a string via `parse`; absent -> keep default.
+  template <typename E, typename ParseFn>
+  Status readEnum(const std::string &field, E &out, ParseFn parse,
+                  const char *choices, bool required = false) {
+    std::string s;
+    bool present = object.find(field) != nullptr;
+    SINKATTN_RT_TRY(readString(field, s, required));
+    if (!present)
+      return Status();
+    auto parsed = parse(s);
+    if (!parsed)
+      return error(field, "unknown value '" + s + "'; expected one of " +
+                              choices);
+    out = *parsed;
+    return Status();
+  }
+
+  /// Fails on the first member never requested through get().
+  Status finish(const std::string &what) const {
+    for (const auto &member : object.asObject())
+      if (!seen.count(member.first))
+        return Status::error((path.empty() ? std::string() : path + ": ") +
+                             "unknown field '" + member.first + "'" + what);
+    return Status();
+  }
+
+private:
+  std::string qualified(const std::string &field) const {
+    return path.empty() ? field : path + "." + field;
+  }
+
+  const JsonValue &object;
+  std::string path;
+  std::set<std::string> seen;
+};
+
+Status readTensorMap(ObjectReader &r, BundleParam &p) {
+  TensorMapSpec &t = p.tensorMap;
+  t.dtype = p.dtype;
+  SINKATTN_RT_TRY(r.readString("buffer", p.buffer));
+  std::string mode = "tiled";
+  SINKATTN_RT_TRY(r.readString("mode", mode, /*required=*/false));
+  if (mode != "tiled" && mode != "im2col")
+    return r.error("mode", "unknown value '" + mode +
+                               "'; expected one of tiled, im2col");
+  const int64_t maxI64 = INT64_MAX;
+  SINKATTN_RT_TRY(r.readIntArray("global_dims", t.globalDims, 0, maxI64));
+  SINKATTN_RT_TRY(
+      r.readIntArray("global_strides", t.globalStridesBytes, 0, maxI64));
+  if (mode == "tiled")
+    SINKATTN_RT_TRY(r.readIntArray("box_dims", t.boxDims, 0, UINT32_MAX));
+  if (r.get("element_strides"))
+    SINKATTN_RT_TRY(
+        r.readIntArray("element_strides", t.elementStrides, 0, UINT32_MAX));
+  else
+    t.elementStrides.assign(t.globalDims.size(), 1);
+  SINKATTN_RT_TRY(r.readEnum("interleave", t.interleave, parseInterleave,
+                             "none, 16B, 32B"));
+  SINKATTN_RT_TRY(r.readEnum("swizzle", t.swizzle, parseSwizzle,
+                             "none, 32B, 64B, 128B"));
+  SINKATTN_RT_TRY(r.readEnum("l2_promotion", t.l2Promotion, parseL2Promotion,
+                             "none, 64B, 128B, 256B"));
+  SINKATTN_RT_TRY(r.readEnum("oob_fill", t.oobFill, parseOobFill,
+                             "none, nan_request_zero_fma"));
+  if (mode == "im2col") {
+    Im2colSpec ic;
+    SINKATTN_RT_TRY(r.readIntArray("pixel_box_lower_corner",
+                                   ic.pixelBoxLowerCorner, INT32_MIN,
+                                   INT32_MAX));
+    SINKATTN_RT_TRY(r.readIntArray("pixel_box_upper_corner",
+                                   ic.pixelBoxUpperCorner, INT32_MIN,
+                                   INT32_MAX));
+    int64_t channels = 0, pixels = 0;
+    SINKATTN_RT_TRY(r.readInt("channels_per_pixel", channels, 0, UINT32_MAX));
+    SINKATTN_RT_TRY(r.readInt("pixels_per_column", pixels, 0, UINT32_MAX));
+    ic.channelsPerPixel = static_cast<uint32_t>(channels);
+    ic.pixelsPerColumn = static_cast<uint32_t>(pixels);
+    t.im2col = std::move(ic);
+  }
+  return Status();
+}
+
+Status readParam(const JsonValue &j, size_t index, BundleParam &p) {
+  std::string path = "params[" + std::to_string(index) + "]";
+  if (!j.isObject())
+    return Status::error(path + ": expected an object, got " +
+                         jsonKindName(j.kind()));
+  ObjectReader r(j, path);
+  SINKATTN_RT_TRY(r.readString("name", p.name));
+  std::string kind, dtype;
+  SINKATTN_RT_TRY(r.readString("kind", kind));
+  if (kind == "buffer")
+    p.kind = ParamKind::Buffer;
+  else if (kind == "scalar")
+    p.kind = ParamKind::Scalar;
+  else if (kind == "tensor_map")
+    p.kind = ParamKind::TensorMap;
+  else
+    return r.error("kind", "unknown value '" + kind +
+                               "'; expected one of buffer, scalar, tensor_map");
+  SINKATTN_RT_TRY(r.readString("dtype", dtype));
+  std::optional<DType> parsed = parseDType(dtype);
+  if (!parsed)
+    return r.error("dtype", "unknown dtype '" + dtype + "'; expected one of " +
+                                allDTypeNames());
+  p.dtype = *parsed;
+
+  switch (p.kind) {
+  case ParamKind::Scalar: {
+    SINKATTN_RT_ASSIGN_OR_RETURN(const JsonValue *value, r.require("value"));
+    if (isFloatingPoint(p.dtype)) {
+      if (!value->isNumber())
+        return r.wrongType("value", "a number", *value);
+      p.floatValue = value->asDouble();
+    } else {
+      if (!value->isInt())
+        return r.wrongType("value", "an integer", *value);
+      p.intValue = value->asInt();
+    }
+    break;
+  }
+  case ParamKind::Buffer: {
+    SINKATTN_RT_TRY(r.readIntArray("shape", p.shape, 0, INT64_MAX));
+    std::string role;
+    SINKATTN_RT_TRY(r.readString("role", role));
+    if (role == "input")
+      p.role = BufferRole::Input;
+    else if (role == "output")
+      p.role = BufferRole::Output;
+    else
+      return r.error("role", "unknown value '" + role +
+                                 "'; expected one of input, output");
+    if (const JsonValue *arg = r.get("kernel_arg")) {
+      if (!arg->isBool())
+        return r.wrongType("kernel_arg", "a boolean", *arg);
+      p.kernelArg = arg->asBool();
+    }
+    break;
+  }
+  case ParamKind::TensorMap:
+    SINKATTN_RT_TRY(readTensorMap(r, p));
+    break;
+  }
+  return r.finish(std::string(" for a ") + paramKindName(p.kind) + " param");
+}
+
+Expected<Bundle> readManifestObject(const JsonValue &root) {
+  if (!root.isObject())
+    return Status::error("expected a JSON object at the top level, got " +
+                         std::string(jsonKindName(root.kind())));
+  Bundle b;
+  ObjectReader r(root, "");
+  // The version is checked first: a future format may change everything
+  // else, and "unsupported version" is the useful message then.
+  SINKATTN_RT_TRY(r.readInt("format_version", b.formatVersion, INT64_MIN,
+                            INT64_MAX));
+  if (b.formatVersion != kBundleFormatVersion)
+    return Status::error("unsupported format_version " +
+                         std::to_string(b.formatVersion) +
+                         "; this runtime reads version " +
+                         std::to_string(kBundleFormatVersion));
+  SINKATTN_RT_TRY(r.readString("kernel", b.kernel));
+  SINKATTN_RT_TRY(r.readString("entry", b.entry));
+  SINKATTN_RT_TRY(r.readDim3("grid", b.grid));
+  SINKATTN_RT_TRY(r.readDim3("block", b.block));
+  SINKATTN_RT_TRY(r.readDim3("cluster", b.cluster, /*required=*/false));
+  int64_t smem = 0;
+  SINKATTN_RT_TRY(r.readInt("shared_memory_bytes", smem, 0, UINT32_MAX));
+  b.sharedMemoryBytes = static_cast<uint32_t>(smem);
+
+  SINKATTN_RT_ASSIGN_OR_RETURN(const JsonValue *config, r.require("config"));
+  if (!config->isObject())
+    return r.wrongType("config", "an object", *config);
+  for (const auto &[key, value] : config->asObject()) {
+    if (value.isString())
+      b.config[key] = value.asString();
+    else if (value.isInt())
+      b.config[key] = value.asInt();
+    else
+      return r.wrongType("config." + key, "a string or an integer", value);
+  }
+
+  SINKATTN_RT_ASSIGN_OR_RETURN(const JsonValue *params, r.require("params"));
+  if (!params->isArray())
+    return r.wrongType("params", "an array", *params);
+  for (size_t i = 0; i < params->asArray().size(); ++i) {
+    BundleParam p;
+    SINKATTN_RT_TRY(readParam(params->asArray()[i], i, p));
+    b.params.push_back(std::move(p));
+  }
+  SINKATTN_RT_TRY(r.finish(""));
+  SINKATTN_RT_TRY(validateBundle(b));
+  return b;
+}
+
+Expected<std::string> readFile(const std::filesystem::path &path,
+                               uint64_t maxBytes) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Status::error("cannot read " + path.string() +
+                         ": no such file (or not a regular file)");
+  uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec)
+    return Status::error("cannot read " + path.string() + ": " + ec.message());
+  if (size > maxBytes)
+    return Status::error(path.string() + " is " + std::to_string(size) +
+                         " bytes; the limit is " + std::to_string(maxBytes));
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::error("cannot open " + path.string() + ": " +
+                         std::strerror(errno));
+  std::string data(size, '\0');
+  in.read(data.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uint64_t>(in.gcount()) != size)
+    return Status::error("short read from " + path.string());
+  return data;
+}
+
+Status writeFile(const std::filesystem::path &path, const std::string &data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    return Status::error("cannot open " + path.string() + " for writing: " +
+                         std::strerror(errno));
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  if (!out)
+    return Status::error("failed writing " + path.string());
+  return Status();
+}
+} // namespace
+
+Expected<Bundle> parseManifest(std::string_view json) {
+  Expected<JsonValue> root = parseJson(json);
+  if (!root.ok())
+    return root.status().withContext(std::string(kBundleManifestFile) + ": ");
+  Expected<Bundle> b = readManifestObject(*root);
+  if (!b.ok())
+    return b.status().withContext(std::string(kBundleManifestFile) + ": ");
+  return b;
+}
+
+Status writeBundle(const std::string &directory, const Bundle &bundle) {
+  SINKATTN_RT_TRY(validateBundle(bundle).withContext(
+      "refusing to write an invalid bundle: "));
+  if (bundle.ptx.empty())
+    return Status::error("refusing to write a bundle without PTX");
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec)
+    return Status::error("cannot create bundle directory " + directory + ": " +
+                         ec.message());
+  std::filesystem::path dir(directory);
+  SINKATTN_RT_TRY(writeFile(dir / kBundlePtxFile, bundle.ptx));
+  return writeFile(dir / kBundleManifestFile,
+                   writeJson(manifestToJson(bundle)));
+}
+
+Expected<Bundle> readBundle(const std::string &directory) {
+  std::filesystem::path dir(directory);
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::string manifest,
+                               readFile(dir / kBundleManifestFile, 16u << 20));
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::string ptx,
+                               readFile(dir / kBundlePtxFile, 1ull << 30));
+  SINKATTN_RT_ASSIGN_OR_RETURN(Bundle b, parseManifest(manifest));
+  b.ptx = std::move(ptx);
+  if (b.ptx.empty())
+    return Status::error((dir / kBundlePtxFile).string() + " is empty");
+  SINKATTN_RT_TRY(validateBundle(b).withContext(directory + ": "));
+  return b;
+}
+
+LaunchConfig launchConfigFor(const Bundle &bundle, CUstream stream) {
+  LaunchConfig c;
+  c.grid = bundle.grid;
+  c.block = bundle.block;
+  c.cluster = bundle.cluster;
+  c.dynamicSharedMemoryBytes = bundle.sharedMemoryBytes;
+  c.stream = stream;
+  return c;
+}
+
+Expected<KernelArgs>
+buildKernelArgs(const Bundle &bundle,
+                const std::map<std::string, CUdeviceptr> &bufferAddresses,
+                const CudaDriver *driver) {
+  KernelArgs args;
+  auto addressOf = [&](const std::string &name) -> Expected<CUdeviceptr> {
+    auto it = bufferAddresses.find(name);
+    if (it == bufferAddresses.end())
+      return Status::error("no device address supplied for buffer '" + name +
+                           "'");
+    return it->second;
+  };
+  for (size_t i = 0; i < bundle.params.size(); ++i) {
+    const BundleParam &p = bundle.params[i];
+    switch (p.kind) {
+    case ParamKind::Buffer: {
+      if (!p.kernelArg)
+        break;
+      Expected<CUdeviceptr> address = addressOf(p.name);
+      if (!address.ok())
+        return address.status().withContext(paramWhere(i, p));
+      args.addPointer(*address);
+      break;
+    }
+    case ParamKind::Scalar: {
+      Expected<std::vector<uint8_t>> bytes = scalarBytes(p);
+      if (!bytes.ok())
+        return bytes.status().withContext(paramWhere(i, p));
+      args.addBytes(bytes->data(), bytes->size(), bytes->size());
+      break;
+    }
+    case ParamKind::TensorMap: {
+      if (!driver)
+        return Status::error(paramWhere(i, p) +
+                             "encoding a tensor map needs the CUDA driver");
+      Expected<CUdeviceptr> address = addressOf(p.buffer);
+      if (!address.ok())
+        return address.status().withContext(paramWhere(i, p));
+      Expected<CUtensorMap> map = encode(*driver, p.tensorMap, *address);
+      if (!map.ok())
+        return map.status().withContext(paramWhere(i, p));
+      args.addTensorMap(*map);
+      break;
+    }
+    }
+  }
+  return args;
+}
+
+} // namespace sinkattn::rt

@@ -1,0 +1,144 @@
+//===- Context.cpp - Device, primary context and stream -------------------===//
+
+#include "SinkAttn/Runtime/Context.h"
+
+#include <utility>
+
+namespace sinkattn::rt {
+
+std::string DeviceInfo::smName() const {
+  return "sm_" + std::to_string(computeMajor * 10 + computeMinor);
+}
+
+Status checkHopperOrNewer(const DeviceInfo &info) {
+  if (info.computeMajor >= 9)
+    return Status();
+  return Status::error("GPU " + info.name + " is " + info.smName() +
+                       "; SinkAttn kernels need sm_90 (Hopper) or newer");
+}
+
+Expected<int> deviceCount(const CudaDriver &driver) {
+  SINKATTN_RT_TRY(SINKATTN_RT_CU(driver, cuInit, 0));
+  int count = 0;
+  SINKATTN_RT_TRY(SINKATTN_RT_CU(driver, cuDeviceGetCount, &count));
+  return count;
+}
+
+Expected<DeviceInfo> queryDevice(const CudaDriver &driver, int ordinal) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(int count, deviceCount(driver));
+  if (ordinal < 0 || ordinal >= count)
+    return Status::error("GPU ordinal " + std::to_string(ordinal) +
+                         " does not exist; this machine has " +
+                         std::to_string(count) + " CUDA device(s)");
+  CUdevice dev = 0;
+  SINKATTN_RT_TRY(SINKATTN_RT_CU(driver, cuDeviceGet, &dev, ordinal));
+
+  DeviceInfo info;
+  info.ordinal = ordinal;
+  char name[256] = {};
+  SINKATTN_RT_TRY(
+      SINKATTN_RT_CU(driver, cuDeviceGetName, name, sizeof(name) - 1, dev));
+  info.name = name;
+
+  struct {
+    CUdevice_attribute attr;
+    int *out;
+  } queries[] = {
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &info.computeMajor},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &info.computeMinor},
+      {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &info.smCount},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+       &info.maxSharedMemoryPerBlockOptin},
+      {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &info.l2CacheBytes},
+  };
+  for (auto &q : queries)
+    SINKATTN_RT_TRY(
+        SINKATTN_RT_CU(driver, cuDeviceGetAttribute, q.out, q.attr, dev));
+  SINKATTN_RT_TRY(SINKATTN_RT_CU(driver, cuDeviceTotalMem_v2,
+                                 &info.totalMemoryBytes, dev));
+  return info;
+}
+
+Expected<Context> Context::create(std::shared_ptr<const CudaDriver> driver,
+                                  int ordinal) {
+  if (!driver)
+    return Status::error("Context::create: no CUDA driver");
+  SINKATTN_RT_ASSIGN_OR_RETURN(DeviceInfo info, queryDevice(*driver, ordinal));
+
+  Context c;
+  c.drv = std::move(driver);
+  c.deviceInfo = std::move(info);
+  SINKATTN_RT_TRY(SINKATTN_RT_CU(*c.drv, cuDeviceGet, &c.dev, ordinal));
+  SINKATTN_RT_TRY(
+      SINKATTN_RT_CU(*c.drv, cuDevicePrimaryCtxRetain, &c.ctx, c.dev));
+  // From here on `c`'s destructor releases the retain if anything fails.
+  SINKATTN_RT_TRY(c.makeCurrent());
+  return c;
+}
+
+Context::Context(Context &&other) noexcept { *this = std::move(other); }
+
+Context &Context::operator=(Context &&other) noexcept {
+  if (this != &other) {
+    reset();
+    drv = std::move(other.drv);
+    deviceInfo = std::move(other.deviceInfo);
+    dev = other.dev;
+    ctx = std::exchange(other.ctx, nullptr);
+  }
+  return *this;
+}
+
+Context::~Context() { reset(); }
+
+void Context::reset() {
+  if (ctx && drv)
+    // Errors cannot be reported from a destructor; a failed release only
+    // leaks the context until process exit.
+    (void)drv->cuDevicePrimaryCtxRelease_v2(dev);
+  ctx = nullptr;
+}
+
+Status Context::makeCurrent() const {
+  return SINKATTN_RT_CU(*drv, cuCtxSetCurrent, ctx);
+}
+
+Status Context::synchronize() const {
+  return SINKATTN_RT_CU(*drv, cuCtxSynchronize);
+}
+
+Expected<Stream> Stream::create(const Context &ctx) {
+  Stream s;
+  s.drv = ctx.driverPtr();
+  SINKATTN_RT_TRY(
+      SINKATTN_RT_CU(*s.drv, cuStreamCreate, &s.stream, CU_STREAM_DEFAULT));
+  return s;
+}
+
+Stream::Stream(Stream &&other) noexcept { *this = std::move(other); }
+
+Stream &Stream::operator=(Stream &&other) noexcept {
+  if (this != &other) {
+    reset();
+    drv = std::move(other.drv);
+    stream = std::exchange(other.stream, nullptr);
+  }
+  return *this;
+}
+
+Stream::~Stream() { reset(); }
+
+void Stream::reset() {
+  if (stream && drv)
+    (void)drv->cuStreamDestroy_v2(stream);
+  stream = nullptr;
+}
+
+Status Stream::synchronize() const {
+  if (!drv)
+    return Status::error("Stream::synchronize on a default-constructed "
+                         "Stream; synchronize the Context instead");
+  return SINKATTN_RT_CU(*drv, cuStreamSynchronize, stream);
+}
+
+} // namespace sinkattn::rt

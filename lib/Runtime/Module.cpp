@@ -1,0 +1,142 @@
+//===- Module.cpp - PTX JIT linking and kernel handles --------------------===//
+
+#include "SinkAttn/Runtime/Module.h"
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+namespace sinkattn::rt {
+
+Expected<int> Function::getAttribute(CUfunction_attribute attribute) const {
+  int value = 0;
+  SINKATTN_RT_TRY(SINKATTN_RT_CU(*drv, cuFuncGetAttribute, &value, attribute, fn)
+                      .withContext("kernel " + entry + ": "));
+  return value;
+}
+
+Status Function::setAttribute(CUfunction_attribute attribute, int value) const {
+  return SINKATTN_RT_CU(*drv, cuFuncSetAttribute, fn, attribute, value)
+      .withContext("kernel " + entry + ": ");
+}
+
+namespace {
+/// Destroys the link state on every exit path of loadPtx.  The cubin that
+/// cuLinkComplete returns is owned by the link state, so destruction must
+/// come after cuModuleLoadData.
+struct LinkStateGuard {
+  const CudaDriver &driver;
+  CUlinkState state = nullptr;
+  ~LinkStateGuard() {
+    if (state)
+      (void)driver.cuLinkDestroy(state);
+  }
+};
+
+std::string logText(const std::vector<char> &buffer) {
+  // The driver NUL-terminates, but never trust that with a full buffer.
+  return std::string(buffer.data(), strnlen(buffer.data(), buffer.size()));
+}
+
+void *optionValue(uintptr_t v) { return reinterpret_cast<void *>(v); }
+} // namespace
+
+Expected<Module> Module::loadPtx(const Context &ctx, const std::string &ptx,
+                                 const JitOptions &options,
+                                 const std::string &sourceName) {
+  const CudaDriver &driver = ctx.driver();
+  if (ptx.empty())
+    return Status::error("cannot JIT-link " + sourceName + ": it is empty");
+
+  size_t logBytes = options.logBufferBytes < 1024 ? 1024 : options.logBufferBytes;
+  std::vector<char> infoLog(logBytes, '\0');
+  std::vector<char> errorLog(logBytes, '\0');
+
+  std::vector<CUjit_option> keys = {
+      CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+      CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+      CU_JIT_LOG_VERBOSE};
+  std::vector<void *> values = {
+      infoLog.data(), optionValue(logBytes - 1), errorLog.data(),
+      optionValue(logBytes - 1), optionValue(options.verbose ? 1 : 0)};
+  if (options.generateLineInfo) {
+    keys.push_back(CU_JIT_GENERATE_LINE_INFO);
+    values.push_back(optionValue(1));
+  }
+
+  auto withLogs = [&](Status status) {
+    std::string msg = "JIT linking " + sourceName + " failed: " +
+                      status.message();
+    std::string err = logText(errorLog);
+    std::string inf = logText(infoLog);
+    if (!err.empty())
+      msg += "\nptxas error log:\n" + err;
+    if (!inf.empty())
+      msg += "\nptxas info log:\n" + inf;
+    return Status::error(msg);
+  };
+
+  LinkStateGuard link{driver};
+  Status st = SINKATTN_RT_CU(driver, cuLinkCreate_v2,
+                             static_cast<unsigned>(keys.size()), keys.data(),
+                             values.data(), &link.state);
+  if (!st.ok())
+    return withLogs(st);
+
+  // The PTX is passed with its terminating NUL, which the JIT requires.
+  st = SINKATTN_RT_CU(driver, cuLinkAddData_v2, link.state, CU_JIT_INPUT_PTX,
+                      const_cast<char *>(ptx.c_str()), ptx.size() + 1,
+                      sourceName.c_str(), 0u, nullptr, nullptr);
+  if (!st.ok())
+    return withLogs(st);
+
+  void *cubin = nullptr;
+  size_t cubinSize = 0;
+  st = SINKATTN_RT_CU(driver, cuLinkComplete, link.state, &cubin, &cubinSize);
+  if (!st.ok())
+    return withLogs(st);
+
+  Module m;
+  m.drv = ctx.driverPtr();
+  st = SINKATTN_RT_CU(driver, cuModuleLoadData, &m.mod, cubin);
+  if (!st.ok())
+    return withLogs(st);
+  m.info = logText(infoLog);
+  m.errors = logText(errorLog);
+  return m;
+}
+
+Module::Module(Module &&other) noexcept { *this = std::move(other); }
+
+Module &Module::operator=(Module &&other) noexcept {
+  if (this != &other) {
+    reset();
+    drv = std::move(other.drv);
+    mod = std::exchange(other.mod, nullptr);
+    info = std::move(other.info);
+    errors = std::move(other.errors);
+  }
+  return *this;
+}
+
+Module::~Module() { reset(); }
+
+void Module::reset() {
+  if (mod && drv)
+    (void)drv->cuModuleUnload(mod);
+  mod = nullptr;
+}
+
+Expected<Function> Module::getFunction(const std::string &name) const {
+  Function f;
+  f.drv = drv;
+  f.entry = name;
+  Status st = SINKATTN_RT_CU(*drv, cuModuleGetFunction, &f.fn, mod, name.c_str());
+  if (!st.ok())
+    return Status::error("kernel entry '" + name +
+                         "' not found in the linked module: " + st.message());
+  return f;
+}
+
+} // namespace sinkattn::rt

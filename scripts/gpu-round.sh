@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One whole GPU round, on the GPU machine (no MLIR there):
+#   1. build the runtime-only runner (C++17 + CMake + cuda.h),
+#   2. run every GPU test (test/GPU, through lit) on the precompiled bundles,
+#   3. run each small GPU-test kernel under compute-sanitizer (memcheck,
+#      racecheck, synccheck),
+#   4. time the benchmarks asked for, and the vendor baselines (PyTorch),
+#   5. print a summary table; logs and JSON go to $OUT (default build-gpu/out).
+#
+# Bundles come from this machine's full build:
+#   scripts/make-bundles.sh build/bin/sinkattn-runner .carry/bundles
+# and travel with the working tree (.carry/ is git-ignored, carried).
+#
+# usage: scripts/gpu-round.sh [BENCH_BUNDLE...]
+#   default benches: gemm-4096x4096x4096 tma-copy-8192x8192
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+out=${OUT:-build-gpu/out}
+mkdir -p "$out"
+build=${SINKATTN_GPU_BUILD_DIR:-build-gpu}
+bundles=${SINKATTN_BUNDLES:-.carry/bundles}
+benches=("$@")
+((${#benches[@]})) || benches=(gemm-4096x4096x4096 tma-copy-8192x8192)
+sanitized=(tma-copy-1024x512 gemm-256x256x128)
+summary=()
+failures=0
+note() { summary+=("$1"); echo "== $1"; }
+
+# 1. Build.
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+if ! { cmake -S . -B "$build" "${generator[@]}" -DSINKATTN_RUNTIME_ONLY=ON \
+         -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
+       cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1; }; then
+  tail -30 "$out/build.log"
+  echo "error: the runtime-only build failed (log: $out/build.log)"
+  exit 2
+fi
+runner=$build/bin/sinkattn-runner
+note "build: ok ($runner)"
+"$runner" devices | tee "$out/devices.txt"
+
+# 2. GPU tests through lit (carried as a wheel when not installed).
+if ! python3 -c 'import lit' 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --target /tmp/sinkattn-site .carry/wheels/lit-*.whl && export PYTHONPATH=/tmp/sinkattn-site
+fi
+SINKATTN_RUNNER=$runner SINKATTN_BUNDLES=$bundles SINKATTN_BUILD_DIR=$build \
+SINKATTN_RUNTIME_SMOKE=$build/bin/SinkAttnRuntimeGpuSmoke \
+  python3 -m lit -v test/GPU >"$out/gpu-tests.log" 2>&1
+status=$?
+grep -E "^(PASS|FAIL|UNSUPPORTED|UNRESOLVED):|Passed|Failed" "$out/gpu-tests.log"
+grep -E "^  (rel-L2|PASS|FAIL)|^check " "$out/gpu-tests.log" | head -40
+((status == 0)) || failures=$((failures + 1))
+note "gpu tests: $( ((status == 0)) && echo pass || echo FAIL) (log: $out/gpu-tests.log)"
+
+# 3. compute-sanitizer on the small kernels.
+if command -v compute-sanitizer >/dev/null; then
+  for bundle in "${sanitized[@]}"; do
+    for tool in memcheck racecheck synccheck; do
+      log="$out/sanitizer-$tool-$bundle.log"
+      compute-sanitizer --tool "$tool" --error-exitcode 3 \
+        "$runner" check --bundle "$bundles/$bundle" --seed 7 >"$log" 2>&1
+      code=$?
+      result=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+      ((code == 0)) || failures=$((failures + 1))
+      note "sanitizer $tool $bundle: exit $code ${result:-}"
+    done
+  done
+else
+  note "sanitizer: compute-sanitizer not found"
+fi
+
+# 4. Benchmarks and baselines.
+for bundle in "${benches[@]}"; do
+  "$runner" bench --bundle "$bundles/$bundle" --iters 50 --warmup 5 \
+    --json "$out/bench-$bundle.json" | tee "$out/bench-$bundle.txt"
+  line=$(tail -1 "$out/bench-$bundle.txt")
+  note "bench $bundle: $line"
+done
+if python3 -c 'import torch' 2>/dev/null; then
+  python3 bench/compare_torch.py --json "$out/torch-baselines.json" | tee "$out/torch-baselines.txt"
+  while read -r line; do note "baseline $line"; done < <(grep -E "^(cublas|copy)" "$out/torch-baselines.txt")
+fi
+
+echo
+echo "=== GPU round summary ($(date -u +%F), $(git rev-parse --short HEAD 2>/dev/null || echo no-git)) ==="
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+exit $((failures > 0))

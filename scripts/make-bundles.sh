@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Compiles every bundle listed in test/GPU/bundles.txt with sinkattn-runner.
+# usage: scripts/make-bundles.sh [RUNNER [OUTPUT_DIR]]
+#   defaults: build/bin/sinkattn-runner, build/bundles
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runner=${1:-${SINKATTN_BUILD_DIR:-build}/bin/sinkattn-runner}
+out=${2:-${SINKATTN_BUILD_DIR:-build}/bundles}
+mkdir -p "$out"
+while read -r name flags; do
+  [[ -z "$name" || "$name" == \#* ]] && continue
+  # shellcheck disable=SC2086 # flags are words on purpose
+  "$runner" compile $flags --emit bundle -o "$out/$name" 2>/dev/null || {
+    echo "error: compiling bundle $name ($flags) failed:" >&2
+    "$runner" compile $flags --emit bundle -o "$out/$name" >&2 || true
+    exit 1
+  }
+done < test/GPU/bundles.txt
+echo "bundles in $out: $(ls "$out" | wc -l)"

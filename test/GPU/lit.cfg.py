@@ -1,0 +1,51 @@
+# -*- Python -*-
+# GPU tests: run kernels on a Hopper GPU through sinkattn-runner. Every test
+# says `REQUIRES: cuda-gpu`; without a GPU (CI) they report as unsupported.
+#
+# Self-contained (no lit.llvm, no FileCheck) so that the GPU machine, which
+# has a runtime-only build and no LLVM tools, can run it too:
+#   SINKATTN_RUNNER=<runner> SINKATTN_BUNDLES=<dir> lit test/GPU
+# Defaults: the full build's build/bin/sinkattn-runner and build/bundles
+# (compiled from bundles.txt by scripts/make-bundles.sh).
+
+import ctypes
+import os
+
+import lit.formats
+
+config.name = "SinkAttn-GPU"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".test"]
+config.test_source_root = os.path.dirname(os.path.abspath(__file__))
+repo = os.path.dirname(os.path.dirname(config.test_source_root))
+build = os.environ.get("SINKATTN_BUILD_DIR", os.path.join(repo, "build"))
+if not os.path.isabs(build):
+    build = os.path.join(repo, build)
+config.test_exec_root = os.path.join(build, "test", "GPU")
+os.makedirs(config.test_exec_root, exist_ok=True)
+
+runner = os.environ.get("SINKATTN_RUNNER", os.path.join(build, "bin", "sinkattn-runner"))
+bundles = os.environ.get("SINKATTN_BUNDLES", os.path.join(build, "bundles"))
+smoke = os.environ.get(
+    "SINKATTN_RUNTIME_SMOKE",
+    os.path.join(build, "test", "Unit", "Runtime", "SinkAttnRuntimeGpuSmoke"))
+config.substitutions.append(("%runner", runner))
+config.substitutions.append(("%bundles", bundles))
+config.substitutions.append(("%runtime_smoke", smoke))
+config.environment["PATH"] = os.environ.get("PATH", "")
+
+
+def cuda_gpu_present():
+    """True when a CUDA driver loads and reports at least one device."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    if cuda.cuInit(0) != 0:
+        return False
+    count = ctypes.c_int(0)
+    return cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+
+
+if cuda_gpu_present():
+    config.available_features.add("cuda-gpu")

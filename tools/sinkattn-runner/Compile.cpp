@@ -1,0 +1,131 @@
+//===- Compile.cpp - The compiler side of sinkattn-runner -----------------===//
+
+#include "Compile.h"
+
+#include "SinkAttn/Kernels/Kernels.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+
+using namespace mlir;
+using namespace sinkattn;
+using namespace sinkattn::runner;
+
+namespace {
+/// An MLIR context with what the kernels need, whose diagnostics are
+/// collected into one message instead of printed.
+struct CompilerContext {
+  CompilerContext() : context(makeRegistry()), handler(&context, [this](Diagnostic &diag) {
+    if (!messages.empty())
+      messages += "\n";
+    messages += diag.str();
+    for (const Diagnostic &note : diag.getNotes())
+      messages += "\n  note: " + note.str();
+    return success();
+  }) {}
+
+  static DialectRegistry makeRegistry() {
+    DialectRegistry registry;
+    registerKernelDialects(registry);
+    return registry;
+  }
+
+  rt::Status error(const std::string &fallback) const {
+    return rt::Status::error(messages.empty() ? fallback : messages);
+  }
+
+  MLIRContext context;
+  std::string messages;
+  ScopedDiagnosticHandler handler;
+};
+
+rt::Expected<KernelConfig> configFromOptions(const Options &options) {
+  KernelConfig config;
+  config.kernel = options.kernel;
+  config.m = options.m;
+  config.n = options.n;
+  config.k = options.k;
+  config.dtype = options.dtype == "f16" ? rt::DType::F16 : rt::DType::BF16;
+  config.target.chip = options.chip;
+  return config;
+}
+
+rt::Status writeText(const std::string &path, const std::string &text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return rt::Status::success();
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return rt::Status::error("cannot write '" + path + "': " + ec.message());
+  os << text;
+  return rt::Status::success();
+}
+} // namespace
+
+rt::Expected<rt::Bundle> runner::compileFromOptions(const Options &options) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(KernelConfig config, configFromOptions(options));
+  CompilerContext compiler;
+  FailureOr<rt::Bundle> bundle = compileKernel(compiler.context, config);
+  if (failed(bundle))
+    return compiler.error("compiling kernel '" + options.kernel + "' failed");
+  return std::move(*bundle);
+}
+
+int runner::runCompile(const Options &options) {
+  rt::Expected<KernelConfig> config = configFromOptions(options);
+  if (!config.ok()) {
+    std::fprintf(stderr, "error: %s\n", config.status().message().c_str());
+    return 2;
+  }
+  CompilerContext compiler;
+  auto fail = [&](const std::string &fallback) {
+    std::fprintf(stderr, "error: %s\n", compiler.error(fallback).message().c_str());
+    return 2;
+  };
+  rt::Status written;
+  if (options.emit == "tile") {
+    std::fprintf(stderr,
+                 "error: kernel '%s' is written in upstream nvgpu ops; it has "
+                 "no tile-level IR (emit gpu, llvm, ptx or bundle)\n",
+                 options.kernel.c_str());
+    return 2;
+  }
+  if (options.emit == "gpu" || options.emit == "llvm") {
+    FailureOr<KernelModule> built = buildKernel(compiler.context, *config);
+    if (failed(built))
+      return fail("building kernel '" + options.kernel + "' failed");
+    std::string text;
+    if (options.emit == "gpu") {
+      llvm::raw_string_ostream os(text);
+      built->module->print(os);
+    } else {
+      PTXTargetOptions target = config->target;
+      target.barePointers = true;
+      FailureOr<std::string> llvmIR = compileToLLVMIR(*built->module, target);
+      if (failed(llvmIR))
+        return fail("lowering kernel '" + options.kernel + "' failed");
+      text = std::move(*llvmIR);
+    }
+    written = writeText(options.output, text);
+  } else {
+    FailureOr<rt::Bundle> bundle = compileKernel(compiler.context, *config);
+    if (failed(bundle))
+      return fail("compiling kernel '" + options.kernel + "' failed");
+    written = options.emit == "ptx" ? writeText(options.output, bundle->ptx)
+                                    : rt::writeBundle(options.output, *bundle);
+  }
+  if (!written.ok()) {
+    std::fprintf(stderr, "error: %s\n", written.message().c_str());
+    return 2;
+  }
+  if (options.output != "-")
+    std::fprintf(stderr, "wrote %s (%s)\n", options.output.c_str(),
+                 options.emit.c_str());
+  return 0;
+}

@@ -1,0 +1,324 @@
+//===- Harness.cpp - Run, check and time a kernel bundle ------------------===//
+
+#include "Harness.h"
+
+#include "SinkAttn/Runtime/CudaDriver.h"
+#include "SinkAttn/Runtime/Float16.h"
+#include "SinkAttn/Runtime/Launch.h"
+#include "SinkAttn/Runtime/Npy.h"
+#include "SinkAttn/Runtime/Random.h"
+#include "SinkAttn/Runtime/Timing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <thread>
+
+using namespace sinkattn;
+using namespace sinkattn::runner;
+
+namespace {
+
+/// Encodes floats as a buffer's element type (rounding to nearest even).
+rt::Expected<std::vector<uint8_t>> encode(const std::vector<float> &values,
+                                          rt::DType dtype) {
+  std::vector<uint8_t> bytes(values.size() * rt::dtypeSize(dtype));
+  switch (dtype) {
+  case rt::DType::BF16:
+  case rt::DType::F16: {
+    std::vector<uint16_t> bits = dtype == rt::DType::BF16 ? rt::toBf16(values)
+                                                          : rt::toHalf(values);
+    std::memcpy(bytes.data(), bits.data(), bytes.size());
+    return bytes;
+  }
+  case rt::DType::F32:
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return bytes;
+  default:
+    return rt::Status::error(std::string("the harness cannot fill buffers of ") +
+                             rt::dtypeName(dtype));
+  }
+}
+
+rt::Expected<std::vector<float>> decode(const std::vector<uint8_t> &bytes,
+                                        rt::DType dtype) {
+  size_t count = bytes.size() / rt::dtypeSize(dtype);
+  switch (dtype) {
+  case rt::DType::BF16:
+  case rt::DType::F16: {
+    std::vector<uint16_t> bits(count);
+    std::memcpy(bits.data(), bytes.data(), bytes.size());
+    return dtype == rt::DType::BF16 ? rt::fromBf16(bits) : rt::fromHalf(bits);
+  }
+  case rt::DType::F32: {
+    std::vector<float> values(count);
+    std::memcpy(values.data(), bytes.data(), bytes.size());
+    return values;
+  }
+  default:
+    return rt::Status::error(std::string("the harness cannot read buffers of ") +
+                             rt::dtypeName(dtype));
+  }
+}
+
+/// Runs body(i) for i in [0, count) on all hardware threads.
+template <typename Body> void parallelFor(size_t count, Body body) {
+  size_t workers = std::max(1u, std::thread::hardware_concurrency());
+  workers = std::min(workers, count);
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < workers; ++w)
+    threads.emplace_back([&, w] {
+      for (size_t i = w; i < count; i += workers)
+        body(i);
+    });
+  for (std::thread &t : threads)
+    t.join();
+}
+
+/// Accumulates the comparison statistics of out against ref.
+struct Comparison {
+  double diff2 = 0, ref2 = 0, maxAbs = 0;
+  uint64_t checked = 0, nonFinite = 0;
+  void add(double out, double ref) {
+    ++checked;
+    if (!std::isfinite(out)) {
+      ++nonFinite;
+      return;
+    }
+    double d = out - ref;
+    diff2 += d * d;
+    ref2 += ref * ref;
+    maxAbs = std::max(maxAbs, std::fabs(d));
+  }
+  void fill(CheckReport &report) const {
+    report.checked = checked;
+    report.nonFinite = nonFinite;
+    report.relL2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+    report.maxAbs = maxAbs;
+  }
+};
+
+} // namespace
+
+bool runner::harnessSupports(const std::string &kernel) {
+  return kernel == "gemm" || kernel == "tma-copy";
+}
+
+rt::Expected<std::unique_ptr<Session>>
+Session::open(rt::Bundle bundle, int device, bool verbose) {
+  if (!harnessSupports(bundle.kernel))
+    return rt::Status::error("the runner has no check or benchmark for kernel "
+                             "kind '" + bundle.kernel + "'");
+  SINKATTN_RT_ASSIGN_OR_RETURN(auto driver, rt::CudaDriver::load());
+  SINKATTN_RT_ASSIGN_OR_RETURN(int count, rt::deviceCount(*driver));
+  if (device >= count)
+    return rt::Status::error("--device " + std::to_string(device) +
+                             " does not exist (" + std::to_string(count) +
+                             " CUDA devices)");
+  std::unique_ptr<Session> session(new Session());
+  SINKATTN_RT_ASSIGN_OR_RETURN(rt::Context context,
+                               rt::Context::create(driver, device));
+  session->context_ = std::make_unique<rt::Context>(std::move(context));
+  SINKATTN_RT_TRY(rt::checkHopperOrNewer(session->context_->info()));
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      rt::Module module,
+      rt::Module::loadPtx(*session->context_, bundle.ptx, rt::JitOptions(),
+                          bundle.entry + ".ptx"));
+  if (verbose)
+    std::fprintf(stderr, "JIT log of %s:\n%s\n", bundle.entry.c_str(),
+                 module.infoLog().c_str());
+  session->module_ = std::make_unique<rt::Module>(std::move(module));
+  SINKATTN_RT_ASSIGN_OR_RETURN(rt::Function function,
+                               session->module_->getFunction(bundle.entry));
+  session->function_ = std::make_unique<rt::Function>(std::move(function));
+  session->bundle_ = std::move(bundle);
+  return session;
+}
+
+int64_t Session::configInt(const std::string &key) const {
+  auto it = bundle_.config.find(key);
+  if (it == bundle_.config.end())
+    return 0;
+  if (const int64_t *value = std::get_if<int64_t>(&it->second))
+    return *value;
+  return 0;
+}
+
+std::string Session::describeConfig() const {
+  std::string text;
+  for (const auto &[key, value] : bundle_.config) {
+    if (key == "chip")
+      continue;
+    text += (text.empty() ? "" : " ") + key + "=";
+    if (const int64_t *number = std::get_if<int64_t>(&value))
+      text += std::to_string(*number);
+    else
+      text += std::get<std::string>(value);
+  }
+  return text;
+}
+
+rt::Status Session::prepare(uint64_t seed) {
+  buffers_.clear();
+  inputs_.clear();
+  inputBytes_.clear();
+  for (size_t index = 0; index < bundle_.params.size(); ++index) {
+    const rt::BundleParam &param = bundle_.params[index];
+    if (param.kind != rt::ParamKind::Buffer)
+      continue;
+    uint64_t bytes = rt::bufferBytes(param);
+    SINKATTN_RT_ASSIGN_OR_RETURN(rt::DeviceBuffer buffer,
+                                 rt::DeviceBuffer::allocate(*context_, bytes));
+    if (param.role == rt::BufferRole::Input) {
+      // Each buffer draws from its own stream of the seed.
+      std::vector<float> values = rt::randomUniform(
+          bytes / rt::dtypeSize(param.dtype), seed * 0x9E3779B97F4A7C15ull + index,
+          -1.f, 1.f);
+      SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<uint8_t> encoded,
+                                   encode(values, param.dtype));
+      SINKATTN_RT_ASSIGN_OR_RETURN(inputs_[param.name],
+                                   decode(encoded, param.dtype));
+      SINKATTN_RT_TRY(buffer.copyFromHost(encoded.data(), encoded.size()));
+      inputBytes_[param.name] = std::move(encoded);
+    } else {
+      SINKATTN_RT_TRY(buffer.poison());
+    }
+    buffers_.emplace(param.name, std::move(buffer));
+  }
+  return context_->synchronize();
+}
+
+rt::Status Session::launch(CUstream stream) {
+  std::map<std::string, CUdeviceptr> addresses;
+  for (const auto &[name, buffer] : buffers_)
+    addresses[name] = buffer.address();
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      rt::KernelArgs args,
+      rt::buildKernelArgs(bundle_, addresses, &context_->driver()));
+  return rt::launchKernel(*function_, rt::launchConfigFor(bundle_, stream),
+                          args);
+}
+
+rt::Expected<std::vector<float>>
+Session::downloadAsFloat(const std::string &name) const {
+  const rt::BundleParam *param = rt::findParam(bundle_, name);
+  auto it = buffers_.find(name);
+  if (!param || it == buffers_.end())
+    return rt::Status::error("internal error: no buffer '" + name + "'");
+  std::vector<uint8_t> bytes(it->second.size());
+  SINKATTN_RT_TRY(it->second.copyToHost(bytes.data(), bytes.size()));
+  return decode(bytes, param->dtype);
+}
+
+rt::Expected<CheckReport> Session::check() {
+  for (auto &[name, buffer] : buffers_)
+    if (rt::findParam(bundle_, name)->role == rt::BufferRole::Output)
+      SINKATTN_RT_TRY(buffer.poison());
+  SINKATTN_RT_TRY(launch(nullptr));
+  SINKATTN_RT_TRY(context_->synchronize());
+
+  CheckReport report;
+  Comparison comparison;
+  if (bundle_.kernel == "tma-copy") {
+    // A copy is exact: compare bits, not values.
+    const std::vector<uint8_t> &in = inputBytes_.at("in");
+    std::vector<uint8_t> out(in.size());
+    SINKATTN_RT_TRY(buffers_.at("out").copyToHost(out.data(), out.size()));
+    size_t elementSize = rt::dtypeSize(rt::findParam(bundle_, "in")->dtype);
+    for (size_t i = 0; i < in.size(); i += elementSize)
+      if (std::memcmp(&in[i], &out[i], elementSize) != 0)
+        ++report.mismatches;
+    SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> outValues,
+                                 downloadAsFloat("out"));
+    const std::vector<float> &inValues = inputs_.at("in");
+    for (size_t i = 0; i < inValues.size(); ++i)
+      comparison.add(outValues[i], inValues[i]);
+    comparison.fill(report);
+    report.criterion = "bit-exact";
+    report.passed = report.mismatches == 0 && report.nonFinite == 0;
+    return report;
+  }
+
+  // gemm: D = A * B against a float64 host reference. All rows when the
+  // problem is small, else 128 rows (first, last and seeded random ones).
+  int64_t m = configInt("m"), n = configInt("n"), k = configInt("k");
+  const std::vector<float> &a = inputs_.at("a");
+  const std::vector<float> &b = inputs_.at("b");
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> d, downloadAsFloat("d"));
+  std::vector<int64_t> rows;
+  if (double(m) * n * k <= double(1 << 30)) {
+    rows.resize(m);
+    std::iota(rows.begin(), rows.end(), 0);
+  } else {
+    rt::Rng rng(0x5EED0000 + uint64_t(m));
+    rows = {0, m - 1};
+    while (rows.size() < 128)
+      rows.push_back(int64_t(rng.next() % uint64_t(m)));
+  }
+  std::vector<std::vector<double>> reference(rows.size());
+  parallelFor(rows.size(), [&](size_t r) {
+    std::vector<double> &acc = reference[r];
+    acc.assign(n, 0.0);
+    const float *aRow = &a[size_t(rows[r]) * k];
+    for (int64_t kk = 0; kk < k; ++kk) {
+      double av = aRow[kk];
+      const float *bRow = &b[size_t(kk) * n];
+      for (int64_t j = 0; j < n; ++j)
+        acc[j] += av * bRow[j];
+    }
+  });
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int64_t j = 0; j < n; ++j)
+      comparison.add(d[size_t(rows[r]) * n + j], reference[r][j]);
+  comparison.fill(report);
+  report.criterion = "rel-L2 < 1e-3 vs float64 host reference (" +
+                     std::to_string(rows.size()) + " of " + std::to_string(m) +
+                     " rows)";
+  report.passed = report.nonFinite == 0 && report.relL2 < 1e-3;
+  return report;
+}
+
+rt::Expected<BenchReport> Session::bench(int warmup, int iterations,
+                                         bool flushL2) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      rt::TimingStats stats,
+      rt::benchmark(
+          *context_, [&](CUstream stream) { return launch(stream); }, warmup,
+          iterations, flushL2));
+  BenchReport report;
+  report.medianMs = stats.medianMs;
+  report.minMs = stats.minMs;
+  report.iterations = iterations;
+  double seconds = stats.medianMs * 1e-3;
+  if (bundle_.kernel == "gemm") {
+    double flops = 2.0 * configInt("m") * configInt("n") * configInt("k");
+    report.tflops = flops / seconds / 1e12;
+  } else if (bundle_.kernel == "tma-copy") {
+    const rt::BundleParam *in = rt::findParam(bundle_, "in");
+    report.gbps = 2.0 * rt::bufferBytes(*in) / seconds / 1e9;
+  }
+  return report;
+}
+
+rt::Status Session::saveIo(const std::string &directory) const {
+  for (const auto &[name, buffer] : buffers_) {
+    const rt::BundleParam *param = rt::findParam(bundle_, name);
+    std::vector<uint8_t> bytes(buffer.size());
+    SINKATTN_RT_TRY(buffer.copyToHost(bytes.data(), bytes.size()));
+    rt::NpyArray array;
+    if (param->dtype == rt::DType::F32) {
+      std::vector<float> values(bytes.size() / 4);
+      std::memcpy(values.data(), bytes.data(), bytes.size());
+      array = rt::makeNpyF32(param->shape, values);
+    } else {
+      std::vector<uint16_t> bits(bytes.size() / 2);
+      std::memcpy(bits.data(), bytes.data(), bytes.size());
+      array = param->dtype == rt::DType::BF16 ? rt::makeNpyBf16(param->shape, bits)
+                                              : rt::makeNpyF16(param->shape, bits);
+    }
+    SINKATTN_RT_TRY(rt::writeNpy(directory + "/" + name + ".npy", array));
+  }
+  return rt::Status::success();
+}

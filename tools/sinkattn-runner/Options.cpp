@@ -1,0 +1,245 @@
+//===- Options.cpp - sinkattn-runner command line -------------------------===//
+
+#include "Options.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+using namespace sinkattn;
+using namespace sinkattn::runner;
+
+namespace {
+/// One flag: its name (without --), whether it takes a value, which
+/// commands accept it, and its help line.
+struct FlagSpec {
+  const char *name;
+  const char *valueName; ///< nullptr: a switch
+  const char *commands;  ///< space-separated list
+  const char *help;
+};
+
+const FlagSpec kFlags[] = {
+    {"kernel", "NAME", "compile check bench", "kernel kind (gemm, tma-copy)"},
+    {"m", "N", "compile check bench", "rows (gemm: of A and D; tma-copy: of the matrix)"},
+    {"n", "N", "compile check bench", "columns (gemm: of B and D; tma-copy: of the matrix)"},
+    {"k", "N", "compile check bench", "gemm reduction size"},
+    {"dtype", "T", "compile check bench", "element type: bf16 (default) or fp16"},
+    {"chip", "SM", "compile check bench", "PTX target (default sm_90a)"},
+    {"emit", "LEVEL", "compile", "tile | gpu | llvm | ptx | bundle"},
+    {"o", "PATH", "compile", "output file, or directory for --emit bundle ('-': stdout)"},
+    {"bundle", "DIR", "check bench", "run a compiled bundle instead of compiling"},
+    {"seed", "N", "check bench", "seed of the random inputs (default 0)"},
+    {"iters", "N", "bench", "timed iterations (default 50; median reported)"},
+    {"warmup", "N", "bench", "untimed warm-up iterations (default 5)"},
+    {"no-l2-flush", nullptr, "bench", "do not flush L2 between iterations"},
+    {"json", "FILE", "bench", "also write the results as JSON"},
+    {"save-io", "DIR", "check bench", "write inputs and outputs as .npy files"},
+    {"device", "N", "devices check bench", "GPU ordinal (default 0)"},
+    {"verbose", nullptr, "devices compile check bench", "print the JIT (ptxas) log"},
+};
+
+/// How a flag is written: -o, --kernel.
+std::string spelled(const std::string &name) {
+  return (name == "o" ? "-" : "--") + name;
+}
+
+bool commandAccepts(const FlagSpec &flag, const std::string &command) {
+  std::string list = std::string(" ") + flag.commands + " ";
+  return list.find(" " + command + " ") != std::string::npos;
+}
+
+rt::Expected<int64_t> parseInteger(const std::string &flag,
+                                   const std::string &text, int64_t min,
+                                   int64_t max) {
+  errno = 0;
+  char *end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE)
+    return rt::Status::error(spelled(flag) + " expects an integer, got '" +
+                             text + "'");
+  if (value < min || value > max)
+    return rt::Status::error(spelled(flag) + " must be in [" +
+                             std::to_string(min) + ", " + std::to_string(max) +
+                             "], got " + text);
+  return int64_t(value);
+}
+} // namespace
+
+bool Options::wasGiven(const std::string &flag) const {
+  return std::find(given.begin(), given.end(), flag) != given.end();
+}
+
+std::string runner::usage(bool hasCompiler) {
+  std::string text =
+      "usage: sinkattn-runner <command> [flags]\n"
+      "\n"
+      "commands:\n"
+      "  devices   list CUDA devices\n";
+  if (hasCompiler)
+    text += "  compile   build a kernel: --kernel NAME [shape flags] --emit LEVEL -o PATH\n";
+  text +=
+      "  check     run a kernel on random inputs and compare with a reference\n"
+      "            (exit 0: pass, 1: fail)\n"
+      "  bench     time a kernel (median of --iters runs), print a table\n"
+      "  help      this text\n";
+  if (!hasCompiler)
+    text += "\nThis is a runtime-only build: check and bench need --bundle DIR\n"
+            "(bundles come from `sinkattn-runner compile --emit bundle` of a\n"
+            "full build).\n";
+  text += "\nflags:\n";
+  for (const FlagSpec &flag : kFlags) {
+    if (!hasCompiler && std::string(flag.commands) == "compile")
+      continue;
+    std::string left = "  " + spelled(flag.name);
+    if (flag.valueName)
+      left += std::string(" ") + flag.valueName;
+    left.resize(std::max<size_t>(left.size() + 1, 22), ' ');
+    text += left + flag.help + "  [" + flag.commands + "]\n";
+  }
+  text += "\nexit codes: 0 success, 1 check failed, 2 usage, configuration or "
+          "environment error\n";
+  return text;
+}
+
+rt::Expected<Options> runner::parseOptions(int argc, char **argv,
+                                           bool hasCompiler) {
+  Options options;
+  if (argc < 2)
+    return rt::Status::error("no command given");
+  options.command = argv[1];
+  if (options.command == "-h" || options.command == "--help")
+    options.command = "help";
+  static const char *kCommands[] = {"devices", "compile", "check", "bench",
+                                    "help"};
+  if (std::find(std::begin(kCommands), std::end(kCommands), options.command) ==
+      std::end(kCommands))
+    return rt::Status::error("unknown command '" + options.command + "'");
+  if (options.command == "compile" && !hasCompiler)
+    return rt::Status::error(
+        "compile needs the full build (this runtime-only build has no "
+        "compiler); compile elsewhere with --emit bundle and pass --bundle");
+
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("-", 0) != 0)
+      return rt::Status::error("unexpected argument '" + arg + "'");
+    std::string name = arg.substr(arg.rfind("--", 0) == 0 ? 2 : 1);
+    std::string value;
+    bool hasInlineValue = false;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      hasInlineValue = true;
+    }
+    const FlagSpec *flag = nullptr;
+    for (const FlagSpec &candidate : kFlags)
+      if (name == candidate.name)
+        flag = &candidate;
+    if (!flag)
+      return rt::Status::error("unknown flag '" + arg + "'");
+    if (!commandAccepts(*flag, options.command))
+      return rt::Status::error(spelled(name) + " does not apply to '" +
+                               options.command + "'");
+    if (flag->valueName && !hasInlineValue) {
+      if (i + 1 >= argc)
+        return rt::Status::error(spelled(name) + " needs a value (" +
+                                 flag->valueName + ")");
+      value = argv[++i];
+    } else if (!flag->valueName && hasInlineValue) {
+      return rt::Status::error(spelled(name) + " takes no value");
+    }
+    options.given.push_back(name);
+
+    constexpr int64_t kMaxDim = int64_t(1) << 31;
+    auto integer = [&](int64_t min, int64_t max) {
+      return parseInteger(name, value, min, max);
+    };
+    rt::Expected<int64_t> number = int64_t(0);
+    if (name == "kernel") {
+      options.kernel = value;
+    } else if (name == "m" || name == "n" || name == "k") {
+      number = integer(1, kMaxDim);
+      if (number.ok())
+        (name == "m" ? options.m : name == "n" ? options.n : options.k) = *number;
+    } else if (name == "dtype") {
+      if (value == "fp16" || value == "f16")
+        value = "f16";
+      else if (value != "bf16")
+        return rt::Status::error("--dtype must be bf16 or fp16, got '" + value +
+                                 "'");
+      options.dtype = value;
+    } else if (name == "chip") {
+      options.chip = value;
+    } else if (name == "emit") {
+      static const char *kLevels[] = {"tile", "gpu", "llvm", "ptx", "bundle"};
+      if (std::find(std::begin(kLevels), std::end(kLevels), value) ==
+          std::end(kLevels))
+        return rt::Status::error(
+            "--emit must be one of tile, gpu, llvm, ptx, bundle; got '" +
+            value + "'");
+      options.emit = value;
+    } else if (name == "o") {
+      options.output = value;
+    } else if (name == "bundle") {
+      options.bundleDir = value;
+    } else if (name == "seed") {
+      number = integer(0, INT64_MAX);
+      if (number.ok())
+        options.seed = uint64_t(*number);
+    } else if (name == "iters") {
+      number = integer(1, 100000);
+      if (number.ok())
+        options.iters = *number;
+    } else if (name == "warmup") {
+      number = integer(0, 100000);
+      if (number.ok())
+        options.warmup = *number;
+    } else if (name == "no-l2-flush") {
+      options.flushL2 = false;
+    } else if (name == "json") {
+      options.jsonFile = value;
+    } else if (name == "save-io") {
+      options.saveIoDir = value;
+    } else if (name == "device") {
+      number = integer(0, 1023);
+      if (number.ok())
+        options.device = *number;
+    } else if (name == "verbose") {
+      options.verbose = true;
+    }
+    if (!number.ok())
+      return number.status();
+  }
+
+  if (options.command == "compile") {
+    if (options.kernel.empty())
+      return rt::Status::error("compile needs --kernel NAME");
+    if (options.emit.empty())
+      return rt::Status::error("compile needs --emit LEVEL");
+    if (options.output.empty())
+      return rt::Status::error("compile needs -o PATH");
+    if (options.emit == "bundle" && options.output == "-")
+      return rt::Status::error("--emit bundle writes a directory; -o - is not "
+                               "possible");
+  }
+  if (options.command == "check" || options.command == "bench") {
+    if (options.bundleDir.empty() && options.kernel.empty())
+      return rt::Status::error(options.command +
+                               " needs --kernel NAME or --bundle DIR");
+    if (!options.bundleDir.empty() && !hasCompiler) {
+      // fine: runtime-only builds run bundles
+    } else if (options.bundleDir.empty() && !hasCompiler) {
+      return rt::Status::error(
+          "this runtime-only build cannot compile; pass --bundle DIR");
+    }
+    if (!options.bundleDir.empty())
+      for (const char *flag : {"kernel", "m", "n", "k", "dtype", "chip"})
+        if (options.wasGiven(flag))
+          return rt::Status::error(
+              std::string("--") + flag +
+              " cannot be combined with --bundle (the bundle fixes the "
+              "kernel and its configuration)");
+  }
+  return options;
+}

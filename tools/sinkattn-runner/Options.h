@@ -1,0 +1,47 @@
+//===- Options.h - sinkattn-runner command line -----------------*- C++ -*-===//
+
+#ifndef SINKATTN_TOOLS_RUNNER_OPTIONS_H
+#define SINKATTN_TOOLS_RUNNER_OPTIONS_H
+
+#include "SinkAttn/Runtime/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sinkattn::runner {
+
+/// Parsed command line. Integer flags are validated (range) while parsing.
+struct Options {
+  std::string command; ///< devices | compile | check | bench | help
+  std::string kernel;
+  int64_t m = 4096, n = 4096, k = 4096;
+  std::string dtype = "bf16";
+  std::string emit;   ///< tile | gpu | llvm | ptx | bundle
+  std::string output; ///< -o
+  std::string chip = "sm_90a";
+  std::string bundleDir;
+  std::string saveIoDir;
+  std::string jsonFile;
+  uint64_t seed = 0;
+  int64_t iters = 50;
+  int64_t warmup = 5;
+  int64_t device = 0;
+  bool flushL2 = true;
+  bool verbose = false;
+  /// Flags given explicitly (so a bundle's config is not contradicted).
+  std::vector<std::string> given;
+  bool wasGiven(const std::string &flag) const;
+};
+
+/// Parses argv. Errors (unknown flag, missing or malformed value, value out
+/// of range) come back as a message; the caller prints usage and exits 2.
+rt::Expected<Options> parseOptions(int argc, char **argv, bool hasCompiler);
+
+/// The usage text.
+std::string usage(bool hasCompiler);
+
+} // namespace sinkattn::runner
+
+#endif // SINKATTN_TOOLS_RUNNER_OPTIONS_H
