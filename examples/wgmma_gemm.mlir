@@ -13,7 +13,7 @@
 module attributes {gpu.container_module} {
   gpu.module @wgmma_gemm {
     memref.global "private" @smemA : memref<128x64xbf16, 3> {alignment = 1024 : i64}
-    memref.global "private" @smemB : memref<64x128xbf16, 3> {alignment = 1024 : i64}
+    memref.global "private" @smemB : memref<2x64x64xbf16, 3> {alignment = 1024 : i64}
     gpu.func @wgmma_gemm(%descAPtr: !llvm.ptr, %descBPtr: !llvm.ptr, %D: memref<?x?xf32>, %K: index) kernel
         attributes {sinkattn.tensor_map_args = array<i64: 0, 1>} {
       %descA = builtin.unrealized_conversion_cast %descAPtr : !llvm.ptr to !mapA
@@ -31,9 +31,13 @@ module attributes {gpu.container_module} {
       %row0 = arith.muli %by, %c128 : index
       %col0 = arith.muli %bx, %c128 : index
       %sA = memref.get_global @smemA : memref<128x64xbf16, 3>
-      %sB = memref.get_global @smemB : memref<64x128xbf16, 3>
-      %sB0 = memref.subview %sB[0, 0] [64, 64] [1, 1] : memref<64x128xbf16, 3> to memref<64x64xbf16, strided<[128, 1]>, 3>
-      %sB1 = memref.subview %sB[0, 64] [64, 64] [1, 1] : memref<64x128xbf16, 3> to memref<64x64xbf16, strided<[128, 1], offset: 64>, 3>
+      // B's 64x128 tile is two dense 64x64 boxes, one after the other (a TMA
+      // box lands contiguously); wgmma reads that layout through one
+      // descriptor of the whole 64x128 tile.
+      %sB2 = memref.get_global @smemB : memref<2x64x64xbf16, 3>
+      %sB = memref.reinterpret_cast %sB2 to offset: [0], sizes: [64, 128], strides: [128, 1] : memref<2x64x64xbf16, 3> to memref<64x128xbf16, 3>
+      %sB0 = memref.subview %sB2[0, 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64xbf16, 3> to memref<64x64xbf16, strided<[64, 1]>, 3>
+      %sB1 = memref.subview %sB2[1, 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64xbf16, 3> to memref<64x64xbf16, strided<[64, 1], offset: 4096>, 3>
       %bar = nvgpu.mbarrier.create -> !barriers
       %leader = arith.cmpi eq, %tid, %c0 : index
       scf.if %leader {
@@ -49,8 +53,8 @@ module attributes {gpu.container_module} {
           nvgpu.mbarrier.arrive.expect_tx %bar[%c0], %bytes : !barriers
           nvgpu.tma.async.load %descA[%k0, %row0], %bar[%c0] to %sA : !mapA, !barriers -> memref<128x64xbf16, 3>
           %col1 = arith.addi %col0, %c64 : index
-          nvgpu.tma.async.load %descB[%col0, %k0], %bar[%c0] to %sB0 : !mapB, !barriers -> memref<64x64xbf16, strided<[128, 1]>, 3>
-          nvgpu.tma.async.load %descB[%col1, %k0], %bar[%c0] to %sB1 : !mapB, !barriers -> memref<64x64xbf16, strided<[128, 1], offset: 64>, 3>
+          nvgpu.tma.async.load %descB[%col0, %k0], %bar[%c0] to %sB0 : !mapB, !barriers -> memref<64x64xbf16, strided<[64, 1]>, 3>
+          nvgpu.tma.async.load %descB[%col1, %k0], %bar[%c0] to %sB1 : !mapB, !barriers -> memref<64x64xbf16, strided<[64, 1], offset: 4096>, 3>
         }
         %parityIdx = arith.remui %kt, %c2 : index
         %parity = arith.index_cast %parityIdx : index to i1

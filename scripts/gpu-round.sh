@@ -19,7 +19,8 @@ cd "$(dirname "$0")/.."
 out=${OUT:-build-gpu/out}
 mkdir -p "$out"
 build=${SINKATTN_GPU_BUILD_DIR:-build-gpu}
-bundles=${SINKATTN_BUNDLES:-.carry/bundles}
+case $build in /*) ;; *) build=$(pwd)/$build ;; esac
+bundles=$(realpath -m "${SINKATTN_BUNDLES:-.carry/bundles}")
 benches=("$@")
 ((${#benches[@]})) || benches=(gemm-4096x4096x4096 tma-copy-8192x8192)
 sanitized=(tma-copy-1024x512 gemm-256x256x128)
@@ -41,17 +42,17 @@ runner=$build/bin/sinkattn-runner
 note "build: ok ($runner)"
 "$runner" devices | tee "$out/devices.txt"
 
-# 2. GPU tests through lit (carried as a wheel when not installed).
-if ! python3 -c 'import lit' 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-    --target /tmp/sinkattn-site .carry/wheels/lit-*.whl && export PYTHONPATH=/tmp/sinkattn-site
-fi
+# 2. GPU tests through lit: the carried wheel (an unrelated 'lit' module may
+# shadow it on the GPU machine, so it goes first on the path).
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+  --upgrade --target /tmp/sinkattn-site .carry/wheels/lit-*.whl
 SINKATTN_RUNNER=$runner SINKATTN_BUNDLES=$bundles SINKATTN_BUILD_DIR=$build \
 SINKATTN_RUNTIME_SMOKE=$build/bin/SinkAttnRuntimeGpuSmoke \
-  python3 -m lit -v test/GPU >"$out/gpu-tests.log" 2>&1
+PYTHONPATH=/tmp/sinkattn-site${PYTHONPATH:+:$PYTHONPATH} \
+  python3 -c 'import sys; from lit.main import main; sys.argv[0] = "lit"; main()' \
+  -a test/GPU >"$out/gpu-tests.log" 2>&1
 status=$?
-grep -E "^(PASS|FAIL|UNSUPPORTED|UNRESOLVED):|Passed|Failed" "$out/gpu-tests.log"
-grep -E "^  (rel-L2|PASS|FAIL)|^check " "$out/gpu-tests.log" | head -40
+grep -E "^(PASS|FAIL|UNSUPPORTED|UNRESOLVED):|Passed|Failed|^check |^  (rel-L2|PASS|FAIL)" "$out/gpu-tests.log" | head -60
 ((status == 0)) || failures=$((failures + 1))
 note "gpu tests: $( ((status == 0)) && echo pass || echo FAIL) (log: $out/gpu-tests.log)"
 

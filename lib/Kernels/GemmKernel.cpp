@@ -28,7 +28,7 @@ module attributes {gpu.container_module} {
   gpu.module @gemm {
     // 128-byte swizzled tiles must be 1024-byte aligned.
     memref.global "private" @smemA : memref<128x64x@T@, 3> {alignment = 1024 : i64}
-    memref.global "private" @smemB : memref<64x128x@T@, 3> {alignment = 1024 : i64}
+    memref.global "private" @smemB : memref<2x64x64x@T@, 3> {alignment = 1024 : i64}
     gpu.func @gemm(%mapAPtr: !llvm.ptr, %mapBPtr: !llvm.ptr, %D: memref<@M@x@N@xf32>) kernel
         attributes {sinkattn.tensor_map_args = array<i64: 0, 1>} {
       %mapA = builtin.unrealized_conversion_cast %mapAPtr : !llvm.ptr to !mapA
@@ -48,9 +48,13 @@ module attributes {gpu.container_module} {
       %col0 = arith.muli %bx, %c128 : index
       %col1 = arith.addi %col0, %c64 : index
       %sA = memref.get_global @smemA : memref<128x64x@T@, 3>
-      %sB = memref.get_global @smemB : memref<64x128x@T@, 3>
-      %sB0 = memref.subview %sB[0, 0] [64, 64] [1, 1] : memref<64x128x@T@, 3> to memref<64x64x@T@, strided<[128, 1]>, 3>
-      %sB1 = memref.subview %sB[0, 64] [64, 64] [1, 1] : memref<64x128x@T@, 3> to memref<64x64x@T@, strided<[128, 1], offset: 64>, 3>
+      // B's 64x128 tile is two dense 64x64 boxes, one after the other (a TMA
+      // box lands contiguously); wgmma reads that layout through one
+      // descriptor of the whole 64x128 tile.
+      %sB2 = memref.get_global @smemB : memref<2x64x64x@T@, 3>
+      %sB = memref.reinterpret_cast %sB2 to offset: [0], sizes: [64, 128], strides: [128, 1] : memref<2x64x64x@T@, 3> to memref<64x128x@T@, 3>
+      %sB0 = memref.subview %sB2[0, 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64x@T@, 3> to memref<64x64x@T@, strided<[64, 1]>, 3>
+      %sB1 = memref.subview %sB2[1, 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64x@T@, 3> to memref<64x64x@T@, strided<[64, 1], offset: 4096>, 3>
       %bar = nvgpu.mbarrier.create -> !barriers
       %leader = arith.cmpi eq, %tid, %c0 : index
       scf.if %leader {
@@ -65,8 +69,8 @@ module attributes {gpu.container_module} {
           nvgpu.mbarrier.arrive.expect_tx %bar[%c0], %bytes : !barriers
           // TMA coordinates are innermost first: (column, row).
           nvgpu.tma.async.load %mapA[%k0, %row0], %bar[%c0] to %sA : !mapA, !barriers -> memref<128x64x@T@, 3>
-          nvgpu.tma.async.load %mapB[%col0, %k0], %bar[%c0] to %sB0 : !mapB, !barriers -> memref<64x64x@T@, strided<[128, 1]>, 3>
-          nvgpu.tma.async.load %mapB[%col1, %k0], %bar[%c0] to %sB1 : !mapB, !barriers -> memref<64x64x@T@, strided<[128, 1], offset: 64>, 3>
+          nvgpu.tma.async.load %mapB[%col0, %k0], %bar[%c0] to %sB0 : !mapB, !barriers -> memref<64x64x@T@, strided<[64, 1]>, 3>
+          nvgpu.tma.async.load %mapB[%col1, %k0], %bar[%c0] to %sB1 : !mapB, !barriers -> memref<64x64x@T@, strided<[64, 1], offset: 4096>, 3>
         }
         // The barrier completes once per K step: wait for phase kt.
         %parityIndex = arith.remui %kt, %c2 : index

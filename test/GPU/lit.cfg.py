@@ -29,6 +29,9 @@ bundles = os.environ.get("SINKATTN_BUNDLES", os.path.join(build, "bundles"))
 smoke = os.environ.get(
     "SINKATTN_RUNTIME_SMOKE",
     os.path.join(build, "test", "Unit", "Runtime", "SinkAttnRuntimeGpuSmoke"))
+# Tests run in their own directories: relative paths are taken from the
+# directory lit was started in.
+runner, bundles, smoke = (os.path.abspath(p) for p in (runner, bundles, smoke))
 config.substitutions.append(("%runner", runner))
 config.substitutions.append(("%bundles", bundles))
 config.substitutions.append(("%runtime_smoke", smoke))
