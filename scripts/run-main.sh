@@ -23,19 +23,42 @@ resources() {
     END { printf "%s %s %s\n", (regs == "" ? "?" : regs), (smem == "" ? 0 : smem), (spill == "" ? "?" : spill) }'
 }
 
+runner="$build_dir/bin/sinkattn-runner"
+row() { printf '%-22s %-36s %9s %12s %7s\n' "$@"; }
+
 echo "Compiling kernels to PTX (sm_90a) into $ptx_dir"
-printf '%-14s %-34s %9s %12s %7s\n' kernel ptx registers "shared (B)" spills
+row kernel ptx registers "shared (B)" spills
 for src in examples/*.mlir; do
   name=$(basename "$src" .mlir)
   "$opt" "$src" --sinkattn-gpu-to-ptx --sinkattn-write-ptx=output-dir="$ptx_dir" -o /dev/null
   ptx="$ptx_dir/$name.ptx"
   read -r regs smem spills < <(resources "$ptx")
-  printf '%-14s %-34s %9s %12s %7s\n' "$name" "$ptx" "$regs" "$smem" "$spills"
+  row "example:$name" "$ptx" "$regs" "$smem" "$spills"
+done
+# The runner's kernels, at the sizes the main job runs them.
+kernels=(
+  "gemm|gemm 4096x4096x4096|--kernel gemm --m 4096 --n 4096 --k 4096"
+  "tma-copy|tma-copy 8192x8192|--kernel tma-copy --m 8192 --n 8192"
+)
+for entry in "${kernels[@]}"; do
+  IFS='|' read -r name title flags <<<"$entry"
+  ptx="$ptx_dir/$name.ptx"
+  # shellcheck disable=SC2086 # flags are words on purpose
+  "$runner" compile $flags --emit ptx -o "$ptx" 2>/dev/null
+  read -r regs smem spills < <(resources "$ptx")
+  row "$title" "$ptx" "$regs" "$smem" "$spills"
 done
 [[ -x "$ptxas" ]] || echo "(ptxas not found at $ptxas: registers and shared memory unknown)"
 
-if python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
-  echo "A CUDA driver is present, but running kernels needs sinkattn-runner, which is not built yet."
-else
-  echo "No CUDA driver (libcuda.so.1) here: a GPU (sm_90a, Hopper) is needed to execute these kernels."
+if ! "$runner" devices >/dev/null 2>&1; then
+  echo "No CUDA driver or GPU here ($("$runner" devices 2>&1 | head -1 | cut -c1-90)...):"
+  echo "a GPU (sm_90a, Hopper) is needed to execute these kernels."
+  exit 0
 fi
+"$runner" devices
+for entry in "${kernels[@]}"; do
+  IFS='|' read -r name title flags <<<"$entry"
+  # shellcheck disable=SC2086
+  "$runner" check $flags --seed 1
+  "$runner" bench $flags
+done
