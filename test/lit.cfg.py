@@ -1,10 +1,13 @@
 # -*- Python -*-
 # lit configuration of SinkAttn's regression tests.
 
-import ctypes
 import os
+import sys
 
 import lit.formats
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "."))
+from lit_support import cuda_gpu_present  # noqa: E402
 from lit.llvm import llvm_config
 
 config.name = "SinkAttn"
@@ -12,7 +15,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.sinkattn_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "consumer"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "lit_support.py", "Inputs", "consumer"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%sinkattn_src_root", config.sinkattn_src_root))
@@ -33,18 +36,6 @@ config.substitutions.append(("%bundles", os.path.join(config.sinkattn_obj_root, 
 tool_dirs = [config.sinkattn_tools_dir, config.llvm_tools_dir]
 tools = ["sinkattn-opt", "sinkattn-runner", "FileCheck", "not", "count", "split-file"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
-
-
-def cuda_gpu_present():
-    """True when a CUDA driver loads and reports at least one device."""
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    if cuda.cuInit(0) != 0:
-        return False
-    count = ctypes.c_int(0)
-    return cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
 
 
 # GPU tests carry `REQUIRES: cuda-gpu` and report as unsupported (skipped)

@@ -8,10 +8,13 @@
 # Defaults: the full build's build/bin/sinkattn-runner and build/bundles
 # (compiled from bundles.txt by scripts/make-bundles.sh).
 
-import ctypes
 import os
+import sys
 
 import lit.formats
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lit_support import cuda_gpu_present  # noqa: E402
 
 config.name = "SinkAttn-GPU"
 config.test_format = lit.formats.ShTest(execute_external=False)
@@ -36,18 +39,6 @@ config.substitutions.append(("%runner", runner))
 config.substitutions.append(("%bundles", bundles))
 config.substitutions.append(("%runtime_smoke", smoke))
 config.environment["PATH"] = os.environ.get("PATH", "")
-
-
-def cuda_gpu_present():
-    """True when a CUDA driver loads and reports at least one device."""
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return False
-    if cuda.cuInit(0) != 0:
-        return False
-    count = ctypes.c_int(0)
-    return cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
 
 
 if cuda_gpu_present():
