@@ -143,25 +143,79 @@ LogicalResult CopyOp::verify() {
                        << describeSpace(dest);
 }
 
-LogicalResult TmaCopyOp::verify() {
-  MemRefType source = getSource().getType();
-  MemRefType dest = getDest().getType();
+/// tile.tma_copy and tile.tma_load: global -> shared, one phase's worth of
+/// bytes, an existing barrier slot.
+template <typename TmaOp> static LogicalResult verifyTmaLoad(TmaOp op) {
+  MemRefType source = op.getSource().getType();
+  MemRefType dest = op.getDest().getType();
   if (!isGlobalMemory(source))
-    return emitOpError() << "loads global -> shared, but the source is in "
-                         << describeSpace(source) << " memory";
+    return op.emitOpError() << "loads global -> shared, but the source is in "
+                            << describeSpace(source) << " memory";
   if (!isSharedMemory(dest))
-    return emitOpError() << "loads global -> shared, but the destination is in "
-                         << describeSpace(dest) << " memory";
-  if (failed(verifyGlobalSharedTile(*this, source, getSourceIndices(), dest,
+    return op.emitOpError()
+           << "loads global -> shared, but the destination is in "
+           << describeSpace(dest) << " memory";
+  if (failed(verifyGlobalSharedTile(op, source, op.getSourceIndices(), dest,
                                     /*sharedIndices=*/{})))
     return failure();
-  int64_t bytes =
-      dest.getNumElements() * dest.getElementTypeBitWidth() / 8;
+  int64_t bytes = dest.getNumElements() * dest.getElementTypeBitWidth() / 8;
   if (bytes > kMaxTxBytes)
-    return emitOpError() << "moves " << bytes
-                         << " bytes, more than one mbarrier phase can expect ("
-                         << kMaxTxBytes << ")";
-  return verifyBarrierSlot(*this, getBarriers().getType(), getBarrierIndex());
+    return op.emitOpError()
+           << "moves " << bytes
+           << " bytes, more than one mbarrier phase can expect ("
+           << kMaxTxBytes << ")";
+  return verifyBarrierSlot(op, op.getBarriers().getType(),
+                           op.getBarrierIndex());
+}
+
+LogicalResult TmaCopyOp::verify() { return verifyTmaLoad(*this); }
+
+LogicalResult TmaLoadOp::verify() { return verifyTmaLoad(*this); }
+
+LogicalResult TmaStoreOp::verify() {
+  MemRefType source = getSource().getType();
+  MemRefType dest = getDest().getType();
+  if (!isSharedMemory(source))
+    return emitOpError() << "stores shared -> global, but the source is in "
+                         << describeSpace(source) << " memory";
+  if (!isGlobalMemory(dest))
+    return emitOpError()
+           << "stores shared -> global, but the destination is in "
+           << describeSpace(dest) << " memory";
+  return verifyGlobalSharedTile(*this, dest, getDestIndices(), source,
+                                /*sharedIndices=*/{});
+}
+
+LogicalResult MBarrierInitOp::verify() {
+  if (getCount() < 1 || getCount() > kMaxArriveCount)
+    return emitOpError() << "arrive count " << getCount()
+                         << " must be in [1, " << kMaxArriveCount << "]";
+  return verifyBarrierSlot(*this, getBarriers().getType(), getIndex());
+}
+
+LogicalResult MBarrierArriveExpectTxOp::verify() {
+  if (getBytes() < 1 || getBytes() > kMaxTxBytes)
+    return emitOpError() << "expects " << getBytes()
+                         << " transaction bytes; an mbarrier phase can expect "
+                            "1 to "
+                         << kMaxTxBytes << " bytes";
+  return verifyBarrierSlot(*this, getBarriers().getType(), getIndex());
+}
+
+LogicalResult AllocSharedOp::verify() {
+  MemRefType type = getBuffer().getType();
+  if (!isSharedMemory(type))
+    return emitOpError() << "allocates shared memory, but the result is in "
+                         << describeSpace(type) << " memory";
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+    return emitOpError() << "needs a statically shaped memref with the "
+                            "identity layout, got "
+                         << type;
+  int64_t alignment = getAlignment();
+  if (alignment < 16 || !llvm::isPowerOf2_64(alignment))
+    return emitOpError() << "alignment " << alignment
+                         << " must be a power of two of at least 16 bytes";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

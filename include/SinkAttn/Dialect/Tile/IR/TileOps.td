@@ -104,6 +104,41 @@ def Tile_MBarrierWaitParityOp : Tile_BarrierSlotOp<"mbarrier_wait_parity"> {
   }];
 }
 
+def Tile_MBarrierInitOp : Tile_BarrierSlotOp<"mbarrier_init"> {
+  let summary = "initialize one mbarrier slot with its arrive count";
+  let description = [{
+    Initializes slot `index` to phase 0 with `count` expected arrivals.
+    Inserted by `tile-lower-barriers` (one elected thread initializes every
+    slot, then `nvvm.fence.mbarrier.init` and a block-wide barrier); users
+    allocate with `tile.alloc_barrier` instead of writing it.
+
+    ```mlir
+    tile.mbarrier_init %bars[%c1], 128 : !tile.barriers<2>
+    ```
+  }];
+  let arguments = (ins Tile_Barriers:$barriers, Index:$index, I64Attr:$count);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` `,` $count attr-dict `:` qualified(type($barriers))
+  }];
+}
+
+def Tile_MBarrierArriveExpectTxOp : Tile_BarrierSlotOp<"mbarrier_arrive_expect_tx"> {
+  let summary = "arrive on one slot and add expected transaction bytes";
+  let description = [{
+    `mbarrier.arrive.expect_tx`: adds `bytes` to the slot's expected
+    transactions and arrives once, atomically. `tile-fuse-arrive-expect-tx`
+    forms it from an `expect_tx` followed by an `arrive` on the same slot.
+
+    ```mlir
+    tile.mbarrier_arrive_expect_tx %bars[%s], 32768 : !tile.barriers<2>
+    ```
+  }];
+  let arguments = (ins Tile_Barriers:$barriers, Index:$index, I64Attr:$bytes);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` `,` $bytes attr-dict `:` qualified(type($barriers))
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Copies
 //===----------------------------------------------------------------------===//
@@ -176,6 +211,78 @@ def Tile_TmaCopyOp : Tile_Op<"tma_copy", [
     $source `[` $sourceIndices `]` `,` $dest `,` `barrier` `(` $barriers `[` $barrierIndex `]` `)`
     attr-dict `:` type($source) `,` type($dest) `,` qualified(type($barriers))
   }];
+  let hasVerifier = 1;
+}
+
+def Tile_TmaLoadOp : Tile_Op<"tma_load", [
+    MemoryEffects<[MemRead<Tile_BarrierResource>, MemWrite<Tile_BarrierResource>]>]> {
+  let summary = "issue one TMA tile load (executing thread only)";
+  let description = [{
+    The low-level form `tile.tma_copy` and `tile.copy` lower to: the
+    executing thread issues a TMA load of the tile into shared memory that
+    completes its bytes on the barrier slot. It neither arms the barrier
+    (expect_tx) nor arrives; lowering passes put it under a single-thread
+    guard next to the `expect_tx`. Operands are as for `tile.tma_copy`.
+
+    ```mlir
+    tile.tma_load %A[%m, %k], %sA, barrier(%bars[%s])
+        : memref<4096x4096xbf16>, memref<128x64xbf16, 3>, !tile.barriers<2>
+    ```
+  }];
+  let arguments = (ins
+    Tile_Barriers:$barriers,
+    Index:$barrierIndex,
+    Arg<AnyMemRef, "global source", [MemRead]>:$source,
+    Variadic<Index>:$sourceIndices,
+    Arg<AnyMemRef, "shared destination", [MemWrite]>:$dest);
+  let assemblyFormat = [{
+    $source `[` $sourceIndices `]` `,` $dest `,` `barrier` `(` $barriers `[` $barrierIndex `]` `)`
+    attr-dict `:` type($source) `,` type($dest) `,` qualified(type($barriers))
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_TmaStoreOp : Tile_Op<"tma_store"> {
+  let summary = "issue one TMA tile store (executing thread only)";
+  let description = [{
+    The executing thread issues a TMA store of a shared-memory tile into a
+    global tensor at the given element coordinates, as part of its current
+    bulk-async group. Completion is awaited with
+    `nvvm.cp.async.bulk.commit.group` / `nvvm.cp.async.bulk.wait_group`;
+    `tile.copy` shared → global lowers to that sequence under a
+    single-thread guard.
+
+    ```mlir
+    tile.tma_store %sO, %O[%m, %c0] : memref<64x64xbf16, 3>, memref<4096x64xbf16>
+    ```
+  }];
+  let arguments = (ins
+    Arg<AnyMemRef, "shared source", [MemRead]>:$source,
+    Arg<AnyMemRef, "global destination", [MemWrite]>:$dest,
+    Variadic<Index>:$destIndices);
+  let assemblyFormat = [{
+    $source `,` $dest `[` $destIndices `]` attr-dict `:` type($source) `,` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_AllocSharedOp : Tile_Op<"alloc_shared"> {
+  let summary = "allocate a shared-memory tile for the kernel";
+  let description = [{
+    A statically shaped buffer in shared memory, alive for the whole kernel.
+    `convert-tile-to-nvgpu` places every allocation of a kernel in its
+    dynamic shared memory at an offset aligned to `alignment` bytes (default
+    1024, which TMA's 128-byte swizzle needs) and records the total on the
+    kernel. Multi-versioning gives buffers written in a pipelined loop a
+    leading stage dimension.
+
+    ```mlir
+    %sA = tile.alloc_shared : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins DefaultValuedAttr<I64Attr, "1024">:$alignment);
+  let results = (outs Res<AnyMemRef, "", [MemAlloc<DefaultResource>]>:$buffer);
+  let assemblyFormat = "attr-dict `:` type($buffer)";
   let hasVerifier = 1;
 }
 

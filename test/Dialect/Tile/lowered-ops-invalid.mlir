@@ -1,0 +1,84 @@
+// RUN: sinkattn-opt %s -split-input-file -verify-diagnostics
+
+func.func @alloc_shared_global() {
+  // expected-error @+1 {{'tile.alloc_shared' op allocates shared memory, but the result is in global memory}}
+  %s = tile.alloc_shared : memref<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @alloc_shared_strided() {
+  // expected-error @+1 {{'tile.alloc_shared' op needs a statically shaped memref with the identity layout, got 'memref<64x64xbf16, strided<[128, 1]>, 3>'}}
+  %s = tile.alloc_shared : memref<64x64xbf16, strided<[128, 1]>, 3>
+  return
+}
+
+// -----
+
+func.func @alloc_shared_alignment() {
+  // expected-error @+1 {{'tile.alloc_shared' op alignment 24 must be a power of two of at least 16 bytes}}
+  %s = tile.alloc_shared {alignment = 24} : memref<64xf32, 3>
+  return
+}
+
+// -----
+
+func.func @init_count(%i: index) {
+  %b = tile.alloc_barrier [1] : !tile.barriers<1>
+  // expected-error @+1 {{'tile.mbarrier_init' op arrive count 0 must be in [1, 1048575]}}
+  tile.mbarrier_init %b[%i], 0 : !tile.barriers<1>
+  return
+}
+
+// -----
+
+func.func @init_slot() {
+  %c1 = arith.constant 1 : index
+  %b = tile.alloc_barrier [1] : !tile.barriers<1>
+  // expected-error @+1 {{'tile.mbarrier_init' op barrier index 1 is out of range for '!tile.barriers<1>' (slots 0..0)}}
+  tile.mbarrier_init %b[%c1], 1 : !tile.barriers<1>
+  return
+}
+
+// -----
+
+func.func @arrive_expect_tx_bytes(%i: index) {
+  %b = tile.alloc_barrier [1] : !tile.barriers<1>
+  // expected-error @+1 {{'tile.mbarrier_arrive_expect_tx' op expects 2000000 transaction bytes; an mbarrier phase can expect 1 to 1048575 bytes}}
+  tile.mbarrier_arrive_expect_tx %b[%i], 2000000 : !tile.barriers<1>
+  return
+}
+
+// -----
+
+func.func @tma_load_shared_source(%a: memref<64x64xbf16, 3>, %s: memref<64x64xbf16, 3>, %i: index) {
+  %b = tile.alloc_barrier [1] : !tile.barriers<1>
+  // expected-error @+1 {{'tile.tma_load' op loads global -> shared, but the source is in shared memory}}
+  tile.tma_load %a[%i, %i], %s, barrier(%b[%i]) : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>, !tile.barriers<1>
+  return
+}
+
+// -----
+
+func.func @tma_store_to_shared(%s: memref<64x64xbf16, 3>, %t: memref<64x64xbf16, 3>, %i: index) {
+  // expected-error @+1 {{'tile.tma_store' op stores shared -> global, but the destination is in shared memory}}
+  tile.tma_store %s, %t[%i, %i] : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @tma_store_from_global(%g: memref<64x64xbf16>, %o: memref<64x64xbf16>, %i: index) {
+  // expected-error @+1 {{'tile.tma_store' op stores shared -> global, but the source is in global memory}}
+  tile.tma_store %g, %o[%i, %i] : memref<64x64xbf16>, memref<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @tma_store_indices(%s: memref<64x64xbf16, 3>, %o: memref<8x64x64xbf16>, %i: index) {
+  // expected-error @+1 {{'tile.tma_store' op the global memref has rank 3 and needs 3 indices, got 2}}
+  tile.tma_store %s, %o[%i, %i] : memref<64x64xbf16, 3>, memref<8x64x64xbf16>
+  return
+}
