@@ -7,6 +7,9 @@
 
 #include "SinkAttn/Pipelines/Pipelines.h"
 
+#include "SinkAttn/Conversion/Passes.h"
+#include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
+
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
@@ -69,6 +72,19 @@ void sinkattn::buildGpuToNVVMPipeline(OpPassManager &pm,
   gpuModule.addPass(createCSEPass());
   gpuModule.addPass(createReconcileUnrealizedCastsPass());
   gpuModule.addPass(createTensorMapsByValuePass());
+}
+
+void sinkattn::buildTileToNVGPUPipeline(OpPassManager &pm) {
+  // Copies become TMA + barriers first; multi-versioning then expands the
+  // buffers and barrier arrays of pipelined loops; initialization comes
+  // after it so that it covers every version; fusion last.
+  pm.addPass(tile::createTileLowerCopies());
+  pm.addPass(tile::createTileMultiVersionBuffers());
+  pm.addPass(tile::createTileLowerBarriers());
+  pm.addPass(tile::createTileFuseArriveExpectTx());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertTileToNVGPU());
 }
 
 void sinkattn::buildGpuToPTXPipeline(OpPassManager &pm,
@@ -167,6 +183,25 @@ struct GpuToPTXPipelineOptions
 
 void sinkattn::registerSinkAttnPipelines() {
   registerSinkAttnPipelinesPasses();
+  PassPipelineRegistration<>(
+      "sinkattn-tile-to-nvgpu",
+      "Lower tile IR kernels to nvgpu/nvvm: tile-lower-copies, "
+      "tile-multi-version-buffers, tile-lower-barriers, "
+      "tile-fuse-arrive-expect-tx, canonicalize, cse, convert-tile-to-nvgpu",
+      buildTileToNVGPUPipeline);
+  PassPipelineRegistration<GpuToPTXPipelineOptions>(
+      "sinkattn-tile-to-ptx",
+      "sinkattn-tile-to-nvgpu followed by sinkattn-gpu-to-ptx: tile IR "
+      "kernels to gpu.binary ops holding PTX",
+      [](OpPassManager &pm, const GpuToPTXPipelineOptions &cl) {
+        PTXTargetOptions options;
+        options.chip = cl.chip;
+        options.features = cl.features;
+        options.optLevel = cl.optLevel;
+        options.barePointers = cl.barePointers;
+        buildTileToNVGPUPipeline(pm);
+        buildGpuToPTXPipeline(pm, options);
+      });
   PassPipelineRegistration<GpuToPTXPipelineOptions>(
       "sinkattn-gpu-to-ptx",
       "Lower gpu.module kernels (gpu/nvgpu/nvvm) to gpu.binary ops holding "

@@ -5,7 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SinkAttn/Conversion/Passes.h"
 #include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
+#include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
 #include "SinkAttn/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -18,6 +20,8 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   sinkattn::registerSinkAttnPipelines();
+  sinkattn::tile::registerTilePasses();
+  sinkattn::registerSinkAttnConversionPasses();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

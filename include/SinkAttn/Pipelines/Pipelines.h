@@ -33,6 +33,10 @@ struct PTXTargetOptions {
   bool barePointers = false;
 };
 
+/// Appends the passes that take tile IR kernels to nvgpu/nvvm
+/// (`sinkattn-tile-to-nvgpu`).
+void buildTileToNVGPUPipeline(mlir::OpPassManager &pm);
+
 /// Appends the part of that pipeline that stops once gpu.modules hold
 /// LLVM/NVVM dialect IR (before serialization).
 void buildGpuToNVVMPipeline(mlir::OpPassManager &pm,

@@ -1,29 +1,5 @@
 // RUN: sinkattn-opt %s -split-input-file -verify-diagnostics
 
-func.func @alloc_shared_global() {
-  // expected-error @+1 {{'tile.alloc_shared' op allocates shared memory, but the result is in global memory}}
-  %s = tile.alloc_shared : memref<64x64xbf16>
-  return
-}
-
-// -----
-
-func.func @alloc_shared_strided() {
-  // expected-error @+1 {{'tile.alloc_shared' op needs a statically shaped memref with the identity layout, got 'memref<64x64xbf16, strided<[128, 1]>, 3>'}}
-  %s = tile.alloc_shared : memref<64x64xbf16, strided<[128, 1]>, 3>
-  return
-}
-
-// -----
-
-func.func @alloc_shared_alignment() {
-  // expected-error @+1 {{'tile.alloc_shared' op alignment 24 must be a power of two of at least 16 bytes}}
-  %s = tile.alloc_shared {alignment = 24} : memref<64xf32, 3>
-  return
-}
-
-// -----
-
 func.func @init_count(%i: index) {
   %b = tile.alloc_barrier [1] : !tile.barriers<1>
   // expected-error @+1 {{'tile.mbarrier_init' op arrive count 0 must be in [1, 1048575]}}

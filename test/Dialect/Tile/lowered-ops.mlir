@@ -1,15 +1,13 @@
 // RUN: sinkattn-opt %s | sinkattn-opt | FileCheck %s
 // RUN: sinkattn-opt %s --mlir-print-op-generic | sinkattn-opt | FileCheck %s
 
-// The low-level ops the lowering passes produce: shared allocation, barrier
-// init, fused arrive + expect_tx, single-thread TMA load and store.
+// The low-level ops the lowering passes produce: barrier init, fused
+// arrive + expect_tx, single-thread TMA load and store.
 // CHECK-LABEL: func @lowered
 func.func @lowered(%A: memref<1024x64xbf16>, %O: memref<1024x64xbf16>, %m: index) {
   %c0 = arith.constant 0 : index
-  // CHECK: %[[S:.*]] = tile.alloc_shared : memref<64x64xbf16, 3>
-  %s = tile.alloc_shared : memref<64x64xbf16, 3>
-  // CHECK: tile.alloc_shared {alignment = 128 : i64} : memref<16xf32, #gpu.address_space<workgroup>>
-  %t = tile.alloc_shared {alignment = 128} : memref<16xf32, #gpu.address_space<workgroup>>
+  // CHECK: %[[S:.*]] = memref.alloc() {alignment = 1024 : i64} : memref<64x64xbf16, 3>
+  %s = memref.alloc() {alignment = 1024} : memref<64x64xbf16, 3>
   // CHECK: %[[B:.*]] = tile.alloc_barrier [1] : !tile.barriers<1>
   %b = tile.alloc_barrier [1] : !tile.barriers<1>
   // CHECK: tile.mbarrier_init %[[B]][%{{.*}}], 1 : !tile.barriers<1>

@@ -202,22 +202,6 @@ LogicalResult MBarrierArriveExpectTxOp::verify() {
   return verifyBarrierSlot(*this, getBarriers().getType(), getIndex());
 }
 
-LogicalResult AllocSharedOp::verify() {
-  MemRefType type = getBuffer().getType();
-  if (!isSharedMemory(type))
-    return emitOpError() << "allocates shared memory, but the result is in "
-                         << describeSpace(type) << " memory";
-  if (!type.hasStaticShape() || !type.getLayout().isIdentity())
-    return emitOpError() << "needs a statically shaped memref with the "
-                            "identity layout, got "
-                         << type;
-  int64_t alignment = getAlignment();
-  if (alignment < 16 || !llvm::isPowerOf2_64(alignment))
-    return emitOpError() << "alignment " << alignment
-                         << " must be a power of two of at least 16 bytes";
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
 // Register tiles
 //===----------------------------------------------------------------------===//

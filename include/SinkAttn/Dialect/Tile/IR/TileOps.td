@@ -266,26 +266,6 @@ def Tile_TmaStoreOp : Tile_Op<"tma_store"> {
   let hasVerifier = 1;
 }
 
-def Tile_AllocSharedOp : Tile_Op<"alloc_shared"> {
-  let summary = "allocate a shared-memory tile for the kernel";
-  let description = [{
-    A statically shaped buffer in shared memory, alive for the whole kernel.
-    `convert-tile-to-nvgpu` places every allocation of a kernel in its
-    dynamic shared memory at an offset aligned to `alignment` bytes (default
-    1024, which TMA's 128-byte swizzle needs) and records the total on the
-    kernel. Multi-versioning gives buffers written in a pipelined loop a
-    leading stage dimension.
-
-    ```mlir
-    %sA = tile.alloc_shared : memref<128x64xbf16, #gpu.address_space<workgroup>>
-    ```
-  }];
-  let arguments = (ins DefaultValuedAttr<I64Attr, "1024">:$alignment);
-  let results = (outs Res<AnyMemRef, "", [MemAlloc<DefaultResource>]>:$buffer);
-  let assemblyFormat = "attr-dict `:` type($buffer)";
-  let hasVerifier = 1;
-}
-
 //===----------------------------------------------------------------------===//
 // Register tiles
 //===----------------------------------------------------------------------===//

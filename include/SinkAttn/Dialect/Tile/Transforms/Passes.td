@@ -1,0 +1,96 @@
+//===- Passes.td - Transformations of the tile dialect -----*- tablegen -*-===//
+
+#ifndef SINKATTN_DIALECT_TILE_TRANSFORMS_PASSES_TD
+#define SINKATTN_DIALECT_TILE_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TileLowerCopies : Pass<"tile-lower-copies"> {
+  let summary = "Lower tile.copy and tile.tma_copy to TMA loads/stores and barriers";
+  let description = [{
+    * `tile.tma_copy` (fire-and-forget) becomes, under a single-thread guard,
+      `tile.mbarrier_expect_tx` of the tile's bytes followed by the TMA
+      load(s) on the user's barrier slot. The user arrives and waits.
+    * `tile.copy` global → shared (synchronous) gets a barrier of its own
+      (a one-slot `tile.alloc_barrier [1]` at the start of the function;
+      multi-versioning gives it one slot per pipeline stage). All threads
+      first sync (earlier readers of the tile are done), one thread issues
+      `expect_tx` + load(s) + `arrive`, then every thread waits with parity
+      `iteration % 2` of the innermost enclosing `scf.for` (0 outside
+      loops), the iteration being counted from the loop's start.
+    * `tile.copy` shared → global syncs the block, then one thread fences
+      the generic proxy against the async proxy, issues the TMA store(s),
+      commits and waits for the bulk group; a final sync keeps the tile
+      alive until the store has read it.
+
+    A tile whose leading dimension exceeds the 256-element TMA box limit is
+    split into several loads (or stores) of at most 256 rows on the same
+    barrier, whose bytes add up in the one `expect_tx`. Splitting keeps the
+    shared tile row-major, so only the leading dimension may exceed the
+    limit; a wider inner dimension is an error naming the limit.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def TileMultiVersionBuffers : Pass<"tile-multi-version-buffers"> {
+  let summary = "Give buffers and barriers of pipelined loops one version per stage";
+  let description = [{
+    In an `scf.for` carrying `tile.num_stages = S` (iteration `it` counted
+    from the loop's start, `it = (k - min) / step`):
+
+    * a `tile.alloc_shared` buffer that the loop fills by TMA (the
+      destination of `tile.tma_copy`, `tile.tma_load` or a global → shared
+      `tile.copy`) gets a leading dimension `S`; inside the loop every use
+      reads version `it % S` (a `memref.subview`);
+    * a barrier array of `n` slots used in the loop becomes `S·n` slots (slot
+      `i` of stage `v` is `v·n + i`) with its arrive counts replicated `S`
+      times;
+    * every `tile.mbarrier_wait_parity` on such an array gets parity
+      `(it / S) % 2`, inverted when the original parity had an odd offset (a
+      constant 1, or `(x + odd) % 2`: a back-pressure wait stays inverted).
+
+    Counting from the loop's start (not the raw induction variable) keeps a
+    loop that starts at an odd offset from waiting for parity 1 on a fresh
+    barrier, which would return at once and read stale data.
+
+    It runs before `tile-lower-barriers` so that initialization covers every
+    version: an array that already has `tile.mbarrier_init` users is
+    rejected, as are buffers or barrier arrays also used outside the loop.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
+def TileLowerBarriers : Pass<"tile-lower-barriers"> {
+  let summary = "Initialize barrier arrays: elected init, fence, block sync";
+  let description = [{
+    After each `tile.alloc_barrier`, one thread (thread 0) initializes every
+    slot with its arrive count (`tile.mbarrier_init`) and issues
+    `nvvm.fence.mbarrier.init`; then the whole block synchronizes
+    (`gpu.barrier`) so no thread uses a barrier before it is initialized.
+    Arrays must be allocated at the top level of the kernel (the block-wide
+    sync must be reached by every thread). Runs after
+    `tile-multi-version-buffers`, which expands the arrays it initializes.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect"
+  ];
+}
+
+def TileFuseArriveExpectTx : Pass<"tile-fuse-arrive-expect-tx"> {
+  let summary = "Fuse expect_tx and a later arrive on the same barrier slot";
+  let description = [{
+    `expect_tx(b[i], n); X*; arrive(b[i])` becomes
+    `arrive_expect_tx(b[i], n); X*` when every operation in `X*` is
+    transparent to the barrier: a `tile.tma_load` on the same slot, a proxy
+    fence or a block-wide sync. The arrive must be on the same slot (same
+    barrier array and same index value) with count 1; a different barrier,
+    or anything else in between, leaves the pair untouched.
+  }];
+}
+
+#endif // SINKATTN_DIALECT_TILE_TRANSFORMS_PASSES_TD

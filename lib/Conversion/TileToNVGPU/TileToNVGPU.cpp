@@ -1,0 +1,390 @@
+//===- TileToNVGPU.cpp - tile barriers, TMA, shared memory to nvgpu -------===//
+
+#include "SinkAttn/Conversion/Passes.h"
+#include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
+#include "SinkAttn/Pipelines/Pipelines.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace sinkattn;
+using namespace sinkattn::tile;
+
+namespace sinkattn {
+#define GEN_PASS_DEF_CONVERTTILETONVGPU
+#include "SinkAttn/Conversion/Passes.h.inc"
+} // namespace sinkattn
+
+namespace {
+/// The dynamic shared memory window is rounded up to this at run time.
+constexpr int64_t kSharedBaseAlignment = 1024;
+/// try_wait suspends for up to this many ticks before re-polling.
+constexpr int64_t kWaitTicks = 10000000;
+
+Attribute workgroupSpace(MLIRContext *context) {
+  return gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+}
+
+/// Replaces shared-memory `memref.alloc`s of `func` by views of its dynamic
+/// shared memory and records the size to launch with.
+LogicalResult planSharedMemory(gpu::GPUFuncOp func) {
+  SmallVector<memref::AllocOp> allocs;
+  func.walk([&](memref::AllocOp alloc) {
+    if (isSharedMemory(alloc.getType()))
+      allocs.push_back(alloc);
+  });
+  if (allocs.empty())
+    return success();
+  MLIRContext *context = func.getContext();
+  OpBuilder builder(context);
+  builder.setInsertionPointToStart(&func.getBody().front());
+  Location loc = func.getLoc();
+  auto windowType = MemRefType::get({ShapedType::kDynamic},
+                                    builder.getI8Type(),
+                                    MemRefLayoutAttrInterface(),
+                                    workgroupSpace(context));
+  Value window = gpu::DynamicSharedMemoryOp::create(builder, loc, windowType);
+  // pad = (1024 - base % 1024) % 1024 rounds the window up to 1024 bytes.
+  Value base =
+      memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, window);
+  Value alignment =
+      arith::ConstantIndexOp::create(builder, loc, kSharedBaseAlignment);
+  Value misalignment = arith::RemUIOp::create(builder, loc, base, alignment);
+  Value pad = arith::RemUIOp::create(
+      builder, loc, arith::SubIOp::create(builder, loc, alignment, misalignment),
+      alignment);
+
+  int64_t offset = 0;
+  for (memref::AllocOp alloc : allocs) {
+    MemRefType type = alloc.getType();
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+      return alloc.emitOpError()
+             << "shared allocations need a static shape and the identity "
+                "layout to be placed in dynamic shared memory, got "
+             << type;
+    int64_t align = std::max<int64_t>(16, alloc.getAlignment().value_or(16));
+    if (align > kSharedBaseAlignment || !llvm::isPowerOf2_64(align))
+      return alloc.emitOpError() << "alignment " << align
+                                 << " must be a power of two up to "
+                                 << kSharedBaseAlignment;
+    offset = llvm::alignTo(offset, align);
+    builder.setInsertionPoint(alloc);
+    Value shift = arith::AddIOp::create(
+        builder, alloc.getLoc(), pad,
+        arith::ConstantIndexOp::create(builder, alloc.getLoc(), offset));
+    auto viewType = MemRefType::get(type.getShape(), type.getElementType(),
+                                    MemRefLayoutAttrInterface(),
+                                    workgroupSpace(context));
+    Value view = memref::ViewOp::create(builder, alloc.getLoc(), viewType,
+                                        window, shift, ValueRange());
+    if (viewType != type)
+      view = memref::MemorySpaceCastOp::create(builder, alloc.getLoc(), type,
+                                               view);
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    alloc.replaceAllUsesWith(view);
+    alloc.erase();
+    offset += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  }
+  func->setAttr(kDynamicSharedMemoryAttrName,
+                builder.getI64IntegerAttr(offset + kSharedBaseAlignment));
+  return success();
+}
+
+/// Adds one tensor-map argument per distinct (global argument, box) that
+/// TMA ops of `func` use, and maps each TMA op to its descriptor value.
+LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
+                               DenseMap<Operation *, Value> &descriptors) {
+  struct Use {
+    Operation *op;
+    unsigned source;
+    SmallVector<int64_t> box;
+    MemRefType global;
+  };
+  SmallVector<Use> uses;
+  Block &entry = func.getBody().front();
+  WalkResult walk = func.walk([&](Operation *op) {
+    Value global, tile;
+    if (auto load = dyn_cast<TmaLoadOp>(op)) {
+      global = load.getSource();
+      tile = load.getDest();
+    } else if (auto store = dyn_cast<TmaStoreOp>(op)) {
+      global = store.getDest();
+      tile = store.getSource();
+    } else {
+      return WalkResult::advance();
+    }
+    auto arg = dyn_cast<BlockArgument>(global);
+    if (!arg || arg.getOwner() != &entry ||
+        arg.getArgNumber() >= func.getNumArguments()) {
+      op->emitOpError() << "needs its global tensor to be a kernel argument "
+                           "(its tensor map is passed to the kernel)";
+      return WalkResult::interrupt();
+    }
+    auto globalType = cast<MemRefType>(global.getType());
+    ArrayRef<int64_t> tileShape = cast<MemRefType>(tile.getType()).getShape();
+    SmallVector<int64_t> box(globalType.getRank() - tileShape.size(), 1);
+    llvm::append_range(box, tileShape);
+    uses.push_back({op, arg.getArgNumber(), box, globalType});
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (uses.empty())
+    return success();
+  if (func.getNumWorkgroupAttributions() || func.getNumPrivateAttributions())
+    return func.emitOpError() << "with TMA cannot have workgroup or private "
+                                 "attributions; allocate shared memory with "
+                                 "memref.alloc";
+
+  MLIRContext *context = func.getContext();
+  Builder builder(context);
+  auto pointerType = LLVM::LLVMPointerType::get(context);
+  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> keys;
+  SmallVector<Value> keyDescriptors;
+  SmallVector<Attribute> mapInfo;
+  SmallVector<int64_t> mapArgs;
+  if (auto existing = func->getAttrOfType<DenseI64ArrayAttr>(kTensorMapArgsAttrName))
+    llvm::append_range(mapArgs, existing.asArrayRef());
+  OpBuilder entryBuilder(context);
+  entryBuilder.setInsertionPointToStart(&entry);
+  for (const Use &use : uses) {
+    auto key = std::make_pair(use.source, use.box);
+    auto found = llvm::find(keys, key);
+    if (found != keys.end()) {
+      descriptors[use.op] = keyDescriptors[found - keys.begin()];
+      continue;
+    }
+    unsigned position = func.getNumArguments();
+    func.insertArgument(position, pointerType, DictionaryAttr(), func.getLoc());
+    auto descriptorType = nvgpu::TensorMapDescriptorType::get(
+        context,
+        MemRefType::get(use.box, use.global.getElementType(),
+                        MemRefLayoutAttrInterface(), workgroupSpace(context)),
+        nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE,
+        nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
+        nvgpu::TensorMapOOBKind::OOB_ZERO,
+        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+    Value descriptor =
+        UnrealizedConversionCastOp::create(entryBuilder, func.getLoc(),
+                                           descriptorType,
+                                           entry.getArgument(position))
+            .getResult(0);
+    keys.push_back(key);
+    keyDescriptors.push_back(descriptor);
+    descriptors[use.op] = descriptor;
+    mapArgs.push_back(position);
+    mapInfo.push_back(builder.getDictionaryAttr(
+        {builder.getNamedAttr("source", builder.getI64IntegerAttr(use.source)),
+         builder.getNamedAttr("box", builder.getDenseI64ArrayAttr(use.box))}));
+  }
+  func->setAttr(kTensorMapArgsAttrName, builder.getDenseI64ArrayAttr(mapArgs));
+  func->setAttr(kTensorMapsAttrName, builder.getArrayAttr(mapInfo));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+Value indexConstant(OpBuilder &builder, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(builder, loc, value);
+}
+
+/// The mbarrier of one slot as a shared-memory pointer (for the nvvm ops
+/// nvgpu has no counterpart of).
+Value slotPointer(OpBuilder &builder, Location loc, Value group, Value index) {
+  auto pointerType = LLVM::LLVMPointerType::get(
+      builder.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
+  // nvgpu.mbarrier.get yields the shared-window address as an integer.
+  Value address = nvgpu::MBarrierGetOp::create(builder, loc, builder.getI32Type(),
+                                               group, index);
+  return LLVM::IntToPtrOp::create(builder, loc, pointerType, address);
+}
+
+NVVM::MemScopeKindAttr ctaScope(MLIRContext *context) {
+  return NVVM::MemScopeKindAttr::get(context, NVVM::MemScopeKind::CTA);
+}
+
+struct AllocBarrierLowering : public OpConversionPattern<AllocBarrierOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AllocBarrierOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type group = getTypeConverter()->convertType(op.getType());
+    rewriter.replaceOpWithNewOp<nvgpu::MBarrierCreateOp>(op, group);
+    return success();
+  }
+};
+
+struct MBarrierInitLowering : public OpConversionPattern<MBarrierInitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MBarrierInitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value count = indexConstant(rewriter, op.getLoc(), op.getCount());
+    rewriter.replaceOpWithNewOp<nvgpu::MBarrierInitOp>(
+        op, adaptor.getBarriers(), count, adaptor.getIndex(), Value());
+    return success();
+  }
+};
+
+struct MBarrierArriveLowering : public OpConversionPattern<MBarrierArriveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MBarrierArriveOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    if (op.getCount() == 1) {
+      nvgpu::MBarrierArriveOp::create(rewriter, loc, adaptor.getBarriers(),
+                                      adaptor.getIndex());
+    } else {
+      Value pointer = slotPointer(rewriter, loc, adaptor.getBarriers(),
+                                  adaptor.getIndex());
+      Value count = arith::ConstantIntOp::create(rewriter, loc, op.getCount(),
+                                                 /*width=*/32);
+      NVVM::MBarrierArriveOp::create(rewriter, loc, Type(), pointer, count,
+                                     ctaScope(op.getContext()));
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct MBarrierExpectTxLowering
+    : public OpConversionPattern<MBarrierExpectTxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MBarrierExpectTxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value pointer = slotPointer(rewriter, loc, adaptor.getBarriers(),
+                                adaptor.getIndex());
+    Value bytes =
+        arith::ConstantIntOp::create(rewriter, loc, op.getBytes(), /*width=*/32);
+    rewriter.replaceOpWithNewOp<NVVM::MBarrierExpectTxOp>(
+        op, pointer, bytes, ctaScope(op.getContext()));
+    return success();
+  }
+};
+
+struct MBarrierArriveExpectTxLowering
+    : public OpConversionPattern<MBarrierArriveExpectTxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MBarrierArriveExpectTxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value bytes = indexConstant(rewriter, op.getLoc(), op.getBytes());
+    rewriter.replaceOpWithNewOp<nvgpu::MBarrierArriveExpectTxOp>(
+        op, adaptor.getBarriers(), bytes, adaptor.getIndex(), Value());
+    return success();
+  }
+};
+
+struct MBarrierWaitParityLowering
+    : public OpConversionPattern<MBarrierWaitParityOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MBarrierWaitParityOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value parity = arith::IndexCastOp::create(rewriter, loc, rewriter.getI1Type(),
+                                              adaptor.getParity());
+    Value ticks = indexConstant(rewriter, loc, kWaitTicks);
+    rewriter.replaceOpWithNewOp<nvgpu::MBarrierTryWaitParityOp>(
+        op, adaptor.getBarriers(), parity, ticks, adaptor.getIndex());
+    return success();
+  }
+};
+
+/// The tile as a memref of the descriptor's rank (leading unit dimensions
+/// added when the tile has fewer dimensions than the global tensor).
+Value matchDescriptorRank(OpBuilder &builder, Location loc, Value tile,
+                          Value descriptor) {
+  auto descriptorType = cast<nvgpu::TensorMapDescriptorType>(descriptor.getType());
+  ArrayRef<int64_t> box = descriptorType.getTensor().getShape();
+  auto tileType = cast<MemRefType>(tile.getType());
+  if (tileType.getRank() == static_cast<int64_t>(box.size()))
+    return tile;
+  int64_t added = box.size() - tileType.getRank();
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices first;
+  for (int64_t i = 0; i <= added; ++i)
+    first.push_back(i);
+  groups.push_back(first);
+  for (int64_t i = added + 1; i < static_cast<int64_t>(box.size()); ++i)
+    groups.push_back({i});
+  return memref::ExpandShapeOp::create(builder, loc, box, tile, groups);
+}
+
+template <typename TmaOp>
+struct TmaLowering : public OpConversionPattern<TmaOp> {
+  TmaLowering(const TypeConverter &converter, MLIRContext *context,
+              const DenseMap<Operation *, Value> &descriptors)
+      : OpConversionPattern<TmaOp>(converter, context),
+        descriptors(descriptors) {}
+
+  LogicalResult
+  matchAndRewrite(TmaOp op, typename TmaOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value descriptor = descriptors.lookup(op);
+    if (!descriptor)
+      return rewriter.notifyMatchFailure(op, "no tensor map assigned");
+    Location loc = op.getLoc();
+    if constexpr (std::is_same_v<TmaOp, TmaLoadOp>) {
+      // TMA coordinates are innermost first.
+      SmallVector<Value> coordinates(llvm::reverse(adaptor.getSourceIndices()));
+      Value tile = matchDescriptorRank(rewriter, loc, adaptor.getDest(), descriptor);
+      rewriter.replaceOpWithNewOp<nvgpu::TmaAsyncLoadOp>(
+          op, tile, adaptor.getBarriers(), descriptor, coordinates,
+          adaptor.getBarrierIndex(), Value(), Value());
+    } else {
+      SmallVector<Value> coordinates(llvm::reverse(adaptor.getDestIndices()));
+      Value tile = matchDescriptorRank(rewriter, loc, adaptor.getSource(), descriptor);
+      rewriter.replaceOpWithNewOp<nvgpu::TmaAsyncStoreOp>(op, tile, descriptor,
+                                                          coordinates, Value());
+    }
+    return success();
+  }
+
+  const DenseMap<Operation *, Value> &descriptors;
+};
+
+struct ConvertTileToNVGPUPass
+    : public sinkattn::impl::ConvertTileToNVGPUBase<ConvertTileToNVGPUPass> {
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    DenseMap<Operation *, Value> descriptors;
+    for (auto func : getOperation().getOps<gpu::GPUFuncOp>()) {
+      if (failed(planSharedMemory(func)) ||
+          failed(assignTensorMaps(func, descriptors)))
+        return signalPassFailure();
+    }
+
+    TypeConverter converter;
+    converter.addConversion([](Type type) { return type; });
+    converter.addConversion([context](BarrierArrayType type) -> Type {
+      return nvgpu::MBarrierGroupType::get(context, workgroupSpace(context),
+                                           type.getSize());
+    });
+
+    ConversionTarget target(*context);
+    target.addIllegalDialect<TileDialect>();
+    target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,
+                           memref::MemRefDialect, nvgpu::NVGPUDialect,
+                           NVVM::NVVMDialect, LLVM::LLVMDialect>();
+    RewritePatternSet patterns(context);
+    patterns.add<AllocBarrierLowering, MBarrierInitLowering,
+                 MBarrierArriveLowering, MBarrierExpectTxLowering,
+                 MBarrierArriveExpectTxLowering, MBarrierWaitParityLowering>(
+        converter, context);
+    patterns.add<TmaLowering<TmaLoadOp>, TmaLowering<TmaStoreOp>>(
+        converter, context, descriptors);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,212 @@
+//===- LowerCopies.cpp - tile.copy / tile.tma_copy to TMA -----------------===//
+
+#include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
+#include "Utils.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+using namespace mlir;
+using namespace sinkattn::tile;
+
+namespace sinkattn::tile {
+#define GEN_PASS_DEF_TILELOWERCOPIES
+#include "SinkAttn/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace sinkattn::tile
+
+namespace {
+/// TMA limits (PTX ISA, cp.async.bulk.tensor; cuTensorMapEncodeTiled).
+constexpr int64_t kMaxBoxDim = 256;
+constexpr int64_t kBoxInnerBytesMultiple = 16;
+
+/// One TMA transfer of a tile that may need splitting: the shared sub-tile
+/// and the global coordinates of its first element.
+struct TmaChunk {
+  Value shared;
+  SmallVector<Value> globalIndices;
+};
+
+/// Whether `tile` can be moved by TMA boxes split along its leading
+/// dimension; emits the reason on `op` when not.
+LogicalResult checkTmaTile(Operation *op, MemRefType tile) {
+  ArrayRef<int64_t> shape = tile.getShape();
+  int64_t innerBytes = shape.back() * tile.getElementTypeBitWidth() / 8;
+  if (innerBytes % kBoxInnerBytesMultiple != 0)
+    return op->emitOpError()
+           << "cannot use TMA: the tile's innermost dimension spans "
+           << innerBytes << " bytes, not a multiple of "
+           << kBoxInnerBytesMultiple;
+  for (size_t dim = 1; dim < shape.size(); ++dim)
+    if (shape[dim] > kMaxBoxDim)
+      return op->emitOpError()
+             << "cannot use TMA: tile dimension " << dim << " is "
+             << shape[dim] << " elements; TMA boxes are at most " << kMaxBoxDim
+             << " per dimension and only the leading dimension is split";
+  return success();
+}
+
+/// Splits `shared` (a row-major tile that passed checkTmaTile) into chunks
+/// of at most 256 leading rows, each a contiguous block and one TMA box.
+SmallVector<TmaChunk> splitIntoBoxes(PatternRewriter &rewriter, Location loc,
+                                     Value shared, ValueRange globalIndices) {
+  ArrayRef<int64_t> shape = cast<MemRefType>(shared.getType()).getShape();
+  if (shape[0] <= kMaxBoxDim)
+    return {TmaChunk{shared, llvm::to_vector(globalIndices)}};
+  SmallVector<TmaChunk> chunks;
+  // The leading tile dimension lines up with this global dimension.
+  size_t leading = globalIndices.size() - shape.size();
+  for (int64_t row = 0; row < shape[0]; row += kMaxBoxDim) {
+    int64_t rows = std::min(kMaxBoxDim, shape[0] - row);
+    SmallVector<OpFoldResult> offsets(shape.size(), rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(shape.size(), rewriter.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(rows)};
+    offsets[0] = rewriter.getIndexAttr(row);
+    for (int64_t dim : shape.drop_front())
+      sizes.push_back(rewriter.getIndexAttr(dim));
+    Value part = memref::SubViewOp::create(rewriter, loc, shared, offsets,
+                                           sizes, strides);
+    SmallVector<Value> indices(globalIndices);
+    Value offset = arith::ConstantIndexOp::create(rewriter, loc, row);
+    indices[leading] =
+        arith::AddIOp::create(rewriter, loc, indices[leading], offset);
+    chunks.push_back({part, indices});
+  }
+  return chunks;
+}
+
+/// Builds `scf.if (thread 0) { body }` at the rewriter's position.
+void buildLeaderRegion(PatternRewriter &rewriter, Location loc,
+                       function_ref<void()> body) {
+  Value leader = createLeaderPredicate(rewriter, loc);
+  auto ifOp = scf::IfOp::create(rewriter, loc, leader, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&ifOp.getThenRegion().front());
+  body();
+}
+
+/// Emits the TMA loads of `chunks` on one barrier slot.
+void emitLoads(PatternRewriter &rewriter, Location loc, Value source,
+               ArrayRef<TmaChunk> chunks, Value barriers, Value slot) {
+  for (const TmaChunk &chunk : chunks)
+    TmaLoadOp::create(rewriter, loc, barriers, slot, source,
+                      chunk.globalIndices, chunk.shared);
+}
+
+struct LowerTmaCopy : public OpRewritePattern<TmaCopyOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TmaCopyOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t bytes = memrefBytes(op.getDest().getType());
+    buildLeaderRegion(rewriter, loc, [&] {
+      MBarrierExpectTxOp::create(rewriter, loc, op.getBarriers(),
+                                 op.getBarrierIndex(), bytes);
+      emitLoads(rewriter, loc, op.getSource(),
+                splitIntoBoxes(rewriter, loc, op.getDest(), op.getSourceIndices()),
+                op.getBarriers(), op.getBarrierIndex());
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct LowerCopy : public OpRewritePattern<CopyOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CopyOp op,
+                                PatternRewriter &rewriter) const override {
+    auto sourceType = cast<MemRefType>(op.getSource().getType());
+    if (isSharedMemory(sourceType))
+      return lowerStore(op, rewriter);
+    return lowerLoad(op, rewriter);
+  }
+
+  static LogicalResult lowerLoad(CopyOp op, PatternRewriter &rewriter) {
+    Location loc = op.getLoc();
+    auto func = op->getParentOfType<FunctionOpInterface>();
+    if (!func || func.isExternal())
+      return rewriter.notifyMatchFailure(op, "not inside a function body");
+    // The copy's own barrier, allocated where it dominates every use.
+    Value barriers;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(&func.getFunctionBody().front());
+      barriers = AllocBarrierOp::create(rewriter, loc,
+                                        BarrierArrayType::get(op.getContext(), 1),
+                                        rewriter.getDenseI64ArrayAttr({1}));
+    }
+    Value slot = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value parity;
+    if (auto loop = op->getParentOfType<scf::ForOp>()) {
+      Value iteration = createIterationIndex(rewriter, loop);
+      Value two = arith::ConstantIndexOp::create(rewriter, loc, 2);
+      parity = arith::RemUIOp::create(rewriter, loc, iteration, two);
+    } else {
+      parity = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    }
+    int64_t bytes = memrefBytes(op.getDest().getType());
+    // Readers of the previous contents of the tile are done before the
+    // copy engine overwrites it.
+    gpu::BarrierOp::create(rewriter, loc);
+    buildLeaderRegion(rewriter, loc, [&] {
+      MBarrierExpectTxOp::create(rewriter, loc, barriers, slot, bytes);
+      emitLoads(rewriter, loc, op.getSource(),
+                splitIntoBoxes(rewriter, loc, op.getDest(), op.getSourceIndices()),
+                barriers, slot);
+      MBarrierArriveOp::create(rewriter, loc, barriers, slot, 1);
+    });
+    MBarrierWaitParityOp::create(rewriter, loc, barriers, slot, parity);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  static LogicalResult lowerStore(CopyOp op, PatternRewriter &rewriter) {
+    Location loc = op.getLoc();
+    // Every thread's writes to the tile are done ...
+    gpu::BarrierOp::create(rewriter, loc);
+    buildLeaderRegion(rewriter, loc, [&] {
+      // ... and visible to the copy engine (the async proxy).
+      NVVM::FenceProxyOp::create(
+          rewriter, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(rewriter.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
+      for (const TmaChunk &chunk :
+           splitIntoBoxes(rewriter, loc, op.getSource(), op.getDestIndices()))
+        TmaStoreOp::create(rewriter, loc, chunk.shared, op.getDest(),
+                           chunk.globalIndices);
+      NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
+      NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, loc,
+                                           rewriter.getI32IntegerAttr(0),
+                                           rewriter.getUnitAttr());
+    });
+    // Nobody overwrites the tile before the store has read it.
+    gpu::BarrierOp::create(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct TileLowerCopiesPass
+    : public sinkattn::tile::impl::TileLowerCopiesBase<TileLowerCopiesPass> {
+  void runOnOperation() override {
+    // Reject tiles TMA cannot move first, so the patterns always apply.
+    bool invalid = false;
+    getOperation()->walk([&](Operation *op) {
+      if (auto copy = dyn_cast<CopyOp>(op)) {
+        auto source = cast<MemRefType>(copy.getSource().getType());
+        Value tile = isSharedMemory(source) ? copy.getSource() : copy.getDest();
+        invalid |= failed(checkTmaTile(op, cast<MemRefType>(tile.getType())));
+      } else if (auto tmaCopy = dyn_cast<TmaCopyOp>(op)) {
+        invalid |= failed(checkTmaTile(op, tmaCopy.getDest().getType()));
+      }
+    });
+    if (invalid)
+      return signalPassFailure();
+    RewritePatternSet patterns(&getContext());
+    patterns.add<LowerTmaCopy, LowerCopy>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
