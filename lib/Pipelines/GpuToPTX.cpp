@@ -77,13 +77,15 @@ void sinkattn::buildGpuToNVVMPipeline(OpPassManager &pm,
 void sinkattn::buildTileToNVGPUPipeline(OpPassManager &pm) {
   // Copies become TMA + barriers first; multi-versioning then expands the
   // buffers and barrier arrays of pipelined loops; initialization comes
-  // after it so that it covers every version; fusion last.
+  // after it so that it covers every version. CSE + canonicalization merge
+  // the single-thread regions of neighbouring copies (same condition), which
+  // puts expect_tx and arrive side by side for the fusion.
   pm.addPass(tile::createTileLowerCopies());
   pm.addPass(tile::createTileMultiVersionBuffers());
   pm.addPass(tile::createTileLowerBarriers());
-  pm.addPass(tile::createTileFuseArriveExpectTx());
-  pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(tile::createTileFuseArriveExpectTx());
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertTileToNVGPU());
 }
 
@@ -186,8 +188,8 @@ void sinkattn::registerSinkAttnPipelines() {
   PassPipelineRegistration<>(
       "sinkattn-tile-to-nvgpu",
       "Lower tile IR kernels to nvgpu/nvvm: tile-lower-copies, "
-      "tile-multi-version-buffers, tile-lower-barriers, "
-      "tile-fuse-arrive-expect-tx, canonicalize, cse, convert-tile-to-nvgpu",
+      "tile-multi-version-buffers, tile-lower-barriers, cse, canonicalize, "
+      "tile-fuse-arrive-expect-tx, convert-tile-to-nvgpu",
       buildTileToNVGPUPipeline);
   PassPipelineRegistration<GpuToPTXPipelineOptions>(
       "sinkattn-tile-to-ptx",
