@@ -12,7 +12,7 @@
 # and travel with the working tree (.carry/ is git-ignored, carried).
 #
 # usage: scripts/gpu-round.sh [BENCH_BUNDLE...]
-#   default benches: gemm-4096x4096x4096 tma-copy-8192x8192
+#   default benches: gemm-4096x4096x4096 tma-copy-8192x8192 tma-stream-8192x8192
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,8 +22,8 @@ build=${SINKATTN_GPU_BUILD_DIR:-build-gpu}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 bundles=$(realpath -m "${SINKATTN_BUNDLES:-.carry/bundles}")
 benches=("$@")
-((${#benches[@]})) || benches=(gemm-4096x4096x4096 tma-copy-8192x8192)
-sanitized=(tma-copy-1024x512 gemm-256x256x128)
+((${#benches[@]})) || benches=(gemm-4096x4096x4096 tma-copy-8192x8192 tma-stream-8192x8192)
+sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start)
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }

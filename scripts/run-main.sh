@@ -38,7 +38,8 @@ done
 # The runner's kernels, at the sizes the main job runs them.
 kernels=(
   "gemm|gemm 4096x4096x4096|--kernel gemm --m 4096 --n 4096 --k 4096"
-  "tma-copy|tma-copy 8192x8192|--kernel tma-copy --m 8192 --n 8192"
+  "tma-copy|tma-copy 8192x8192 S=3|--kernel tma-copy --m 8192 --n 8192 --stages 3"
+  "tma-stream|tma-stream 8192x8192 S=3|--kernel tma-stream --m 8192 --k 8192 --stages 3"
 )
 for entry in "${kernels[@]}"; do
   IFS='|' read -r name title flags <<<"$entry"

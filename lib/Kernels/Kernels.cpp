@@ -4,7 +4,11 @@
 
 #include "KernelBuilders.h"
 
+#include "SinkAttn/Conversion/Passes.h"
 #include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -28,8 +32,14 @@ struct KernelEntry {
 const KernelEntry kKernels[] = {
     {"gemm", "D = A*B, bf16/f16 in, f32 out (TMA + mbarrier + wgmma)",
      kernels::buildGemm},
-    {"tma-copy", "out = in, one 64x64 tile per block (TMA load + TMA store)",
+    {"tma-copy",
+     "out = in through shared memory: pipelined tile.copy loads and stores "
+     "of 64x64 tiles (tile IR)",
      kernels::buildTmaCopy},
+    {"tma-stream",
+     "out = row sums of 64-column tiles of A + B, streamed through a "
+     "pipelined tile.tma_copy loop (tile IR)",
+     kernels::buildTmaStream},
 };
 } // namespace
 
@@ -52,10 +62,57 @@ FailureOr<KernelModule> sinkattn::buildKernel(MLIRContext &context,
          << "unknown kernel '" << config.kernel << "' (known: " << known << ")";
 }
 
+LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
+  if (!kernel.tileIR)
+    return success();
+  ModuleOp module = *kernel.module;
+  PassManager pm = PassManager::on<ModuleOp>(module.getContext());
+  buildTileToNVGPUPipeline(pm);
+  if (failed(pm.run(module)))
+    return failure();
+  kernel.tileIR = false;
+
+  gpu::GPUFuncOp func;
+  module.walk([&](gpu::GPUFuncOp candidate) {
+    if (candidate.isKernel())
+      func = candidate;
+  });
+  if (!func)
+    return module.emitError("internal error: the kernel module has no kernel");
+  rt::Bundle &bundle = kernel.bundle;
+  if (auto bytes = func->getAttrOfType<IntegerAttr>(kDynamicSharedMemoryAttrName))
+    bundle.sharedMemoryBytes = uint32_t(bytes.getInt());
+  auto maps = func->getAttrOfType<ArrayAttr>(kTensorMapsAttrName);
+  if (!maps)
+    return success();
+  // Kernel argument i is the i-th buffer passed to the kernel.
+  std::vector<const rt::BundleParam *> arguments;
+  for (const rt::BundleParam &param : bundle.params)
+    if (param.kind == rt::ParamKind::Buffer && param.kernelArg)
+      arguments.push_back(&param);
+  std::vector<rt::BundleParam> mapParams;
+  for (auto [index, attr] : llvm::enumerate(maps)) {
+    auto info = cast<DictionaryAttr>(attr);
+    int64_t source = cast<IntegerAttr>(info.get("source")).getInt();
+    ArrayRef<int64_t> box = cast<DenseI64ArrayAttr>(info.get("box")).asArrayRef();
+    if (source < 0 || source >= int64_t(arguments.size()))
+      return func.emitError() << "internal error: tensor map " << index
+                              << " reads argument " << source
+                              << ", which is not a buffer of the bundle";
+    const rt::BundleParam &buffer = *arguments[source];
+    mapParams.push_back(kernels::tensorMap(
+        buffer.name + "_map" + std::to_string(index), buffer.name,
+        buffer.dtype, buffer.shape, std::vector<uint32_t>(box.begin(), box.end()),
+        rt::TensorMapSwizzle::None));
+  }
+  bundle.params.insert(bundle.params.end(), mapParams.begin(), mapParams.end());
+  return success();
+}
+
 FailureOr<rt::Bundle> sinkattn::compileKernel(MLIRContext &context,
                                               const KernelConfig &config) {
   FailureOr<KernelModule> built = buildKernel(context, config);
-  if (failed(built))
+  if (failed(built) || failed(lowerKernelToNVGPU(*built)))
     return failure();
   // Every SinkAttn kernel passes statically shaped memrefs as bare pointers,
   // the ABI its bundle describes.
@@ -109,7 +166,8 @@ rt::BundleParam kernels::outputBuffer(std::string name, rt::DType dtype,
 
 rt::BundleParam kernels::tensorMap(std::string name, std::string buffer,
                                    rt::DType dtype, std::vector<uint64_t> shape,
-                                   std::vector<uint32_t> box) {
+                                   std::vector<uint32_t> box,
+                                   rt::TensorMapSwizzle swizzle) {
   rt::BundleParam param;
   param.name = std::move(name);
   param.kind = rt::ParamKind::TensorMap;
@@ -117,7 +175,6 @@ rt::BundleParam kernels::tensorMap(std::string name, std::string buffer,
   param.buffer = std::move(buffer);
   // OOB fill "none" reads zeros past the end, so ragged lengths need no
   // special case in the load path.
-  param.tensorMap = rt::makeRowMajorTiledSpec(dtype, shape, box,
-                                              rt::TensorMapSwizzle::B128);
+  param.tensorMap = rt::makeRowMajorTiledSpec(dtype, shape, box, swizzle);
   return param;
 }

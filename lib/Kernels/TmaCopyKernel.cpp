@@ -1,10 +1,11 @@
-//===- TmaCopyKernel.cpp - TMA load/store tile copy -----------------------===//
+//===- TmaCopyKernel.cpp - TMA streaming copy in tile IR ------------------===//
 //
-// out[M,N] = in[M,N], one 64x64 tile per block: one elected thread arms an
-// mbarrier and issues the TMA load into shared memory; after the wait, it
-// issues the TMA store of the same tile and waits for the bulk group before
-// the block exits (shared memory must stay alive until the store read it).
-// Written with upstream nvgpu/nvvm ops until the tile lowering exists.
+// out[M,N] = in[M,N] through shared memory, in tile IR: each block copies a
+// strip of 64 rows and TILES 64-column tiles; its loop (tile.num_stages = S)
+// loads a tile with a synchronous `tile.copy` (global -> shared: TMA on a
+// per-stage barrier) and stores it with another (shared -> global: TMA
+// store). The tile passes version the buffer and barrier per stage and the
+// conversion places them in dynamic shared memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,42 +21,25 @@ namespace {
 constexpr int64_t kTile = 64;
 
 constexpr llvm::StringLiteral kTmaCopyTemplate = R"mlir(
-!barriers = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 1>
-!map = !nvgpu.tensormap.descriptor<tensor = memref<64x64x@T@, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
+!shared = memref<64x64x@T@, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
   gpu.module @tma_copy {
-    memref.global "private" @tile : memref<64x64x@T@, 3> {alignment = 1024 : i64}
-    gpu.func @tma_copy(%inPtr: !llvm.ptr, %outPtr: !llvm.ptr) kernel
-        attributes {sinkattn.tensor_map_args = array<i64: 0, 1>} {
-      %in = builtin.unrealized_conversion_cast %inPtr : !llvm.ptr to !map
-      %out = builtin.unrealized_conversion_cast %outPtr : !llvm.ptr to !map
+    gpu.func @tma_copy(%in: memref<@M@x@N@x@T@>, %out: memref<@M@x@N@x@T@>) kernel {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c64 = arith.constant 64 : index
-      %bytes = arith.constant @BYTES@ : index
-      %parity = arith.constant false
-      %ticks = arith.constant 10000000 : index
-      %tid = gpu.thread_id x
+      %tiles = arith.constant @TILES@ : index
       %bx = gpu.block_id x
       %by = gpu.block_id y
-      %row0 = arith.muli %by, %c64 : index
-      %col0 = arith.muli %bx, %c64 : index
-      %tile = memref.get_global @tile : memref<64x64x@T@, 3>
-      %bar = nvgpu.mbarrier.create -> !barriers
-      %leader = arith.cmpi eq, %tid, %c0 : index
-      scf.if %leader {
-        nvgpu.mbarrier.init %bar[%c0], %c1 : !barriers
-        nvvm.fence.mbarrier.init
-      }
-      gpu.barrier
-      scf.if %leader {
-        nvgpu.mbarrier.arrive.expect_tx %bar[%c0], %bytes : !barriers
-        nvgpu.tma.async.load %in[%col0, %row0], %bar[%c0] to %tile : !map, !barriers -> memref<64x64x@T@, 3>
-        nvgpu.mbarrier.try_wait.parity %bar[%c0], %parity, %ticks : !barriers
-        nvgpu.tma.async.store %tile to %out[%col0, %row0] : memref<64x64x@T@, 3> -> !map
-        nvvm.cp.async.bulk.commit.group
-        nvvm.cp.async.bulk.wait_group 0
-      }
+      %row = arith.muli %by, %c64 : index
+      %firstTile = arith.muli %bx, %tiles : index
+      %buffer = memref.alloc() {alignment = 1024} : !shared
+      scf.for %t = %c0 to %tiles step %c1 {
+        %tile = arith.addi %firstTile, %t : index
+        %col = arith.muli %tile, %c64 : index
+        tile.copy %in[%row, %col], %buffer : memref<@M@x@N@x@T@>, !shared
+        tile.copy %buffer, %out[%row, %col] : !shared, memref<@M@x@N@x@T@>
+      } {tile.num_stages = @STAGES@}
       gpu.return
     }
   }
@@ -74,31 +58,37 @@ FailureOr<KernelModule> kernels::buildTmaCopy(MLIRContext &context,
   if (config.m <= 0 || config.n <= 0 || config.m % kTile || config.n % kTile)
     return fail() << "unsupported shape M=" << config.m << " N=" << config.n
                   << ": both must be positive multiples of " << kTile;
+  if (config.stages < 1 || config.stages > 8)
+    return fail() << "--stages " << config.stages
+                  << " is not supported; use 1 to 8";
+  // Up to 8 tiles (512 columns) per block: enough blocks to fill the GPU,
+  // enough work per block to amortize its setup.
+  int64_t tilesPerBlock = 8;
+  while ((config.n / kTile) % tilesPerBlock)
+    tilesPerBlock /= 2;
   if (config.m / kTile > 65535)
     return fail() << "M=" << config.m << " needs more than 65535 blocks in y";
 
   OwningOpRef<ModuleOp> module = kernels::parseKernelTemplate(
       context, "tma-copy", kTmaCopyTemplate,
       {{"T", kernels::mlirTypeName(config.dtype)},
-       {"BYTES", std::to_string(kTile * kTile * rt::dtypeSize(config.dtype))}});
+       {"M", std::to_string(config.m)},
+       {"N", std::to_string(config.n)},
+       {"TILES", std::to_string(tilesPerBlock)},
+       {"STAGES", std::to_string(config.stages)}});
   if (!module)
     return failure();
 
   rt::Bundle bundle;
   bundle.kernel = "tma-copy";
   bundle.entry = "tma_copy";
-  bundle.grid = {uint32_t(config.n / kTile), uint32_t(config.m / kTile), 1};
+  bundle.grid = {uint32_t(config.n / (kTile * tilesPerBlock)),
+                 uint32_t(config.m / kTile), 1};
   bundle.block = {128, 1, 1};
-  bundle.config = {{"m", config.m}, {"n", config.n},
+  bundle.config = {{"m", config.m}, {"n", config.n}, {"stages", config.stages},
                    {"dtype", std::string(rt::dtypeName(config.dtype))}};
   std::vector<uint64_t> shape = {uint64_t(config.m), uint64_t(config.n)};
-  bundle.params.push_back(
-      inputBuffer("in", config.dtype, shape, /*kernelArg=*/false));
-  bundle.params.push_back(
-      outputBuffer("out", config.dtype, shape, /*kernelArg=*/false));
-  bundle.params.push_back(
-      tensorMap("in_map", "in", config.dtype, shape, {kTile, kTile}));
-  bundle.params.push_back(
-      tensorMap("out_map", "out", config.dtype, shape, {kTile, kTile}));
-  return KernelModule{std::move(module), std::move(bundle)};
+  bundle.params.push_back(inputBuffer("in", config.dtype, shape));
+  bundle.params.push_back(outputBuffer("out", config.dtype, shape));
+  return KernelModule{std::move(module), std::move(bundle), /*tileIR=*/true};
 }

@@ -50,6 +50,8 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.n = options.n;
   config.k = options.k;
   config.dtype = options.dtype == "f16" ? rt::DType::F16 : rt::DType::BF16;
+  config.stages = options.stages;
+  config.startTile = options.startTile;
   config.target.chip = options.chip;
   return config;
 }
@@ -89,19 +91,21 @@ int runner::runCompile(const Options &options) {
     return 2;
   };
   rt::Status written;
-  if (options.emit == "tile") {
-    std::fprintf(stderr,
-                 "error: kernel '%s' is written in upstream nvgpu ops; it has "
-                 "no tile-level IR (emit gpu, llvm, ptx or bundle)\n",
-                 options.kernel.c_str());
-    return 2;
-  }
-  if (options.emit == "gpu" || options.emit == "llvm") {
+  if (options.emit == "tile" || options.emit == "gpu" || options.emit == "llvm") {
     FailureOr<KernelModule> built = buildKernel(compiler.context, *config);
     if (failed(built))
       return fail("building kernel '" + options.kernel + "' failed");
+    if (options.emit == "tile" && !built->tileIR) {
+      std::fprintf(stderr,
+                   "error: kernel '%s' is written in upstream nvgpu ops; it "
+                   "has no tile-level IR (emit gpu, llvm, ptx or bundle)\n",
+                   options.kernel.c_str());
+      return 2;
+    }
+    if (options.emit != "tile" && failed(lowerKernelToNVGPU(*built)))
+      return fail("lowering kernel '" + options.kernel + "' failed");
     std::string text;
-    if (options.emit == "gpu") {
+    if (options.emit != "llvm") {
       llvm::raw_string_ostream os(text);
       built->module->print(os);
     } else {

@@ -20,10 +20,12 @@ struct FlagSpec {
 };
 
 const FlagSpec kFlags[] = {
-    {"kernel", "NAME", "compile check bench", "kernel kind (gemm, tma-copy)"},
+    {"kernel", "NAME", "compile check bench", "kernel kind (gemm, tma-copy, tma-stream)"},
     {"m", "N", "compile check bench", "rows (gemm: of A and D; tma-copy: of the matrix)"},
     {"n", "N", "compile check bench", "columns (gemm: of B and D; tma-copy: of the matrix)"},
-    {"k", "N", "compile check bench", "gemm reduction size"},
+    {"k", "N", "compile check bench", "reduction size (gemm; tma-stream: columns streamed)"},
+    {"stages", "S", "compile check bench", "pipeline stages of the main loop (tma-stream; default 2)"},
+    {"start-tile", "T", "compile check bench", "tma-stream: first 64-column tile of the loop (default 0)"},
     {"dtype", "T", "compile check bench", "element type: bf16 (default) or fp16"},
     {"chip", "SM", "compile check bench", "PTX target (default sm_90a)"},
     {"emit", "LEVEL", "compile", "tile | gpu | llvm | ptx | bundle"},
@@ -162,6 +164,14 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       number = integer(1, kMaxDim);
       if (number.ok())
         (name == "m" ? options.m : name == "n" ? options.n : options.k) = *number;
+    } else if (name == "stages") {
+      number = integer(1, 64);
+      if (number.ok())
+        options.stages = *number;
+    } else if (name == "start-tile") {
+      number = integer(0, kMaxDim);
+      if (number.ok())
+        options.startTile = *number;
     } else if (name == "dtype") {
       if (value == "fp16" || value == "f16")
         value = "f16";
@@ -234,7 +244,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
           "this runtime-only build cannot compile; pass --bundle DIR");
     }
     if (!options.bundleDir.empty())
-      for (const char *flag : {"kernel", "m", "n", "k", "dtype", "chip"})
+      for (const char *flag :
+           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "start-tile"})
         if (options.wasGiven(flag))
           return rt::Status::error(
               std::string("--") + flag +

@@ -18,6 +18,8 @@ struct Options {
   std::string kernel;
   int64_t m = 4096, n = 4096, k = 4096;
   std::string dtype = "bf16";
+  int64_t stages = 2;
+  int64_t startTile = 0;
   std::string emit;   ///< tile | gpu | llvm | ptx | bundle
   std::string output; ///< -o
   std::string chip = "sm_90a";

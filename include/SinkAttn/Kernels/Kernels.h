@@ -29,6 +29,11 @@ struct KernelConfig {
   int64_t m = 4096, n = 4096, k = 4096;
   /// Element type of the inputs.
   rt::DType dtype = rt::DType::BF16;
+  /// Pipeline stages of the main loop (tile.num_stages).
+  int64_t stages = 2;
+  /// tma-stream: first K tile the loop visits (a loop that does not start
+  /// at 0 exercises parity normalization).
+  int64_t startTile = 0;
   PTXTargetOptions target;
 };
 
@@ -40,6 +45,9 @@ std::vector<std::pair<std::string, std::string>> kernelNames();
 struct KernelModule {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   rt::Bundle bundle;
+  /// The module is tile IR: lowerKernelToNVGPU() runs the tile passes and
+  /// adds the tensor maps and shared memory they decide to the bundle.
+  bool tileIR = false;
 };
 
 /// Builds the kernel. An unknown kernel or an unsupported configuration is
@@ -47,6 +55,11 @@ struct KernelModule {
 /// unsupported and why) and returns failure.
 mlir::FailureOr<KernelModule> buildKernel(mlir::MLIRContext &context,
                                           const KernelConfig &config);
+
+/// For tile IR kernels: runs sinkattn-tile-to-nvgpu on the module and
+/// completes the bundle from the kernel's attributes (tensor-map params,
+/// dynamic shared memory). A no-op for kernels written in nvgpu ops.
+mlir::LogicalResult lowerKernelToNVGPU(KernelModule &kernel);
 
 /// buildKernel() followed by the PTX pipeline: the bundle has its PTX.
 mlir::FailureOr<rt::Bundle> compileKernel(mlir::MLIRContext &context,
