@@ -11,12 +11,19 @@ def ConvertTileToNVGPU : Pass<"convert-tile-to-nvgpu", "::mlir::gpu::GPUModuleOp
     For every kernel (`gpu.func ... kernel`) of the module:
 
     * **Shared memory.** Each `memref.alloc` in shared memory becomes a view
-      of the kernel's dynamic shared memory (`gpu.dynamic_shared_memory`) at
-      an offset aligned to the allocation's `alignment` (at least 16 bytes),
-      relative to a base rounded up at run time to 1024 bytes (TMA's 128-byte
-      swizzle needs 1024-byte aligned tiles, and the dynamic window's own
-      alignment is not guaranteed). The bytes to launch with (1024 of slack
-      included) are recorded as `sinkattn.dynamic_shared_memory_bytes`.
+      of the kernel's dynamic shared memory at an offset aligned to the
+      allocation's `alignment` (at least 16 bytes), relative to a base
+      rounded up to 1024 bytes (TMA's 128-byte swizzle needs 1024-byte
+      aligned tiles) at run time. The window is a public zero-sized
+      `memref.global` (`__sinkattn_dynamic_shared`, emitted as
+      `.extern .shared .align 16`: declaring 1024 would let LLVM fold the
+      run-time rounding away although the driver does not place the window
+      that way);
+      upstream's `gpu.dynamic_shared_memory` is not used because its internal
+      global is demoted to a 1-byte static variable whose neighbours (the
+      mbarriers) offsets from it can overwrite. The bytes to launch with
+      (1024 of slack included) are recorded as
+      `sinkattn.dynamic_shared_memory_bytes`.
     * **Tensor maps.** Each distinct (global memref argument, box shape) that
       a `tile.tma_load` or `tile.tma_store` uses gets a new `!llvm.ptr`
       kernel argument, appended in order of first use, passed by value as a

@@ -26,6 +26,18 @@ Attribute workgroupSpace(MLIRContext *context) {
   return gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
 }
 
+/// Symbol of the kernel's dynamic shared memory: a public, zero-sized
+/// `memref.global` in shared memory, which the NVPTX backend emits as
+/// `.extern .shared .align 16 .b8 <name>[]` (upstream's
+/// gpu.dynamic_shared_memory uses an internal global, which the backend
+/// demotes to a 1-byte static variable laid out among the other static
+/// shared variables, so offsets from it can overlap them).
+constexpr llvm::StringLiteral kDynamicSharedSymbol = "__sinkattn_dynamic_shared";
+/// The alignment the driver guarantees for the dynamic window. Declaring
+/// more would let LLVM fold the run-time rounding below away while the
+/// window is not actually placed that way (seen: misaligned TMA addresses).
+constexpr int64_t kDynamicSharedDeclaredAlignment = 16;
+
 /// Replaces shared-memory `memref.alloc`s of `func` by views of its dynamic
 /// shared memory and records the size to launch with.
 LogicalResult planSharedMemory(gpu::GPUFuncOp func) {
@@ -36,26 +48,10 @@ LogicalResult planSharedMemory(gpu::GPUFuncOp func) {
   });
   if (allocs.empty())
     return success();
-  MLIRContext *context = func.getContext();
-  OpBuilder builder(context);
-  builder.setInsertionPointToStart(&func.getBody().front());
-  Location loc = func.getLoc();
-  auto windowType = MemRefType::get({ShapedType::kDynamic},
-                                    builder.getI8Type(),
-                                    MemRefLayoutAttrInterface(),
-                                    workgroupSpace(context));
-  Value window = gpu::DynamicSharedMemoryOp::create(builder, loc, windowType);
-  // pad = (1024 - base % 1024) % 1024 rounds the window up to 1024 bytes.
-  Value base =
-      memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, window);
-  Value alignment =
-      arith::ConstantIndexOp::create(builder, loc, kSharedBaseAlignment);
-  Value misalignment = arith::RemUIOp::create(builder, loc, base, alignment);
-  Value pad = arith::RemUIOp::create(
-      builder, loc, arith::SubIOp::create(builder, loc, alignment, misalignment),
-      alignment);
 
-  int64_t offset = 0;
+  // Offsets first: the window's size is their end plus the alignment slack.
+  SmallVector<int64_t> offsets;
+  int64_t end = 0;
   for (memref::AllocOp alloc : allocs) {
     MemRefType type = alloc.getType();
     if (!type.hasStaticShape() || !type.getLayout().isIdentity())
@@ -68,14 +64,53 @@ LogicalResult planSharedMemory(gpu::GPUFuncOp func) {
       return alloc.emitOpError() << "alignment " << align
                                  << " must be a power of two up to "
                                  << kSharedBaseAlignment;
-    offset = llvm::alignTo(offset, align);
+    offsets.push_back(llvm::alignTo(end, align));
+    end = offsets.back() + type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  }
+  int64_t windowBytes = end + kSharedBaseAlignment;
+
+  MLIRContext *context = func.getContext();
+  Attribute space = workgroupSpace(context);
+  OpBuilder builder(context);
+  auto module = func->getParentOfType<gpu::GPUModuleOp>();
+  auto symbolType =
+      MemRefType::get({0}, builder.getI8Type(), MemRefLayoutAttrInterface(), space);
+  if (!SymbolTable::lookupSymbolIn(module, kDynamicSharedSymbol)) {
+    builder.setInsertionPointToStart(module.getBody());
+    memref::GlobalOp::create(builder, func.getLoc(), kDynamicSharedSymbol,
+                             builder.getStringAttr("public"), symbolType,
+                             Attribute(), /*constant=*/false,
+                             builder.getI64IntegerAttr(kDynamicSharedDeclaredAlignment));
+  }
+
+  builder.setInsertionPointToStart(&func.getBody().front());
+  Location loc = func.getLoc();
+  Value symbol = memref::GetGlobalOp::create(builder, loc, symbolType,
+                                             kDynamicSharedSymbol);
+  auto windowType = MemRefType::get({windowBytes}, builder.getI8Type(),
+                                    MemRefLayoutAttrInterface(), space);
+  Value window = memref::ReinterpretCastOp::create(
+      builder, loc, windowType, symbol, /*offset=*/0, ArrayRef<int64_t>{windowBytes},
+      ArrayRef<int64_t>{1});
+  // pad = (1024 - base % 1024) % 1024 rounds the window's start up to 1024
+  // bytes at run time, wherever the driver placed it.
+  Value base =
+      memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, window);
+  Value alignment =
+      arith::ConstantIndexOp::create(builder, loc, kSharedBaseAlignment);
+  Value misalignment = arith::RemUIOp::create(builder, loc, base, alignment);
+  Value pad = arith::RemUIOp::create(
+      builder, loc, arith::SubIOp::create(builder, loc, alignment, misalignment),
+      alignment);
+
+  for (auto [alloc, offset] : llvm::zip(allocs, offsets)) {
+    MemRefType type = alloc.getType();
     builder.setInsertionPoint(alloc);
     Value shift = arith::AddIOp::create(
         builder, alloc.getLoc(), pad,
         arith::ConstantIndexOp::create(builder, alloc.getLoc(), offset));
     auto viewType = MemRefType::get(type.getShape(), type.getElementType(),
-                                    MemRefLayoutAttrInterface(),
-                                    workgroupSpace(context));
+                                    MemRefLayoutAttrInterface(), space);
     Value view = memref::ViewOp::create(builder, alloc.getLoc(), viewType,
                                         window, shift, ValueRange());
     if (viewType != type)
@@ -86,10 +121,9 @@ LogicalResult planSharedMemory(gpu::GPUFuncOp func) {
         user->erase();
     alloc.replaceAllUsesWith(view);
     alloc.erase();
-    offset += type.getNumElements() * type.getElementTypeBitWidth() / 8;
   }
   func->setAttr(kDynamicSharedMemoryAttrName,
-                builder.getI64IntegerAttr(offset + kSharedBaseAlignment));
+                builder.getI64IntegerAttr(windowBytes));
   return success();
 }
 

@@ -2,6 +2,9 @@
 
 module attributes {gpu.container_module} {
   gpu.module @kernels {
+    // The dynamic shared memory window: an extern array, 16-byte aligned (as
+    // the driver places it), rounded up at run time.
+    // CHECK: memref.global "public" @__sinkattn_dynamic_shared : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 16 : i64}
     // CHECK-LABEL: gpu.func @copy_tile
     // Two tensor maps appended (A with a 64x64 box, O with 64x64), passed by
     // value; the host reads their sources and boxes from the attributes.
@@ -13,18 +16,19 @@ module attributes {gpu.container_module} {
     // CHECK: %[[DO:.*]] = builtin.unrealized_conversion_cast %[[MAPO]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, #gpu.address_space<workgroup>>
     // Shared allocations are views of the dynamic window, rounded up to
     // 1024 bytes at run time; a 16-byte aligned one follows the first.
-    // CHECK: %[[WINDOW:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    // CHECK: %[[SYM:.*]] = memref.get_global @__sinkattn_dynamic_shared
+    // CHECK: %[[WINDOW:.*]] = memref.reinterpret_cast %[[SYM]] to offset: [0], sizes: [9232], strides: [1]
     // CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[WINDOW]]
     // CHECK: %[[K1024:.*]] = arith.constant 1024 : index
     // CHECK: %[[MIS:.*]] = arith.remui %[[BASE]], %[[K1024]]
     // CHECK: %[[GAP:.*]] = arith.subi %[[K1024]], %[[MIS]]
     // CHECK: %[[PAD:.*]] = arith.remui %[[GAP]], %[[K1024]]
     // CHECK: %[[OFF0:.*]] = arith.addi %[[PAD]], %{{.*}}
-    // CHECK: %[[VIEW:.*]] = memref.view %[[WINDOW]][%[[OFF0]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
+    // CHECK: %[[VIEW:.*]] = memref.view %[[WINDOW]][%[[OFF0]]][] : memref<9232xi8, #gpu.address_space<workgroup>> to memref<64x64xbf16, #gpu.address_space<workgroup>>
     // CHECK: %[[TILE:.*]] = memref.memory_space_cast %[[VIEW]] : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16, 3>
     // CHECK: %[[C8192:.*]] = arith.constant 8192 : index
     // CHECK: %[[OFF1:.*]] = arith.addi %[[PAD]], %[[C8192]]
-    // CHECK: memref.view %[[WINDOW]][%[[OFF1]]][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4xf32, #gpu.address_space<workgroup>>
+    // CHECK: memref.view %[[WINDOW]][%[[OFF1]]][] : memref<9232xi8, #gpu.address_space<workgroup>> to memref<4xf32, #gpu.address_space<workgroup>>
     // CHECK: %[[G:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
     // CHECK: nvgpu.mbarrier.init %[[G]][%{{.*}}], %{{.*}}
     // CHECK: %[[RAW:.*]] = nvgpu.mbarrier.get %[[G]][%{{.*}}] : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2> -> i32
