@@ -23,7 +23,7 @@ case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 bundles=$(realpath -m "${SINKATTN_BUNDLES:-.carry/bundles}")
 benches=("$@")
 ((${#benches[@]})) || benches=(gemm-4096x4096x4096 tma-copy-8192x8192 tma-stream-8192x8192)
-sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start)
+sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col)
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }

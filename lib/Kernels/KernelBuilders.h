@@ -13,6 +13,8 @@ mlir::FailureOr<KernelModule> buildTmaCopy(mlir::MLIRContext &context,
                                            const KernelConfig &config);
 mlir::FailureOr<KernelModule> buildTmaStream(mlir::MLIRContext &context,
                                              const KernelConfig &config);
+mlir::FailureOr<KernelModule> buildTmaIm2col(mlir::MLIRContext &context,
+                                             const KernelConfig &config);
 
 /// Bundle parameters. Shapes are outermost first.
 rt::BundleParam inputBuffer(std::string name, rt::DType dtype,

@@ -40,6 +40,10 @@ const KernelEntry kKernels[] = {
      "out = row sums of 64-column tiles of A + B, streamed through a "
      "pipelined tile.tma_copy loop (tile IR)",
      kernels::buildTmaStream},
+    {"tma-im2col",
+     "the im2col tiles of a 3x3 filter over an NHWC input, loaded with "
+     "tile.im2col_copy (TMA im2col mode; tile IR)",
+     kernels::buildTmaIm2col},
 };
 } // namespace
 
@@ -94,15 +98,32 @@ LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
   for (auto [index, attr] : llvm::enumerate(maps)) {
     auto info = cast<DictionaryAttr>(attr);
     int64_t source = cast<IntegerAttr>(info.get("source")).getInt();
-    ArrayRef<int64_t> box = cast<DenseI64ArrayAttr>(info.get("box")).asArrayRef();
     if (source < 0 || source >= int64_t(arguments.size()))
       return func.emitError() << "internal error: tensor map " << index
                               << " reads argument " << source
                               << ", which is not a buffer of the bundle";
     const rt::BundleParam &buffer = *arguments[source];
+    std::string name = buffer.name + "_map" + std::to_string(index);
+    if (auto mode = info.getAs<StringAttr>("mode"); mode && mode == "im2col") {
+      mapParams.push_back(kernels::tensorMap(name, buffer.name, buffer.dtype,
+                                             buffer.shape, {},
+                                             rt::TensorMapSwizzle::None));
+      rt::TensorMapSpec &spec = mapParams.back().tensorMap;
+      spec.boxDims.clear();
+      // Corners innermost spatial dimension first: (w, h).
+      ArrayRef<int64_t> lower = cast<DenseI64ArrayAttr>(info.get("lower")).asArrayRef();
+      ArrayRef<int64_t> upper = cast<DenseI64ArrayAttr>(info.get("upper")).asArrayRef();
+      spec.im2col = rt::Im2colSpec{
+          {int32_t(lower[1]), int32_t(lower[0])},
+          {int32_t(upper[1]), int32_t(upper[0])},
+          uint32_t(cast<IntegerAttr>(info.get("channels")).getInt()),
+          uint32_t(cast<IntegerAttr>(info.get("pixels")).getInt())};
+      continue;
+    }
+    ArrayRef<int64_t> box = cast<DenseI64ArrayAttr>(info.get("box")).asArrayRef();
     mapParams.push_back(kernels::tensorMap(
-        buffer.name + "_map" + std::to_string(index), buffer.name,
-        buffer.dtype, buffer.shape, std::vector<uint32_t>(box.begin(), box.end()),
+        name, buffer.name, buffer.dtype, buffer.shape,
+        std::vector<uint32_t>(box.begin(), box.end()),
         rt::TensorMapSwizzle::None));
   }
   bundle.params.insert(bundle.params.end(), mapParams.begin(), mapParams.end());

@@ -103,7 +103,8 @@ struct Comparison {
 } // namespace
 
 bool runner::harnessSupports(const std::string &kernel) {
-  return kernel == "gemm" || kernel == "tma-copy" || kernel == "tma-stream";
+  return kernel == "gemm" || kernel == "tma-copy" || kernel == "tma-stream" ||
+         kernel == "tma-im2col";
 }
 
 rt::Expected<std::unique_ptr<Session>>
@@ -242,6 +243,42 @@ rt::Expected<CheckReport> Session::check() {
       comparison.add(outValues[i], inValues[i]);
     comparison.fill(report);
     report.criterion = "bit-exact";
+    report.passed = report.mismatches == 0 && report.nonFinite == 0;
+    return report;
+  }
+
+  if (bundle_.kernel == "tma-im2col") {
+    // out[tap][p][c] = x[n0][bh + dh][bw + dw][c] (0 outside the tensor),
+    // (bh, bw) the p-th pixel from (h0, w0) along W, wrapping to the next
+    // row (the bounding box is the whole tensor), tap = dh * 3 + dw.
+    int64_t h = configInt("h"), w = configInt("w"), c = configInt("c");
+    int64_t pixels = configInt("pixels"), taps = configInt("taps");
+    int64_t n0 = configInt("n0"), h0 = configInt("h0"), w0 = configInt("w0");
+    const std::vector<uint8_t> &x = inputBytes_.at("x");
+    std::vector<uint8_t> out(size_t(taps * pixels * c) * 2);
+    SINKATTN_RT_TRY(buffers_.at("out").copyToHost(out.data(), out.size()));
+    const std::vector<float> &xValues = inputs_.at("x");
+    SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> outValues, downloadAsFloat("out"));
+    for (int64_t tap = 0; tap < taps; ++tap)
+      for (int64_t p = 0; p < pixels; ++p) {
+        int64_t linear = (h0 * w + w0) + p;
+        int64_t bh = linear / w, bw = linear % w;
+        int64_t ih = bh + tap / 3, iw = bw + tap % 3;
+        bool inside = ih >= 0 && ih < h && iw >= 0 && iw < w;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          size_t o = size_t((tap * pixels + p) * c + ch);
+          size_t i = size_t(((n0 * h + ih) * w + iw) * c + ch);
+          uint16_t expected = 0, got = 0;
+          if (inside)
+            std::memcpy(&expected, &x[i * 2], 2);
+          std::memcpy(&got, &out[o * 2], 2);
+          if (expected != got)
+            ++report.mismatches;
+          comparison.add(outValues[o], inside ? xValues[i] : 0.0);
+        }
+      }
+    comparison.fill(report);
+    report.criterion = "bit-exact vs host im2col";
     report.passed = report.mismatches == 0 && report.nonFinite == 0;
     return report;
   }

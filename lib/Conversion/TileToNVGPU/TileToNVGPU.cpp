@@ -134,16 +134,26 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
   struct Use {
     Operation *op;
     unsigned source;
+    /// Tiled: the box. Im2col: pixels, channels, lower corner, upper corner.
     SmallVector<int64_t> box;
     MemRefType global;
+    bool im2col = false;
   };
   SmallVector<Use> uses;
   Block &entry = func.getBody().front();
   WalkResult walk = func.walk([&](Operation *op) {
     Value global, tile;
+    SmallVector<int64_t> im2colKey;
     if (auto load = dyn_cast<TmaLoadOp>(op)) {
       global = load.getSource();
       tile = load.getDest();
+    } else if (auto im2col = dyn_cast<TmaIm2colLoadOp>(op)) {
+      global = im2col.getSource();
+      tile = im2col.getDest();
+      ArrayRef<int64_t> shape = im2col.getDest().getType().getShape();
+      im2colKey = {shape[0], shape[1]};
+      llvm::append_range(im2colKey, im2col.getLower());
+      llvm::append_range(im2colKey, im2col.getUpper());
     } else if (auto store = dyn_cast<TmaStoreOp>(op)) {
       global = store.getDest();
       tile = store.getSource();
@@ -158,6 +168,10 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
       return WalkResult::interrupt();
     }
     auto globalType = cast<MemRefType>(global.getType());
+    if (!im2colKey.empty()) {
+      uses.push_back({op, arg.getArgNumber(), im2colKey, globalType, true});
+      return WalkResult::advance();
+    }
     ArrayRef<int64_t> tileShape = cast<MemRefType>(tile.getType()).getShape();
     SmallVector<int64_t> box(globalType.getRank() - tileShape.size(), 1);
     llvm::append_range(box, tileShape);
@@ -176,7 +190,7 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
   MLIRContext *context = func.getContext();
   Builder builder(context);
   auto pointerType = LLVM::LLVMPointerType::get(context);
-  SmallVector<std::pair<unsigned, SmallVector<int64_t>>> keys;
+  SmallVector<std::tuple<unsigned, bool, SmallVector<int64_t>>> keys;
   SmallVector<Value> keyDescriptors;
   SmallVector<Attribute> mapInfo;
   SmallVector<int64_t> mapArgs;
@@ -185,7 +199,7 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
   OpBuilder entryBuilder(context);
   entryBuilder.setInsertionPointToStart(&entry);
   for (const Use &use : uses) {
-    auto key = std::make_pair(use.source, use.box);
+    auto key = std::make_tuple(use.source, use.im2col, use.box);
     auto found = llvm::find(keys, key);
     if (found != keys.end()) {
       descriptors[use.op] = keyDescriptors[found - keys.begin()];
@@ -193,6 +207,23 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
     }
     unsigned position = func.getNumArguments();
     func.insertArgument(position, pointerType, DictionaryAttr(), func.getLoc());
+    mapArgs.push_back(position);
+    if (use.im2col) {
+      // Lowered straight to NVVM, which takes the map's generic address.
+      Value pointer = entry.getArgument(position);
+      keys.push_back(key);
+      keyDescriptors.push_back(pointer);
+      descriptors[use.op] = pointer;
+      ArrayRef<int64_t> info = use.box;
+      mapInfo.push_back(builder.getDictionaryAttr(
+          {builder.getNamedAttr("source", builder.getI64IntegerAttr(use.source)),
+           builder.getNamedAttr("mode", builder.getStringAttr("im2col")),
+           builder.getNamedAttr("pixels", builder.getI64IntegerAttr(info[0])),
+           builder.getNamedAttr("channels", builder.getI64IntegerAttr(info[1])),
+           builder.getNamedAttr("lower", builder.getDenseI64ArrayAttr(info.slice(2, 2))),
+           builder.getNamedAttr("upper", builder.getDenseI64ArrayAttr(info.slice(4, 2)))}));
+      continue;
+    }
     auto descriptorType = nvgpu::TensorMapDescriptorType::get(
         context,
         MemRefType::get(use.box, use.global.getElementType(),
@@ -209,7 +240,6 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
     keys.push_back(key);
     keyDescriptors.push_back(descriptor);
     descriptors[use.op] = descriptor;
-    mapArgs.push_back(position);
     mapInfo.push_back(builder.getDictionaryAttr(
         {builder.getNamedAttr("source", builder.getI64IntegerAttr(use.source)),
          builder.getNamedAttr("box", builder.getDenseI64ArrayAttr(use.box))}));
@@ -386,6 +416,66 @@ struct TmaLowering : public OpConversionPattern<TmaOp> {
   const DenseMap<Operation *, Value> &descriptors;
 };
 
+/// tile.tma_im2col_load -> nvvm.cp.async.bulk.tensor (im2col mode); nvgpu
+/// has no im2col load.
+struct TmaIm2colLoadLowering : public OpConversionPattern<TmaIm2colLoadOp> {
+  TmaIm2colLoadLowering(const TypeConverter &converter, MLIRContext *context,
+                        const DenseMap<Operation *, Value> &descriptors)
+      : OpConversionPattern<TmaIm2colLoadOp>(converter, context),
+        descriptors(descriptors) {}
+
+  LogicalResult
+  matchAndRewrite(TmaIm2colLoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value map = descriptors.lookup(op);
+    if (!map)
+      return rewriter.notifyMatchFailure(op, "no tensor map assigned");
+    Location loc = op.getLoc();
+    MLIRContext *context = op.getContext();
+    // The tile's shared address: aligned pointer + offset * element bytes.
+    Value tile = adaptor.getDest();
+    auto tileType = cast<MemRefType>(tile.getType());
+    auto metadata = memref::ExtractStridedMetadataOp::create(rewriter, loc, tile);
+    Value aligned = memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, tile);
+    Value elementBytes = indexConstant(rewriter, loc, tileType.getElementTypeBitWidth() / 8);
+    Value address = arith::AddIOp::create(
+        rewriter, loc, aligned,
+        arith::MulIOp::create(rewriter, loc, metadata.getOffset(), elementBytes));
+    auto sharedPointer = LLVM::LLVMPointerType::get(
+        context, static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
+    Value address64 =
+        arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), address);
+    Value shared =
+        LLVM::IntToPtrOp::create(rewriter, loc, sharedPointer, address64);
+    // sm_90 has the shared::cluster form of the load only (the shared::cta
+    // one does not select): address the CTA's own tile in the cluster window.
+    auto clusterPointer = LLVM::LLVMPointerType::get(
+        context, static_cast<unsigned>(NVVM::NVVMMemorySpace::SharedCluster));
+    Value destination =
+        LLVM::AddrSpaceCastOp::create(rewriter, loc, clusterPointer, shared);
+    Value barrier = slotPointer(rewriter, loc, adaptor.getBarriers(),
+                                adaptor.getBarrierIndex());
+    // Coordinates and offsets innermost first: (c, w, h, n) and (w, h).
+    SmallVector<Value> coordinates;
+    for (Value index : llvm::reverse(adaptor.getSourceIndices()))
+      coordinates.push_back(arith::IndexCastOp::create(
+          rewriter, loc, rewriter.getI32Type(), index));
+    SmallVector<Value> offsets;
+    for (Value offset : llvm::reverse(adaptor.getOffsets()))
+      offsets.push_back(arith::IndexCastOp::create(
+          rewriter, loc, rewriter.getI16Type(), offset));
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        rewriter, loc, destination, map, coordinates, barrier, offsets,
+        /*multicastMask=*/Value(), /*l2CacheHint=*/Value(),
+        NVVM::TMALoadMode::IM2COL, /*isCTAOnly=*/false, /*group=*/nullptr,
+        /*predicate=*/Value());
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  const DenseMap<Operation *, Value> &descriptors;
+};
+
 struct ConvertTileToNVGPUPass
     : public sinkattn::impl::ConvertTileToNVGPUBase<ConvertTileToNVGPUPass> {
   void runOnOperation() override {
@@ -414,8 +504,8 @@ struct ConvertTileToNVGPUPass
                  MBarrierArriveLowering, MBarrierExpectTxLowering,
                  MBarrierArriveExpectTxLowering, MBarrierWaitParityLowering>(
         converter, context);
-    patterns.add<TmaLowering<TmaLoadOp>, TmaLowering<TmaStoreOp>>(
-        converter, context, descriptors);
+    patterns.add<TmaLowering<TmaLoadOp>, TmaLowering<TmaStoreOp>,
+                 TmaIm2colLoadLowering>(converter, context, descriptors);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

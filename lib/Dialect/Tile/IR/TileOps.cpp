@@ -186,6 +186,54 @@ LogicalResult TmaStoreOp::verify() {
                                 /*sharedIndices=*/{});
 }
 
+/// Rules shared by tile.im2col_copy and tile.tma_im2col_load: a rank-4
+/// (NHWC) global source with four indices, a PxC shared tile of its element
+/// type, one offset and one corner per spatial dimension, and the TMA im2col
+/// limits (C * bytes a multiple of 16 and at most 256 channels, at most 1024
+/// pixels, corners in [-128, 127] for 2-D convolutions).
+template <typename Im2colOp> static LogicalResult verifyIm2col(Im2colOp op) {
+  MemRefType source = op.getSource().getType();
+  MemRefType dest = op.getDest().getType();
+  if (!isGlobalMemory(source) || source.getRank() != 4)
+    return op.emitOpError()
+           << "loads from a rank-4 (NHWC) global tensor, got " << source;
+  if (op.getSourceIndices().size() != 4)
+    return op.emitOpError() << "needs 4 source indices (n, h, w, c), got "
+                            << op.getSourceIndices().size();
+  if (!isSharedMemory(dest) || dest.getRank() != 2 || !dest.hasStaticShape())
+    return op.emitOpError()
+           << "loads into a static 2-D (pixels x channels) shared tile, got "
+           << dest;
+  if (source.getElementType() != dest.getElementType())
+    return op.emitOpError() << "element type mismatch: the source holds "
+                            << source.getElementType()
+                            << " but the tile holds " << dest.getElementType();
+  int64_t pixels = dest.getShape()[0], channels = dest.getShape()[1];
+  int64_t channelBytes = channels * dest.getElementTypeBitWidth() / 8;
+  if (pixels > 1024 || channels > 256 || channelBytes % 16 != 0)
+    return op.emitOpError()
+           << "an im2col tile has at most 1024 pixels and 256 channels whose "
+              "bytes are a multiple of 16, got "
+           << pixels << " x " << channels;
+  if (op.getOffsets().size() != 2 || op.getLower().size() != 2 ||
+      op.getUpper().size() != 2)
+    return op.emitOpError()
+           << "needs 2 offsets and 2-entry lower/upper corners (h, w)";
+  for (int64_t corner : llvm::concat<const int64_t>(op.getLower(), op.getUpper()))
+    if (corner < -128 || corner > 127)
+      return op.emitOpError() << "corner offset " << corner
+                              << " is outside [-128, 127]";
+  return success();
+}
+
+LogicalResult Im2colCopyOp::verify() { return verifyIm2col(*this); }
+
+LogicalResult TmaIm2colLoadOp::verify() {
+  if (failed(verifyIm2col(*this)))
+    return failure();
+  return verifyBarrierSlot(*this, getBarriers().getType(), getBarrierIndex());
+}
+
 LogicalResult MBarrierInitOp::verify() {
   if (getCount() < 1 || getCount() > kMaxArriveCount)
     return emitOpError() << "arrive count " << getCount()

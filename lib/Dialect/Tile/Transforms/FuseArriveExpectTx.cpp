@@ -42,6 +42,12 @@ struct FuseExpectTxWithArrive : public OpRewritePattern<MBarrierExpectTxOp> {
           continue;
         return rewriter.notifyMatchFailure(expect, "TMA load on another slot");
       }
+      if (auto load = dyn_cast<TmaIm2colLoadOp>(next)) {
+        if (isSameSlot(barriers, index, load.getBarriers(),
+                       load.getBarrierIndex()))
+          continue;
+        return rewriter.notifyMatchFailure(expect, "TMA load on another slot");
+      }
       if (isa<NVVM::FenceProxyOp, gpu::BarrierOp>(next) ||
           isMemoryEffectFree(next))
         continue;

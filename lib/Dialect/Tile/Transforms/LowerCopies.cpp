@@ -92,6 +92,62 @@ void emitLoads(PatternRewriter &rewriter, Location loc, Value source,
                       chunk.globalIndices, chunk.shared);
 }
 
+/// The synchronous load protocol of `tile.copy` and `tile.im2col_copy`: a
+/// barrier of the copy's own (at the function's start), a sync so earlier
+/// readers of the tile are done, one thread arms it with `bytes`, issues the
+/// load(s) and arrives, then every thread waits for parity
+/// `iteration % 2` of the innermost enclosing loop (0 outside loops).
+LogicalResult
+lowerSynchronousLoad(Operation *op, int64_t bytes, PatternRewriter &rewriter,
+                     function_ref<void(Value barriers, Value slot)> issue) {
+  Location loc = op->getLoc();
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  if (!func || func.isExternal())
+    return rewriter.notifyMatchFailure(op, "not inside a function body");
+  Value barriers;
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&func.getFunctionBody().front());
+    barriers = AllocBarrierOp::create(rewriter, loc,
+                                      BarrierArrayType::get(op->getContext(), 1),
+                                      rewriter.getDenseI64ArrayAttr({1}));
+  }
+  Value slot = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value parity;
+  if (auto loop = op->getParentOfType<scf::ForOp>()) {
+    Value iteration = createIterationIndex(rewriter, loop);
+    Value two = arith::ConstantIndexOp::create(rewriter, loc, 2);
+    parity = arith::RemUIOp::create(rewriter, loc, iteration, two);
+  } else {
+    parity = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  }
+  gpu::BarrierOp::create(rewriter, loc);
+  buildLeaderRegion(rewriter, loc, [&] {
+    MBarrierExpectTxOp::create(rewriter, loc, barriers, slot, bytes);
+    issue(barriers, slot);
+    MBarrierArriveOp::create(rewriter, loc, barriers, slot, 1);
+  });
+  MBarrierWaitParityOp::create(rewriter, loc, barriers, slot, parity);
+  rewriter.eraseOp(op);
+  return success();
+}
+
+struct LowerIm2colCopy : public OpRewritePattern<Im2colCopyOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(Im2colCopyOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerSynchronousLoad(
+        op, memrefBytes(op.getDest().getType()), rewriter,
+        [&](Value barriers, Value slot) {
+          TmaIm2colLoadOp::create(rewriter, op.getLoc(), barriers, slot,
+                                  op.getSource(), op.getSourceIndices(),
+                                  op.getDest(), op.getOffsets(),
+                                  op.getLowerAttr(), op.getUpperAttr());
+        });
+  }
+};
+
 struct LowerTmaCopy : public OpRewritePattern<TmaCopyOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -123,42 +179,14 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
   }
 
   static LogicalResult lowerLoad(CopyOp op, PatternRewriter &rewriter) {
-    Location loc = op.getLoc();
-    auto func = op->getParentOfType<FunctionOpInterface>();
-    if (!func || func.isExternal())
-      return rewriter.notifyMatchFailure(op, "not inside a function body");
-    // The copy's own barrier, allocated where it dominates every use.
-    Value barriers;
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(&func.getFunctionBody().front());
-      barriers = AllocBarrierOp::create(rewriter, loc,
-                                        BarrierArrayType::get(op.getContext(), 1),
-                                        rewriter.getDenseI64ArrayAttr({1}));
-    }
-    Value slot = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Value parity;
-    if (auto loop = op->getParentOfType<scf::ForOp>()) {
-      Value iteration = createIterationIndex(rewriter, loop);
-      Value two = arith::ConstantIndexOp::create(rewriter, loc, 2);
-      parity = arith::RemUIOp::create(rewriter, loc, iteration, two);
-    } else {
-      parity = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    }
-    int64_t bytes = memrefBytes(op.getDest().getType());
-    // Readers of the previous contents of the tile are done before the
-    // copy engine overwrites it.
-    gpu::BarrierOp::create(rewriter, loc);
-    buildLeaderRegion(rewriter, loc, [&] {
-      MBarrierExpectTxOp::create(rewriter, loc, barriers, slot, bytes);
-      emitLoads(rewriter, loc, op.getSource(),
-                splitIntoBoxes(rewriter, loc, op.getDest(), op.getSourceIndices()),
-                barriers, slot);
-      MBarrierArriveOp::create(rewriter, loc, barriers, slot, 1);
-    });
-    MBarrierWaitParityOp::create(rewriter, loc, barriers, slot, parity);
-    rewriter.eraseOp(op);
-    return success();
+    return lowerSynchronousLoad(
+        op, memrefBytes(op.getDest().getType()), rewriter,
+        [&](Value barriers, Value slot) {
+          emitLoads(rewriter, op.getLoc(), op.getSource(),
+                    splitIntoBoxes(rewriter, op.getLoc(), op.getDest(),
+                                   op.getSourceIndices()),
+                    barriers, slot);
+        });
   }
 
   static LogicalResult lowerStore(CopyOp op, PatternRewriter &rewriter) {
@@ -204,7 +232,7 @@ struct TileLowerCopiesPass
     if (invalid)
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
-    patterns.add<LowerTmaCopy, LowerCopy>(&getContext());
+    patterns.add<LowerTmaCopy, LowerCopy, LowerIm2colCopy>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

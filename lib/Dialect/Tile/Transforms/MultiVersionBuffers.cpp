@@ -23,7 +23,7 @@ namespace {
 std::optional<std::pair<OpOperand *, OpOperand *>> slotOperands(Operation *op) {
   return llvm::TypeSwitch<Operation *,
                           std::optional<std::pair<OpOperand *, OpOperand *>>>(op)
-      .Case<TmaCopyOp, TmaLoadOp>([](auto tma) {
+      .Case<TmaCopyOp, TmaLoadOp, TmaIm2colLoadOp>([](auto tma) {
         return std::make_pair(&tma.getBarriersMutable(),
                               &tma.getBarrierIndexMutable());
       })
@@ -64,6 +64,10 @@ memref::AllocOp filledAllocation(Operation *op) {
   Value dest;
   if (auto load = dyn_cast<TmaLoadOp>(op))
     dest = load.getDest();
+  else if (auto im2col = dyn_cast<TmaIm2colLoadOp>(op))
+    dest = im2col.getDest();
+  else if (auto im2colCopy = dyn_cast<Im2colCopyOp>(op))
+    dest = im2colCopy.getDest();
   else if (auto tmaCopy = dyn_cast<TmaCopyOp>(op))
     dest = tmaCopy.getDest();
   else if (auto copy = dyn_cast<CopyOp>(op);

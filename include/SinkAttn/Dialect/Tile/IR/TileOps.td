@@ -266,6 +266,71 @@ def Tile_TmaStoreOp : Tile_Op<"tma_store"> {
   let hasVerifier = 1;
 }
 
+def Tile_Im2colCopyOp : Tile_Op<"im2col_copy", [AttrSizedOperandSegments]> {
+  let summary = "synchronous im2col tile load (NHWC convolution) into shared memory";
+  let description = [{
+    Loads one im2col tile of an NHWC tensor with TMA in im2col mode: row `p`
+    of the `PxC` shared tile holds `C` channels (from channel `c`) of the
+    `p`-th pixel of a traversal that starts at pixel `(n, h, w)` and runs
+    along W, then H, then N, inside the bounding box
+    `[lower, dim - 1 + upper]` of each spatial dimension; each traversed
+    pixel is read at `(h + dh, w + dw)` for the kernel tap offsets
+    `offsets [dh, dw]`, and reads outside the tensor give zero (padding).
+
+    Like `tile.copy` it is synchronous and gets a barrier of its own when
+    lowered (`tile-lower-copies`).
+
+    ```mlir
+    tile.im2col_copy %x[%n, %h, %w, %c0], %tile offsets [%dh, %dw]
+        {lower = array<i64: 0, 0>, upper = array<i64: 0, 0>}
+        : memref<2x10x12x64xbf16>, memref<16x64xbf16, 3>
+    ```
+  }];
+  let arguments = (ins
+    Arg<AnyMemRef, "NHWC source", [MemRead]>:$source,
+    Variadic<Index>:$sourceIndices,
+    Arg<AnyMemRef, "shared destination", [MemWrite]>:$dest,
+    Variadic<Index>:$offsets,
+    DenseI64ArrayAttr:$lower,
+    DenseI64ArrayAttr:$upper);
+  let assemblyFormat = [{
+    $source `[` $sourceIndices `]` `,` $dest `offsets` `[` $offsets `]`
+    attr-dict `:` type($source) `,` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_TmaIm2colLoadOp : Tile_Op<"tma_im2col_load", [AttrSizedOperandSegments,
+    MemoryEffects<[MemRead<Tile_BarrierResource>, MemWrite<Tile_BarrierResource>]>]> {
+  let summary = "issue one TMA im2col load (executing thread only)";
+  let description = [{
+    What `tile.im2col_copy` lowers to under a single-thread guard: the TMA
+    im2col load of the tile, completing its bytes on the barrier slot. No
+    expect_tx, no arrive.
+
+    ```mlir
+    tile.tma_im2col_load %x[%n, %h, %w, %c0], %tile offsets [%dh, %dw],
+        barrier(%bars[%s]) {lower = array<i64: 0, 0>, upper = array<i64: 0, 0>}
+        : memref<2x10x12x64xbf16>, memref<16x64xbf16, 3>, !tile.barriers<1>
+    ```
+  }];
+  let arguments = (ins
+    Tile_Barriers:$barriers,
+    Index:$barrierIndex,
+    Arg<AnyMemRef, "NHWC source", [MemRead]>:$source,
+    Variadic<Index>:$sourceIndices,
+    Arg<AnyMemRef, "shared destination", [MemWrite]>:$dest,
+    Variadic<Index>:$offsets,
+    DenseI64ArrayAttr:$lower,
+    DenseI64ArrayAttr:$upper);
+  let assemblyFormat = [{
+    $source `[` $sourceIndices `]` `,` $dest `offsets` `[` $offsets `]` `,`
+    `barrier` `(` $barriers `[` $barrierIndex `]` `)`
+    attr-dict `:` type($source) `,` type($dest) `,` qualified(type($barriers))
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Register tiles
 //===----------------------------------------------------------------------===//
