@@ -62,5 +62,22 @@ module attributes {gpu.container_module} {
       tile.tma_store %tile, %O[%m, %c0] : memref<64x64xbf16, 3>, memref<1024x64xbf16>
       gpu.return
     }
+
+    // im2col: its own tensor map (mode, pixels, channels, corners for the
+    // host) and a shared::cluster im2col load with coordinates (c, w, h, n)
+    // and offsets (dw, dh) innermost first.
+    // CHECK-LABEL: gpu.func @im2col
+    // CHECK-SAME: %[[MAP:[a-z0-9]+]]: !llvm.ptr) kernel
+    // CHECK-SAME: sinkattn.tensor_map_args = array<i64: 5>
+    // CHECK-SAME: sinkattn.tensor_maps = [{channels = 64 : i64, lower = array<i64: 0, 0>, mode = "im2col", pixels = 16 : i64, source = 0 : i64, upper = array<i64: -2, -2>}]
+    // CHECK: %[[DST:.*]] = llvm.addrspacecast %{{.*}} : !llvm.ptr<3> to !llvm.ptr<7>
+    // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %[[DST]], %[[MAP]], %{{.*}}, box[%[[C:.*]], %[[W:.*]], %[[H:.*]], %[[N:.*]]] im2col[%[[DW:.*]], %[[DH:.*]]] {mode = #nvvm.tma_load_mode<im2col>}
+    gpu.func @im2col(%x: memref<2x10x12x64xbf16>, %out: memref<16x64xbf16>, %h: index, %dh: index, %dw: index) kernel {
+      %c0 = arith.constant 0 : index
+      %tile = memref.alloc() {alignment = 1024} : memref<16x64xbf16, 3>
+      %bars = tile.alloc_barrier [1] : !tile.barriers<1>
+      tile.tma_im2col_load %x[%c0, %h, %c0, %c0], %tile offsets [%dh, %dw], barrier(%bars[%c0]) {lower = array<i64: 0, 0>, upper = array<i64: -2, -2>} : memref<2x10x12x64xbf16>, memref<16x64xbf16, 3>, !tile.barriers<1>
+      gpu.return
+    }
   }
 }

@@ -104,3 +104,22 @@ func.func @store(%s: memref<64x64xbf16, 3>, %O: memref<?x64xbf16>, %m: index) {
   tile.copy %s, %O[%m, %c0] : memref<64x64xbf16, 3>, memref<?x64xbf16>
   return
 }
+
+// -----
+
+// im2col_copy: its own barrier, the synchronous protocol around one
+// single-thread im2col TMA load of the tile's bytes (16 x 64 x 2).
+// CHECK-LABEL: func @im2col
+// CHECK: %[[B:.*]] = tile.alloc_barrier [1] : !tile.barriers<1>
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK-NEXT: tile.mbarrier_expect_tx %[[B]][%{{.*}}], 2048
+// CHECK-NEXT: tile.tma_im2col_load %{{.*}} offsets[%{{.*}}, %{{.*}}], barrier(%[[B]][%{{.*}}]) {lower = array<i64: 0, 0>, upper = array<i64: -2, -2>}
+// CHECK-NEXT: tile.mbarrier_arrive %[[B]]
+// CHECK-NEXT: }
+// CHECK-NEXT: tile.mbarrier_wait_parity %[[B]]
+func.func @im2col(%x: memref<2x10x12x64xbf16>, %t: memref<16x64xbf16, 3>, %h: index, %dh: index, %dw: index) {
+  %c0 = arith.constant 0 : index
+  tile.im2col_copy %x[%c0, %h, %c0, %c0], %t offsets [%dh, %dw] {lower = array<i64: 0, 0>, upper = array<i64: -2, -2>} : memref<2x10x12x64xbf16>, memref<16x64xbf16, 3>
+  return
+}
