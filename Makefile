@@ -2,6 +2,8 @@
 # Both install what is missing (Debian packages), configure and build first.
 
 BUILD_DIR  ?= build
+# The sanitizer build (clang, ASan + UBSan, libFuzzer targets).
+ASAN_BUILD_DIR ?= build-asan
 BUILD_TYPE ?= Release
 JOBS       ?= $(shell nproc)
 PREFIX     ?= $(CURDIR)/install
@@ -9,7 +11,7 @@ PREFIX     ?= $(CURDIR)/install
 export SINKATTN_BUILD_DIR := $(BUILD_DIR)
 export SINKATTN_BUILD_TYPE := $(BUILD_TYPE)
 
-.PHONY: all deps configure build run test docs install clean
+.PHONY: all deps configure build build-asan run test test-asan docs install clean
 
 all: build
 
@@ -25,8 +27,19 @@ build: configure
 run: build
 	@scripts/run-main.sh
 
-test: build
-	@scripts/run-tests.sh
+# Every test: the regular build's suites, then the same suites under
+# AddressSanitizer + UndefinedBehaviorSanitizer plus bounded fuzzing runs.
+test: build build-asan
+	@scripts/run-tests.sh $(BUILD_DIR) $(ASAN_BUILD_DIR)
+
+build-asan: deps
+	@SINKATTN_BUILD_DIR=$(ASAN_BUILD_DIR) scripts/configure.sh \
+	  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+	  "-DSINKATTN_SANITIZE=address;undefined" -DSINKATTN_BUILD_FUZZERS=ON
+	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS) --target all mlir-doc gpu-bundles
+
+test-asan: build-asan
+	@scripts/run-tests.sh $(ASAN_BUILD_DIR)
 
 # Regenerate docs/reference/ (dialect, op and pass reference) from TableGen.
 docs: configure
@@ -36,4 +49,4 @@ install: build
 	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR)

@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   cmake ninja-build g++ python3 libgtest-dev
+  clang-22 libclang-rt-22-dev
 )
 
 missing=()

@@ -15,7 +15,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.sinkattn_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "lit_support.py", "Inputs", "consumer"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "lit_support.py", "Inputs", "consumer", "corpus"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%sinkattn_src_root", config.sinkattn_src_root))
@@ -37,6 +37,21 @@ tool_dirs = [config.sinkattn_tools_dir, config.llvm_tools_dir]
 tools = ["sinkattn-opt", "sinkattn-runner", "FileCheck", "not", "count", "split-file"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
+
+# Sanitizer builds (make test-asan) and their fuzzers.
+if config.sanitizers:
+    config.available_features.add("sanitizers")
+    # Findings abort the process, so a lit test fails on any report.
+    config.environment["ASAN_OPTIONS"] = "abort_on_error=1:detect_leaks=1"
+    config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+if config.fuzzers:
+    config.available_features.add("fuzzers")
+    config.substitutions.append(
+        ("%opt_fuzzer", os.path.join(config.sinkattn_tools_dir, "sinkattn-opt-fuzzer")))
+    config.substitutions.append(
+        ("%bundle_fuzzer", os.path.join(config.sinkattn_tools_dir, "sinkattn-bundle-fuzzer")))
+config.substitutions.append(
+    ("%fuzz_seconds", os.environ.get("SINKATTN_FUZZ_SECONDS", "60")))
 
 # GPU tests carry `REQUIRES: cuda-gpu` and report as unsupported (skipped)
 # on machines without a GPU, such as CI.

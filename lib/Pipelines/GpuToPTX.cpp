@@ -180,6 +180,15 @@ struct GpuToPTXPipelineOptions
       llvm::cl::desc("Pass statically shaped memref kernel arguments as one "
                      "pointer each"),
       llvm::cl::init(false)};
+
+  sinkattn::PTXTargetOptions target() const {
+    sinkattn::PTXTargetOptions options;
+    options.chip = chip;
+    options.features = features;
+    options.optLevel = optLevel;
+    options.barePointers = barePointers;
+    return options;
+  }
 };
 } // namespace
 
@@ -196,13 +205,8 @@ void sinkattn::registerSinkAttnPipelines() {
       "sinkattn-tile-to-nvgpu followed by sinkattn-gpu-to-ptx: tile IR "
       "kernels to gpu.binary ops holding PTX",
       [](OpPassManager &pm, const GpuToPTXPipelineOptions &cl) {
-        PTXTargetOptions options;
-        options.chip = cl.chip;
-        options.features = cl.features;
-        options.optLevel = cl.optLevel;
-        options.barePointers = cl.barePointers;
         buildTileToNVGPUPipeline(pm);
-        buildGpuToPTXPipeline(pm, options);
+        buildGpuToPTXPipeline(pm, cl.target());
       });
   PassPipelineRegistration<GpuToPTXPipelineOptions>(
       "sinkattn-gpu-to-ptx",
@@ -210,11 +214,6 @@ void sinkattn::registerSinkAttnPipelines() {
       "PTX for Hopper (sm_90a by default); tensor-map arguments listed in "
       "sinkattn.tensor_map_args are passed by value",
       [](OpPassManager &pm, const GpuToPTXPipelineOptions &cl) {
-        PTXTargetOptions options;
-        options.chip = cl.chip;
-        options.features = cl.features;
-        options.optLevel = cl.optLevel;
-        options.barePointers = cl.barePointers;
-        buildGpuToPTXPipeline(pm, options);
+        buildGpuToPTXPipeline(pm, cl.target());
       });
 }

@@ -102,20 +102,34 @@ LogicalResult AllocBarrierOp::verify() {
   return success();
 }
 
+/// mbarrier_arrive and mbarrier_init: an arrive count the 20-bit counter
+/// holds, on an existing slot.
+template <typename SlotOp>
+static LogicalResult verifyArriveCount(SlotOp op, int64_t count) {
+  if (count < 1 || count > kMaxArriveCount)
+    return op.emitOpError() << "arrive count " << count << " must be in [1, "
+                            << kMaxArriveCount << "]";
+  return verifyBarrierSlot(op, op.getBarriers().getType(), op.getIndex());
+}
+
+/// mbarrier_expect_tx and mbarrier_arrive_expect_tx: a byte count one phase
+/// can expect, on an existing slot.
+template <typename SlotOp>
+static LogicalResult verifyTxBytes(SlotOp op, int64_t bytes) {
+  if (bytes < 1 || bytes > kMaxTxBytes)
+    return op.emitOpError()
+           << "expects " << bytes
+           << " transaction bytes; an mbarrier phase can expect 1 to "
+           << kMaxTxBytes << " bytes";
+  return verifyBarrierSlot(op, op.getBarriers().getType(), op.getIndex());
+}
+
 LogicalResult MBarrierArriveOp::verify() {
-  if (getCount() < 1 || getCount() > kMaxArriveCount)
-    return emitOpError() << "arrive count " << getCount()
-                         << " must be in [1, " << kMaxArriveCount << "]";
-  return verifyBarrierSlot(*this, getBarriers().getType(), getIndex());
+  return verifyArriveCount(*this, getCount());
 }
 
 LogicalResult MBarrierExpectTxOp::verify() {
-  if (getBytes() < 1 || getBytes() > kMaxTxBytes)
-    return emitOpError() << "expects " << getBytes()
-                         << " transaction bytes; an mbarrier phase can expect "
-                            "1 to "
-                         << kMaxTxBytes << " bytes";
-  return verifyBarrierSlot(*this, getBarriers().getType(), getIndex());
+  return verifyTxBytes(*this, getBytes());
 }
 
 LogicalResult MBarrierWaitParityOp::verify() {
@@ -235,19 +249,11 @@ LogicalResult TmaIm2colLoadOp::verify() {
 }
 
 LogicalResult MBarrierInitOp::verify() {
-  if (getCount() < 1 || getCount() > kMaxArriveCount)
-    return emitOpError() << "arrive count " << getCount()
-                         << " must be in [1, " << kMaxArriveCount << "]";
-  return verifyBarrierSlot(*this, getBarriers().getType(), getIndex());
+  return verifyArriveCount(*this, getCount());
 }
 
 LogicalResult MBarrierArriveExpectTxOp::verify() {
-  if (getBytes() < 1 || getBytes() > kMaxTxBytes)
-    return emitOpError() << "expects " << getBytes()
-                         << " transaction bytes; an mbarrier phase can expect "
-                            "1 to "
-                         << kMaxTxBytes << " bytes";
-  return verifyBarrierSlot(*this, getBarriers().getType(), getIndex());
+  return verifyTxBytes(*this, getBytes());
 }
 
 //===----------------------------------------------------------------------===//

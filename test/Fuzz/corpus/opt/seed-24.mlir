@@ -1,0 +1,18 @@
+// RUN: sinkattn-opt %s --tile-lower-copies -split-input-file -verify-diagnostics
+
+func.func @inner_dimension_too_wide(%A: memref<64x4096xbf16>, %s: memref<8x512xbf16, 3>, %m: index) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.copy' op cannot use TMA: tile dimension 1 is 512 elements; TMA boxes are at most 256 per dimension and only the leading dimension is split}}
+  tile.copy %A[%m, %c0], %s : memref<64x4096xbf16>, memref<8x512xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @inner_bytes(%A: memref<64x4096xbf16>, %s: memref<64x4xbf16, 3>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %b = tile.alloc_barrier [1] : !tile.barriers<1>
+  // expected-error @+1 {{'tile.tma_copy' op cannot use TMA: the tile's innermost dimension spans 8 bytes, not a multiple of 16}}
+  tile.tma_copy %A[%m, %c0], %s, barrier(%b[%c0]) : memref<64x4096xbf16>, memref<64x4xbf16, 3>, !tile.barriers<1>
+  return
+}

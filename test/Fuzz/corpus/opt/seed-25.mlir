@@ -1,0 +1,125 @@
+// RUN: sinkattn-opt %s --tile-lower-copies --split-input-file | FileCheck %s
+
+// tma_copy: one thread arms the user's barrier with the tile's bytes and
+// issues the load; no arrive, no wait.
+// CHECK-LABEL: func @tma_copy
+// CHECK-SAME: (%[[A:.*]]: memref<1024x64xbf16>, %[[S:.*]]: memref<64x64xbf16, 3>, %[[M:.*]]: index)
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[B:.*]] = tile.alloc_barrier [1]
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[LEADER:.*]] = arith.cmpi eq, %[[TID]], %{{.*}}
+// CHECK: scf.if %[[LEADER]] {
+// CHECK-NEXT: tile.mbarrier_expect_tx %[[B]][%[[C0]]], 8192
+// CHECK-NEXT: tile.tma_load %[[A]][%[[M]], %[[C0]]], %[[S]], barrier(%[[B]][%[[C0]]])
+// CHECK-NEXT: }
+// CHECK-NOT: tile.mbarrier_arrive
+// CHECK-NOT: tile.mbarrier_wait_parity
+// CHECK: return
+func.func @tma_copy(%A: memref<1024x64xbf16>, %s: memref<64x64xbf16, 3>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %b = tile.alloc_barrier [1] : !tile.barriers<1>
+  tile.tma_copy %A[%m, %c0], %s, barrier(%b[%c0]) : memref<1024x64xbf16>, memref<64x64xbf16, 3>, !tile.barriers<1>
+  return
+}
+
+// -----
+
+// A synchronous copy in a loop: its own barrier at the function's start;
+// sync, one thread arms + loads + arrives, everybody waits for parity
+// ((k - lb) / step) % 2.
+// CHECK-LABEL: func @copy_in_loop
+// CHECK: %[[SLOT:.*]] = arith.constant 0 : index
+// CHECK: %[[B:.*]] = tile.alloc_barrier [1] : !tile.barriers<1>
+// CHECK: scf.for %[[K:.*]] = %[[LB:.*]] to %{{.*}} step %[[STEP:.*]] {
+// CHECK: %[[OFF:.*]] = arith.subi %[[K]], %[[LB]]
+// CHECK: %[[IT:.*]] = arith.divui %[[OFF]], %[[STEP]]
+// CHECK: %[[PARITY:.*]] = arith.remui %[[IT]], %{{.*}}
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK-NEXT: tile.mbarrier_expect_tx %[[B]][%[[SLOT]]], 16384
+// CHECK-NEXT: tile.tma_load {{.*}} barrier(%[[B]][%[[SLOT]]])
+// CHECK-NEXT: tile.mbarrier_arrive %[[B]][%[[SLOT]]]
+// CHECK-NEXT: }
+// CHECK-NEXT: tile.mbarrier_wait_parity %[[B]][%[[SLOT]]], %[[PARITY]]
+func.func @copy_in_loop(%A: memref<4096x4096xbf16>, %s: memref<128x64xbf16, 3>, %m: index) {
+  %c3 = arith.constant 3 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  scf.for %k = %c3 to %c64 step %c2 {
+    tile.copy %A[%m, %k], %s : memref<4096x4096xbf16>, memref<128x64xbf16, 3>
+  }
+  return
+}
+
+// -----
+
+// Outside loops the copy waits for parity 0.
+// CHECK-LABEL: func @copy_once
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK: tile.mbarrier_wait_parity %{{.*}}[%{{.*}}], %[[ZERO]]
+func.func @copy_once(%A: memref<4096x64xbf16>, %s: memref<128x64xbf16, 3>, %m: index) {
+  %c0 = arith.constant 0 : index
+  tile.copy %A[%m, %c0], %s : memref<4096x64xbf16>, memref<128x64xbf16, 3>
+  return
+}
+
+// -----
+
+// A 512-row tile is two 256-row boxes on one barrier; one expect_tx of all
+// the bytes; the second box starts 256 rows further in the global tensor.
+// CHECK-LABEL: func @split_box
+// CHECK-SAME: (%[[A:.*]]: memref<4096x64xf16>, %[[S:.*]]: memref<512x64xf16, 3>, %[[M:.*]]: index)
+// CHECK: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: scf.if
+// CHECK-NEXT: tile.mbarrier_expect_tx %{{.*}}, 65536
+// CHECK: %[[TOP:.*]] = memref.subview %[[S]][0, 0] [256, 64] [1, 1]
+// CHECK: %[[BOTTOM:.*]] = memref.subview %[[S]][256, 0] [256, 64] [1, 1]
+// CHECK: %[[M2:.*]] = arith.addi %[[M]], %[[C256]]
+// CHECK: tile.tma_load %[[A]][%[[M]], %{{.*}}], %[[TOP]]
+// CHECK: tile.tma_load %[[A]][%[[M2]], %{{.*}}], %[[BOTTOM]]
+// CHECK: tile.mbarrier_arrive
+func.func @split_box(%A: memref<4096x64xf16>, %s: memref<512x64xf16, 3>, %m: index) {
+  %c0 = arith.constant 0 : index
+  tile.copy %A[%m, %c0], %s : memref<4096x64xf16>, memref<512x64xf16, 3>
+  return
+}
+
+// -----
+
+// shared -> global: sync, one thread fences the async proxy, stores,
+// commits and waits for the reads of the bulk group, sync.
+// CHECK-LABEL: func @store
+// CHECK-SAME: (%[[S:.*]]: memref<64x64xbf16, 3>, %[[O:.*]]: memref<?x64xbf16>, %[[M:.*]]: index)
+// CHECK: gpu.barrier
+// CHECK-NEXT: gpu.thread_id
+// CHECK: scf.if
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: tile.tma_store %[[S]], %[[O]][%[[M]], %{{.*}}]
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.barrier
+func.func @store(%s: memref<64x64xbf16, 3>, %O: memref<?x64xbf16>, %m: index) {
+  %c0 = arith.constant 0 : index
+  tile.copy %s, %O[%m, %c0] : memref<64x64xbf16, 3>, memref<?x64xbf16>
+  return
+}
+
+// -----
+
+// im2col_copy: its own barrier, the synchronous protocol around one
+// single-thread im2col TMA load of the tile's bytes (16 x 64 x 2).
+// CHECK-LABEL: func @im2col
+// CHECK: %[[B:.*]] = tile.alloc_barrier [1] : !tile.barriers<1>
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK-NEXT: tile.mbarrier_expect_tx %[[B]][%{{.*}}], 2048
+// CHECK-NEXT: tile.tma_im2col_load %{{.*}} offsets[%{{.*}}, %{{.*}}], barrier(%[[B]][%{{.*}}]) {lower = array<i64: 0, 0>, upper = array<i64: -2, -2>}
+// CHECK-NEXT: tile.mbarrier_arrive %[[B]]
+// CHECK-NEXT: }
+// CHECK-NEXT: tile.mbarrier_wait_parity %[[B]]
+func.func @im2col(%x: memref<2x10x12x64xbf16>, %t: memref<16x64xbf16, 3>, %h: index, %dh: index, %dw: index) {
+  %c0 = arith.constant 0 : index
+  tile.im2col_copy %x[%c0, %h, %c0, %c0], %t offsets [%dh, %dw] {lower = array<i64: 0, 0>, upper = array<i64: -2, -2>} : memref<2x10x12x64xbf16>, memref<16x64xbf16, 3>
+  return
+}

@@ -1,0 +1,71 @@
+// RUN: sinkattn-opt %s -split-input-file -verify-diagnostics
+
+func.func @global_to_global(%a: memref<64x64xbf16>, %b: memref<64x64xbf16>, %i: index) {
+  // expected-error @+1 {{'tile.copy' op copies between global and shared memory, got global -> global}}
+  tile.copy %a[%i, %i], %b[%i, %i] : memref<64x64xbf16>, memref<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @shared_to_shared(%a: memref<64x64xbf16, 3>, %b: memref<64x64xbf16, 3>) {
+  // expected-error @+1 {{'tile.copy' op copies between global and shared memory, got shared -> shared}}
+  tile.copy %a, %b : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @private_space(%a: memref<64x64xbf16>, %b: memref<64x64xbf16, #gpu.address_space<private>>, %i: index) {
+  // expected-error @+1 {{'tile.copy' op copies between global and shared memory, got global -> memory space #gpu.address_space<private>}}
+  tile.copy %a[%i, %i], %b : memref<64x64xbf16>, memref<64x64xbf16, #gpu.address_space<private>>
+  return
+}
+
+// -----
+
+func.func @element_type_mismatch(%a: memref<1024x64xf16>, %s: memref<64x64xbf16, 3>, %i: index) {
+  // expected-error @+1 {{'tile.copy' op element type mismatch: the global memref holds 'f16' but the shared tile holds 'bf16'}}
+  tile.copy %a[%i, %i], %s : memref<1024x64xf16>, memref<64x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @missing_global_indices(%a: memref<1024x64xbf16>, %s: memref<64x64xbf16, 3>, %i: index) {
+  // expected-error @+1 {{'tile.copy' op the global memref has rank 2 and needs 2 indices, got 1}}
+  tile.copy %a[%i], %s : memref<1024x64xbf16>, memref<64x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @shared_indices(%a: memref<1024x64xbf16>, %s: memref<2x64x64xbf16, 3>, %i: index) {
+  // expected-error @+1 {{'tile.copy' op the shared tile takes no indices; select a sub-tile with memref.subview}}
+  tile.copy %a[%i, %i], %s[%i] : memref<1024x64xbf16>, memref<2x64x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @dynamic_tile(%a: memref<1024x64xbf16>, %s: memref<?x64xbf16, 3>, %i: index) {
+  // expected-error @+1 {{'tile.copy' op the shared tile must have a static shape, got 'memref<?x64xbf16, 3>'}}
+  tile.copy %a[%i, %i], %s : memref<1024x64xbf16>, memref<?x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @tile_rank_too_large(%a: memref<1024x64xbf16>, %s: memref<2x64x64xbf16, 3>, %i: index) {
+  // expected-error @+1 {{'tile.copy' op shape mismatch: the shared tile 2x64x64 has rank 3 but the global memref only rank 2}}
+  tile.copy %a[%i, %i], %s : memref<1024x64xbf16>, memref<2x64x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @store_element_type_mismatch(%o: memref<1024x64xf32>, %s: memref<64x64xbf16, 3>, %i: index) {
+  // expected-error @+1 {{'tile.copy' op element type mismatch: the global memref holds 'f32' but the shared tile holds 'bf16'}}
+  tile.copy %s, %o[%i, %i] : memref<64x64xbf16, 3>, memref<1024x64xf32>
+  return
+}

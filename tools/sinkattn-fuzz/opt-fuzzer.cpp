@@ -1,0 +1,44 @@
+//===- opt-fuzzer.cpp - Fuzz the parser, verifier and tile passes ---------===//
+//
+// libFuzzer target: any text is parsed as MLIR (with the dialects SinkAttn
+// kernels use), verified, and run through the tile pipeline up to nvgpu
+// (sinkattn-tile-to-nvgpu). Errors are fine; crashes, sanitizer reports and
+// hangs are bugs. Seed corpus: test/Fuzz/corpus/opt (from the lit tests).
+//
+//===----------------------------------------------------------------------===//
+
+#include "SinkAttn/Kernels/Kernels.h"
+#include "SinkAttn/Pipelines/Pipelines.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <cstddef>
+#include <cstdint>
+
+using namespace mlir;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static DialectRegistry *registry = [] {
+    auto *r = new DialectRegistry();
+    sinkattn::registerKernelDialects(*r);
+    return r;
+  }();
+  MLIRContext context(*registry, MLIRContext::Threading::DISABLED);
+  context.allowUnregisteredDialects(false);
+  // Diagnostics are expected; keep the fuzzer's output readable.
+  ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) { return success(); });
+
+  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  ParserConfig config(&context);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, config);
+  if (!module || failed(verify(*module)))
+    return 0;
+  PassManager pm = PassManager::on<ModuleOp>(&context);
+  sinkattn::buildTileToNVGPUPipeline(pm);
+  (void)pm.run(*module);
+  return 0;
+}
