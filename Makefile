@@ -36,7 +36,8 @@ build-asan: deps
 	@SINKATTN_BUILD_DIR=$(ASAN_BUILD_DIR) scripts/configure.sh \
 	  -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
 	  "-DSINKATTN_SANITIZE=address;undefined" -DSINKATTN_BUILD_FUZZERS=ON
-	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS) --target all mlir-doc gpu-bundles
+	ASAN_OPTIONS=allow_user_poisoning=0 \
+	  cmake --build $(ASAN_BUILD_DIR) -j $(JOBS) --target all mlir-doc gpu-bundles
 
 test-asan: build-asan
 	@scripts/run-tests.sh $(ASAN_BUILD_DIR)

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 using namespace mlir;
 
@@ -32,7 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // Diagnostics are expected; keep the fuzzer's output readable.
   ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) { return success(); });
 
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // The MLIR lexer relies on the NUL terminator after the buffer, which
+  // libFuzzer's input does not have: parse a terminated copy.
+  std::string text(reinterpret_cast<const char *>(data), size);
   ParserConfig config(&context);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, config);
   if (!module || failed(verify(*module)))

@@ -206,7 +206,9 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
       continue;
     }
     unsigned position = func.getNumArguments();
-    func.insertArgument(position, pointerType, DictionaryAttr(), func.getLoc());
+    if (failed(func.insertArgument(position, pointerType, DictionaryAttr(),
+                                   func.getLoc())))
+      return func.emitOpError() << "could not add a tensor-map argument";
     mapArgs.push_back(position);
     if (use.im2col) {
       // Lowered straight to NVVM, which takes the map's generic address.

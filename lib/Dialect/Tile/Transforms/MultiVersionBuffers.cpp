@@ -172,7 +172,8 @@ struct TileMultiVersionBuffersPass
           BarrierArrayType::get(array.getContext(), stages * slots),
           rewriter.getDenseI64ArrayAttr(counts));
       for (Operation *user : llvm::make_early_inc_range(array->getUsers())) {
-        auto [barriers, index] = *slotOperands(user);
+        std::pair<OpOperand *, OpOperand *> operands = *slotOperands(user);
+        OpOperand *barriers = operands.first, *index = operands.second;
         rewriter.setInsertionPoint(user);
         // Slot i of version v is v * n + i.
         Value base = arith::MulIOp::create(
