@@ -44,6 +44,13 @@ struct CompilerContext {
 };
 
 rt::Expected<KernelConfig> configFromOptions(const Options &options) {
+  // No kernel built so far takes an attention shape: say so rather than
+  // ignoring the flags.
+  std::vector<std::string> attention = options.attentionFlagsGiven();
+  if (!attention.empty())
+    return rt::Status::error(attention.front() + " does not apply to kernel '" +
+                             options.kernel +
+                             "': it is a parameter of the attention kernels");
   KernelConfig config;
   config.kernel = options.kernel;
   config.m = options.m;

@@ -24,7 +24,14 @@ const FlagSpec kFlags[] = {
     {"m", "N", "compile check bench", "rows (gemm: of A and D; tma-copy: of the matrix)"},
     {"n", "N", "compile check bench", "columns (gemm: of B and D; tma-copy: of the matrix)"},
     {"k", "N", "compile check bench", "reduction size (gemm; tma-stream: columns streamed)"},
-    {"stages", "S", "compile check bench", "pipeline stages of the main loop (tma-stream; default 2)"},
+    {"stages", "S", "compile check bench", "pipeline stages of the main loop (tma-copy, tma-stream; default 2)"},
+    {"batch", "B", "compile check bench", "attention: batch size"},
+    {"heads", "H", "compile check bench", "attention: query heads"},
+    {"kv-heads", "HK", "compile check bench", "attention: key/value heads (divides --heads)"},
+    {"seq-q", "SQ", "compile check bench", "attention: query length"},
+    {"seq-kv", "SKV", "compile check bench", "attention: key/value length"},
+    {"head-dim", "D", "compile check bench", "attention: head dimension (64 or 128)"},
+    {"window", "W", "compile check bench", "attention: sliding window (>= 1)"},
     {"start-tile", "T", "compile check bench", "tma-stream: first 64-column tile of the loop (default 0)"},
     {"dtype", "T", "compile check bench", "element type: bf16 (default) or fp16"},
     {"chip", "SM", "compile check bench", "PTX target (default sm_90a)"},
@@ -70,6 +77,19 @@ rt::Expected<int64_t> parseInteger(const std::string &flag,
 
 bool Options::wasGiven(const std::string &flag) const {
   return std::find(given.begin(), given.end(), flag) != given.end();
+}
+
+namespace {
+const char *const kAttentionFlags[] = {"batch",  "heads",    "kv-heads", "seq-q",
+                                       "seq-kv", "head-dim", "window"};
+} // namespace
+
+std::vector<std::string> Options::attentionFlagsGiven() const {
+  std::vector<std::string> flags;
+  for (const char *flag : kAttentionFlags)
+    if (wasGiven(flag))
+      flags.push_back(std::string("--") + flag);
+  return flags;
 }
 
 std::string runner::usage(bool hasCompiler) {
@@ -172,6 +192,24 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       number = integer(0, kMaxDim);
       if (number.ok())
         options.startTile = *number;
+    } else if (name == "batch" || name == "heads" || name == "kv-heads" ||
+               name == "seq-q" || name == "seq-kv" || name == "window") {
+      number = integer(1, kMaxDim);
+      if (number.ok())
+        (name == "batch"    ? options.batch
+         : name == "heads"  ? options.heads
+         : name == "kv-heads" ? options.kvHeads
+         : name == "seq-q"  ? options.seqQ
+         : name == "seq-kv" ? options.seqKV
+                            : options.window) = *number;
+    } else if (name == "head-dim") {
+      number = integer(1, kMaxDim);
+      if (number.ok() && *number != 64 && *number != 128)
+        return rt::Status::error("--head-dim must be 64 or 128 (the head "
+                                 "dimensions SinkAttn compiles), got " +
+                                 value);
+      if (number.ok())
+        options.headDim = *number;
     } else if (name == "dtype") {
       if (value == "fp16" || value == "f16")
         value = "f16";
@@ -222,6 +260,20 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       return number.status();
   }
 
+  if (options.heads % options.kvHeads != 0)
+    return rt::Status::error("--kv-heads " + std::to_string(options.kvHeads) +
+                             " must divide --heads " +
+                             std::to_string(options.heads));
+  // Element offsets of one tensor must fit the 32-bit indices kernels use.
+  auto elements = [](int64_t a, int64_t b, int64_t c, int64_t d) {
+    return double(a) * double(b) * double(c) * double(d);
+  };
+  if (elements(options.batch, options.heads, std::max(options.seqQ, options.seqKV),
+               options.headDim) > double(INT32_MAX))
+    return rt::Status::error(
+        "the attention tensors have more than 2^31-1 elements (batch x heads "
+        "x length x head-dim); 32-bit indices cannot address them");
+
   if (options.command == "compile") {
     if (options.kernel.empty())
       return rt::Status::error("compile needs --kernel NAME");
@@ -245,7 +297,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     }
     if (!options.bundleDir.empty())
       for (const char *flag :
-           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "start-tile"})
+           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "start-tile",
+            "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window"})
         if (options.wasGiven(flag))
           return rt::Status::error(
               std::string("--") + flag +

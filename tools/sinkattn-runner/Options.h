@@ -20,6 +20,10 @@ struct Options {
   std::string dtype = "bf16";
   int64_t stages = 2;
   int64_t startTile = 0;
+  /// Attention shape (the sink-attention kernels; validated here, rejected
+  /// by kernels that are not attention kernels).
+  int64_t batch = 1, heads = 64, kvHeads = 8, seqQ = 4096, seqKV = 4096;
+  int64_t headDim = 128, window = 0; ///< window 0: no sliding window
   std::string emit;   ///< tile | gpu | llvm | ptx | bundle
   std::string output; ///< -o
   std::string chip = "sm_90a";
@@ -35,6 +39,8 @@ struct Options {
   /// Flags given explicitly (so a bundle's config is not contradicted).
   std::vector<std::string> given;
   bool wasGiven(const std::string &flag) const;
+  /// The attention-shape flags given on the command line, spelled "--x".
+  std::vector<std::string> attentionFlagsGiven() const;
 };
 
 /// Parses argv. Errors (unknown flag, missing or malformed value, value out
