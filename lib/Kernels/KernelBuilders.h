@@ -9,12 +9,29 @@ namespace sinkattn::kernels {
 
 mlir::FailureOr<KernelModule> buildGemm(mlir::MLIRContext &context,
                                         const KernelConfig &config);
+mlir::FailureOr<KernelModule> buildSinkFwd(mlir::MLIRContext &context,
+                                           const KernelConfig &config);
 mlir::FailureOr<KernelModule> buildTmaCopy(mlir::MLIRContext &context,
                                            const KernelConfig &config);
 mlir::FailureOr<KernelModule> buildTmaStream(mlir::MLIRContext &context,
                                              const KernelConfig &config);
 mlir::FailureOr<KernelModule> buildTmaIm2col(mlir::MLIRContext &context,
                                              const KernelConfig &config);
+
+/// The fp32 SIMT reference of `sink-fwd` (gpu/scf/arith/memref only, no
+/// tile ops; ABI and launch shape in SinkAttn/Runtime/AttentionReference.h)
+/// for the config's batch, heads, kvHeads, seqQ, seqKv, headDim, window and
+/// dtype, scale 1/sqrt(headDim). Unsupported values are reported through
+/// the context's diagnostics.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildSinkFwdReference(mlir::MLIRContext &context, const KernelConfig &config);
+/// buildSinkFwdReference() compiled to PTX for `target` (bare pointers
+/// whatever `target` says): what goes into the bundle's reference with
+/// entry rt::kSinkFwdReferenceEntry.
+mlir::FailureOr<std::string>
+compileSinkFwdReferencePTX(mlir::MLIRContext &context,
+                           const KernelConfig &config,
+                           PTXTargetOptions target);
 
 /// Bundle parameters. Shapes are outermost first.
 rt::BundleParam inputBuffer(std::string name, rt::DType dtype,

@@ -3,6 +3,7 @@
 #include "SinkAttn/Kernels/Kernels.h"
 
 #include "KernelBuilders.h"
+#include "SinkAttn/Runtime/AttentionReference.h"
 
 #include "SinkAttn/Conversion/Passes.h"
 #include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
@@ -32,6 +33,10 @@ struct KernelEntry {
 const KernelEntry kKernels[] = {
     {"gemm", "D = A*B, bf16/f16 in, f32 out (TMA + mbarrier + wgmma)",
      kernels::buildGemm},
+    {"sink-fwd",
+     "attention-sink forward (GPT-OSS sinks): causal, optional sliding "
+     "window, MHA/GQA, D 64/128; O and LSE (tile IR, wgmma)",
+     kernels::buildSinkFwd},
     {"tma-copy",
      "out = in through shared memory: pipelined tile.copy loads and stores "
      "of 64x64 tiles (tile IR)",
@@ -121,10 +126,12 @@ LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
       continue;
     }
     ArrayRef<int64_t> box = cast<DenseI64ArrayAttr>(info.get("box")).asArrayRef();
+    auto swizzle = info.getAs<IntegerAttr>("swizzle");
     mapParams.push_back(kernels::tensorMap(
         name, buffer.name, buffer.dtype, buffer.shape,
         std::vector<uint32_t>(box.begin(), box.end()),
-        rt::TensorMapSwizzle::None));
+        swizzle && swizzle.getInt() == 128 ? rt::TensorMapSwizzle::B128
+                                           : rt::TensorMapSwizzle::None));
   }
   bundle.params.insert(bundle.params.end(), mapParams.begin(), mapParams.end());
   return success();
@@ -150,6 +157,18 @@ FailureOr<rt::Bundle> sinkattn::compileKernel(MLIRContext &context,
   rt::Bundle bundle = std::move(built->bundle);
   bundle.ptx = ptx->begin()->second;
   bundle.config["chip"] = target.chip;
+  // The attention kernels carry an independent SIMT reference (no tile ops)
+  // that the runner checks them against on the GPU.
+  if (config.kernel == "sink-fwd") {
+    FailureOr<std::string> reference =
+        kernels::compileSinkFwdReferencePTX(context, config, target);
+    if (failed(reference))
+      return failure();
+    rt::BundleReference ref;
+    ref.entry = rt::kSinkFwdReferenceEntry;
+    ref.ptx = std::move(*reference);
+    bundle.reference = std::move(ref);
+  }
   return bundle;
 }
 

@@ -75,17 +75,22 @@ void sinkattn::buildGpuToNVVMPipeline(OpPassManager &pm,
 }
 
 void sinkattn::buildTileToNVGPUPipeline(OpPassManager &pm) {
-  // Copies become TMA + barriers first; multi-versioning then expands the
+  // Layouts first: they decide which shared tiles are swizzled, which the
+  // copy lowering needs. Copies become TMA + barriers; multi-versioning then expands the
   // buffers and barrier arrays of pipelined loops; initialization comes
   // after it so that it covers every version. CSE + canonicalization merge
   // the single-thread regions of neighbouring copies (same condition), which
   // puts expect_tx and arrive side by side for the fusion.
+  pm.addPass(tile::createTileAssignLayouts());
   pm.addPass(tile::createTileLowerCopies());
   pm.addPass(tile::createTileMultiVersionBuffers());
   pm.addPass(tile::createTileLowerBarriers());
   pm.addPass(createCSEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(tile::createTileFuseArriveExpectTx());
+  // Fragments become registers while shared tiles are still allocations
+  // (swizzled stores look their swizzle up there).
+  pm.addPass(createConvertTileFragmentsToNVVM());
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertTileToNVGPU());
 }
 
@@ -196,9 +201,10 @@ void sinkattn::registerSinkAttnPipelines() {
   registerSinkAttnPipelinesPasses();
   PassPipelineRegistration<>(
       "sinkattn-tile-to-nvgpu",
-      "Lower tile IR kernels to nvgpu/nvvm: tile-lower-copies, "
-      "tile-multi-version-buffers, tile-lower-barriers, cse, canonicalize, "
-      "tile-fuse-arrive-expect-tx, convert-tile-to-nvgpu",
+      "Lower tile IR kernels to nvgpu/nvvm: tile-assign-layouts, "
+      "tile-lower-copies, tile-multi-version-buffers, tile-lower-barriers, "
+      "cse, canonicalize, tile-fuse-arrive-expect-tx, "
+      "convert-tile-fragments-to-nvvm, convert-tile-to-nvgpu",
       buildTileToNVGPUPipeline);
   PassPipelineRegistration<GpuToPTXPipelineOptions>(
       "sinkattn-tile-to-ptx",

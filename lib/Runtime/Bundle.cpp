@@ -41,7 +41,8 @@ bool Bundle::operator==(const Bundle &o) const {
   return formatVersion == o.formatVersion && kernel == o.kernel &&
          entry == o.entry && grid == o.grid && block == o.block &&
          cluster == o.cluster && sharedMemoryBytes == o.sharedMemoryBytes &&
-         config == o.config && params == o.params && ptx == o.ptx;
+         config == o.config && params == o.params && ptx == o.ptx &&
+         reference == o.reference;
 }
 
 uint64_t bufferBytes(const BundleParam &param) {
@@ -91,6 +92,33 @@ static bool ptxDeclaresEntry(std::string_view ptx, std::string_view name) {
       return true;
   }
   return false;
+}
+
+/// A file name inside the bundle directory: no directories (so a manifest
+/// cannot make the reader open or the writer create files elsewhere), no
+/// hidden or special names, and not one of the bundle's fixed files.
+static bool isPlainBundleFileName(std::string_view s) {
+  if (s.empty() || s.size() > 255 || s[0] == '.' || s == kBundlePtxFile ||
+      s == kBundleManifestFile)
+    return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+      return false;
+  return true;
+}
+
+static std::string versionRange() {
+  return "this runtime reads versions " +
+         std::to_string(kBundleOldestFormatVersion) + " to " +
+         std::to_string(kBundleFormatVersion);
+}
+
+static Status checkFormatVersion(int64_t version) {
+  if (version < kBundleOldestFormatVersion || version > kBundleFormatVersion)
+    return Status::error("unsupported format_version " +
+                         std::to_string(version) + "; " + versionRange());
+  return Status();
 }
 
 static std::string paramWhere(size_t i, const BundleParam &p) {
@@ -162,11 +190,7 @@ static Expected<std::vector<uint8_t>> scalarBytes(const BundleParam &p) {
 }
 
 Status validateBundle(const Bundle &b) {
-  if (b.formatVersion != kBundleFormatVersion)
-    return Status::error("unsupported format_version " +
-                         std::to_string(b.formatVersion) +
-                         "; this runtime reads version " +
-                         std::to_string(kBundleFormatVersion));
+  SINKATTN_RT_TRY(checkFormatVersion(b.formatVersion));
   if (b.kernel.empty())
     return Status::error("kernel: must be a non-empty string");
   if (!isPtxIdentifier(b.entry))
@@ -174,9 +198,38 @@ Status validateBundle(const Bundle &b) {
                          "' is not a valid PTX identifier");
   LaunchConfig lc = launchConfigFor(b);
   SINKATTN_RT_TRY(validateLaunchConfig(lc));
-  for (const auto &[key, value] : b.config)
+  for (const auto &[key, value] : b.config) {
     if (key.empty())
       return Status::error("config: keys must be non-empty");
+    if (const double *number = std::get_if<double>(&value)) {
+      if (!std::isfinite(*number))
+        return Status::error("config." + key + ": not a finite number");
+      if (b.formatVersion < 2)
+        return Status::error("config." + key +
+                             ": floating-point config values need "
+                             "format_version 2");
+    }
+  }
+  if (b.reference) {
+    const BundleReference &r = *b.reference;
+    // A version-1 reader would reject the unknown field anyway; saying which
+    // version is needed is the clearer message.
+    if (b.formatVersion < 2)
+      return Status::error("reference: a reference kernel needs "
+                           "format_version 2");
+    if (!isPtxIdentifier(r.entry))
+      return Status::error("reference.entry: '" + r.entry +
+                           "' is not a valid PTX identifier");
+    if (!isPlainBundleFileName(r.ptxFile))
+      return Status::error(
+          "reference.ptx: '" + r.ptxFile +
+          "' is not a plain file name in the bundle directory (letters, "
+          "digits, '_', '-', '.'; not starting with '.'; not " +
+          kBundlePtxFile + " or " + kBundleManifestFile + ")");
+    if (!r.ptx.empty() && !ptxDeclaresEntry(r.ptx, r.entry))
+      return Status::error(r.ptxFile + " declares no '.entry " + r.entry +
+                           "' (the manifest's reference.entry)");
+  }
 
   std::set<std::string> names;
   for (size_t i = 0; i < b.params.size(); ++i) {
@@ -266,10 +319,18 @@ JsonValue manifestToJson(const Bundle &b) {
   for (const auto &[key, value] : b.config) {
     if (const auto *s = std::get_if<std::string>(&value))
       config.set(key, *s);
+    else if (const auto *i = std::get_if<int64_t>(&value))
+      config.set(key, *i);
     else
-      config.set(key, std::get<int64_t>(value));
+      config.set(key, std::get<double>(value));
   }
   m.set("config", std::move(config));
+  if (b.reference) {
+    JsonValue reference = JsonValue::object();
+    reference.set("ptx", b.reference->ptxFile);
+    reference.set("entry", b.reference->entry);
+    m.set("reference", std::move(reference));
+  }
 
   JsonValue params = JsonValue::array();
   for (const BundleParam &p : b.params) {
@@ -574,11 +635,7 @@ Expected<Bundle> readManifestObject(const JsonValue &root) {
   // else, and "unsupported version" is the useful message then.
   SINKATTN_RT_TRY(r.readInt("format_version", b.formatVersion, INT64_MIN,
                             INT64_MAX));
-  if (b.formatVersion != kBundleFormatVersion)
-    return Status::error("unsupported format_version " +
-                         std::to_string(b.formatVersion) +
-                         "; this runtime reads version " +
-                         std::to_string(kBundleFormatVersion));
+  SINKATTN_RT_TRY(checkFormatVersion(b.formatVersion));
   SINKATTN_RT_TRY(r.readString("kernel", b.kernel));
   SINKATTN_RT_TRY(r.readString("entry", b.entry));
   SINKATTN_RT_TRY(r.readDim3("grid", b.grid));
@@ -596,8 +653,28 @@ Expected<Bundle> readManifestObject(const JsonValue &root) {
       b.config[key] = value.asString();
     else if (value.isInt())
       b.config[key] = value.asInt();
+    else if (value.isNumber() && b.formatVersion >= 2)
+      b.config[key] = value.asDouble();
     else
-      return r.wrongType("config." + key, "a string or an integer", value);
+      return r.wrongType("config." + key,
+                         b.formatVersion >= 2
+                             ? "a string or a number"
+                             : "a string or an integer (format_version 1)",
+                         value);
+  }
+
+  if (const JsonValue *reference = r.get("reference")) {
+    if (b.formatVersion < 2)
+      return Status::error("reference: a reference kernel needs "
+                           "format_version 2");
+    if (!reference->isObject())
+      return r.wrongType("reference", "an object", *reference);
+    ObjectReader rr(*reference, "reference");
+    BundleReference ref;
+    SINKATTN_RT_TRY(rr.readString("ptx", ref.ptxFile));
+    SINKATTN_RT_TRY(rr.readString("entry", ref.entry));
+    SINKATTN_RT_TRY(rr.finish(""));
+    b.reference = std::move(ref);
   }
 
   SINKATTN_RT_ASSIGN_OR_RETURN(const JsonValue *params, r.require("params"));
@@ -664,6 +741,9 @@ Status writeBundle(const std::string &directory, const Bundle &bundle) {
       "refusing to write an invalid bundle: "));
   if (bundle.ptx.empty())
     return Status::error("refusing to write a bundle without PTX");
+  if (bundle.reference && bundle.reference->ptx.empty())
+    return Status::error("refusing to write a bundle whose reference kernel "
+                         "has no PTX");
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec)
@@ -671,6 +751,11 @@ Status writeBundle(const std::string &directory, const Bundle &bundle) {
                          ec.message());
   std::filesystem::path dir(directory);
   SINKATTN_RT_TRY(writeFile(dir / kBundlePtxFile, bundle.ptx));
+  if (bundle.reference)
+    SINKATTN_RT_TRY(
+        writeFile(dir / bundle.reference->ptxFile, bundle.reference->ptx));
+  // The manifest last: a bundle interrupted while being written lacks it
+  // and is rejected as a whole.
   return writeFile(dir / kBundleManifestFile,
                    writeJson(manifestToJson(bundle)));
 }
@@ -685,6 +770,16 @@ Expected<Bundle> readBundle(const std::string &directory) {
   b.ptx = std::move(ptx);
   if (b.ptx.empty())
     return Status::error((dir / kBundlePtxFile).string() + " is empty");
+  if (b.reference) {
+    // parseManifest checked the name is a plain file name in `dir`.
+    std::filesystem::path path = dir / b.reference->ptxFile;
+    Expected<std::string> text = readFile(path, 1ull << 30);
+    if (!text.ok())
+      return text.status().withContext("reference kernel: ");
+    if (text->empty())
+      return Status::error("reference kernel: " + path.string() + " is empty");
+    b.reference->ptx = text.take();
+  }
   SINKATTN_RT_TRY(validateBundle(b).withContext(directory + ": "));
   return b;
 }

@@ -44,10 +44,11 @@ struct CompilerContext {
 };
 
 rt::Expected<KernelConfig> configFromOptions(const Options &options) {
-  // No kernel built so far takes an attention shape: say so rather than
+  // Only the attention kernels take an attention shape: say so rather than
   // ignoring the flags.
+  bool attentionKernel = options.kernel == "sink-fwd";
   std::vector<std::string> attention = options.attentionFlagsGiven();
-  if (!attention.empty())
+  if (!attentionKernel && !attention.empty())
     return rt::Status::error(attention.front() + " does not apply to kernel '" +
                              options.kernel +
                              "': it is a parameter of the attention kernels");
@@ -59,6 +60,13 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.dtype = options.dtype == "f16" ? rt::DType::F16 : rt::DType::BF16;
   config.stages = options.stages;
   config.startTile = options.startTile;
+  config.batch = options.batch;
+  config.heads = options.heads;
+  config.kvHeads = options.kvHeads;
+  config.seqQ = options.seqQ;
+  config.seqKv = options.seqKV;
+  config.headDim = options.headDim;
+  config.window = options.window;
   config.target.chip = options.chip;
   return config;
 }

@@ -63,6 +63,14 @@ rt::Expected<std::vector<float>> decode(const std::vector<uint8_t> &bytes,
   }
 }
 
+/// printf into a std::string (short texts).
+template <typename... Args>
+std::string format(const char *pattern, Args... args) {
+  char text[256];
+  std::snprintf(text, sizeof(text), pattern, args...);
+  return text;
+}
+
 /// Runs body(i) for i in [0, count) on all hardware threads.
 template <typename Body> void parallelFor(size_t count, Body body) {
   size_t workers = std::max(1u, std::thread::hardware_concurrency());
@@ -104,7 +112,100 @@ struct Comparison {
 
 bool runner::harnessSupports(const std::string &kernel) {
   return kernel == "gemm" || kernel == "tma-copy" || kernel == "tma-stream" ||
-         kernel == "tma-im2col";
+         kernel == "tma-im2col" || kernel == "sink-fwd";
+}
+
+std::vector<float> runner::randomInput(const std::string &kernel,
+                                      const std::string &buffer, size_t count,
+                                      uint64_t stream) {
+  if (kernel == "sink-fwd" && (buffer == "q" || buffer == "k")) {
+    // Logits s = q.k/sqrt(D) with standard deviation 1.5^2 = 2.25: the
+    // softmax's effective number of keys is about SKV/150 (26 at 4096), so
+    // outputs stay far from 0 (an all-zero or mis-masked output breaks the
+    // tolerance) instead of averaging to noise.
+    return rt::randomNormal(count, stream, 0.f, 1.5f);
+  }
+  if (kernel == "sink-fwd" && buffer == "sinks") {
+    // Sink logits comparable to the scores: the sink takes a visible share
+    // of the short (early causal, windowed) rows.
+    return rt::randomUniform(count, stream, -1.f, 3.f);
+  }
+  return rt::randomUniform(count, stream, -1.f, 1.f);
+}
+
+rt::Expected<rt::SinkAttentionShape>
+runner::sinkFwdShape(const rt::Bundle &bundle) {
+  auto integer = [&](const char *key) -> rt::Expected<int64_t> {
+    auto it = bundle.config.find(key);
+    if (it == bundle.config.end())
+      return rt::Status::error(std::string("sink-fwd bundle: config has no '") +
+                               key + "'");
+    if (const int64_t *value = std::get_if<int64_t>(&it->second))
+      return *value;
+    return rt::Status::error(std::string("sink-fwd bundle: config '") + key +
+                             "' is not an integer");
+  };
+  rt::SinkAttentionShape shape;
+  SINKATTN_RT_ASSIGN_OR_RETURN(shape.batch, integer("batch"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(shape.heads, integer("heads"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(shape.kvHeads, integer("kv_heads"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(shape.seqQ, integer("seq_q"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(shape.seqKv, integer("seq_kv"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(shape.headDim, integer("head_dim"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(shape.window, integer("window"));
+  shape.scale = shape.headDim > 0 ? 1.0 / std::sqrt(double(shape.headDim)) : 0;
+  if (auto it = bundle.config.find("scale"); it != bundle.config.end()) {
+    if (const double *value = std::get_if<double>(&it->second))
+      shape.scale = *value;
+    else if (const int64_t *value = std::get_if<int64_t>(&it->second))
+      shape.scale = double(*value);
+    else
+      return rt::Status::error("sink-fwd bundle: config 'scale' is not a number");
+  }
+  SINKATTN_RT_TRY(rt::validate(shape).withContext("sink-fwd bundle: "));
+
+  // The buffers must be what the config describes: the references index
+  // them with these shapes.
+  auto u = [](int64_t v) { return uint64_t(v); };
+  std::vector<uint64_t> qShape = {u(shape.batch), u(shape.heads),
+                                  u(shape.seqQ), u(shape.headDim)};
+  std::vector<uint64_t> kvShape = {u(shape.batch), u(shape.kvHeads),
+                                   u(shape.seqKv), u(shape.headDim)};
+  auto expect = [&](const char *name, rt::BufferRole role,
+                    const std::vector<uint64_t> &dims,
+                    std::vector<rt::DType> dtypes) -> rt::Status {
+    const rt::BundleParam *p = rt::findParam(bundle, name);
+    std::string where = std::string("sink-fwd bundle: buffer '") + name + "' ";
+    if (!p || p->kind != rt::ParamKind::Buffer)
+      return rt::Status::error(where + "is missing");
+    if (p->role != role)
+      return rt::Status::error(where + "should be an " +
+                               rt::bufferRoleName(role));
+    if (p->shape != dims) {
+      std::string text;
+      for (uint64_t d : dims)
+        text += (text.empty() ? "[" : ", ") + std::to_string(d);
+      return rt::Status::error(where + "does not have the shape " + text +
+                               "] that the config implies");
+    }
+    if (std::find(dtypes.begin(), dtypes.end(), p->dtype) == dtypes.end())
+      return rt::Status::error(where + "has the unsupported dtype " +
+                               rt::dtypeName(p->dtype));
+    return rt::Status();
+  };
+  using rt::BufferRole;
+  using rt::DType;
+  SINKATTN_RT_TRY(expect("q", BufferRole::Input, qShape, {DType::BF16, DType::F16}));
+  DType inputType = rt::findParam(bundle, "q")->dtype;
+  SINKATTN_RT_TRY(expect("k", BufferRole::Input, kvShape, {inputType}));
+  SINKATTN_RT_TRY(expect("v", BufferRole::Input, kvShape, {inputType}));
+  SINKATTN_RT_TRY(expect("sinks", BufferRole::Input, {u(shape.heads)}, {DType::F32}));
+  SINKATTN_RT_TRY(expect("o", BufferRole::Output, qShape,
+                         {DType::BF16, DType::F16, DType::F32}));
+  SINKATTN_RT_TRY(expect("lse", BufferRole::Output,
+                         {u(shape.batch), u(shape.heads), u(shape.seqQ)},
+                         {DType::F32}));
+  return shape;
 }
 
 rt::Expected<std::unique_ptr<Session>>
@@ -112,6 +213,10 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
   if (!harnessSupports(bundle.kernel))
     return rt::Status::error("the runner has no check or benchmark for kernel "
                              "kind '" + bundle.kernel + "'");
+  // A config that contradicts the buffers is a broken bundle: say so before
+  // anything else (check and bench alike, with or without a GPU).
+  if (bundle.kernel == "sink-fwd")
+    SINKATTN_RT_TRY(sinkFwdShape(bundle).status());
   SINKATTN_RT_ASSIGN_OR_RETURN(auto driver, rt::CudaDriver::load());
   SINKATTN_RT_ASSIGN_OR_RETURN(int count, rt::deviceCount(*driver));
   if (device >= count)
@@ -135,6 +240,7 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
                                session->module_->getFunction(bundle.entry));
   session->function_ = std::make_unique<rt::Function>(std::move(function));
   session->bundle_ = std::move(bundle);
+  session->verbose_ = verbose;
   return session;
 }
 
@@ -153,10 +259,15 @@ std::string Session::describeConfig() const {
     if (key == "chip")
       continue;
     text += (text.empty() ? "" : " ") + key + "=";
-    if (const int64_t *number = std::get_if<int64_t>(&value))
+    if (const int64_t *number = std::get_if<int64_t>(&value)) {
       text += std::to_string(*number);
-    else
+    } else if (const double *real = std::get_if<double>(&value)) {
+      char buffer[32];
+      std::snprintf(buffer, sizeof(buffer), "%.6g", *real);
+      text += buffer;
+    } else {
       text += std::get<std::string>(value);
+    }
   }
   return text;
 }
@@ -165,6 +276,8 @@ rt::Status Session::prepare(uint64_t seed) {
   buffers_.clear();
   inputs_.clear();
   inputBytes_.clear();
+  referenceOutputs_.clear();
+  seed_ = seed;
   for (size_t index = 0; index < bundle_.params.size(); ++index) {
     const rt::BundleParam &param = bundle_.params[index];
     if (param.kind != rt::ParamKind::Buffer)
@@ -174,9 +287,10 @@ rt::Status Session::prepare(uint64_t seed) {
                                  rt::DeviceBuffer::allocate(*context_, bytes));
     if (param.role == rt::BufferRole::Input) {
       // Each buffer draws from its own stream of the seed.
-      std::vector<float> values = rt::randomUniform(
-          bytes / rt::dtypeSize(param.dtype), seed * 0x9E3779B97F4A7C15ull + index,
-          -1.f, 1.f);
+      size_t count = bytes / rt::dtypeSize(param.dtype);
+      uint64_t stream = seed * 0x9E3779B97F4A7C15ull + index;
+      std::vector<float> values =
+          randomInput(bundle_.kernel, param.name, count, stream);
       // tma-stream sums tiles in f32 and is checked bit-exactly: multiples
       // of 1/64 in [-1, 1] are exact in bf16/fp16 and their sums in f32.
       if (bundle_.kernel == "tma-stream")
@@ -224,6 +338,9 @@ rt::Expected<CheckReport> Session::check() {
       SINKATTN_RT_TRY(buffer.poison());
   SINKATTN_RT_TRY(launch(nullptr));
   SINKATTN_RT_TRY(context_->synchronize());
+
+  if (bundle_.kernel == "sink-fwd")
+    return checkSinkFwd();
 
   CheckReport report;
   Comparison comparison;
@@ -352,6 +469,179 @@ rt::Expected<CheckReport> Session::check() {
   return report;
 }
 
+rt::Status Session::loadReference() {
+  if (referenceFunction_)
+    return rt::Status();
+  if (!bundle_.reference)
+    return rt::Status::error(
+        "the " + bundle_.kernel + " bundle carries no reference kernel "
+        "(manifest field 'reference', format_version 2), which its check "
+        "runs; recompile the bundle");
+  const rt::BundleReference &reference = *bundle_.reference;
+  // The error of a failed JIT link holds ptxas's log.
+  rt::Expected<rt::Module> module = rt::Module::loadPtx(
+      *context_, reference.ptx, rt::JitOptions(), reference.ptxFile);
+  if (!module.ok())
+    return module.status().withContext("reference kernel: ");
+  if (verbose_)
+    std::fprintf(stderr, "JIT log of %s:\n%s\n", reference.entry.c_str(),
+                 module->infoLog().c_str());
+  referenceModule_ = std::make_unique<rt::Module>(module.take());
+  rt::Expected<rt::Function> function =
+      referenceModule_->getFunction(reference.entry);
+  if (!function.ok())
+    return function.status().withContext("reference kernel: ");
+  referenceFunction_ = std::make_unique<rt::Function>(function.take());
+  return rt::Status();
+}
+
+rt::Expected<CheckReport> Session::checkSinkFwd() {
+  // The kernel has run (check()); now the fp32 GPU reference on the same
+  // inputs, into outputs of its own, poisoned like the kernel's.
+  SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
+                               sinkFwdShape(bundle_));
+  SINKATTN_RT_TRY(loadReference());
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      rt::DeviceBuffer refO,
+      rt::DeviceBuffer::allocate(*context_, shape.qElements() * sizeof(float)));
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      rt::DeviceBuffer refLse,
+      rt::DeviceBuffer::allocate(*context_, size_t(shape.rows()) * sizeof(float)));
+  SINKATTN_RT_TRY(refO.poison());
+  SINKATTN_RT_TRY(refLse.poison());
+  rt::KernelArgs args;
+  for (const char *input : {"q", "k", "v", "sinks"})
+    args.addPointer(buffers_.at(input).address());
+  args.addPointer(refO.address());
+  args.addPointer(refLse.address());
+  SINKATTN_RT_ASSIGN_OR_RETURN(rt::LaunchConfig launch,
+                               rt::sinkFwdReferenceLaunch(shape));
+  SINKATTN_RT_TRY(rt::launchKernel(*referenceFunction_, launch, args)
+                      .withContext("reference kernel: "));
+  SINKATTN_RT_TRY(context_->synchronize().withContext("reference kernel: "));
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> refOValues,
+                               refO.download<float>());
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> refLseValues,
+                               refLse.download<float>());
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> o, downloadAsFloat("o"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> lse, downloadAsFloat("lse"));
+  CheckReport report = compareSinkFwd(
+      shape, {inputs_.at("q"), inputs_.at("k"), inputs_.at("v"),
+              inputs_.at("sinks")},
+      o, lse, refOValues, refLseValues, seed_);
+  referenceOutputs_["o"] = {rt::findParam(bundle_, "o")->shape,
+                            std::move(refOValues)};
+  referenceOutputs_["lse"] = {rt::findParam(bundle_, "lse")->shape,
+                              std::move(refLseValues)};
+  return report;
+}
+
+CheckReport runner::compareSinkFwd(const rt::SinkAttentionShape &shape,
+                                   const SinkFwdInputs &in,
+                                   const std::vector<float> &o,
+                                   const std::vector<float> &lse,
+                                   const std::vector<float> &refO,
+                                   const std::vector<float> &refLse,
+                                   uint64_t seed, double fullCrossCheckWork) {
+  // The kernel against the GPU reference, every element.
+  CheckReport report;
+  Comparison oStats, lseStats;
+  uint64_t refNonFinite = 0;
+  auto compare = [&](const std::vector<float> &out,
+                     const std::vector<float> &ref, Comparison &stats) {
+    for (size_t e = 0; e < out.size(); ++e) {
+      double x = out[e], r = ref[e];
+      if (!std::isfinite(r)) {
+        ++refNonFinite;
+        continue;
+      }
+      stats.add(x, r);
+      if (std::isfinite(x) && !(std::fabs(x - r) <= 1e-2 + 1e-2 * std::fabs(r)))
+        ++report.mismatches;
+    }
+  };
+  compare(o, refO, oStats);
+  compare(lse, refLse, lseStats);
+  oStats.fill(report); // rel-L2 and max-abs of the report are o's
+  CheckReport lseReport;
+  lseStats.fill(lseReport);
+  report.checked = oStats.checked + lseStats.checked;
+  report.nonFinite = oStats.nonFinite + lseStats.nonFinite;
+  report.notes.push_back(format("o: rel-L2 %.3e max-abs %.3e; lse: rel-L2 %.3e "
+                                "max-abs %.3e (vs the fp32 GPU reference)",
+                                report.relL2, report.maxAbs, lseReport.relL2,
+                                lseReport.maxAbs));
+
+  // The GPU reference against the float64 CPU reference: every row when
+  // that is cheap, else the first and last rows and random ones (of this
+  // seed, so that different seeds look at different rows).
+  const int64_t rows = shape.rows();
+  std::vector<int64_t> sample;
+  double work = double(rows) * double(shape.seqKv) * double(shape.headDim);
+  if (work <= fullCrossCheckWork) {
+    sample.resize(size_t(rows));
+    std::iota(sample.begin(), sample.end(), 0);
+  } else {
+    rt::Rng rng(seed * 0x2545F4914F6CDD1Dull + 0x5EED);
+    sample = {0, rows - 1};
+    while (sample.size() < size_t(std::min<int64_t>(rows, 512)))
+      sample.push_back(int64_t(rng.next() % uint64_t(rows)));
+  }
+  const int64_t d = shape.headDim;
+  std::vector<double> cpuO(sample.size() * size_t(d)), cpuLse(sample.size());
+  parallelFor(sample.size(), [&](size_t r) {
+    rt::sinkAttentionRow(shape, in.q.data(), in.k.data(), in.v.data(),
+                         in.sinks.data(), sample[r], &cpuO[r * size_t(d)],
+                         &cpuLse[r]);
+  });
+  uint64_t disagreements = 0, crossChecked = 0;
+  double crossMaxAbs = 0;
+  int64_t worstRow = -1;
+  auto crossCompare = [&](double gpu, double cpu, int64_t row) {
+    ++crossChecked;
+    double diff = std::fabs(gpu - cpu);
+    if (!(diff <= 1e-4 + 1e-4 * std::fabs(cpu))) { // NaN disagrees too
+      if (disagreements++ == 0 || !(diff <= crossMaxAbs))
+        worstRow = row;
+    }
+    if (!(diff <= crossMaxAbs))
+      crossMaxAbs = diff;
+  };
+  for (size_t r = 0; r < sample.size(); ++r) {
+    int64_t row = sample[r];
+    for (int64_t c = 0; c < d; ++c)
+      crossCompare(refO[size_t(row * d + c)], cpuO[r * size_t(d) + c], row);
+    crossCompare(refLse[size_t(row)], cpuLse[r], row);
+  }
+  std::string rowsText = std::to_string(sample.size()) + " of " +
+                         std::to_string(rows) + " rows";
+  report.notes.push_back(
+      "reference cross-check: fp32 GPU reference vs float64 CPU reference on " +
+      rowsText + ": max-abs " + format("%.3e", crossMaxAbs) + ", " +
+      std::to_string(disagreements) + " of " + std::to_string(crossChecked) +
+      " values outside 1e-4 + 1e-4*|ref|");
+  if (refNonFinite)
+    report.notes.push_back(
+        "FAIL: the GPU reference kernel produced " +
+        std::to_string(refNonFinite) +
+        " non-finite outputs (unwritten outputs are NaN); the kernel was not "
+        "compared at those elements");
+  if (disagreements)
+    report.notes.push_back(
+        "FAIL: the GPU reference kernel disagrees with the float64 CPU "
+        "reference (" + std::to_string(disagreements) +
+        " values, worst at row " + std::to_string(worstRow) +
+        "): the reference, not necessarily the kernel, is wrong");
+
+  report.criterion =
+      "|out - ref| <= 1e-2 + 1e-2*|ref| for every o and lse element vs the "
+      "fp32 GPU reference kernel, itself within 1e-4 + 1e-4*|ref| of a "
+      "float64 CPU reference on " + rowsText + "; rel-L2/max-abs above are o's";
+  report.passed = disagreements == 0 && refNonFinite == 0 &&
+                  report.mismatches == 0 && report.nonFinite == 0;
+  return report;
+}
+
 rt::Expected<BenchReport> Session::bench(int warmup, int iterations,
                                          bool flushL2) {
   SINKATTN_RT_ASSIGN_OR_RETURN(
@@ -376,6 +666,23 @@ rt::Expected<BenchReport> Session::bench(int warmup, int iterations,
     double bytes = double(rt::bufferBytes(*rt::findParam(bundle_, "a"))) +
                    double(rt::bufferBytes(*rt::findParam(bundle_, "b")));
     report.gbps = bytes / seconds / 1e9;
+  } else if (bundle_.kernel == "sink-fwd") {
+    // Two GEMMs (QK^T and PV) of 2 * D flops per attended (i, j) pair,
+    // counted exactly (causal and window masks included).
+    SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
+                                 sinkFwdShape(bundle_));
+    double pairs = double(rt::attendedPairs(shape));
+    double perPair = 4.0 * double(shape.batch) * double(shape.heads) *
+                     double(shape.headDim);
+    report.tflops = perPair * pairs / seconds / 1e12;
+    // The seed's formula, 4*B*H*SQ*SKV*D/2 without a window (attended
+    // pairs with one), so numbers compare with the seed's tables.
+    double seedPairs = shape.window == 0
+                           ? 0.5 * double(shape.seqQ) * double(shape.seqKv)
+                           : pairs;
+    report.metrics.emplace_back("tflops_seed_formula",
+                                perPair * seedPairs / seconds / 1e12);
+    report.metrics.emplace_back("attended_pairs_per_head", pairs);
   }
   return report;
 }
@@ -398,5 +705,8 @@ rt::Status Session::saveIo(const std::string &directory) const {
     }
     SINKATTN_RT_TRY(rt::writeNpy(directory + "/" + name + ".npy", array));
   }
+  for (const auto &[name, output] : referenceOutputs_)
+    SINKATTN_RT_TRY(rt::writeNpy(directory + "/ref_" + name + ".npy",
+                                 rt::makeNpyF32(output.first, output.second)));
   return rt::Status::success();
 }

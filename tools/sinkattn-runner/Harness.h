@@ -10,6 +10,7 @@
 #ifndef SINKATTN_TOOLS_RUNNER_HARNESS_H
 #define SINKATTN_TOOLS_RUNNER_HARNESS_H
 
+#include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/Bundle.h"
 #include "SinkAttn/Runtime/Context.h"
 #include "SinkAttn/Runtime/DeviceBuffer.h"
@@ -31,6 +32,9 @@ struct CheckReport {
   uint64_t mismatches = 0; ///< elements outside tolerance (or not bit-equal)
   uint64_t nonFinite = 0;  ///< NaN/inf outputs (unwritten outputs are NaN)
   std::string criterion;   ///< what "pass" meant
+  /// Further lines for the user: statistics of secondary outputs, how the
+  /// reference was validated, why a check failed beyond the numbers.
+  std::vector<std::string> notes;
 };
 
 struct BenchReport {
@@ -38,6 +42,9 @@ struct BenchReport {
   double tflops = 0; ///< 0 when the kernel is not arithmetic-bound
   double gbps = 0;   ///< bytes moved / time, for copies
   int iterations = 0;
+  /// Kernel-specific numbers, by name (also the JSON key), e.g. sink-fwd's
+  /// TFLOP/s by the seed's formula next to the exact count in `tflops`.
+  std::vector<std::pair<std::string, double>> metrics;
 };
 
 /// One bundle loaded on one GPU, with its buffers.
@@ -49,14 +56,16 @@ public:
   static rt::Expected<std::unique_ptr<Session>>
   open(rt::Bundle bundle, int device, bool verbose);
 
-  /// Allocates every buffer, fills inputs from `seed`, poisons outputs.
+  /// Allocates every buffer, fills inputs from `seed` (fresh data for each
+  /// seed, never all zeros), poisons outputs.
   rt::Status prepare(uint64_t seed);
   /// One launch on `stream` (asynchronous).
   rt::Status launch(CUstream stream);
   /// Poisons outputs, launches once, synchronizes and compares.
   rt::Expected<CheckReport> check();
   rt::Expected<BenchReport> bench(int warmup, int iterations, bool flushL2);
-  /// Writes each buffer as <dir>/<name>.npy (outputs as last computed).
+  /// Writes each buffer as <dir>/<name>.npy (outputs as last computed), and
+  /// the GPU reference's outputs of the last check as ref_<name>.npy.
   rt::Status saveIo(const std::string &directory) const;
 
   const rt::Bundle &bundle() const { return bundle_; }
@@ -68,6 +77,11 @@ private:
   Session() = default;
   int64_t configInt(const std::string &key) const;
   rt::Expected<std::vector<float>> downloadAsFloat(const std::string &name) const;
+  /// sink-fwd: runs the bundle's reference kernel on the same inputs and
+  /// compares (after check() launched the kernel).
+  rt::Expected<CheckReport> checkSinkFwd();
+  /// JIT-links the bundle's reference kernel on first use.
+  rt::Status loadReference();
 
   rt::Bundle bundle_;
   std::unique_ptr<rt::Context> context_;
@@ -78,10 +92,51 @@ private:
   std::map<std::string, std::vector<float>> inputs_;
   /// Input bytes exactly as uploaded.
   std::map<std::string, std::vector<uint8_t>> inputBytes_;
+  uint64_t seed_ = 0;
+  bool verbose_ = false;
+  /// The reference kernel (kinds that carry one), loaded by the first check.
+  std::unique_ptr<rt::Module> referenceModule_;
+  std::unique_ptr<rt::Function> referenceFunction_;
+  /// Outputs of the reference in the last check, by output name, with
+  /// their shapes (for saveIo).
+  std::map<std::string, std::pair<std::vector<uint64_t>, std::vector<float>>>
+      referenceOutputs_;
 };
 
 /// The kernel kinds this harness can check and time.
 bool harnessSupports(const std::string &kernel);
+
+/// The values prepare() fills input `buffer` of a `kernel` bundle with
+/// (before rounding to the buffer's type), from random stream `stream`:
+/// uniform in [-1, 1] unless the kernel's check needs another distribution.
+std::vector<float> randomInput(const std::string &kernel,
+                               const std::string &buffer, size_t count,
+                               uint64_t stream);
+
+/// sink-fwd: the problem described by the bundle's config (batch, heads,
+/// kv_heads, seq_q, seq_kv, head_dim, window, and scale, 1/sqrt(head_dim)
+/// when absent), after checking that the buffers q, k, v, sinks, o and lse
+/// have the shapes, types and roles it implies. Needs no GPU.
+rt::Expected<rt::SinkAttentionShape> sinkFwdShape(const rt::Bundle &bundle);
+
+/// sink-fwd's inputs as float (after rounding to the kernel's input type).
+struct SinkFwdInputs {
+  const std::vector<float> &q, &k, &v, &sinks;
+};
+
+/// The host half of sink-fwd's check: passes iff every element of the
+/// kernel's `o` and `lse` is finite and within 1e-2 + 1e-2*|ref| of the GPU
+/// reference's `refO`/`refLse`, and the GPU reference is itself finite and
+/// within 1e-4 + 1e-4*|ref| of the float64 CPU reference on every row when
+/// rows * seq_kv * head_dim <= `fullCrossCheckWork`, else on 512 rows (the
+/// first, the last and random ones drawn from `seed`). Needs no GPU.
+CheckReport compareSinkFwd(const rt::SinkAttentionShape &shape,
+                           const SinkFwdInputs &inputs,
+                           const std::vector<float> &o,
+                           const std::vector<float> &lse,
+                           const std::vector<float> &refO,
+                           const std::vector<float> &refLse, uint64_t seed,
+                           double fullCrossCheckWork = double(1 << 28));
 
 } // namespace sinkattn::runner
 

@@ -103,6 +103,8 @@ int runCheckOrBench(const Options &options) {
                 (unsigned long long)report->checked,
                 (unsigned long long)report->mismatches,
                 (unsigned long long)report->nonFinite);
+    for (const std::string &note : report->notes)
+      std::printf("  %s\n", note.c_str());
     std::printf("  %s (%s)\n", report->passed ? "PASS" : "FAIL",
                 report->criterion.c_str());
     exitCode = report->passed ? 0 : 1;
@@ -117,6 +119,8 @@ int runCheckOrBench(const Options &options) {
     std::printf("%-10s %-40s %10.4f %10.4f %10.1f %10.1f\n",
                 s.bundle().kernel.c_str(), s.describeConfig().c_str(),
                 report->medianMs, report->minMs, report->tflops, report->gbps);
+    for (const auto &[name, value] : report->metrics)
+      std::printf("  %s %.6g\n", name.c_str(), value);
     rt::JsonValue row = rt::JsonValue::object();
     row.set("kernel", s.bundle().kernel);
     row.set("config", s.describeConfig());
@@ -125,6 +129,8 @@ int runCheckOrBench(const Options &options) {
     row.set("tflops", report->tflops);
     row.set("gbps", report->gbps);
     row.set("iterations", report->iterations);
+    for (const auto &[name, value] : report->metrics)
+      row.set(name, value);
     row.set("l2_flush", options.flushL2);
     json.set("gpu", s.device().name);
     json.set("results", rt::JsonValue::array({row}));

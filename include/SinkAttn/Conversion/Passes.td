@@ -51,4 +51,42 @@ def ConvertTileToNVGPU : Pass<"convert-tile-to-nvgpu", "::mlir::gpu::GPUModuleOp
   ];
 }
 
+def ConvertTileFragmentsToNVVM : Pass<"convert-tile-fragments-to-nvvm"> {
+  let summary = "Lower register fragments to per-thread registers, tile.gemm to wgmma";
+  let description = [{
+    Every `!tile.fragment` (which must carry a `#tile.layout`; see
+    `tile-assign-layouts`) becomes the `vector<R x T>` of the R elements one
+    thread holds, in the register order of its layout, and the fragment ops
+    are expanded per register:
+
+    * `tile.fill` → `vector.broadcast`;
+    * `tile.map` → its body cloned once per register, with the element's
+      row/column computed from the thread id (so masks work) and row vectors
+      broadcast by row; `math.exp2`/`math.log2` on `f32` become
+      `ex2.approx.ftz`/`lg2.approx.ftz` (write `exp2(x·c − m)` as
+      `math.fma` to get the scale folded into one FMA);
+    * `tile.reduce` along rows → a tree over the thread's registers of each
+      row, then two butterfly shuffles (`shfl.sync.bfly` 1 and 2) across the
+      quad that shares the row;
+    * `tile.cast` → `arith.truncf`/`arith.extf` on the register vector
+      (accumulator → A operand keeps every element in place);
+    * `tile.store` → `memref.store` per register, skipping elements outside
+      a global tensor, one thread per quad for row vectors, following the
+      128-byte swizzle for swizzled shared tiles;
+    * `tile.gemm` → `wgmma.fence`, one `wgmma.mma_async.m64nNk16` per 64-row
+      block and k-step as inline PTX (SS: descriptors of the 128-byte
+      swizzled operands; RS: four packed 32-bit A registers per step, which
+      no MLIR op expresses), `commit_group`, `wait_group 0`, and an empty asm
+      per accumulator register so no use moves above the wait.
+
+    `scf.for`/`scf.if` carrying fragments are converted structurally.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // SINKATTN_CONVERSION_PASSES_TD

@@ -1,10 +1,12 @@
 //===- Bundle.h - Compiled-kernel bundles (kernel.ptx + manifest) -*- C++ -*-=//
 //
-// A bundle is a directory holding `kernel.ptx` and `manifest.json`; the
-// manifest describes how to launch the PTX entry (grid, block, cluster,
-// dynamic shared memory) and its ABI (the ordered parameter list).  The
-// format is specified in docs/bundle.md.  The compiler writes bundles with
-// writeBundle(); sinkattn-runner reads them with readBundle().
+// A bundle is a directory holding `kernel.ptx` and `manifest.json` (and,
+// optionally, `reference.ptx`: an independent reference implementation that
+// the runner checks the kernel against); the manifest describes how to
+// launch the PTX entry (grid, block, cluster, dynamic shared memory) and its
+// ABI (the ordered parameter list).  The format is specified in
+// docs/bundle.md.  The compiler writes bundles with writeBundle();
+// sinkattn-runner reads them with readBundle().
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -25,10 +28,17 @@
 
 namespace sinkattn::rt {
 
-/// The only manifest format version this runtime reads and writes.
-inline constexpr int64_t kBundleFormatVersion = 1;
+/// The manifest format version this runtime writes (new bundles default to
+/// it).  Version 2 added the optional `reference` kernel and floating-point
+/// config values.
+inline constexpr int64_t kBundleFormatVersion = 2;
+/// The oldest version it still reads: version-1 manifests are version 2
+/// without those two features.
+inline constexpr int64_t kBundleOldestFormatVersion = 1;
 inline constexpr const char *kBundlePtxFile = "kernel.ptx";
 inline constexpr const char *kBundleManifestFile = "manifest.json";
+/// File name writeBundle() gives the reference kernel's PTX by default.
+inline constexpr const char *kBundleReferencePtxFile = "reference.ptx";
 
 enum class ParamKind { Buffer, Scalar, TensorMap };
 enum class BufferRole { Input, Output };
@@ -66,7 +76,29 @@ struct BundleParam {
   bool operator!=(const BundleParam &o) const { return !(*this == o); }
 };
 
-using ConfigValue = std::variant<std::string, int64_t>;
+/// A config value: text, an integer, or (format version 2) a finite
+/// floating-point number such as a softmax scale.
+using ConfigValue = std::variant<std::string, int64_t, double>;
+
+/// An independent reference implementation of the bundle's kernel (manifest
+/// field "reference", format version 2): PTX the runner JIT-links next to
+/// the kernel and runs on the same inputs to check the kernel's outputs.
+/// Its ABI and launch shape are fixed per kernel kind (for "sink-fwd":
+/// SinkAttn/Runtime/AttentionReference.h) rather than described here.
+struct BundleReference {
+  /// File in the bundle directory holding the PTX: a plain file name (no
+  /// directories), not one of kernel.ptx or manifest.json.
+  std::string ptxFile = kBundleReferencePtxFile;
+  /// `.entry` symbol in that PTX.
+  std::string entry;
+  /// Contents of the PTX file (not part of the manifest).
+  std::string ptx;
+
+  bool operator==(const BundleReference &o) const {
+    return ptxFile == o.ptxFile && entry == o.entry && ptx == o.ptx;
+  }
+  bool operator!=(const BundleReference &o) const { return !(*this == o); }
+};
 
 struct Bundle {
   int64_t formatVersion = kBundleFormatVersion;
@@ -80,6 +112,8 @@ struct Bundle {
   std::vector<BundleParam> params;
   /// Contents of kernel.ptx (not part of the manifest).
   std::string ptx;
+  /// The reference kernel, when the compiler provides one.
+  std::optional<BundleReference> reference;
 
   bool operator==(const Bundle &o) const;
   bool operator!=(const Bundle &o) const { return !(*this == o); }
@@ -91,11 +125,14 @@ uint64_t bufferBytes(const BundleParam &param);
 /// The param called `name`, or nullptr.
 const BundleParam *findParam(const Bundle &bundle, std::string_view name);
 
-/// Semantic checks shared by reader and writer: format version, non-empty
-/// kernel/entry, launch shape (validateLaunchConfig), unique param names,
-/// scalar values in range for their dtype, buffers with 1..8 non-zero dims,
-/// tensor maps that pass validate(), reference an existing buffer, and stay
-/// inside it; when `ptx` is non-empty it must declare `.entry <entry>`.
+/// Semantic checks shared by reader and writer: format version (1 or 2;
+/// a reference kernel and floating config values need 2), non-empty
+/// kernel/entry, launch shape (validateLaunchConfig), finite config numbers,
+/// unique param names, scalar values in range for their dtype, buffers with
+/// 1..8 non-zero dims, tensor maps that pass validate(), reference an
+/// existing buffer, and stay inside it; when `ptx` is non-empty it must
+/// declare `.entry <entry>`. A reference needs a valid entry and a plain
+/// file name, and its PTX, when non-empty, must declare its entry.
 Status validateBundle(const Bundle &bundle);
 
 /// The manifest as JSON (ptx excluded).
@@ -106,10 +143,12 @@ JsonValue manifestToJson(const Bundle &bundle);
 /// Never crashes on arbitrary input.
 Expected<Bundle> parseManifest(std::string_view json);
 
-/// Creates `directory` if needed and writes kernel.ptx and manifest.json;
-/// refuses (writing nothing) if validateBundle fails.
+/// Creates `directory` if needed and writes kernel.ptx, the reference's PTX
+/// (if any) and manifest.json; refuses (writing nothing) if validateBundle
+/// fails or a PTX text is empty.
 Status writeBundle(const std::string &directory, const Bundle &bundle);
-/// Reads and validates a bundle directory.
+/// Reads and validates a bundle directory, including the reference's PTX
+/// file when the manifest names one.
 Expected<Bundle> readBundle(const std::string &directory);
 
 /// Builds the launch configuration from the bundle.

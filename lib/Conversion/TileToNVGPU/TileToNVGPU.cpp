@@ -138,6 +138,7 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
     SmallVector<int64_t> box;
     MemRefType global;
     bool im2col = false;
+    int64_t swizzle = 0;
   };
   SmallVector<Use> uses;
   Block &entry = func.getBody().front();
@@ -172,10 +173,27 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
       uses.push_back({op, arg.getArgNumber(), im2colKey, globalType, true});
       return WalkResult::advance();
     }
-    ArrayRef<int64_t> tileShape = cast<MemRefType>(tile.getType()).getShape();
+    SmallVector<int64_t> tileShape(cast<MemRefType>(tile.getType()).getShape());
+    int64_t swizzle = 0;
+    if (auto load = dyn_cast<TmaLoadOp>(op))
+      swizzle = load.getSwizzle();
+    else if (auto store = dyn_cast<TmaStoreOp>(op))
+      swizzle = store.getSwizzle();
+    if (swizzle) {
+      // One box per panel of 128-byte rows.
+      int64_t panelColumns =
+          swizzle * 8 / cast<MemRefType>(tile.getType()).getElementTypeBitWidth();
+      if (tileShape.size() != 2 || tileShape[1] % panelColumns != 0) {
+        op->emitOpError() << "moves a swizzled tile that is not 2-D with a "
+                             "multiple of "
+                          << panelColumns << " columns";
+        return WalkResult::interrupt();
+      }
+      tileShape[1] = panelColumns;
+    }
     SmallVector<int64_t> box(globalType.getRank() - tileShape.size(), 1);
     llvm::append_range(box, tileShape);
-    uses.push_back({op, arg.getArgNumber(), box, globalType});
+    uses.push_back({op, arg.getArgNumber(), box, globalType, false, swizzle});
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
@@ -190,7 +208,7 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
   MLIRContext *context = func.getContext();
   Builder builder(context);
   auto pointerType = LLVM::LLVMPointerType::get(context);
-  SmallVector<std::tuple<unsigned, bool, SmallVector<int64_t>>> keys;
+  SmallVector<std::tuple<unsigned, bool, int64_t, SmallVector<int64_t>>> keys;
   SmallVector<Value> keyDescriptors;
   SmallVector<Attribute> mapInfo;
   SmallVector<int64_t> mapArgs;
@@ -199,7 +217,7 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
   OpBuilder entryBuilder(context);
   entryBuilder.setInsertionPointToStart(&entry);
   for (const Use &use : uses) {
-    auto key = std::make_tuple(use.source, use.im2col, use.box);
+    auto key = std::make_tuple(use.source, use.im2col, use.swizzle, use.box);
     auto found = llvm::find(keys, key);
     if (found != keys.end()) {
       descriptors[use.op] = keyDescriptors[found - keys.begin()];
@@ -230,7 +248,8 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
         context,
         MemRefType::get(use.box, use.global.getElementType(),
                         MemRefLayoutAttrInterface(), workgroupSpace(context)),
-        nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE,
+        use.swizzle ? nvgpu::TensorMapSwizzleKind::SWIZZLE_128B
+                    : nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE,
         nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
         nvgpu::TensorMapOOBKind::OOB_ZERO,
         nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
@@ -242,9 +261,13 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
     keys.push_back(key);
     keyDescriptors.push_back(descriptor);
     descriptors[use.op] = descriptor;
-    mapInfo.push_back(builder.getDictionaryAttr(
-        {builder.getNamedAttr("source", builder.getI64IntegerAttr(use.source)),
-         builder.getNamedAttr("box", builder.getDenseI64ArrayAttr(use.box))}));
+    SmallVector<NamedAttribute> info = {
+        builder.getNamedAttr("source", builder.getI64IntegerAttr(use.source)),
+        builder.getNamedAttr("box", builder.getDenseI64ArrayAttr(use.box))};
+    if (use.swizzle)
+      info.push_back(builder.getNamedAttr(
+          "swizzle", builder.getI64IntegerAttr(use.swizzle)));
+    mapInfo.push_back(builder.getDictionaryAttr(info));
   }
   func->setAttr(kTensorMapArgsAttrName, builder.getDenseI64ArrayAttr(mapArgs));
   func->setAttr(kTensorMapsAttrName, builder.getArrayAttr(mapInfo));
@@ -399,19 +422,64 @@ struct TmaLowering : public OpConversionPattern<TmaOp> {
     if (!descriptor)
       return rewriter.notifyMatchFailure(op, "no tensor map assigned");
     Location loc = op.getLoc();
-    if constexpr (std::is_same_v<TmaOp, TmaLoadOp>) {
-      // TMA coordinates are innermost first.
-      SmallVector<Value> coordinates(llvm::reverse(adaptor.getSourceIndices()));
-      Value tile = matchDescriptorRank(rewriter, loc, adaptor.getDest(), descriptor);
-      rewriter.replaceOpWithNewOp<nvgpu::TmaAsyncLoadOp>(
-          op, tile, adaptor.getBarriers(), descriptor, coordinates,
-          adaptor.getBarrierIndex(), Value(), Value());
+    constexpr bool isLoad = std::is_same_v<TmaOp, TmaLoadOp>;
+    Value tile, global;
+    ValueRange indices;
+    if constexpr (isLoad) {
+      tile = adaptor.getDest();
+      indices = adaptor.getSourceIndices();
     } else {
-      SmallVector<Value> coordinates(llvm::reverse(adaptor.getDestIndices()));
-      Value tile = matchDescriptorRank(rewriter, loc, adaptor.getSource(), descriptor);
-      rewriter.replaceOpWithNewOp<nvgpu::TmaAsyncStoreOp>(op, tile, descriptor,
-                                                          coordinates, Value());
+      tile = adaptor.getSource();
+      indices = adaptor.getDestIndices();
     }
+    // A swizzled tile is stored as panels of 128-byte rows, one box each;
+    // a plain tile is one box.
+    SmallVector<std::pair<Value, SmallVector<Value>>> boxes;
+    if (op.getSwizzle() == 0) {
+      boxes.push_back({tile, SmallVector<Value>(indices)});
+    } else {
+      auto tileType = cast<MemRefType>(tile.getType());
+      int64_t rows = tileType.getShape()[0];
+      int64_t panelColumns =
+          op.getSwizzle() * 8 / tileType.getElementTypeBitWidth();
+      auto metadata = memref::ExtractStridedMetadataOp::create(rewriter, loc, tile);
+      auto panelType = MemRefType::get(
+          {rows, panelColumns}, tileType.getElementType(),
+          StridedLayoutAttr::get(op.getContext(), ShapedType::kDynamic,
+                                 {panelColumns, 1}),
+          tileType.getMemorySpace());
+      for (int64_t panel = 0; panel < tileType.getShape()[1] / panelColumns;
+           ++panel) {
+        Value offset = arith::AddIOp::create(
+            rewriter, loc, metadata.getOffset(),
+            indexConstant(rewriter, loc, panel * rows * panelColumns));
+        Value panelTile = memref::ReinterpretCastOp::create(
+            rewriter, loc, panelType, metadata.getBaseBuffer(), offset,
+            ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows),
+                                   rewriter.getIndexAttr(panelColumns)},
+            ArrayRef<OpFoldResult>{rewriter.getIndexAttr(panelColumns),
+                                   rewriter.getIndexAttr(1)});
+        SmallVector<Value> panelIndices(indices);
+        panelIndices.back() = arith::AddIOp::create(
+            rewriter, loc, panelIndices.back(),
+            indexConstant(rewriter, loc, panel * panelColumns));
+        boxes.push_back({panelTile, panelIndices});
+      }
+    }
+    for (auto &[box, boxIndices] : boxes) {
+      // TMA coordinates are innermost first.
+      SmallVector<Value> coordinates(llvm::reverse(boxIndices));
+      Value boxTile = matchDescriptorRank(rewriter, loc, box, descriptor);
+      if constexpr (isLoad)
+        nvgpu::TmaAsyncLoadOp::create(rewriter, loc, boxTile,
+                                      adaptor.getBarriers(), descriptor,
+                                      coordinates, adaptor.getBarrierIndex(),
+                                      Value(), Value());
+      else
+        nvgpu::TmaAsyncStoreOp::create(rewriter, loc, boxTile, descriptor,
+                                       coordinates, Value());
+    }
+    rewriter.eraseOp(op);
     return success();
   }
 

@@ -12,9 +12,13 @@ func.func @fill() -> (!tile.fragment<64x128xf32>, !tile.fragment<64xf32>) {
   return %acc, %m : !tile.fragment<64x128xf32>, !tile.fragment<64xf32>
 }
 
-// A layout attribute round-trips with the type.
-// CHECK-LABEL: func @layout
-// CHECK-SAME: !tile.fragment<64x64xf16, "wgmma_acc">
-func.func @layout(%x: !tile.fragment<64x64xf16, "wgmma_acc">) -> !tile.fragment<64x64xf16, "wgmma_acc"> {
-  return %x : !tile.fragment<64x64xf16, "wgmma_acc">
+// Each layout round-trips with the type.
+// CHECK-LABEL: func @layouts
+// CHECK-SAME: !tile.fragment<128x64xf32, #tile.layout<accumulator>>
+// CHECK-SAME: !tile.fragment<64x32xbf16, #tile.layout<operand_a>>
+// CHECK-SAME: !tile.fragment<128xf32, #tile.layout<rows>>
+func.func @layouts(%acc: !tile.fragment<128x64xf32, #tile.layout<accumulator>>,
+                   %a: !tile.fragment<64x32xbf16, #tile.layout<operand_a>>,
+                   %rows: !tile.fragment<128xf32, #tile.layout<rows>>) {
+  return
 }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -91,6 +92,22 @@ Bundle sampleBundle() {
   return b;
 }
 
+const char *kReferencePtx =
+    ".version 8.0\n.target sm_90a\n.address_size 64\n\n"
+    ".visible .entry sink_fwd_reference(\n  .param .u64 p0\n)\n{\n  ret;\n}\n";
+
+/// The sample with a reference kernel and a floating-point config value
+/// (both format version 2).
+Bundle sampleWithReference() {
+  Bundle b = sampleBundle();
+  b.config["scale"] = 0.08838834764831845;
+  BundleReference reference;
+  reference.entry = "sink_fwd_reference";
+  reference.ptx = kReferencePtx;
+  b.reference = reference;
+  return b;
+}
+
 fs::path tempDir(const std::string &name) {
   fs::path dir = fs::temp_directory_path() /
                  ("sinkattn_bundle_test_" + std::to_string(getpid()) + "_" +
@@ -162,7 +179,7 @@ TEST(Bundle, ManifestTextRoundTrip) {
   ASSERT_TRUE(back.ok()) << back.message();
   b.ptx.clear();
   EXPECT_EQ(*back, b);
-  EXPECT_CONTAINS(text, "\"format_version\": 1");
+  EXPECT_CONTAINS(text, "\"format_version\": 2");
   EXPECT_CONTAINS(text, "\"global_dims\": [128, 2048]");
   EXPECT_CONTAINS(text, "\"swizzle\": \"128B\"");
   EXPECT_CONTAINS(text, "\"kernel_arg\": false");
@@ -203,8 +220,12 @@ TEST(Bundle, MalformedManifests) {
                   "missing required field 'format_version'");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
-          [](JsonValue &m) { m.set("format_version", 2); })),
-      "unsupported format_version 2; this runtime reads version 1");
+          [](JsonValue &m) { m.set("format_version", 3); })),
+      "unsupported format_version 3; this runtime reads versions 1 to 2");
+  EXPECT_CONTAINS(
+      manifestError(editedManifest(
+          [](JsonValue &m) { m.set("format_version", 0); })),
+      "unsupported format_version 0; this runtime reads versions 1 to 2");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
           [](JsonValue &m) { m.set("format_version", "1"); })),
@@ -231,9 +252,16 @@ TEST(Bundle, MalformedManifests) {
       "shared_memory_bytes: value -1 is out of range");
   EXPECT_CONTAINS(
       manifestError(editedManifest([](JsonValue &m) {
-        m.set("config", JsonValue::object({{"head_dim", 1.5}}));
+        m.set("config", JsonValue::object({{"head_dim", true}}));
       })),
-      "config.head_dim: expected a string or an integer, got number");
+      "config.head_dim: expected a string or a number, got boolean");
+  EXPECT_CONTAINS(
+      manifestError(editedManifest([](JsonValue &m) {
+        m.set("format_version", 1);
+        m.set("config", JsonValue::object({{"scale", 1.5}}));
+      })),
+      "config.scale: expected a string or an integer (format_version 1), got "
+      "number");
   EXPECT_CONTAINS(manifestError(editedManifest(
                       [](JsonValue &m) { m.set("params", "none"); })),
                   "params: expected an array, got string");
@@ -458,10 +486,169 @@ TEST(Bundle, KernelArgsWithoutDriver) {
   EXPECT_EQ(lc.dynamicSharedMemoryBytes, 200u * 1024);
 }
 
+TEST(Bundle, ReferenceRoundTrip) {
+  Bundle b = sampleWithReference();
+  ASSERT_TRUE(validateBundle(b).ok()) << validateBundle(b).message();
+  fs::path dir = tempDir("reference");
+  Status st = writeBundle(dir.string(), b);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(fs::exists(dir / "reference.ptx"));
+  Expected<Bundle> back = readBundle(dir.string());
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(*back, b);
+  ASSERT_TRUE(back->reference.has_value());
+  EXPECT_EQ(back->reference->ptx, kReferencePtx);
+  EXPECT_EQ(std::get<double>(back->config.at("scale")), 0.08838834764831845);
+
+  std::string text = writeJson(manifestToJson(b));
+  EXPECT_CONTAINS(text, "\"reference\": {");
+  EXPECT_CONTAINS(text, "\"ptx\": \"reference.ptx\"");
+  EXPECT_CONTAINS(text, "\"entry\": \"sink_fwd_reference\"");
+  EXPECT_CONTAINS(text, "\"scale\": 0.08838834764831845");
+  // The manifest alone: the reference without its PTX text.
+  Expected<Bundle> parsed = parseManifest(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  ASSERT_TRUE(parsed->reference.has_value());
+  EXPECT_EQ(parsed->reference->ptxFile, "reference.ptx");
+  EXPECT_EQ(parsed->reference->entry, "sink_fwd_reference");
+  EXPECT_TRUE(parsed->reference->ptx.empty());
+  fs::remove_all(dir);
+
+  // Another file name is kept and used.
+  b.reference->ptxFile = "sink-fwd.reference_v2.ptx";
+  dir = tempDir("reference_name");
+  ASSERT_TRUE(writeBundle(dir.string(), b).ok());
+  EXPECT_TRUE(fs::exists(dir / "sink-fwd.reference_v2.ptx"));
+  EXPECT_FALSE(fs::exists(dir / "reference.ptx"));
+  back = readBundle(dir.string());
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(*back, b);
+  fs::remove_all(dir);
+}
+
+TEST(Bundle, VersionOneManifestsStillRead) {
+  JsonValue m = manifestToJson(sampleBundle());
+  m.set("format_version", 1);
+  Expected<Bundle> b = parseManifest(writeJson(m));
+  ASSERT_TRUE(b.ok()) << b.message();
+  EXPECT_EQ(b->formatVersion, 1);
+  EXPECT_FALSE(b->reference.has_value());
+  // ... and are written back as version 1, unchanged.
+  EXPECT_EQ(writeJson(manifestToJson(*b)), writeJson(m));
+
+  // Version-2 features in a version-1 bundle built in code.
+  Bundle v1 = sampleWithReference();
+  v1.formatVersion = 1;
+  v1.config.erase("scale");
+  EXPECT_CONTAINS(validateBundle(v1).message(),
+                  "reference: a reference kernel needs format_version 2");
+  v1 = sampleWithReference();
+  v1.formatVersion = 1;
+  v1.reference.reset();
+  EXPECT_CONTAINS(validateBundle(v1).message(),
+                  "config.scale: floating-point config values need "
+                  "format_version 2");
+}
+
+TEST(Bundle, MalformedReferences) {
+  // The sample's manifest with `edit` applied to it and to its reference.
+  auto manifestWith = [](auto edit) {
+    JsonValue m = manifestToJson(sampleWithReference());
+    JsonValue reference = *m.find("reference");
+    edit(m, reference);
+    return m;
+  };
+  // ... with only the reference object edited.
+  auto referenceError = [&](auto edit) {
+    return manifestError(writeJson(manifestWith([&](JsonValue &m, JsonValue &r) {
+      edit(r);
+      m.set("reference", r);
+    })));
+  };
+  EXPECT_CONTAINS(manifestError(writeJson(manifestWith([](JsonValue &m, JsonValue &) {
+                    m.set("format_version", 1);
+                    m.set("config", JsonValue::object());
+                  }))),
+                  "manifest.json: reference: a reference kernel needs "
+                  "format_version 2");
+  EXPECT_CONTAINS(manifestError(writeJson(manifestWith([](JsonValue &m, JsonValue &) {
+                    m.set("reference", "reference.ptx");
+                  }))),
+                  "reference: expected an object, got string");
+  EXPECT_CONTAINS(referenceError([](JsonValue &r) { r = without(r, "entry"); }),
+                  "reference: missing required field 'entry'");
+  EXPECT_CONTAINS(referenceError([](JsonValue &r) { r = without(r, "ptx"); }),
+                  "reference: missing required field 'ptx'");
+  EXPECT_CONTAINS(referenceError([](JsonValue &r) { r.set("ptx", 5); }),
+                  "reference.ptx: expected a string, got integer");
+  EXPECT_CONTAINS(referenceError([](JsonValue &r) { r.set("entry", "sink fwd"); }),
+                  "reference.entry: 'sink fwd' is not a valid PTX identifier");
+  EXPECT_CONTAINS(referenceError([](JsonValue &r) {
+                    r.set("grid", JsonValue::array({1, 1, 1}));
+                  }),
+                  "reference: unknown field 'grid'");
+  for (const char *name : {"../reference.ptx", "/tmp/reference.ptx",
+                           "sub/reference.ptx", "kernel.ptx", "manifest.json",
+                           ".reference.ptx", "", ".."})
+    EXPECT_CONTAINS(referenceError([&](JsonValue &r) { r.set("ptx", name); }),
+                    "is not a plain file name in the bundle directory")
+        << "file name: " << name;
+
+  Bundle b = sampleWithReference();
+  b.config["scale"] = std::nan("");
+  EXPECT_CONTAINS(validateBundle(b).message(), "config.scale: not a finite number");
+  b = sampleWithReference();
+  b.reference->ptx = kPtx; // declares attn_fwd, not sink_fwd_reference
+  EXPECT_CONTAINS(validateBundle(b).message(),
+                  "reference.ptx declares no '.entry sink_fwd_reference' (the "
+                  "manifest's reference.entry)");
+}
+
+TEST(Bundle, ReaderChecksReferenceFile) {
+  fs::path dir = tempDir("reference_file");
+  // The writer needs the reference's PTX and writes nothing without it.
+  Bundle b = sampleWithReference();
+  b.reference->ptx.clear();
+  EXPECT_CONTAINS(writeBundle(dir.string(), b).message(),
+                  "refusing to write a bundle whose reference kernel has no PTX");
+  EXPECT_FALSE(fs::exists(dir / "manifest.json"));
+
+  ASSERT_TRUE(writeBundle(dir.string(), sampleWithReference()).ok());
+  fs::remove(dir / "reference.ptx");
+  Expected<Bundle> missing = readBundle(dir.string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_CONTAINS(missing.message(), "reference kernel: cannot read");
+  EXPECT_CONTAINS(missing.message(), "reference.ptx: no such file");
+
+  { std::ofstream empty(dir / "reference.ptx", std::ios::trunc); }
+  Expected<Bundle> empty = readBundle(dir.string());
+  ASSERT_FALSE(empty.ok());
+  EXPECT_CONTAINS(empty.message(), "reference.ptx is empty");
+
+  {
+    std::ofstream other(dir / "reference.ptx", std::ios::trunc);
+    other << kPtx;
+  }
+  Expected<Bundle> wrongEntry = readBundle(dir.string());
+  ASSERT_FALSE(wrongEntry.ok());
+  EXPECT_CONTAINS(wrongEntry.message(),
+                  "reference.ptx declares no '.entry sink_fwd_reference'");
+
+  // A reference.ptx the manifest does not name is ignored.
+  ASSERT_TRUE(writeBundle(dir.string(), sampleBundle()).ok());
+  Expected<Bundle> plain = readBundle(dir.string());
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  EXPECT_FALSE(plain->reference.has_value());
+  fs::remove_all(dir);
+}
+
 TEST(Bundle, MutatedManifestsNeverCrash) {
-  const std::string good = writeJson(manifestToJson(sampleBundle()));
+  const std::string plain = writeJson(manifestToJson(sampleBundle()));
+  const std::string withReference =
+      writeJson(manifestToJson(sampleWithReference()));
   Rng rng(2024);
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 4000; ++i) {
+    const std::string &good = i % 2 ? withReference : plain;
     std::string s = good;
     int edits = 1 + static_cast<int>(rng.next() % 4);
     for (int e = 0; e < edits; ++e) {

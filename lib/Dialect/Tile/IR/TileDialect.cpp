@@ -6,6 +6,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -17,10 +18,17 @@ using namespace sinkattn::tile;
 #define GET_TYPEDEF_CLASSES
 #include "SinkAttn/Dialect/Tile/IR/TileOpsTypes.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "SinkAttn/Dialect/Tile/IR/TileAttrs.cpp.inc"
+
 void TileDialect::initialize() {
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "SinkAttn/Dialect/Tile/IR/TileOpsTypes.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "SinkAttn/Dialect/Tile/IR/TileAttrs.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST
@@ -46,6 +54,20 @@ bool sinkattn::tile::isGlobalMemory(MemRefType type) {
   if (auto gpuSpace = dyn_cast<gpu::AddressSpaceAttr>(space))
     return gpuSpace.getValue() == gpu::AddressSpace::Global;
   return false;
+}
+
+memref::AllocOp sinkattn::tile::getSharedAllocation(Value tile) {
+  while (auto view = tile.getDefiningOp<ViewLikeOpInterface>())
+    tile = view.getViewSource();
+  return tile.getDefiningOp<memref::AllocOp>();
+}
+
+int64_t sinkattn::tile::getSwizzleBytes(Value tile) {
+  memref::AllocOp alloc = getSharedAllocation(tile);
+  if (!alloc)
+    return 0;
+  auto swizzle = alloc->getAttrOfType<IntegerAttr>(TileDialect::kSwizzleAttrName);
+  return swizzle ? swizzle.getInt() : 0;
 }
 
 //===----------------------------------------------------------------------===//
@@ -80,7 +102,63 @@ FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError()
            << "fragment element type must be f32, f16, bf16, i32 or i1, got "
            << elementType;
+  if (!layout)
+    return success();
+  auto layoutAttr = dyn_cast<LayoutAttr>(layout);
+  if (!layoutAttr)
+    return emitError() << "a fragment layout must be a #tile.layout, got "
+                       << layout;
+  std::string reason = checkLayout(layoutAttr.getValue(), shape, elementType);
+  if (!reason.empty())
+    return emitError() << reason;
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Layouts
+//===----------------------------------------------------------------------===//
+
+std::optional<LayoutKind> sinkattn::tile::getLayoutKind(FragmentType type) {
+  if (auto layout = dyn_cast_or_null<LayoutAttr>(type.getLayout()))
+    return layout.getValue();
+  return std::nullopt;
+}
+
+int64_t sinkattn::tile::getRegistersPerThread(FragmentType type) {
+  std::optional<LayoutKind> kind = getLayoutKind(type);
+  assert(kind && "fragment has no layout");
+  if (*kind == LayoutKind::rows)
+    return type.getShape()[0] / 32;
+  return type.getNumElements() / 128;
+}
+
+std::string sinkattn::tile::checkLayout(LayoutKind kind, ArrayRef<int64_t> shape,
+                                        Type elementType) {
+  std::string reason;
+  llvm::raw_string_ostream os(reason);
+  std::string name = "#tile.layout<" + stringifyLayoutKind(kind).str() + ">";
+  size_t rank = kind == LayoutKind::rows ? 1 : 2;
+  if (shape.size() != rank) {
+    os << name << " distributes rank-" << rank << " fragments, got rank "
+       << shape.size();
+    return reason;
+  }
+  if (shape[0] % 64 != 0) {
+    os << name << " needs a multiple of 64 rows (wgmma works on 64-row "
+       << "blocks), got " << shape[0];
+    return reason;
+  }
+  if (kind == LayoutKind::accumulator && shape[1] % 8 != 0)
+    os << name << " needs a multiple of 8 columns (wgmma n), got " << shape[1];
+  if (kind == LayoutKind::operand_a) {
+    if (!elementType.isBF16() && !elementType.isF16())
+      os << name << " holds bf16 or f16 elements (wgmma A), got "
+         << elementType;
+    else if (shape[1] % 16 != 0)
+      os << name << " needs a multiple of 16 columns (wgmma k), got "
+         << shape[1];
+  }
+  return reason;
 }
 
 Type FragmentType::parse(AsmParser &parser) {

@@ -409,5 +409,26 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+LogicalResult StoreOp::verify() {
+  FragmentType value = getValue().getType();
+  MemRefType dest = getDest().getType();
+  if (!isSharedMemory(dest) && !isGlobalMemory(dest))
+    return emitOpError() << "stores into shared or global memory, got "
+                         << describeSpace(dest) << " memory";
+  if (value.getElementType() != dest.getElementType())
+    return emitOpError() << "element type mismatch: the fragment holds "
+                         << value.getElementType() << " but the destination "
+                         << "holds " << dest.getElementType();
+  if (value.getRank() > dest.getRank())
+    return emitOpError() << "a rank-" << value.getRank()
+                         << " fragment does not fit a rank-" << dest.getRank()
+                         << " destination";
+  if (static_cast<int64_t>(getIndices().size()) != dest.getRank())
+    return emitOpError() << "the destination has rank " << dest.getRank()
+                         << " and needs " << dest.getRank()
+                         << " indices, got " << getIndices().size();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "SinkAttn/Dialect/Tile/IR/TileOps.cpp.inc"

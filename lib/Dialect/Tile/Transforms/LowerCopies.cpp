@@ -89,7 +89,8 @@ void emitLoads(PatternRewriter &rewriter, Location loc, Value source,
                ArrayRef<TmaChunk> chunks, Value barriers, Value slot) {
   for (const TmaChunk &chunk : chunks)
     TmaLoadOp::create(rewriter, loc, barriers, slot, source,
-                      chunk.globalIndices, chunk.shared);
+                      chunk.globalIndices, chunk.shared,
+                      getSwizzleBytes(chunk.shared));
 }
 
 /// The synchronous load protocol of `tile.copy` and `tile.im2col_copy`: a
@@ -202,7 +203,7 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
       for (const TmaChunk &chunk :
            splitIntoBoxes(rewriter, loc, op.getSource(), op.getDestIndices()))
         TmaStoreOp::create(rewriter, loc, chunk.shared, op.getDest(),
-                           chunk.globalIndices);
+                           chunk.globalIndices, getSwizzleBytes(chunk.shared));
       NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
       NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, loc,
                                            rewriter.getI32IntegerAttr(0),

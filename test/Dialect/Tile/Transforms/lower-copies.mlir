@@ -123,3 +123,18 @@ func.func @im2col(%x: memref<2x10x12x64xbf16>, %t: memref<16x64xbf16, 3>, %h: in
   tile.im2col_copy %x[%c0, %h, %c0, %c0], %t offsets [%dh, %dw] {lower = array<i64: 0, 0>, upper = array<i64: -2, -2>} : memref<2x10x12x64xbf16>, memref<16x64xbf16, 3>
   return
 }
+
+// -----
+
+// A tile marked swizzled (a wgmma operand) is loaded and stored with the
+// 128-byte swizzle; the TMA conversion splits it into panels.
+// CHECK-LABEL: func @swizzled
+// CHECK: tile.tma_load {{.*}} {swizzle = 128 : i64} : memref<256x128xbf16>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+// CHECK: tile.tma_store {{.*}} {swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
+func.func @swizzled(%A: memref<256x128xbf16>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %s = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>
+  tile.copy %A[%m, %c0], %s : memref<256x128xbf16>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  tile.copy %s, %A[%m, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
+  return
+}

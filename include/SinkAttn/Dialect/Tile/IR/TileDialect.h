@@ -20,6 +20,9 @@
 #include "SinkAttn/Dialect/Tile/IR/TileOpsDialect.h.inc"
 #include "SinkAttn/Dialect/Tile/IR/TileEnums.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "SinkAttn/Dialect/Tile/IR/TileAttrs.h.inc"
+
 #define GET_TYPEDEF_CLASSES
 #include "SinkAttn/Dialect/Tile/IR/TileOpsTypes.h.inc"
 
@@ -39,6 +42,26 @@ bool isSharedMemory(mlir::MemRefType type);
 /// True for memrefs in global memory: no memory space, the integer spaces 0
 /// or 1, or `#gpu.address_space<global>`.
 bool isGlobalMemory(mlir::MemRefType type);
+
+/// The `memref.alloc` a shared tile is a view of (through subviews, views,
+/// casts), or null when it is not an allocation of this function.
+mlir::memref::AllocOp getSharedAllocation(mlir::Value tile);
+
+/// The swizzle span in bytes (0 or 128) of the allocation `tile` views, as
+/// marked by tile-assign-layouts (`tile.swizzle`); 0 when unmarked.
+int64_t getSwizzleBytes(mlir::Value tile);
+
+/// The layout kind of a fragment type, if it has a #tile.layout.
+std::optional<LayoutKind> getLayoutKind(FragmentType type);
+
+/// Registers per thread of a fragment with a layout (elements, not packed
+/// 32-bit registers): M*N/128 for accumulator and operand_a, M/32 for rows.
+int64_t getRegistersPerThread(FragmentType type);
+
+/// Why `kind` cannot distribute a fragment of `shape` and `elementType`, or
+/// an empty string when it can.
+std::string checkLayout(LayoutKind kind, llvm::ArrayRef<int64_t> shape,
+                        mlir::Type elementType);
 
 } // namespace sinkattn::tile
 

@@ -42,10 +42,15 @@ def Tile_Dialect : Dialect {
     "::mlir::memref::MemRefDialect"
   ];
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
     /// Name of the discardable attribute that marks an `scf.for` as a
     /// software-pipelined loop with the given number of stages.
     static constexpr ::llvm::StringLiteral kNumStagesAttrName = "tile.num_stages";
+    /// Name of the discardable attribute on a shared-memory `memref.alloc`
+    /// giving the byte span of its TMA/wgmma swizzle (128): the tile is
+    /// stored as panels of 128-byte rows, each panel swizzled.
+    static constexpr ::llvm::StringLiteral kSwizzleAttrName = "tile.swizzle";
   }];
 }
 

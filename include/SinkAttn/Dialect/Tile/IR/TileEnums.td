@@ -14,4 +14,15 @@ def Tile_ReduceKind : I32EnumAttr<"ReduceKind",
   let cppNamespace = "::sinkattn::tile";
 }
 
+def Tile_LayoutKind : I32EnumAttr<"LayoutKind",
+    "how a register tile is distributed over the threads of a warpgroup", [
+      I32EnumAttrCase<"accumulator", 0>,
+      I32EnumAttrCase<"operand_a", 1>,
+      I32EnumAttrCase<"rows", 2>
+    ]> {
+  let cppNamespace = "::sinkattn::tile";
+  // The attribute wrapping it is #tile.layout (TileAttrs.td).
+  let genSpecializedAttr = 0;
+}
+
 #endif // SINKATTN_DIALECT_TILE_IR_TILEENUMS_TD

@@ -9,6 +9,9 @@ include "SinkAttn/Dialect/Tile/IR/TileTypes.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+// 0 (row-major, no swizzle) or 128 (the 128-byte TMA/wgmma swizzle).
+def Tile_SwizzleBytes : ConfinedAttr<I64Attr, [IntIsOneOf<[0, 128]>]>;
+
 def Tile_Fragment : Type<CPred<"::llvm::isa<::sinkattn::tile::FragmentType>($_self)">,
     "register tile (!tile.fragment)", "::sinkattn::tile::FragmentType">;
 def Tile_Barriers : Type<CPred<"::llvm::isa<::sinkattn::tile::BarrierArrayType>($_self)">,
@@ -206,7 +209,8 @@ def Tile_TmaCopyOp : Tile_Op<"tma_copy", [
     Index:$barrierIndex,
     Arg<AnyMemRef, "global source", [MemRead]>:$source,
     Variadic<Index>:$sourceIndices,
-    Arg<AnyMemRef, "shared destination", [MemWrite]>:$dest);
+    Arg<AnyMemRef, "shared destination", [MemWrite]>:$dest,
+    DefaultValuedAttr<Tile_SwizzleBytes, "0">:$swizzle);
   let assemblyFormat = [{
     $source `[` $sourceIndices `]` `,` $dest `,` `barrier` `(` $barriers `[` $barrierIndex `]` `)`
     attr-dict `:` type($source) `,` type($dest) `,` qualified(type($barriers))
@@ -224,6 +228,10 @@ def Tile_TmaLoadOp : Tile_Op<"tma_load", [
     (expect_tx) nor arrives; lowering passes put it under a single-thread
     guard next to the `expect_tx`. Operands are as for `tile.tma_copy`.
 
+    `swizzle = 128` (set by `tile-lower-copies` for tiles that
+    `tile-assign-layouts` marked) stores the tile in the 128-byte swizzled
+    layout wgmma reads: panels of 128-byte rows, one TMA box per panel.
+
     ```mlir
     tile.tma_load %A[%m, %k], %sA, barrier(%bars[%s])
         : memref<4096x4096xbf16>, memref<128x64xbf16, 3>, !tile.barriers<2>
@@ -234,7 +242,8 @@ def Tile_TmaLoadOp : Tile_Op<"tma_load", [
     Index:$barrierIndex,
     Arg<AnyMemRef, "global source", [MemRead]>:$source,
     Variadic<Index>:$sourceIndices,
-    Arg<AnyMemRef, "shared destination", [MemWrite]>:$dest);
+    Arg<AnyMemRef, "shared destination", [MemWrite]>:$dest,
+    DefaultValuedAttr<Tile_SwizzleBytes, "0">:$swizzle);
   let assemblyFormat = [{
     $source `[` $sourceIndices `]` `,` $dest `,` `barrier` `(` $barriers `[` $barrierIndex `]` `)`
     attr-dict `:` type($source) `,` type($dest) `,` qualified(type($barriers))
@@ -259,7 +268,8 @@ def Tile_TmaStoreOp : Tile_Op<"tma_store"> {
   let arguments = (ins
     Arg<AnyMemRef, "shared source", [MemRead]>:$source,
     Arg<AnyMemRef, "global destination", [MemWrite]>:$dest,
-    Variadic<Index>:$destIndices);
+    Variadic<Index>:$destIndices,
+    DefaultValuedAttr<Tile_SwizzleBytes, "0">:$swizzle);
   let assemblyFormat = [{
     $source `,` $dest `[` $destIndices `]` attr-dict `:` type($source) `,` type($dest)
   }];
@@ -458,6 +468,37 @@ def Tile_CastOp : Tile_Op<"cast", [Pure]> {
   let results = (outs Tile_Fragment:$result);
   let assemblyFormat = [{
     $source attr-dict `:` qualified(type($source)) `to` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_StoreOp : Tile_Op<"store"> {
+  let summary = "store a register tile into a shared tile or a global tensor";
+  let description = [{
+    Writes the elements of `value` into `dest` starting at `indices` (one
+    index per `dest` dimension; a fragment of lower rank fills the innermost
+    dimensions, the leading indices select the slice). Each thread stores
+    the elements it holds; elements that fall outside `dest` are skipped, so
+    a tile can hang over the end of a tensor whose length is not a multiple
+    of the block. A rank-1 (`rows`) fragment is stored once per row.
+
+    A shared destination must be a tile allocated in the function; if it is
+    swizzled (`tile.swizzle`), the store follows the swizzle. Before TMA or
+    wgmma read such a tile, the writes are made visible to the async proxy
+    (`tile.copy` shared → global does this).
+
+    ```mlir
+    tile.store %o, %O[%b, %h, %m0, %c0]
+        : !tile.fragment<64x128xbf16>, memref<2x16x1000x128xbf16>
+    tile.store %lse, %LSE[%b, %h, %m0] : !tile.fragment<64xf32>, memref<2x16x1000xf32>
+    ```
+  }];
+  let arguments = (ins
+    Tile_Fragment:$value,
+    Arg<AnyMemRef, "destination", [MemWrite]>:$dest,
+    Variadic<Index>:$indices);
+  let assemblyFormat = [{
+    $value `,` $dest `[` $indices `]` attr-dict `:` qualified(type($value)) `,` type($dest)
   }];
   let hasVerifier = 1;
 }

@@ -5,6 +5,32 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TileAssignLayouts : Pass<"tile-assign-layouts"> {
+  let summary = "Give every register fragment a layout and swizzle the tiles wgmma reads";
+  let description = [{
+    * **Register layouts.** Every `!tile.fragment` value gets a
+      `#tile.layout`: rank-1 fragments `rows`; rank-2 fragments `operand_a`
+      when they feed `tile.gemm` as the register A operand, `accumulator`
+      otherwise. Values that must share one type get one layout: the
+      init, iteration argument, yielded value and result of an `scf.for`,
+      the results and yields of an `scf.if`, and a gemm's accumulator and
+      result. Existing layouts are kept and checked.
+    * **Shared swizzle.** The shared tiles `tile.gemm` reads (operand B, and
+      A when it is in shared memory) are marked `tile.swizzle = 128` on their
+      `memref.alloc` (alignment raised to 1024 bytes): TMA then stores them
+      as 128-byte-swizzled panels of 64 16-bit columns (`tile-lower-copies`)
+      and the wgmma lowering builds matching descriptors.
+
+    Errors, each naming the value or op: a shape a layout cannot
+    distribute (rows not a multiple of 64, columns not a multiple of 8, or of
+    16 for an A operand), a column reduction (dimension 0), a fragment
+    used both as A operand and as accumulator, fragments crossing function
+    boundaries or regions other than `scf.for`/`scf.if`, and gemm operand
+    tiles that are not whole allocations of the function or whose rows are
+    not a multiple of 64 elements.
+  }];
+}
+
 def TileLowerCopies : Pass<"tile-lower-copies"> {
   let summary = "Lower tile.copy and tile.tma_copy to TMA loads/stores and barriers";
   let description = [{

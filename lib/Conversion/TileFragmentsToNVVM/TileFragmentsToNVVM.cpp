@@ -1,0 +1,683 @@
+//===- TileFragmentsToNVVM.cpp - Register tiles to per-thread registers ---===//
+//
+// Lowers fragments with a #tile.layout to the registers one thread holds: a
+// `vector<R x T>` per fragment (R = getRegistersPerThread), in the register
+// order the layout documents (TileAttrs.td). tile.fill, tile.map,
+// tile.reduce, tile.cast and tile.store become vector/arith/gpu ops;
+// tile.gemm becomes wgmma through inline PTX (SS: both operands from
+// swizzled shared memory through descriptors; RS: A from registers, which
+// no MLIR op expresses).
+//
+//===----------------------------------------------------------------------===//
+
+#include "SinkAttn/Conversion/Passes.h"
+#include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace sinkattn;
+using namespace sinkattn::tile;
+
+namespace sinkattn {
+#define GEN_PASS_DEF_CONVERTTILEFRAGMENTSTONVVM
+#include "SinkAttn/Conversion/Passes.h.inc"
+} // namespace sinkattn
+
+namespace {
+//===----------------------------------------------------------------------===//
+// Thread coordinates and register placement
+//===----------------------------------------------------------------------===//
+
+Value indexConstant(OpBuilder &builder, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(builder, loc, value);
+}
+
+/// Where the calling thread's registers sit inside every 64-row block:
+/// rows rowBase + {0, 8}, columns colBase + 8j + {0, 1}.
+struct ThreadCoordinates {
+  Value rowBase; ///< 16 * warp + lane / 4
+  Value colBase; ///< 2 * (lane % 4)
+  Value quadLeader; ///< lane % 4 == 0: one thread per row of a quad
+};
+
+ThreadCoordinates getThreadCoordinates(OpBuilder &builder, Location loc) {
+  Value tid = gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::x);
+  // Layouts are per warpgroup: thread t of the fragment is tid % 128.
+  Value t = arith::RemUIOp::create(builder, loc, tid, indexConstant(builder, loc, 128));
+  Value warp = arith::DivUIOp::create(builder, loc, t, indexConstant(builder, loc, 32));
+  Value lane = arith::RemUIOp::create(builder, loc, t, indexConstant(builder, loc, 32));
+  Value group = arith::DivUIOp::create(builder, loc, lane, indexConstant(builder, loc, 4));
+  Value quad = arith::RemUIOp::create(builder, loc, lane, indexConstant(builder, loc, 4));
+  Value rowBase = arith::AddIOp::create(
+      builder, loc,
+      arith::MulIOp::create(builder, loc, warp, indexConstant(builder, loc, 16)),
+      group);
+  Value colBase =
+      arith::MulIOp::create(builder, loc, quad, indexConstant(builder, loc, 2));
+  Value quadLeader = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                                           quad, indexConstant(builder, loc, 0));
+  return {rowBase, colBase, quadLeader};
+}
+
+/// Constant row/column offsets of register `r` relative to the thread's
+/// base coordinates, and the register of the row vector covering that row.
+struct Placement {
+  int64_t row = 0, col = 0;
+  int64_t rowRegister = 0;
+};
+
+Placement getPlacement(FragmentType type, int64_t r) {
+  Placement placement;
+  if (*getLayoutKind(type) == LayoutKind::rows) {
+    placement.row = 64 * (r / 2) + 8 * (r % 2);
+    placement.rowRegister = r;
+    return placement;
+  }
+  int64_t perBlock = type.getShape()[1] / 2;
+  int64_t block = r / perBlock, rest = r % perBlock;
+  int64_t j = rest / 4, h = (rest % 4) / 2, e = rest % 2;
+  placement.row = 64 * block + 8 * h;
+  placement.col = 8 * j + e;
+  placement.rowRegister = 2 * block + h;
+  return placement;
+}
+
+Value addOffset(OpBuilder &builder, Location loc, Value base, int64_t offset) {
+  if (offset == 0)
+    return base;
+  return arith::AddIOp::create(builder, loc, base,
+                               indexConstant(builder, loc, offset));
+}
+
+Value extractRegister(OpBuilder &builder, Location loc, Value vector,
+                      int64_t r) {
+  return vector::ExtractOp::create(builder, loc, vector, ArrayRef<int64_t>{r});
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+struct FillLowering : public OpConversionPattern<FillOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(FillOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type type = getTypeConverter()->convertType(op.getType());
+    if (!type)
+      return rewriter.notifyMatchFailure(op, "fragment without a layout");
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(op, type, adaptor.getValue());
+    return success();
+  }
+};
+
+struct CastLowering : public OpConversionPattern<CastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = dyn_cast_or_null<VectorType>(
+        getTypeConverter()->convertType(op.getType()));
+    if (!type)
+      return rewriter.notifyMatchFailure(op, "fragment without a layout");
+    FragmentType source = op.getSource().getType();
+    if (getRegistersPerThread(source) != type.getNumElements())
+      return op.emitOpError() << "changes the register placement ("
+                              << source << " to " << op.getType() << ")";
+    Value input = adaptor.getSource();
+    Type from = source.getElementType(), to = type.getElementType();
+    // accumulator -> operand_a keeps every element in place: only the
+    // element type changes (the NVPTX backend packs 16-bit pairs).
+    if (from == to)
+      rewriter.replaceOp(op, input);
+    else if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+      rewriter.replaceOpWithNewOp<arith::TruncFOp>(op, type, input);
+    else
+      rewriter.replaceOpWithNewOp<arith::ExtFOp>(op, type, input);
+    return success();
+  }
+};
+
+/// The hardware form of math ops on f32 in a map body: ex2.approx.ftz and
+/// lg2.approx.ftz for math.exp2 / math.log2 (what attention's softmax
+/// wants) and fma.rn for math.fma, instead of the libdevice calls the
+/// upstream GPU lowering would emit (we link no libdevice).
+Value createHardwareMath(OpBuilder &builder, Operation *op, IRMapping &mapping) {
+  if (auto fma = dyn_cast<math::FmaOp>(op)) {
+    if (!fma.getType().isF32())
+      return Value();
+    return LLVM::FMAOp::create(builder, op->getLoc(),
+                               mapping.lookupOrDefault(fma.getA()),
+                               mapping.lookupOrDefault(fma.getB()),
+                               mapping.lookupOrDefault(fma.getC()));
+  }
+  if (op->getNumOperands() != 1 || op->getNumResults() != 1)
+    return Value();
+  Value operand = mapping.lookupOrDefault(op->getOperand(0));
+  StringRef intrinsic;
+  if (isa<math::Exp2Op>(op))
+    intrinsic = "llvm.nvvm.ex2.approx.ftz.f";
+  else if (isa<math::Log2Op>(op))
+    intrinsic = "llvm.nvvm.lg2.approx.ftz.f";
+  else
+    return Value();
+  if (!operand.getType().isF32())
+    return Value();
+  return LLVM::CallIntrinsicOp::create(builder, op->getLoc(),
+                                       builder.getF32Type(),
+                                       builder.getStringAttr(intrinsic),
+                                       ValueRange{operand})
+      .getResult(0);
+}
+
+struct MapLowering : public OpConversionPattern<MapOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MapOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FragmentType resultType = op.getResult().getType();
+    auto vectorType = dyn_cast_or_null<VectorType>(
+        getTypeConverter()->convertType(resultType));
+    if (!vectorType)
+      return rewriter.notifyMatchFailure(op, "fragment without a layout");
+    Location loc = op.getLoc();
+    ThreadCoordinates coordinates = getThreadCoordinates(rewriter, loc);
+    Block &body = op.getBody().front();
+    int64_t rank = resultType.getRank();
+    SmallVector<Value> elements;
+    for (int64_t r = 0, e = vectorType.getNumElements(); r < e; ++r) {
+      Placement placement = getPlacement(resultType, r);
+      IRMapping mapping;
+      mapping.map(body.getArgument(0),
+                  addOffset(rewriter, loc, coordinates.rowBase, placement.row));
+      if (rank == 2)
+        mapping.map(body.getArgument(1), addOffset(rewriter, loc,
+                                                   coordinates.colBase,
+                                                   placement.col));
+      for (auto [position, input] : llvm::enumerate(adaptor.getInputs())) {
+        auto inputType = cast<FragmentType>(op.getInputs()[position].getType());
+        // Same rank: same placement. A row vector broadcast along the
+        // columns: the register of this row.
+        int64_t index = inputType.getRank() == rank ? r : placement.rowRegister;
+        mapping.map(body.getArgument(rank + position),
+                    extractRegister(rewriter, loc, input, index));
+      }
+      for (Operation &inner : body.without_terminator()) {
+        if (Value hardware = createHardwareMath(rewriter, &inner, mapping)) {
+          mapping.map(inner.getResult(0), hardware);
+          continue;
+        }
+        rewriter.clone(inner, mapping);
+      }
+      elements.push_back(
+          mapping.lookupOrDefault(body.getTerminator()->getOperand(0)));
+    }
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, vectorType, elements);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Row reductions
+//===----------------------------------------------------------------------===//
+
+Value combine(OpBuilder &builder, Location loc, ReduceKind kind, Value a,
+              Value b) {
+  bool isFloat = isa<FloatType>(a.getType());
+  switch (kind) {
+  case ReduceKind::max:
+    return isFloat ? arith::MaxNumFOp::create(builder, loc, a, b).getResult()
+                   : arith::MaxSIOp::create(builder, loc, a, b).getResult();
+  case ReduceKind::min:
+    return isFloat ? arith::MinNumFOp::create(builder, loc, a, b).getResult()
+                   : arith::MinSIOp::create(builder, loc, a, b).getResult();
+  case ReduceKind::sum:
+    return isFloat ? arith::AddFOp::create(builder, loc, a, b).getResult()
+                   : arith::AddIOp::create(builder, loc, a, b).getResult();
+  }
+  llvm_unreachable("unknown reduction");
+}
+
+/// Pairwise (tree) combination: independent operations first, for ILP.
+Value combineTree(OpBuilder &builder, Location loc, ReduceKind kind,
+                  SmallVector<Value> values) {
+  while (values.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < values.size(); i += 2)
+      next.push_back(combine(builder, loc, kind, values[i], values[i + 1]));
+    if (values.size() % 2)
+      next.push_back(values.back());
+    values = std::move(next);
+  }
+  return values.front();
+}
+
+struct ReduceLowering : public OpConversionPattern<ReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FragmentType sourceType = op.getSource().getType();
+    auto vectorType = dyn_cast_or_null<VectorType>(
+        getTypeConverter()->convertType(op.getType()));
+    if (!vectorType || !getLayoutKind(sourceType))
+      return rewriter.notifyMatchFailure(op, "fragment without a layout");
+    Location loc = op.getLoc();
+    Value source = adaptor.getSource();
+    int64_t perBlock = sourceType.getShape()[1] / 2;
+    int64_t blocks = sourceType.getShape()[0] / 64;
+    SmallVector<Value> rows;
+    for (int64_t block = 0; block < blocks; ++block)
+      for (int64_t h = 0; h < 2; ++h) {
+        // In-thread: the row's registers 4j + 2h + e of this block.
+        SmallVector<Value> values;
+        for (int64_t j = 0; j < perBlock / 4; ++j)
+          for (int64_t e = 0; e < 2; ++e)
+            values.push_back(extractRegister(rewriter, loc, source,
+                                             block * perBlock + 4 * j + 2 * h + e));
+        Value value = combineTree(rewriter, loc, op.getKind(), values);
+        // Across the quad that shares the row: butterfly over lanes ^1, ^2.
+        for (int32_t offset : {1, 2}) {
+          Value shuffled =
+              gpu::ShuffleOp::create(rewriter, loc, value, offset, 32,
+                                     gpu::ShuffleMode::XOR)
+                  .getShuffleResult();
+          value = combine(rewriter, loc, op.getKind(), value, shuffled);
+        }
+        rows.push_back(value);
+      }
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, vectorType, rows);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Stores
+//===----------------------------------------------------------------------===//
+
+/// Element offset of (row, col) in a 128-byte-swizzled tile of `rows` rows
+/// of 16-bit elements: panel (64 columns) major, 128-byte rows, the 16-byte
+/// chunk index XOR-ed with row % 8 (the TMA/wgmma 128B pattern).
+Value swizzledOffset(OpBuilder &builder, Location loc, Value row, Value col,
+                     int64_t rows) {
+  auto c = [&](int64_t v) { return indexConstant(builder, loc, v); };
+  Value panel = arith::DivUIOp::create(builder, loc, col, c(64));
+  Value inPanel = arith::RemUIOp::create(builder, loc, col, c(64));
+  Value chunk = arith::DivUIOp::create(builder, loc, inPanel, c(8));
+  Value inChunk = arith::RemUIOp::create(builder, loc, inPanel, c(8));
+  Value swizzled = arith::XOrIOp::create(
+      builder, loc, chunk, arith::RemUIOp::create(builder, loc, row, c(8)));
+  Value offset = arith::MulIOp::create(builder, loc, panel, c(rows * 64));
+  offset = arith::AddIOp::create(builder, loc, offset,
+                                 arith::MulIOp::create(builder, loc, row, c(64)));
+  offset = arith::AddIOp::create(
+      builder, loc, offset, arith::MulIOp::create(builder, loc, swizzled, c(8)));
+  return arith::AddIOp::create(builder, loc, offset, inChunk);
+}
+
+struct StoreLowering : public OpConversionPattern<StoreOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StoreOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FragmentType type = op.getValue().getType();
+    if (!getLayoutKind(type))
+      return rewriter.notifyMatchFailure(op, "fragment without a layout");
+    Location loc = op.getLoc();
+    MemRefType destType = op.getDest().getType();
+    int64_t rank = type.getRank();
+    int64_t lead = destType.getRank() - rank;
+    bool shared = isSharedMemory(destType);
+    int64_t swizzle = shared ? getSwizzleBytes(op.getDest()) : 0;
+    ThreadCoordinates coordinates = getThreadCoordinates(rewriter, loc);
+    SmallVector<Value> dims;
+    if (!shared)
+      for (int64_t d = lead; d < destType.getRank(); ++d)
+        dims.push_back(memref::DimOp::create(rewriter, loc, adaptor.getDest(), d));
+    bool isRows = *getLayoutKind(type) == LayoutKind::rows;
+    Value value = adaptor.getValue();
+    for (int64_t r = 0, e = getRegistersPerThread(type); r < e; ++r) {
+      Placement placement = getPlacement(type, r);
+      SmallVector<Value> indices(adaptor.getIndices());
+      Value row = addOffset(rewriter, loc, coordinates.rowBase, placement.row);
+      Value col = rank == 2 ? addOffset(rewriter, loc, coordinates.colBase,
+                                        placement.col)
+                            : Value();
+      Value element = extractRegister(rewriter, loc, value, r);
+      if (swizzle) {
+        Value offset = swizzledOffset(rewriter, loc, row, col, type.getShape()[0]);
+        int64_t cols = type.getShape()[1];
+        indices[lead] = arith::DivUIOp::create(rewriter, loc, offset,
+                                               indexConstant(rewriter, loc, cols));
+        indices[lead + 1] = arith::RemUIOp::create(
+            rewriter, loc, offset, indexConstant(rewriter, loc, cols));
+        memref::StoreOp::create(rewriter, loc, element, adaptor.getDest(), indices);
+        continue;
+      }
+      indices[lead] = arith::AddIOp::create(rewriter, loc, indices[lead], row);
+      if (rank == 2)
+        indices[lead + 1] =
+            arith::AddIOp::create(rewriter, loc, indices[lead + 1], col);
+      // Global tiles may hang over the tensor's end: skip those elements.
+      // Row vectors are replicated over a quad: one thread stores.
+      Value condition = isRows ? coordinates.quadLeader : Value();
+      for (auto [d, dim] : llvm::enumerate(dims)) {
+        Value inBounds = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ult, indices[lead + d], dim);
+        condition = condition ? arith::AndIOp::create(rewriter, loc, condition,
+                                                      inBounds).getResult()
+                              : inBounds;
+      }
+      if (!condition) {
+        memref::StoreOp::create(rewriter, loc, element, adaptor.getDest(), indices);
+        continue;
+      }
+      auto guard = scf::IfOp::create(rewriter, loc, condition, /*withElse=*/false);
+      OpBuilder::InsertionGuard insertion(rewriter);
+      rewriter.setInsertionPointToStart(&guard.getThenRegion().front());
+      memref::StoreOp::create(rewriter, loc, element, adaptor.getDest(), indices);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// wgmma
+//===----------------------------------------------------------------------===//
+
+/// The wgmma matrix descriptor of a 128-byte-swizzled shared tile whose
+/// panels are `panelBytes` apart, without its start address: leading byte
+/// offset = panel stride, stride byte offset = 1024 (8 rows of 128 bytes),
+/// layout type 1 (128B swizzle), all in 16-byte units.
+uint64_t descriptorTemplate(int64_t panelBytes) {
+  uint64_t leading = uint64_t(panelBytes) >> 4;
+  uint64_t stride = 1024 >> 4;
+  return (leading & 0x3FFF) << 16 | (stride & 0x3FFF) << 32 | uint64_t(1) << 62;
+}
+
+/// Descriptor of `tile` with its start address filled in (14 bits of the
+/// shared address in 16-byte units).
+Value createDescriptor(OpBuilder &builder, Location loc, Value tile,
+                       int64_t panelBytes) {
+  auto type = cast<MemRefType>(tile.getType());
+  auto metadata = memref::ExtractStridedMetadataOp::create(builder, loc, tile);
+  Value aligned = memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, tile);
+  Value bytes = arith::MulIOp::create(
+      builder, loc, metadata.getOffset(),
+      indexConstant(builder, loc, type.getElementTypeBitWidth() / 8));
+  Value address = arith::AddIOp::create(builder, loc, aligned, bytes);
+  Value address64 = arith::IndexCastUIOp::create(builder, loc,
+                                                 builder.getI64Type(), address);
+  auto i64 = [&](uint64_t v) {
+    return arith::ConstantIntOp::create(builder, loc, builder.getI64Type(), v);
+  };
+  Value field = arith::AndIOp::create(
+      builder, loc, arith::ShRUIOp::create(builder, loc, address64, i64(4)),
+      i64(0x3FFF));
+  return arith::OrIOp::create(builder, loc, field,
+                              i64(descriptorTemplate(panelBytes)));
+}
+
+/// Adds a byte offset to a descriptor's start address (the field does not
+/// overflow: shared memory ends below 2^18 bytes).
+Value advanceDescriptor(OpBuilder &builder, Location loc, Value descriptor,
+                        int64_t bytes) {
+  if (bytes == 0)
+    return descriptor;
+  return arith::AddIOp::create(
+      builder, loc, descriptor,
+      arith::ConstantIntOp::create(builder, loc, builder.getI64Type(), bytes >> 4));
+}
+
+/// Keeps LLVM from moving uses of `value` above the wgmma wait (the asm
+/// results are only valid once the group completed): an empty asm that
+/// "redefines" each register, as CUTLASS's warpgroup_fence_operand does.
+Value fenceOperand(OpBuilder &builder, Location loc, Value value) {
+  return LLVM::InlineAsmOp::create(
+             builder, loc, value.getType(), ValueRange{value}, "",
+             value.getType().isF32() ? "=f,0" : "=r,0",
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::TailCallKind::None,
+             LLVM::AsmDialectAttr::get(builder.getContext(),
+                                       LLVM::AsmDialect::AD_ATT),
+             ArrayAttr())
+      .getResult(0);
+}
+
+struct GemmLowering : public OpConversionPattern<GemmOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GemmOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FragmentType accType = op.getAcc().getType();
+    auto vectorType = dyn_cast_or_null<VectorType>(
+        getTypeConverter()->convertType(accType));
+    if (!vectorType)
+      return rewriter.notifyMatchFailure(op, "fragment without a layout");
+    int64_t m = accType.getShape()[0], n = accType.getShape()[1];
+    bool registerA = isa<FragmentType>(op.getA().getType());
+    auto aShape = registerA ? cast<FragmentType>(op.getA().getType()).getShape()
+                            : cast<MemRefType>(op.getA().getType()).getShape();
+    int64_t k = aShape[1];
+
+    Location loc = op.getLoc();
+    Type element = cast<MemRefType>(op.getB().getType()).getElementType();
+    StringRef typeName = element.isBF16() ? "bf16" : "f16";
+    bool transposeB = op.getTransposeB();
+    // B's descriptor: K-major (transpose_b, N x K) panels of N rows, or
+    // MN-major (K x N, N contiguous; wgmma's "transposed" B) panels of K rows.
+    int64_t bPanelBytes = (transposeB ? n : k) * 128;
+    Value descriptorB = createDescriptor(rewriter, loc, adaptor.getB(), bPanelBytes);
+    Value descriptorA;
+    if (!registerA)
+      descriptorA = createDescriptor(rewriter, loc, adaptor.getA(), m * 128);
+    Value one = arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), 1);
+
+    int64_t perBlock = n / 2;
+    SmallVector<Value> accumulators;
+    for (int64_t r = 0; r < vectorType.getNumElements(); ++r)
+      accumulators.push_back(extractRegister(rewriter, loc, adaptor.getAcc(), r));
+
+    // The asm: outputs $0..$(perBlock-1), then A (descriptor or 4 registers),
+    // B's descriptor, scale-d, and the accumulators tied to the outputs.
+    std::string outputs, constraints;
+    for (int64_t i = 0; i < perBlock; ++i) {
+      outputs += (i ? ", $" : "$") + std::to_string(i);
+      constraints += i ? ",=f" : "=f";
+    }
+    int64_t next = perBlock;
+    std::string aText;
+    if (registerA) {
+      aText = "{$" + std::to_string(next) + ", $" + std::to_string(next + 1) +
+              ", $" + std::to_string(next + 2) + ", $" + std::to_string(next + 3) + "}";
+      constraints += ",r,r,r,r";
+      next += 4;
+    } else {
+      aText = "$" + std::to_string(next);
+      constraints += ",l";
+      next += 1;
+    }
+    std::string bText = "$" + std::to_string(next);
+    std::string scaleText = "$" + std::to_string(next + 1);
+    constraints += ",l,r";
+    for (int64_t i = 0; i < perBlock; ++i)
+      constraints += "," + std::to_string(i);
+    std::string shape = "m64n" + std::to_string(n) + "k16";
+    std::string asmText =
+        "{\n.reg .pred p;\nsetp.ne.b32 p, " + scaleText + ", 0;\n"
+        "wgmma.mma_async.sync.aligned." + shape + ".f32." + typeName.str() + "." +
+        typeName.str() + " {" + outputs + "}, " + aText + ", " + bText +
+        ", p, 1, 1" + (registerA ? "" : ", 0") + ", " +
+        (transposeB ? "0" : "1") + ";\n}";
+    MLIRContext *context = op.getContext();
+    auto structType = LLVM::LLVMStructType::getLiteral(
+        context, SmallVector<Type>(perBlock, rewriter.getF32Type()));
+    auto attDialect = LLVM::AsmDialectAttr::get(context, LLVM::AsmDialect::AD_ATT);
+
+    NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+    for (int64_t step = 0; step < k / 16; ++step) {
+      // Within a panel a k16 step is 32 bytes along the 128-byte row;
+      // panels of 64 columns follow each other.
+      int64_t panel = step / 4, inPanel = (step % 4) * 32;
+      Value stepB = transposeB
+                        ? advanceDescriptor(rewriter, loc, descriptorB,
+                                            panel * bPanelBytes + inPanel)
+                        : advanceDescriptor(rewriter, loc, descriptorB,
+                                            step * 16 * 128);
+      for (int64_t block = 0; block < m / 64; ++block) {
+        SmallVector<Value> operands;
+        if (registerA) {
+          // Packed pairs 8s .. 8s+7 of the block: (g, 2q), (g+8, 2q),
+          // (g, 2q+8), (g+8, 2q+8) as the PTX A fragment orders them.
+          int64_t first = block * (k / 2) + 8 * step;
+          SmallVector<Value> pairs;
+          for (int64_t i = 0; i < 8; ++i)
+            pairs.push_back(extractRegister(rewriter, loc, adaptor.getA(), first + i));
+          Value slice = vector::FromElementsOp::create(
+              rewriter, loc, VectorType::get({8}, element), pairs);
+          Value words = vector::BitCastOp::create(
+              rewriter, loc, VectorType::get({4}, rewriter.getI32Type()), slice);
+          for (int64_t w = 0; w < 4; ++w)
+            operands.push_back(extractRegister(rewriter, loc, words, w));
+        } else {
+          operands.push_back(advanceDescriptor(
+              rewriter, loc, descriptorA,
+              panel * m * 128 + block * 64 * 128 + inPanel));
+        }
+        operands.push_back(stepB);
+        operands.push_back(one);
+        for (int64_t i = 0; i < perBlock; ++i)
+          operands.push_back(accumulators[block * perBlock + i]);
+        auto wgmma = LLVM::InlineAsmOp::create(
+            rewriter, loc, structType, operands, asmText, constraints,
+            /*has_side_effects=*/true, /*is_align_stack=*/false,
+            LLVM::TailCallKind::None, attDialect, ArrayAttr());
+        for (int64_t i = 0; i < perBlock; ++i)
+          accumulators[block * perBlock + i] = LLVM::ExtractValueOp::create(
+              rewriter, loc, wgmma.getResult(0), ArrayRef<int64_t>{i});
+      }
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);
+    for (Value &accumulator : accumulators)
+      accumulator = fenceOperand(rewriter, loc, accumulator);
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, vectorType,
+                                                        accumulators);
+    return success();
+  }
+};
+
+/// What the patterns cannot lower, diagnosed before the conversion starts
+/// (so the error is the reason, not "failed to legalize").
+LogicalResult checkLowerable(Operation *op) {
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    FragmentType accType = gemm.getAcc().getType();
+    if (!accType.getElementType().isF32())
+      return gemm.emitOpError() << "accumulates in " << accType.getElementType()
+                                << "; the wgmma lowering supports f32 "
+                                   "accumulators";
+    bool registerA = isa<FragmentType>(gemm.getA().getType());
+    auto aShape = registerA
+                      ? cast<FragmentType>(gemm.getA().getType()).getShape()
+                      : cast<MemRefType>(gemm.getA().getType()).getShape();
+    int64_t n = accType.getShape()[1], k = aShape[1];
+    if (n > 256 || k % 16 != 0)
+      return gemm.emitOpError() << "needs N <= 256 and K a multiple of 16 for "
+                                   "wgmma.m64nNk16, got N = "
+                                << n << ", K = " << k;
+    for (auto [name, tile] : {std::pair<StringRef, Value>{"B", gemm.getB()},
+                              {"A", registerA ? Value() : gemm.getA()}})
+      if (tile && getSwizzleBytes(tile) != 128)
+        return gemm.emitOpError()
+               << "operand " << name
+               << " is not a 128-byte-swizzled shared tile; run "
+                  "tile-assign-layouts (and tile-lower-copies) first";
+  } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    Type element = reduce.getSource().getType().getElementType();
+    if (!element.isF32() && !element.isInteger(32))
+      return reduce.emitOpError() << "reduces " << element
+                                  << " elements; the lowering shuffles 32-bit "
+                                     "values (f32 or i32)";
+  } else if (auto store = dyn_cast<StoreOp>(op)) {
+    MemRefType destType = store.getDest().getType();
+    FragmentType type = store.getValue().getType();
+    if (isSharedMemory(destType) && getSwizzleBytes(store.getDest()) &&
+        (type.getRank() != 2 ||
+         destType.getShape().take_back(2) != type.getShape() ||
+         destType.getElementTypeBitWidth() != 16 ||
+         llvm::any_of(store.getIndices().take_back(2), [](Value index) {
+           return getConstantIntValue(index) != std::optional<int64_t>(0);
+         })))
+      return store.emitOpError()
+             << "stores into a swizzled shared tile: the fragment must be "
+                "2-D, 16-bit and cover the whole tile (trailing indices 0)";
+  }
+  return success();
+}
+
+struct ConvertTileFragmentsToNVVMPass
+    : public sinkattn::impl::ConvertTileFragmentsToNVVMBase<
+          ConvertTileFragmentsToNVVMPass> {
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    // Every fragment needs its layout: say which one does not have it.
+    WalkResult missing = getOperation()->walk([&](Operation *op) {
+      for (Value result : op->getResults())
+        if (auto type = dyn_cast<FragmentType>(result.getType()))
+          if (!getLayoutKind(type)) {
+            op->emitOpError() << "produces " << type
+                              << ", which has no layout; run "
+                                 "tile-assign-layouts first";
+            return WalkResult::interrupt();
+          }
+      if (failed(checkLowerable(op)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (missing.wasInterrupted())
+      return signalPassFailure();
+
+    TypeConverter converter;
+    converter.addConversion([](Type type) { return type; });
+    converter.addConversion([](FragmentType type) -> std::optional<Type> {
+      if (!getLayoutKind(type))
+        return std::nullopt;
+      return VectorType::get({getRegistersPerThread(type)},
+                             type.getElementType());
+    });
+    auto materialize = [](OpBuilder &builder, Type type, ValueRange inputs,
+                          Location loc) -> Value {
+      return UnrealizedConversionCastOp::create(builder, loc, type, inputs)
+          .getResult(0);
+    };
+    converter.addSourceMaterialization(materialize);
+    converter.addTargetMaterialization(materialize);
+
+    ConversionTarget target(*context);
+    target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,
+                           LLVM::LLVMDialect, math::MathDialect,
+                           memref::MemRefDialect, NVVM::NVVMDialect,
+                           scf::SCFDialect, vector::VectorDialect>();
+    target.addIllegalOp<FillOp, MapOp, YieldOp, ReduceOp, CastOp, GemmOp,
+                        StoreOp>();
+    RewritePatternSet patterns(context);
+    patterns.add<FillLowering, CastLowering, MapLowering, ReduceLowering,
+                 StoreLowering, GemmLowering>(converter, context);
+    scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                         target);
+    // Ops of the body of a tile.map are cloned by its lowering; tile ops
+    // other than fragment ops (copies, barriers) stay for later passes.
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

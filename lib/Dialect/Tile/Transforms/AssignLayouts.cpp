@@ -1,0 +1,237 @@
+//===- AssignLayouts.cpp - Register layouts and shared swizzles -----------===//
+//
+// Gives every register fragment a #tile.layout and marks the shared tiles
+// wgmma reads as 128-byte swizzled. Fragments that must share a type (the
+// values an scf.for or scf.if ties together, a gemm's accumulator and
+// result) form one class and get one layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
+#include "Utils.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace sinkattn::tile;
+
+namespace sinkattn::tile {
+#define GEN_PASS_DEF_TILEASSIGNLAYOUTS
+#include "SinkAttn/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace sinkattn::tile
+
+namespace {
+/// 128-byte swizzle: the only shared layout our wgmma lowering reads.
+constexpr int64_t kSwizzleBytes = 128;
+/// Swizzled tiles are placed at this alignment (one swizzle pattern).
+constexpr int64_t kSwizzleAlignment = 1024;
+
+bool isFragment(Value value) { return isa<FragmentType>(value.getType()); }
+
+/// Union-find over fragment values.
+class FragmentClasses {
+public:
+  Value find(Value value) {
+    auto it = parent.find(value);
+    if (it == parent.end()) {
+      parent[value] = value;
+      order.push_back(value);
+      return value;
+    }
+    if (it->second == value)
+      return value;
+    Value root = find(it->second);
+    parent[value] = root;
+    return root;
+  }
+  void unite(Value a, Value b) {
+    Value rootA = find(a), rootB = find(b);
+    if (rootA != rootB)
+      parent[rootB] = rootA;
+  }
+  ArrayRef<Value> values() const { return order; }
+
+private:
+  DenseMap<Value, Value> parent;
+  SmallVector<Value> order;
+};
+
+/// Where to report a problem with `value`.
+Operation *reportingOp(Value value) {
+  if (Operation *def = value.getDefiningOp())
+    return def;
+  return value.getParentBlock()->getParentOp();
+}
+
+/// Marks the allocation behind gemm operand `tile` as swizzled, after
+/// checking its shape suits the swizzled panels: `contiguous` elements per
+/// row (the dimension wgmma reads along 128-byte rows) a multiple of 64
+/// (128 bytes of 16-bit data) and rows a multiple of 8 (one swizzle atom).
+LogicalResult markSwizzled(GemmOp gemm, Value tile, StringRef operand) {
+  auto type = cast<MemRefType>(tile.getType());
+  memref::AllocOp alloc = getSharedAllocation(tile);
+  if (!alloc)
+    return gemm.emitOpError()
+           << "operand " << operand
+           << " must be (a view of) a shared tile allocated in this function "
+              "with memref.alloc, so that its swizzled layout can be chosen";
+  MemRefType allocType = alloc.getType();
+  ArrayRef<int64_t> shape = type.getShape();
+  if (allocType.getRank() < 2 ||
+      allocType.getShape().take_back(2) != shape)
+    return gemm.emitOpError()
+           << "operand " << operand << " must be a whole tile: its allocation "
+           << allocType << " must end in the operand's dimensions "
+           << shape[0] << "x" << shape[1];
+  if (shape[1] % 64 != 0 || shape[0] % 8 != 0)
+    return gemm.emitOpError()
+           << "operand " << operand << " (" << shape[0] << "x" << shape[1]
+           << ") cannot take the 128-byte swizzle: it needs a multiple of 64 "
+              "contiguous elements per row and a multiple of 8 rows";
+  if (shape[0] > 256)
+    return gemm.emitOpError()
+           << "operand " << operand << " has " << shape[0]
+           << " rows; a swizzled tile is loaded in boxes of at most 256 rows";
+  Builder builder(gemm.getContext());
+  alloc->setAttr(TileDialect::kSwizzleAttrName,
+                 builder.getI64IntegerAttr(kSwizzleBytes));
+  if (alloc.getAlignment().value_or(0) < kSwizzleAlignment)
+    alloc.setAlignment(kSwizzleAlignment);
+  return success();
+}
+
+struct TileAssignLayoutsPass
+    : public sinkattn::tile::impl::TileAssignLayoutsBase<TileAssignLayoutsPass> {
+  void runOnOperation() override {
+    FragmentClasses classes;
+    DenseSet<Value> usedAsOperandA, usedAsAccumulator;
+    bool failedAny = false;
+    auto fail = [&](InFlightDiagnostic diag) {
+      failedAny = true;
+      (void)diag;
+    };
+
+    getOperation()->walk([&](Operation *op) {
+      for (Value result : op->getResults())
+        if (isFragment(result))
+          classes.find(result);
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          for (BlockArgument arg : block.getArguments())
+            if (isFragment(arg)) {
+              if (isa<FunctionOpInterface>(op))
+                fail(op->emitOpError()
+                     << "takes a register fragment argument; fragments live "
+                        "inside one kernel and have no calling convention");
+              classes.find(arg);
+            }
+
+      if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        for (auto [init, arg, result, yielded] :
+             llvm::zip(loop.getInitArgs(), loop.getRegionIterArgs(),
+                       loop.getResults(), loop.getYieldedValues())) {
+          if (!isFragment(init))
+            continue;
+          classes.unite(init, arg);
+          classes.unite(init, result);
+          classes.unite(init, yielded);
+        }
+      } else if (auto branch = dyn_cast<scf::IfOp>(op)) {
+        for (auto [index, result] : llvm::enumerate(branch.getResults())) {
+          if (!isFragment(result))
+            continue;
+          classes.unite(result, branch.thenYield().getOperand(index));
+          if (!branch.getElseRegion().empty())
+            classes.unite(result, branch.elseYield().getOperand(index));
+        }
+      } else if (auto gemm = dyn_cast<GemmOp>(op)) {
+        classes.unite(gemm.getAcc(), gemm.getResult());
+        usedAsAccumulator.insert(gemm.getAcc());
+        if (isFragment(gemm.getA()))
+          usedAsOperandA.insert(gemm.getA());
+        else if (failed(markSwizzled(gemm, gemm.getA(), "A")))
+          failedAny = true;
+        if (failed(markSwizzled(gemm, gemm.getB(), "B")))
+          failedAny = true;
+      } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
+        if (reduce.getDim() != 1)
+          fail(reduce.emitOpError()
+               << "reduces along dimension " << reduce.getDim()
+               << ": only row reductions (dimension 1) have a register layout "
+                  "(#tile.layout<rows>)");
+      } else if (!isa<scf::YieldOp, MapOp, YieldOp, FillOp, CastOp, StoreOp>(op) &&
+                 !isa<FunctionOpInterface>(op)) {
+        // Any other op must not produce or carry fragments: we would not
+        // know how to tie its values.
+        for (Value operand : op->getOperands())
+          if (isFragment(operand) && op->getNumRegions() > 0)
+            fail(op->emitOpError()
+                 << "carries register fragments through regions, which "
+                    "tile-assign-layouts only follows for scf.for and scf.if");
+        if (isa<func::ReturnOp, gpu::ReturnOp>(op) &&
+            llvm::any_of(op->getOperands(), isFragment))
+          fail(op->emitOpError() << "returns a register fragment; fragments "
+                                    "have no calling convention");
+      }
+    });
+    if (failedAny)
+      return signalPassFailure();
+
+    // One decision per class.
+    DenseMap<Value, LayoutKind> kindOfRoot;
+    DenseMap<Value, bool> rootIsOperandA, rootIsAccumulator;
+    for (Value value : classes.values()) {
+      Value root = classes.find(value);
+      if (usedAsOperandA.contains(value))
+        rootIsOperandA[root] = true;
+      if (usedAsAccumulator.contains(value))
+        rootIsAccumulator[root] = true;
+    }
+    for (Value value : classes.values()) {
+      Value root = classes.find(value);
+      if (kindOfRoot.count(root))
+        continue;
+      auto type = cast<FragmentType>(value.getType());
+      LayoutKind kind = type.getRank() == 1 ? LayoutKind::rows
+                        : rootIsOperandA.lookup(root) ? LayoutKind::operand_a
+                                                      : LayoutKind::accumulator;
+      if (rootIsOperandA.lookup(root) && rootIsAccumulator.lookup(root)) {
+        fail(reportingOp(value)->emitOpError()
+             << "produces a fragment that is used both as a wgmma register A "
+                "operand and as an accumulator; convert it with tile.cast");
+        continue;
+      }
+      std::string reason =
+          checkLayout(kind, type.getShape(), type.getElementType());
+      if (!reason.empty()) {
+        fail(reportingOp(value)->emitOpError()
+             << "cannot give " << type << " a register layout: " << reason);
+        continue;
+      }
+      kindOfRoot[root] = kind;
+    }
+    if (failedAny)
+      return signalPassFailure();
+
+    MLIRContext *context = &getContext();
+    for (Value value : classes.values()) {
+      auto type = cast<FragmentType>(value.getType());
+      LayoutKind kind = kindOfRoot.lookup(classes.find(value));
+      if (std::optional<LayoutKind> existing = getLayoutKind(type)) {
+        if (*existing != kind)
+          fail(reportingOp(value)->emitOpError()
+               << "has a fragment of layout #tile.layout<"
+               << stringifyLayoutKind(*existing) << "> where its uses need #tile.layout<"
+               << stringifyLayoutKind(kind) << ">");
+        continue;
+      }
+      value.setType(FragmentType::get(context, type.getShape(),
+                                      type.getElementType(),
+                                      LayoutAttr::get(context, kind)));
+    }
+    if (failedAny)
+      return signalPassFailure();
+  }
+};
+} // namespace

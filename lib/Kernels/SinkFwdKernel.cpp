@@ -1,0 +1,281 @@
+//===- SinkFwdKernel.cpp - Attention-sink forward in tile IR --------------===//
+//
+// O = softmax([Q Kᵀ · scale, sink]) V without the sink's column, per head
+// (GPT-OSS attention sinks): the sink logit only enlarges the softmax
+// denominator. Causal, right-aligned (query row i sits at key position
+// i + SKV - SQ), optionally limited to a sliding window of W keys; GQA maps
+// query head h to key/value head h / (H / HK). Also writes the natural-log
+// LSE of each row including the sink, which the backward pass needs.
+//
+// The plain schedule: one warpgroup per block of 64 query rows; for each
+// block of BN keys it copies K and V (TMA, synchronous), computes
+// S = Q Kᵀ (wgmma SS), masks, updates the online softmax in the log2
+// domain, and accumulates O += P V (wgmma RS, P from registers). The
+// running max starts at the sink (in log2 units) and the running sum at 1,
+// so the sink is in the softmax from the start and rows never see -inf as
+// their max (unless the sink itself is -inf, which is guarded).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilders.h"
+#include "KernelTemplate.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace sinkattn;
+
+namespace {
+constexpr int64_t kBlockM = 64;
+constexpr int64_t kBlockN = 128;
+
+constexpr llvm::StringLiteral kSinkFwdTemplate = R"mlir(
+!sQ = memref<64x@D@x@T@, #gpu.address_space<workgroup>>
+!sKV = memref<@BN@x@D@x@T@, #gpu.address_space<workgroup>>
+!S = !tile.fragment<64x@BN@xf32>
+!P = !tile.fragment<64x@BN@x@T@>
+!O = !tile.fragment<64x@D@xf32>
+!O16 = !tile.fragment<64x@D@x@T@>
+!row = !tile.fragment<64xf32>
+!q = memref<@B@x@H@x@SQ@x@D@x@T@>
+!kv = memref<@B@x@HK@x@SKV@x@D@x@T@>
+module attributes {gpu.container_module} {
+  gpu.module @sink_fwd {
+    gpu.func @sink_fwd(%Q: !q, %K: !kv, %V: !kv, %sinks: memref<@H@xf32>,
+                       %O: !q, %LSE: memref<@B@x@H@x@SQ@xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %cBN = arith.constant @BN@ : index
+      %group = arith.constant @GROUP@ : index
+      %past = arith.constant @PAST@ : index
+      %skv = arith.constant @SKV@ : index
+      %window = arith.constant @WINDOW@ : index
+      %hasWindow = arith.constant @HAS_WINDOW@
+      %zero = arith.constant 0.0 : f32
+      %one = arith.constant 1.0 : f32
+      %ninf = arith.constant 0xFF800000 : f32
+      %log2e = arith.constant 1.44269504088896340736 : f32
+      %ln2 = arith.constant 0.693147180559945309417 : f32
+      // softmax scale in log2 units: exp(x * scale) = exp2(x * scaleLog2).
+      %scaleLog2 = arith.constant @SCALE_LOG2@ : f32
+      %qb = gpu.block_id x
+      %h = gpu.block_id y
+      %b = gpu.block_id z
+      %hk = arith.divui %h, %group : index
+      %m0 = arith.muli %qb, %c64 : index
+      // Key position of the block's first query row.
+      %p0 = arith.addi %m0, %past : index
+
+      %sQ = memref.alloc() : !sQ
+      %sK = memref.alloc() : !sKV
+      %sV = memref.alloc() : !sKV
+      tile.copy %Q[%b, %h, %m0, %c0], %sQ : !q, !sQ
+
+      // Key blocks this query block can see: up to its last row's position
+      // (causal), from its first row's window start.
+      %lastKey = arith.addi %p0, %c64 : index
+      %hi = arith.minui %lastKey, %skv : index
+      %hiBlocks = arith.ceildivui %hi, %cBN : index
+      %firstKey = arith.subi %p0, %window : index
+      %firstKey1 = arith.addi %firstKey, %c1 : index
+      %firstKeyPos = arith.maxsi %firstKey1, %c0 : index
+      %windowLo = arith.divui %firstKeyPos, %cBN : index
+      %loBlocks = arith.select %hasWindow, %windowLo, %c0 : index
+
+      %sink = memref.load %sinks[%h] : memref<@H@xf32>
+      %sinkLog2 = arith.mulf %sink, %log2e : f32
+      %mInit = tile.fill %sinkLog2 : !row
+      %lInit = tile.fill %one : !row
+      %oInit = tile.fill %zero : !O
+      %sZero = tile.fill %zero : !S
+      %res:3 = scf.for %kb = %loBlocks to %hiBlocks step %c1
+          iter_args(%m = %mInit, %l = %lInit, %o = %oInit) -> (!row, !row, !O) {
+        %n0 = arith.muli %kb, %cBN : index
+        tile.copy %K[%b, %hk, %n0, %c0], %sK : !kv, !sKV
+        tile.copy %V[%b, %hk, %n0, %c0], %sV : !kv, !sKV
+        %s = tile.gemm %sQ, %sK, %sZero {transpose_b} : !sQ, !sKV, !S
+        // Keep key j for query position p when j <= p and p - j < W.
+        %masked = tile.map (%s) : (!S) -> !S {
+        ^bb0(%i: index, %jj: index, %x: f32):
+          %j = arith.addi %n0, %jj : index
+          %p = arith.addi %p0, %i : index
+          %causal = arith.cmpi ule, %j, %p : index
+          %distance = arith.subi %p, %j : index
+          %near = arith.cmpi ult, %distance, %window : index
+          %keep = arith.andi %causal, %near : i1
+          %r = arith.select %keep, %x, %ninf : f32
+          tile.yield %r : f32
+        }
+        %blockMax = tile.reduce max %masked along 1 : !S -> !row
+        %mNew = tile.map (%m, %blockMax) : (!row, !row) -> !row {
+        ^bb0(%i: index, %mOld: f32, %x: f32):
+          %t = arith.mulf %x, %scaleLog2 : f32
+          %r = arith.maxnumf %mOld, %t : f32
+          tile.yield %r : f32
+        }
+        // The offset subtracted before exp2: the new max, or 0 while the
+        // row has seen nothing but -inf (avoids -inf - -inf).
+        %mUse = tile.map (%mNew) : (!row) -> !row {
+        ^bb0(%i: index, %x: f32):
+          %isInf = arith.cmpf oeq, %x, %ninf : f32
+          %r = arith.select %isInf, %zero, %x : f32
+          tile.yield %r : f32
+        }
+        %p = tile.map (%masked, %mUse) : (!S, !row) -> !S {
+        ^bb0(%i: index, %j: index, %x: f32, %mu: f32):
+          %negM = arith.negf %mu : f32
+          %t = math.fma %x, %scaleLog2, %negM : f32
+          %e = math.exp2 %t : f32
+          tile.yield %e : f32
+        }
+        %blockSum = tile.reduce sum %p along 1 : !S -> !row
+        %alpha = tile.map (%m, %mUse) : (!row, !row) -> !row {
+        ^bb0(%i: index, %mOld: f32, %mu: f32):
+          %d = arith.subf %mOld, %mu : f32
+          %e = math.exp2 %d : f32
+          tile.yield %e : f32
+        }
+        %lNew = tile.map (%l, %alpha, %blockSum) : (!row, !row, !row) -> !row {
+        ^bb0(%i: index, %lOld: f32, %a: f32, %sum: f32):
+          %r = math.fma %lOld, %a, %sum : f32
+          tile.yield %r : f32
+        }
+        %oScaled = tile.map (%o, %alpha) : (!O, !row) -> !O {
+        ^bb0(%i: index, %j: index, %x: f32, %a: f32):
+          %r = arith.mulf %x, %a : f32
+          tile.yield %r : f32
+        }
+        %p16 = tile.cast %p : !S to !P
+        %oNew = tile.gemm %p16, %sV, %oScaled : !P, !sKV, !O
+        scf.yield %mNew, %lNew, %oNew : !row, !row, !O
+      }
+      // O = o / l (0 when l is 0: a -inf sink and no key); LSE in natural
+      // log units: (m + log2 l) * ln 2.
+      %inverse = tile.map (%res#1) : (!row) -> !row {
+      ^bb0(%i: index, %x: f32):
+        %isZero = arith.cmpf oeq, %x, %zero : f32
+        %inv = arith.divf %one, %x : f32
+        %r = arith.select %isZero, %zero, %inv : f32
+        tile.yield %r : f32
+      }
+      %out = tile.map (%res#2, %inverse) : (!O, !row) -> !O16 {
+      ^bb0(%i: index, %j: index, %x: f32, %inv: f32):
+        %y = arith.mulf %x, %inv : f32
+        %r = arith.truncf %y : f32 to @T@
+        tile.yield %r : @T@
+      }
+      %lse = tile.map (%res#0, %res#1) : (!row, !row) -> !row {
+      ^bb0(%i: index, %mx: f32, %sum: f32):
+        %lg = math.log2 %sum : f32
+        %t = arith.addf %mx, %lg : f32
+        %r = arith.mulf %t, %ln2 : f32
+        tile.yield %r : f32
+      }
+      tile.store %out, %O[%b, %h, %m0, %c0] : !O16, !q
+      tile.store %lse, %LSE[%b, %h, %m0] : !row, memref<@B@x@H@x@SQ@xf32>
+      gpu.return
+    }
+  }
+}
+)mlir";
+} // namespace
+
+FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
+                                              const KernelConfig &config) {
+  auto fail = [&]() {
+    return emitError(UnknownLoc::get(&context)) << "sink-fwd: ";
+  };
+  if (config.dtype != rt::DType::BF16 && config.dtype != rt::DType::F16)
+    return fail() << "--dtype " << rt::dtypeName(config.dtype)
+                  << " is not supported; use bf16 or fp16";
+  if (config.headDim != 64 && config.headDim != 128)
+    return fail() << "--head-dim " << config.headDim
+                  << " is not compiled; use 64 or 128";
+  if (config.batch < 1 || config.heads < 1 || config.kvHeads < 1 ||
+      config.seqQ < 1 || config.seqKv < 1)
+    return fail() << "batch, heads, kv-heads, seq-q and seq-kv must be "
+                     "positive, got B="
+                  << config.batch << " H=" << config.heads
+                  << " HK=" << config.kvHeads << " SQ=" << config.seqQ
+                  << " SKV=" << config.seqKv;
+  if (config.heads % config.kvHeads != 0)
+    return fail() << "--kv-heads " << config.kvHeads << " must divide --heads "
+                  << config.heads;
+  if (config.seqQ > config.seqKv)
+    return fail() << "--seq-q " << config.seqQ << " > --seq-kv "
+                  << config.seqKv
+                  << " is not supported: queries are right-aligned to the "
+                     "keys (causal with a past), so SQ <= SKV";
+  if (config.window < 0)
+    return fail() << "--window " << config.window
+                  << " must be positive (0: no window)";
+  if (config.heads > 65535 || config.batch > 65535)
+    return fail() << "heads and batch must each be at most 65535 (grid "
+                     "dimensions y and z)";
+  // TMA coordinates and our index math are 32-bit.
+  if (double(config.batch) * config.heads * config.seqKv * config.headDim >
+          double(INT32_MAX) ||
+      double(config.batch) * config.heads * config.seqQ * config.headDim >
+          double(INT32_MAX))
+    return fail() << "the tensors have more than 2^31-1 elements";
+
+  double scale = 1.0 / std::sqrt(double(config.headDim));
+  std::string type = kernels::mlirTypeName(config.dtype);
+  auto str = [](int64_t v) { return std::to_string(v); };
+  char scaleLog2[64];
+  std::snprintf(scaleLog2, sizeof(scaleLog2), "%.9e", scale * 1.4426950408889634);
+  bool hasWindow = config.window > 0;
+  OwningOpRef<ModuleOp> module = kernels::parseKernelTemplate(
+      context, "sink-fwd", kSinkFwdTemplate,
+      {{"T", type},
+       {"B", str(config.batch)},
+       {"H", str(config.heads)},
+       {"HK", str(config.kvHeads)},
+       {"SQ", str(config.seqQ)},
+       {"SKV", str(config.seqKv)},
+       {"D", str(config.headDim)},
+       {"BN", str(kBlockN)},
+       {"GROUP", str(config.heads / config.kvHeads)},
+       {"PAST", str(config.seqKv - config.seqQ)},
+       // Without a window the distance test must always pass.
+       {"WINDOW", str(hasWindow ? config.window : config.seqKv + 1)},
+       {"HAS_WINDOW", hasWindow ? "true" : "false"},
+       {"SCALE_LOG2", scaleLog2}});
+  if (!module)
+    return failure();
+
+  rt::Bundle bundle;
+  bundle.kernel = "sink-fwd";
+  bundle.entry = "sink_fwd";
+  bundle.grid = {uint32_t((config.seqQ + kBlockM - 1) / kBlockM),
+                 uint32_t(config.heads), uint32_t(config.batch)};
+  bundle.block = {128, 1, 1};
+  bundle.config = {{"batch", config.batch},
+                   {"heads", config.heads},
+                   {"kv_heads", config.kvHeads},
+                   {"seq_q", config.seqQ},
+                   {"seq_kv", config.seqKv},
+                   {"head_dim", config.headDim},
+                   {"window", config.window},
+                   {"scale", scale},
+                   {"dtype", std::string(rt::dtypeName(config.dtype))}};
+  auto u = [](int64_t v) { return uint64_t(v); };
+  std::vector<uint64_t> qShape = {u(config.batch), u(config.heads),
+                                  u(config.seqQ), u(config.headDim)};
+  std::vector<uint64_t> kvShape = {u(config.batch), u(config.kvHeads),
+                                   u(config.seqKv), u(config.headDim)};
+  bundle.params.push_back(kernels::inputBuffer("q", config.dtype, qShape));
+  bundle.params.push_back(kernels::inputBuffer("k", config.dtype, kvShape));
+  bundle.params.push_back(kernels::inputBuffer("v", config.dtype, kvShape));
+  bundle.params.push_back(
+      kernels::inputBuffer("sinks", rt::DType::F32, {u(config.heads)}));
+  bundle.params.push_back(kernels::outputBuffer("o", config.dtype, qShape));
+  bundle.params.push_back(kernels::outputBuffer(
+      "lse", rt::DType::F32, {u(config.batch), u(config.heads), u(config.seqQ)}));
+  KernelModule kernel{std::move(module), std::move(bundle)};
+  kernel.tileIR = true;
+  return kernel;
+}

@@ -1,0 +1,239 @@
+//===- SinkFwdReference.cpp - fp32 GPU reference of sink-fwd --------------===//
+//
+// The independent reference the runner checks the `sink-fwd` kernel
+// against (semantics in SinkAttn/Runtime/AttentionReference.h): plain SIMT
+// code, one thread per query row, written in gpu/scf/arith/memref only so
+// that it shares nothing with the tile path it checks. Each thread
+//
+//   1. copies its q row to a private f32 array,
+//   2. finds M = max(t, max_j s_j) over the attended keys (pass 1),
+//   3. recomputes each s_j and accumulates L and sum_j exp(s_j - M) v_j in
+//      f32 (pass 2; every exponent is <= 0, so nothing overflows),
+//   4. writes O = acc / L and LSE = M + ln(L).
+//
+// Recomputing the dot products costs a second pass over K but avoids the
+// rescaling of an online softmax: the reference should be obviously right
+// rather than fast. exp and ln use the PTX approximations ex2.approx.f32 and
+// lg2.approx.f32 (full range, not flush-to-zero; in LLVM 22 the intrinsics
+// are llvm.nvvm.ex2.approx.f32, overloaded on the type, and
+// llvm.nvvm.lg2.approx.f): math.exp and math.log lower to libdevice calls,
+// and we link no libdevice. They are accurate to about 2 ulp, far inside the
+// check's tolerance; the runner measures this against a float64 CPU
+// reference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilders.h"
+#include "KernelTemplate.h"
+
+#include "SinkAttn/Runtime/AttentionReference.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+using namespace sinkattn;
+
+namespace {
+
+// Row r of [B, H, SQ] is (b, h, i) = (r / (H*SQ), (r / SQ) % H, r % SQ).
+// Keys j attended by row i at position p = i + OFFSET are [lo, p + 1) with
+// lo = max(0, p + 1 - WINDOW); without a window WINDOW is SKV, which makes
+// lo 0 for every row.
+constexpr llvm::StringLiteral kSinkFwdReferenceTemplate = R"mlir(
+!q = memref<@B@x@H@x@SQ@x@D@x@T@>
+!kv = memref<@B@x@HK@x@SKV@x@D@x@T@>
+!sinks = memref<@H@xf32>
+!o = memref<@B@x@H@x@SQ@x@D@xf32>
+!lse = memref<@B@x@H@x@SQ@xf32>
+!row = memref<@D@xf32>
+module attributes {gpu.container_module} {
+  gpu.module @@ENTRY@ {
+    gpu.func @@ENTRY@(%q: !q, %k: !kv, %v: !kv, %sinks: !sinks, %o: !o, %lse: !lse) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %block = arith.constant @BLOCK@ : index
+      %rows = arith.constant @ROWS@ : index
+      %seqQ = arith.constant @SQ@ : index
+      %heads = arith.constant @H@ : index
+      %group = arith.constant @GROUP@ : index
+      %dim = arith.constant @D@ : index
+      %offset = arith.constant @OFFSET@ : index
+      %window = arith.constant @WINDOW@ : index
+      %scale = arith.constant @SCALE@ : f32
+      %log2e = arith.constant 1.44269504088896341 : f32
+      %ln2 = arith.constant 0.693147180559945309 : f32
+      %zero = arith.constant 0.0 : f32
+      %tid = gpu.thread_id x
+      %bid = gpu.block_id x
+      %first = arith.muli %bid, %block : index
+      %row = arith.addi %first, %tid : index
+      %inside = arith.cmpi ult, %row, %rows : index
+      scf.if %inside {
+        %i = arith.remui %row, %seqQ : index
+        %bh = arith.divui %row, %seqQ : index
+        %h = arith.remui %bh, %heads : index
+        %b = arith.divui %bh, %heads : index
+        %hk = arith.divui %h, %group : index
+        %p = arith.addi %i, %offset : index
+        %hi = arith.addi %p, %c1 : index
+        %loRaw = arith.subi %hi, %window : index
+        %lo = arith.maxsi %loRaw, %c0 : index
+
+        %qRow = memref.alloca() : !row
+        %acc = memref.alloca() : !row
+        scf.for %d = %c0 to %dim step %c1 {
+          %x = memref.load %q[%b, %h, %i, %d] : !q
+          %xf = arith.extf %x : @T@ to f32
+          memref.store %xf, %qRow[%d] : !row
+          memref.store %zero, %acc[%d] : !row
+        }
+        %t = memref.load %sinks[%h] : !sinks
+
+        // Pass 1: M = max(t, max_j s_j).
+        %m = scf.for %j = %lo to %hi step %c1 iter_args(%mj = %t) -> (f32) {
+          %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
+            %x = memref.load %qRow[%d] : !row
+            %y = memref.load %k[%b, %hk, %j, %d] : !kv
+            %yf = arith.extf %y : @T@ to f32
+            %xy = arith.mulf %x, %yf : f32
+            %next = arith.addf %sum, %xy : f32
+            scf.yield %next : f32
+          }
+          %s = arith.mulf %dot, %scale : f32
+          %mNext = arith.maximumf %mj, %s : f32
+          scf.yield %mNext : f32
+        }
+
+        // Pass 2: L = exp(t - M) + sum_j exp(s_j - M), acc = sum_j exp(s_j - M) v_j.
+        %tm = arith.subf %t, %m : f32
+        %tm2 = arith.mulf %tm, %log2e : f32
+        %l0 = llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%tm2) : (f32) -> f32
+        %l = scf.for %j = %lo to %hi step %c1 iter_args(%lj = %l0) -> (f32) {
+          %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
+            %x = memref.load %qRow[%d] : !row
+            %y = memref.load %k[%b, %hk, %j, %d] : !kv
+            %yf = arith.extf %y : @T@ to f32
+            %xy = arith.mulf %x, %yf : f32
+            %next = arith.addf %sum, %xy : f32
+            scf.yield %next : f32
+          }
+          %s = arith.mulf %dot, %scale : f32
+          %sm = arith.subf %s, %m : f32
+          %sm2 = arith.mulf %sm, %log2e : f32
+          %e = llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%sm2) : (f32) -> f32
+          scf.for %d = %c0 to %dim step %c1 {
+            %y = memref.load %v[%b, %hk, %j, %d] : !kv
+            %yf = arith.extf %y : @T@ to f32
+            %a = memref.load %acc[%d] : !row
+            %ey = arith.mulf %e, %yf : f32
+            %aNext = arith.addf %a, %ey : f32
+            memref.store %aNext, %acc[%d] : !row
+          }
+          %lNext = arith.addf %lj, %e : f32
+          scf.yield %lNext : f32
+        }
+
+        // O = acc / L (L >= 1: its largest term is exp(0)); LSE = M + ln(L).
+        scf.for %d = %c0 to %dim step %c1 {
+          %a = memref.load %acc[%d] : !row
+          %out = arith.divf %a, %l : f32
+          memref.store %out, %o[%b, %h, %i, %d] : !o
+        }
+        %log2l = llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%l) : (f32) -> f32
+        %lnl = arith.mulf %log2l, %ln2 : f32
+        %result = arith.addf %m, %lnl : f32
+        memref.store %result, %lse[%b, %h, %i] : !lse
+      }
+      gpu.return
+    }
+  }
+}
+)mlir";
+
+/// An f32 constant as MLIR text that parses back to exactly `value`.
+std::string f32Literal(double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.9e", double(float(value)));
+  return text;
+}
+
+} // namespace
+
+FailureOr<OwningOpRef<ModuleOp>>
+kernels::buildSinkFwdReference(MLIRContext &context,
+                               const KernelConfig &config) {
+  auto fail = [&]() {
+    return emitError(UnknownLoc::get(&context)) << "sink-fwd reference: ";
+  };
+  if (config.dtype != rt::DType::BF16 && config.dtype != rt::DType::F16)
+    return fail() << "--dtype " << rt::dtypeName(config.dtype)
+                  << " is not supported; use bf16 or fp16";
+  rt::SinkAttentionShape shape;
+  shape.batch = config.batch;
+  shape.heads = config.heads;
+  shape.kvHeads = config.kvHeads;
+  shape.seqQ = config.seqQ;
+  shape.seqKv = config.seqKv;
+  shape.headDim = config.headDim;
+  shape.window = config.window;
+  shape.scale = config.headDim > 0 ? 1.0 / std::sqrt(double(config.headDim)) : 0;
+  if (rt::Status valid = rt::validate(shape); !valid.ok())
+    return fail() << valid.message();
+  // Right-aligned causal masking: a query longer than the keys would have
+  // rows that attend nothing, which the kernels do not support.
+  if (shape.seqQ > shape.seqKv)
+    return fail() << "seq_q " << shape.seqQ << " exceeds seq_kv "
+                  << shape.seqKv;
+  // The per-thread rows live in local memory; keep them small.
+  if (shape.headDim > 256)
+    return fail() << "head_dim " << shape.headDim
+                  << " is not supported (at most 256)";
+  if (!rt::sinkFwdReferenceLaunch(shape).ok())
+    return fail() << "the problem needs more than 2^31-1 blocks of "
+                  << rt::kSinkFwdReferenceBlockSize << " rows";
+
+  OwningOpRef<ModuleOp> module = parseKernelTemplate(
+      context, "sink-fwd reference", kSinkFwdReferenceTemplate,
+      {{"ENTRY", rt::kSinkFwdReferenceEntry},
+       {"T", mlirTypeName(config.dtype)},
+       {"B", std::to_string(shape.batch)},
+       {"H", std::to_string(shape.heads)},
+       {"HK", std::to_string(shape.kvHeads)},
+       {"SQ", std::to_string(shape.seqQ)},
+       {"SKV", std::to_string(shape.seqKv)},
+       {"D", std::to_string(shape.headDim)},
+       {"GROUP", std::to_string(shape.heads / shape.kvHeads)},
+       {"ROWS", std::to_string(shape.rows())},
+       {"BLOCK", std::to_string(rt::kSinkFwdReferenceBlockSize)},
+       {"OFFSET", std::to_string(shape.seqKv - shape.seqQ)},
+       {"WINDOW", std::to_string(shape.window > 0 ? shape.window : shape.seqKv)},
+       {"SCALE", f32Literal(shape.scale)}});
+  if (!module)
+    return failure();
+  return module;
+}
+
+FailureOr<std::string>
+kernels::compileSinkFwdReferencePTX(MLIRContext &context,
+                                    const KernelConfig &config,
+                                    PTXTargetOptions target) {
+  FailureOr<OwningOpRef<ModuleOp>> module =
+      buildSinkFwdReference(context, config);
+  if (failed(module))
+    return failure();
+  // The launch passes one device pointer per buffer (the ABI in
+  // AttentionReference.h), whatever the caller's target says.
+  target.barePointers = true;
+  FailureOr<std::map<std::string, std::string>> ptx =
+      compileToPTX(**module, target);
+  if (failed(ptx))
+    return failure();
+  if (ptx->size() != 1)
+    return emitError(UnknownLoc::get(&context))
+           << "internal error: the sink-fwd reference produced " << ptx->size()
+           << " PTX modules, expected 1";
+  return ptx->begin()->second;
+}

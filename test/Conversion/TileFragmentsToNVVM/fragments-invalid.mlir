@@ -1,0 +1,55 @@
+// RUN: sinkattn-opt %s --convert-tile-fragments-to-nvvm -split-input-file -verify-diagnostics
+
+func.func @no_layout(%v: f32) {
+  // expected-error @+1 {{produces '!tile.fragment<64x64xf32>', which has no layout; run tile-assign-layouts first}}
+  %a = tile.fill %v : !tile.fragment<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @f16_accumulator(%acc: !tile.fragment<64x64xf16, #tile.layout<accumulator>>) {
+  %sA = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x64xf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x64xf16, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{accumulates in 'f16'; the wgmma lowering supports f32 accumulators}}
+  %d = tile.gemm %sA, %sB, %acc : memref<64x64xf16, #gpu.address_space<workgroup>>, memref<64x64xf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf16, #tile.layout<accumulator>>
+  return
+}
+
+// -----
+
+func.func @wide_n(%acc: !tile.fragment<64x320xf32, #tile.layout<accumulator>>) {
+  %sA = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x320xbf16, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{needs N <= 256 and K a multiple of 16 for wgmma.m64nNk16, got N = 320, K = 64}}
+  %d = tile.gemm %sA, %sB, %acc : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x320xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x320xf32, #tile.layout<accumulator>>
+  return
+}
+
+// -----
+
+func.func @unswizzled(%acc: !tile.fragment<64x64xf32, #tile.layout<accumulator>>) {
+  %sA = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{operand A is not a 128-byte-swizzled shared tile; run tile-assign-layouts (and tile-lower-copies) first}}
+  %d = tile.gemm %sA, %sB, %acc : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+  return
+}
+
+// -----
+
+func.func @reduce_bf16(%s: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>) {
+  // expected-error @+1 {{reduces 'bf16' elements; the lowering shuffles 32-bit values (f32 or i32)}}
+  %r = tile.reduce max %s along 1 : !tile.fragment<64x64xbf16, #tile.layout<accumulator>> -> !tile.fragment<64xbf16, #tile.layout<rows>>
+  return
+}
+
+// -----
+
+func.func @swizzled_partial(%o: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>) {
+  %c0 = arith.constant 0 : index
+  %sO = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{stores into a swizzled shared tile: the fragment must be 2-D, 16-bit and cover the whole tile (trailing indices 0)}}
+  tile.store %o, %sO[%c0, %c0] : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  return
+}

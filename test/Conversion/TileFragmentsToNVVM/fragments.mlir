@@ -1,0 +1,153 @@
+// RUN: sinkattn-opt %s --convert-tile-fragments-to-nvvm --canonicalize | FileCheck %s
+
+!acc = !tile.fragment<64x16xf32, #tile.layout<accumulator>>
+!rows = !tile.fragment<64xf32, #tile.layout<rows>>
+
+// A 64x16 accumulator is 8 registers per thread, a 64-row vector 2.
+// CHECK-LABEL: func @fill
+// Function boundaries are not converted (kernels keep fragments inside).
+// CHECK: %[[V:.*]] = vector.broadcast %{{.*}} : f32 to vector<8xf32>
+// CHECK: builtin.unrealized_conversion_cast %[[V]] : vector<8xf32> to !tile.fragment<64x16xf32, #tile.layout<accumulator>>
+// CHECK: %[[R:.*]] = vector.broadcast %{{.*}} : f32 to vector<2xf32>
+func.func @fill(%v: f32) -> (!acc, !rows) {
+  %a = tile.fill %v : !acc
+  %r = tile.fill %v : !rows
+  return %a, %r : !acc, !rows
+}
+
+// The body runs once per register with the element's row and column:
+// register 0 is (16 warp + lane/4, 2 (lane%4)), register 1 the next column,
+// register 2 eight rows down. A row vector broadcasts by row (register 2
+// reads row register 1). exp2 becomes ex2.approx.ftz, fma llvm.intr.fma.
+// CHECK-LABEL: func @map
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[T:.*]] = arith.remui %[[TID]], %c128
+// CHECK: %[[WARP:.*]] = arith.divui %[[T]], %c32
+// CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c32
+// CHECK: %[[G:.*]] = arith.divui %[[LANE]], %c4
+// CHECK: %[[Q:.*]] = arith.remui %[[LANE]], %c4
+// CHECK: %[[W16:.*]] = arith.muli %[[WARP]], %c16
+// CHECK: %[[ROW:.*]] = arith.addi %[[W16]], %[[G]]
+// CHECK: %[[COL:.*]] = arith.muli %[[Q]], %c2
+// CHECK: %[[X0:.*]] = vector.extract %{{.*}}[0] : f32 from vector<8xf32>
+// CHECK: %[[M0:.*]] = vector.extract %{{.*}}[0] : f32 from vector<2xf32>
+// CHECK: %[[F0:.*]] = llvm.intr.fma(%[[X0]], %{{.*}}, %[[M0]])
+// CHECK: %[[E0:.*]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(%[[F0]])
+// CHECK: arith.cmpi ule, %[[COL]], %[[ROW]]
+// CHECK: %[[COL1:.*]] = arith.addi %[[COL]], %c1
+// CHECK: vector.extract %{{.*}}[1] : f32 from vector<8xf32>
+// CHECK: arith.cmpi ule, %[[COL1]], %[[ROW]]
+// CHECK: %[[ROW8:.*]] = arith.addi %[[ROW]], %c8
+// CHECK: vector.extract %{{.*}}[2] : f32 from vector<8xf32>
+// CHECK: vector.extract %{{.*}}[1] : f32 from vector<2xf32>
+// CHECK: vector.from_elements {{.*}} : vector<8xf32>
+func.func @map(%s: !acc, %m: !rows, %scale: f32) -> !acc {
+  %zero = arith.constant 0.0 : f32
+  %p = tile.map (%s, %m) : (!acc, !rows) -> !acc {
+  ^bb0(%i: index, %j: index, %x: f32, %mi: f32):
+    %t = math.fma %x, %scale, %mi : f32
+    %e = math.exp2 %t : f32
+    %keep = arith.cmpi ule, %j, %i : index
+    %r = arith.select %keep, %e, %zero : f32
+    tile.yield %r : f32
+  }
+  return %p : !acc
+}
+
+// Row max: the thread's 4 registers of each row (h = 0: 0, 1, 4, 5), then
+// butterfly shuffles over lanes ^1 and ^2.
+// CHECK-LABEL: func @reduce
+// CHECK-DAG: %[[A:.*]] = vector.extract %[[S:.*]][0] : f32 from vector<8xf32>
+// CHECK-DAG: %[[B:.*]] = vector.extract %[[S]][1] : f32 from vector<8xf32>
+// CHECK-DAG: %[[C:.*]] = vector.extract %[[S]][4] : f32 from vector<8xf32>
+// CHECK-DAG: %[[D:.*]] = vector.extract %[[S]][5] : f32 from vector<8xf32>
+// CHECK-DAG: %[[AB:.*]] = arith.maxnumf %[[A]], %[[B]] : f32
+// CHECK-DAG: %[[CD:.*]] = arith.maxnumf %[[C]], %[[D]] : f32
+// CHECK: %[[ABCD:.*]] = arith.maxnumf %[[AB]], %[[CD]] : f32
+// CHECK: %[[S1:.*]], %{{.*}} = gpu.shuffle  xor %[[ABCD]], %c1_i32, %c32_i32 : f32
+// CHECK: %[[M1:.*]] = arith.maxnumf %[[ABCD]], %[[S1]] : f32
+// CHECK: %[[S2:.*]], %{{.*}} = gpu.shuffle  xor %[[M1]], %c2_i32, %c32_i32 : f32
+// CHECK: %[[ROW0:.*]] = arith.maxnumf %[[M1]], %[[S2]] : f32
+// CHECK: vector.extract %[[S]][2]
+// CHECK: gpu.shuffle  xor
+// CHECK: gpu.shuffle  xor
+// CHECK: vector.from_elements %[[ROW0]], %{{.*}} : vector<2xf32>
+func.func @reduce(%s: !acc) -> !rows {
+  %r = tile.reduce max %s along 1 : !acc -> !rows
+  return %r : !rows
+}
+
+// Converting the accumulator to the bf16 A operand keeps every register.
+// CHECK-LABEL: func @cast
+// CHECK: %[[T:.*]] = arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK: builtin.unrealized_conversion_cast %[[T]] : vector<8xbf16> to
+func.func @cast(%s: !acc) -> !tile.fragment<64x16xbf16, #tile.layout<operand_a>> {
+  %p = tile.cast %s : !acc to !tile.fragment<64x16xbf16, #tile.layout<operand_a>>
+  return %p : !tile.fragment<64x16xbf16, #tile.layout<operand_a>>
+}
+
+// Stores to global memory skip elements past the tensor's end; a row
+// vector is stored by one thread of each quad.
+// CHECK-LABEL: func @store
+// CHECK: %[[LEADER:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index
+// CHECK: %[[I:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[I]], %c100 : index
+// CHECK: %[[OK:.*]] = arith.andi %[[LEADER]], %[[IN]] : i1
+// CHECK: scf.if %[[OK]] {
+// CHECK:   memref.store %{{.*}}, %{{.*}}[%{{.*}}, %[[I]]] : memref<2x100xf32>
+// CHECK: }
+func.func @store(%r: !rows, %out: memref<2x100xf32>, %b: index, %m0: index) {
+  tile.store %r, %out[%b, %m0] : !rows, memref<2x100xf32>
+  return
+}
+
+// SS wgmma: descriptors of both swizzled tiles (128B swizzle = 1 << 62,
+// stride 1024 B = 64 << 32, leading = panel bytes >> 4 << 16), one
+// m64n16k16 per k-step (K = 32: two, the second 32 bytes further along A's
+// and B's 128-byte rows), then commit, wait and operand fences.
+// CHECK-LABEL: func @gemm_ss
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, $10, 0;\0Awgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {$0, $1, $2, $3, $4, $5, $6, $7}, $8, $9, p, 1, 1, 0, 0;\0A}", "=f,=f,=f,=f,=f,=f,=f,=f,l,l,r,0,1,2,3,4,5,6,7"
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-COUNT-8: llvm.inline_asm has_side_effects asm_dialect = att "", "=f,0"
+func.func @gemm_ss(%acc: !acc) -> !acc {
+  %sA = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<16x64xbf16, #gpu.address_space<workgroup>>
+  %d = tile.gemm %sA, %sB, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<16x64xbf16, #gpu.address_space<workgroup>>, !acc
+  return %d : !acc
+}
+
+// RS wgmma: A from registers as four packed bf16x2 words per k-step, B
+// MN-major (wgmma's transposed B, the last immediate 1), N = 64.
+// CHECK-LABEL: func @gemm_rs
+// CHECK: vector.bitcast %{{.*}} : vector<8xbf16> to vector<4xi32>
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "{\0A.reg .pred p;\0Asetp.ne.b32 p, $37, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $31}, {$32, $33, $34, $35}, $36, p, 1, 1, 1;\0A}", "=f,{{.*}},=f,r,r,r,r,l,r,0,1,{{.*}},31"
+// CHECK-COUNT-32: llvm.inline_asm has_side_effects asm_dialect = att "", "=f,0"
+func.func @gemm_rs(%p: !tile.fragment<64x16xbf16, #tile.layout<operand_a>>,
+                   %acc: !tile.fragment<64x64xf32, #tile.layout<accumulator>>)
+    -> !tile.fragment<64x64xf32, #tile.layout<accumulator>> {
+  %sV = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<16x64xbf16, #gpu.address_space<workgroup>>
+  %d = tile.gemm %p, %sV, %acc : !tile.fragment<64x16xbf16, #tile.layout<operand_a>>, memref<16x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+  return %d : !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+}
+
+// A store into a swizzled shared tile writes element (row, col) at
+// panel(col / 64) * rows * 64 + row * 64 + ((col % 64) / 8 ^ row % 8) * 8
+// + col % 8, the TMA/wgmma 128-byte pattern.
+// CHECK-LABEL: func @store_swizzled
+// CHECK: %[[CHUNK:.*]] = arith.divui %{{.*}}, %c8
+// CHECK: %[[ROW8:.*]] = arith.remui %{{.*}}, %c8
+// CHECK: %[[ROW8B:.*]] = arith.remui %{{.*}}, %c8
+// CHECK: arith.xori %[[CHUNK]], %[[ROW8B]]
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<64x128xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: scf.if
+// CHECK: tile.copy
+func.func @store_swizzled(%o: !tile.fragment<64x128xbf16, #tile.layout<accumulator>>, %out: memref<64x128xbf16>) {
+  %c0 = arith.constant 0 : index
+  %sO = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>
+  tile.store %o, %sO[%c0, %c0] : !tile.fragment<64x128xbf16, #tile.layout<accumulator>>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  tile.copy %sO, %out[%c0, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<64x128xbf16>
+  return
+}

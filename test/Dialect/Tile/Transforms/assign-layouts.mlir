@@ -1,0 +1,78 @@
+// RUN: sinkattn-opt %s --tile-assign-layouts | FileCheck %s
+
+!sQ = memref<64x128xbf16, #gpu.address_space<workgroup>>
+!sKV = memref<128x128xbf16, #gpu.address_space<workgroup>>
+
+// The attention step: S (accumulator), its row max and sum (rows), P cast
+// to bf16 and fed to the second gemm (operand_a), O carried by the loop
+// (accumulator, the same type on init, iteration argument, yield and
+// result). The gemm operand tiles become 128-byte swizzled, 1024-aligned.
+// CHECK-LABEL: func @attention_step
+// CHECK: memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<64x128xbf16
+// CHECK: memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<128x128xbf16
+// CHECK: memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<128x128xbf16
+// CHECK: tile.fill {{.*}} : !tile.fragment<64x128xf32, #tile.layout<accumulator>>
+// CHECK: tile.fill {{.*}} : !tile.fragment<64xf32, #tile.layout<rows>>
+// CHECK: scf.for {{.*}} iter_args(%[[O:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}) -> (!tile.fragment<64x128xf32, #tile.layout<accumulator>>, !tile.fragment<64xf32, #tile.layout<rows>>)
+// CHECK:   tile.gemm {{.*}} {transpose_b} : {{.*}}, !tile.fragment<64x128xf32, #tile.layout<accumulator>>
+// CHECK:   tile.reduce max {{.*}} : !tile.fragment<64x128xf32, #tile.layout<accumulator>> -> !tile.fragment<64xf32, #tile.layout<rows>>
+// CHECK:   tile.map{{.*}} : (!tile.fragment<64x128xf32, #tile.layout<accumulator>>, !tile.fragment<64xf32, #tile.layout<rows>>) -> !tile.fragment<64x128xf32, #tile.layout<accumulator>>
+// CHECK:   tile.cast {{.*}} : !tile.fragment<64x128xf32, #tile.layout<accumulator>> to !tile.fragment<64x128xbf16, #tile.layout<operand_a>>
+// CHECK:   tile.gemm {{.*}} : !tile.fragment<64x128xbf16, #tile.layout<operand_a>>, {{.*}}, !tile.fragment<64x128xf32, #tile.layout<accumulator>>
+// CHECK:   scf.yield {{.*}} : !tile.fragment<64x128xf32, #tile.layout<accumulator>>, !tile.fragment<64xf32, #tile.layout<rows>>
+// CHECK: tile.store {{.*}} : !tile.fragment<64xf32, #tile.layout<rows>>, memref<256xf32>
+func.func @attention_step(%n: index, %out: memref<256xf32>, %outO: memref<64x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %sQ = memref.alloc() : !sQ
+  %sK = memref.alloc() : !sKV
+  %sV = memref.alloc() : !sKV
+  %o0 = tile.fill %zero : !tile.fragment<64x128xf32>
+  %m0 = tile.fill %zero : !tile.fragment<64xf32>
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%o = %o0, %m = %m0)
+      -> (!tile.fragment<64x128xf32>, !tile.fragment<64xf32>) {
+    %s = tile.gemm %sQ, %sK, %o0 {transpose_b} : !sQ, !sKV, !tile.fragment<64x128xf32>
+    %mx = tile.reduce max %s along 1 : !tile.fragment<64x128xf32> -> !tile.fragment<64xf32>
+    %p = tile.map (%s, %mx) : (!tile.fragment<64x128xf32>, !tile.fragment<64xf32>) -> !tile.fragment<64x128xf32> {
+    ^bb0(%a: index, %b: index, %x: f32, %y: f32):
+      %d = arith.subf %x, %y : f32
+      tile.yield %d : f32
+    }
+    %p16 = tile.cast %p : !tile.fragment<64x128xf32> to !tile.fragment<64x128xbf16>
+    %o2 = tile.gemm %p16, %sV, %o : !tile.fragment<64x128xbf16>, !sKV, !tile.fragment<64x128xf32>
+    scf.yield %o2, %mx : !tile.fragment<64x128xf32>, !tile.fragment<64xf32>
+  }
+  tile.store %r#1, %out[%c0] : !tile.fragment<64xf32>, memref<256xf32>
+  tile.store %r#0, %outO[%c0, %c0] : !tile.fragment<64x128xf32>, memref<64x128xf32>
+  return
+}
+
+// Both branches of an scf.if and its result share one layout.
+// CHECK-LABEL: func @branches
+// CHECK: scf.if {{.*}} -> (!tile.fragment<128xf32, #tile.layout<rows>>)
+// CHECK: tile.fill {{.*}} : !tile.fragment<128xf32, #tile.layout<rows>>
+// CHECK: } else {
+// CHECK: tile.fill {{.*}} : !tile.fragment<128xf32, #tile.layout<rows>>
+func.func @branches(%c: i1, %v: f32, %out: memref<128xf32>) {
+  %c0 = arith.constant 0 : index
+  %r = scf.if %c -> !tile.fragment<128xf32> {
+    %a = tile.fill %v : !tile.fragment<128xf32>
+    scf.yield %a : !tile.fragment<128xf32>
+  } else {
+    %b = tile.fill %v : !tile.fragment<128xf32>
+    scf.yield %b : !tile.fragment<128xf32>
+  }
+  tile.store %r, %out[%c0] : !tile.fragment<128xf32>, memref<128xf32>
+  return
+}
+
+// A layout already present and matching is kept.
+// CHECK-LABEL: func @existing
+// CHECK: tile.fill {{.*}} : !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+func.func @existing(%v: f32, %out: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.fill %v : !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+  tile.store %a, %out[%c0, %c0] : !tile.fragment<64x64xf32, #tile.layout<accumulator>>, memref<64x64xf32>
+  return
+}

@@ -1,0 +1,280 @@
+//===- HarnessTest.cpp - The host side of the runner's sink-fwd check -----===//
+//
+// What sink-fwd's check decides from the downloaded outputs, on synthetic
+// outputs: a right answer passes, and zeros, NaN (unwritten), a forgotten
+// sink or an off-by-one window fail; a GPU reference that disagrees with
+// the float64 CPU reference fails the check with a message saying so. The
+// inputs come from the same generator prepare() uses.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Harness.h"
+
+#include "SinkAttn/Runtime/Float16.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace sinkattn;
+using namespace sinkattn::runner;
+
+namespace {
+
+#define EXPECT_CONTAINS(haystack, needle)                                      \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)             \
+      << "text: " << (haystack)
+
+rt::SinkAttentionShape shapeOf(int64_t batch, int64_t heads, int64_t kvHeads,
+                               int64_t seqQ, int64_t seqKv, int64_t headDim,
+                               int64_t window) {
+  rt::SinkAttentionShape s;
+  s.batch = batch;
+  s.heads = heads;
+  s.kvHeads = kvHeads;
+  s.seqQ = seqQ;
+  s.seqKv = seqKv;
+  s.headDim = headDim;
+  s.window = window;
+  s.scale = 1.0 / std::sqrt(double(headDim));
+  return s;
+}
+
+/// Inputs as prepare() makes them for a bf16 bundle.
+struct Problem {
+  rt::SinkAttentionShape shape;
+  std::vector<float> q, k, v, sinks;
+  SinkFwdInputs inputs() const { return {q, k, v, sinks}; }
+};
+
+Problem problem(const rt::SinkAttentionShape &shape, uint64_t seed) {
+  auto bf16 = [](std::vector<float> values) {
+    return rt::fromBf16(rt::toBf16(values));
+  };
+  Problem p;
+  p.shape = shape;
+  p.q = bf16(randomInput("sink-fwd", "q", shape.qElements(), seed));
+  p.k = bf16(randomInput("sink-fwd", "k", shape.kvElements(), seed + 1));
+  p.v = bf16(randomInput("sink-fwd", "v", shape.kvElements(), seed + 2));
+  p.sinks = randomInput("sink-fwd", "sinks", size_t(shape.heads), seed + 3);
+  return p;
+}
+
+/// The float64 answer for `shape` (which may differ from the problem's, to
+/// fake a kernel with a wrong mask), rounded to float.
+void answer(const Problem &p, const rt::SinkAttentionShape &shape,
+            const std::vector<float> &sinks, std::vector<float> &o,
+            std::vector<float> &lse) {
+  std::vector<double> o64, lse64;
+  rt::Status st = rt::sinkAttentionForward(shape, p.q, p.k, p.v, sinks, o64, lse64);
+  ASSERT_TRUE(st.ok()) << st.message();
+  o.assign(o64.begin(), o64.end());
+  lse.assign(lse64.begin(), lse64.end());
+}
+
+TEST(SinkFwdCheck, InputsAreNotTrivial) {
+  std::vector<float> q = randomInput("sink-fwd", "q", 4096, 1);
+  std::vector<float> sinks = randomInput("sink-fwd", "sinks", 4096, 2);
+  double q2 = 0, sMin = 10, sMax = -10;
+  for (float x : q)
+    q2 += double(x) * x;
+  for (float x : sinks) {
+    sMin = std::min<double>(sMin, x);
+    sMax = std::max<double>(sMax, x);
+  }
+  EXPECT_NEAR(std::sqrt(q2 / 4096), 1.5, 0.1);
+  EXPECT_GE(sMin, -1.0);
+  EXPECT_LT(sMax, 3.0);
+  EXPECT_GT(sMax - sMin, 3.5);
+  // Other seeds, other data.
+  EXPECT_NE(randomInput("sink-fwd", "q", 16, 1), randomInput("sink-fwd", "q", 16, 2));
+  // Other kernels keep uniform [-1, 1].
+  for (float x : randomInput("gemm", "a", 1000, 3))
+    EXPECT_LE(std::fabs(x), 1.0f);
+}
+
+TEST(SinkFwdCheck, RightAnswerPasses) {
+  Problem p = problem(shapeOf(2, 4, 2, 96, 160, 64, 0), 7);
+  std::vector<float> o, lse;
+  answer(p, p.shape, p.sinks, o, lse);
+  CheckReport r = compareSinkFwd(p.shape, p.inputs(), o, lse, o, lse, 7);
+  EXPECT_TRUE(r.passed) << r.criterion;
+  EXPECT_EQ(r.mismatches, 0u);
+  EXPECT_EQ(r.nonFinite, 0u);
+  EXPECT_EQ(r.checked, o.size() + lse.size());
+  EXPECT_EQ(r.maxAbs, 0.0);
+  EXPECT_CONTAINS(r.criterion, "768 of 768 rows");
+  ASSERT_EQ(r.notes.size(), 2u);
+  EXPECT_CONTAINS(r.notes[1], "0 of 49920 values outside 1e-4");
+
+  // Errors the size of bf16 rounding pass.
+  std::vector<float> rounded = rt::fromBf16(rt::toBf16(o));
+  r = compareSinkFwd(p.shape, p.inputs(), rounded, lse, o, lse, 7);
+  EXPECT_TRUE(r.passed);
+  EXPECT_GT(r.maxAbs, 0.0);
+  EXPECT_LT(r.relL2, 1e-2);
+}
+
+TEST(SinkFwdCheck, WrongAnswersFail) {
+  Problem p = problem(shapeOf(1, 4, 1, 256, 256, 64, 32), 8);
+  std::vector<float> o, lse;
+  answer(p, p.shape, p.sinks, o, lse);
+  auto check = [&](const std::vector<float> &kernelO,
+                   const std::vector<float> &kernelLse) {
+    return compareSinkFwd(p.shape, p.inputs(), kernelO, kernelLse, o, lse, 8);
+  };
+
+  // Zeros: the outputs are far from 0 for most elements.
+  CheckReport r = check(std::vector<float>(o.size(), 0.f), lse);
+  EXPECT_FALSE(r.passed);
+  EXPECT_GT(r.mismatches, o.size() / 2);
+  r = check(o, std::vector<float>(lse.size(), 0.f));
+  EXPECT_FALSE(r.passed);
+  EXPECT_GT(r.mismatches, lse.size() / 2);
+
+  // An element left unwritten (NaN poison).
+  std::vector<float> holey = o;
+  holey[12345] = NAN;
+  r = check(holey, lse);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.nonFinite, 1u);
+  EXPECT_EQ(r.mismatches, 0u);
+
+  // A kernel that forgets the sink.
+  std::vector<float> noSinkO, noSinkLse;
+  answer(p, p.shape, std::vector<float>(p.sinks.size(), -1e30f), noSinkO,
+         noSinkLse);
+  r = check(noSinkO, noSinkLse);
+  EXPECT_FALSE(r.passed);
+  EXPECT_GT(r.mismatches, 100u);
+
+  // A window one key too wide.
+  rt::SinkAttentionShape wide = p.shape;
+  wide.window += 1;
+  std::vector<float> wideO, wideLse;
+  answer(p, wide, p.sinks, wideO, wideLse);
+  r = check(wideO, wideLse);
+  EXPECT_FALSE(r.passed);
+  EXPECT_GT(r.mismatches, 100u);
+}
+
+TEST(SinkFwdCheck, ReferenceIsCrossChecked) {
+  Problem p = problem(shapeOf(1, 2, 2, 64, 64, 128, 0), 9);
+  std::vector<float> o, lse;
+  answer(p, p.shape, p.sinks, o, lse);
+
+  // A GPU reference off by 1e-3 in one element: the kernel agrees with the
+  // true answer, but the reference is wrong, and the check says so.
+  std::vector<float> badRef = o;
+  badRef[77 * 128 + 5] += 1e-3f;
+  CheckReport r = compareSinkFwd(p.shape, p.inputs(), o, lse, badRef, lse, 9);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatches, 0u);
+  ASSERT_EQ(r.notes.size(), 3u);
+  EXPECT_CONTAINS(r.notes[2], "FAIL: the GPU reference kernel disagrees with "
+                              "the float64 CPU reference (1 values, worst at "
+                              "row 77)");
+
+  // A reference that left rows unwritten.
+  std::vector<float> holeyLse = lse;
+  holeyLse[3] = NAN;
+  r = compareSinkFwd(p.shape, p.inputs(), o, lse, o, holeyLse, 9);
+  EXPECT_FALSE(r.passed);
+  EXPECT_CONTAINS(r.notes.back(), "the reference, not necessarily the kernel");
+  bool nonFiniteNote = false;
+  for (const std::string &note : r.notes)
+    nonFiniteNote |= note.find("produced 1 non-finite outputs") != std::string::npos;
+  EXPECT_TRUE(nonFiniteNote);
+
+  // Large problems cross-check sampled rows, chosen by the seed.
+  r = compareSinkFwd(p.shape, p.inputs(), o, lse, o, lse, 9, /*work=*/0);
+  EXPECT_TRUE(r.passed);
+  EXPECT_CONTAINS(r.criterion, "128 of 128 rows");
+  Problem big = problem(shapeOf(1, 8, 2, 128, 128, 64, 0), 10);
+  std::vector<float> bigO, bigLse;
+  answer(big, big.shape, big.sinks, bigO, bigLse);
+  r = compareSinkFwd(big.shape, big.inputs(), bigO, bigLse, bigO, bigLse, 10, 0);
+  EXPECT_TRUE(r.passed);
+  EXPECT_CONTAINS(r.criterion, "512 of 1024 rows");
+}
+
+//===----------------------------------------------------------------------===//
+// Bundle config -> shape
+//===----------------------------------------------------------------------===//
+
+rt::Bundle sinkFwdBundle() {
+  rt::Bundle b;
+  b.kernel = "sink-fwd";
+  b.entry = "sink_fwd";
+  b.config = {{"batch", int64_t(2)},   {"heads", int64_t(8)},
+              {"kv_heads", int64_t(2)}, {"seq_q", int64_t(64)},
+              {"seq_kv", int64_t(128)}, {"head_dim", int64_t(64)},
+              {"window", int64_t(16)},  {"scale", 0.125},
+              {"dtype", std::string("bf16")}};
+  auto buffer = [](const char *name, rt::DType dtype,
+                   std::vector<uint64_t> shape, rt::BufferRole role) {
+    rt::BundleParam p;
+    p.name = name;
+    p.kind = rt::ParamKind::Buffer;
+    p.dtype = dtype;
+    p.shape = std::move(shape);
+    p.role = role;
+    return p;
+  };
+  using rt::BufferRole;
+  using rt::DType;
+  b.params = {buffer("q", DType::BF16, {2, 8, 64, 64}, BufferRole::Input),
+              buffer("k", DType::BF16, {2, 2, 128, 64}, BufferRole::Input),
+              buffer("v", DType::BF16, {2, 2, 128, 64}, BufferRole::Input),
+              buffer("sinks", DType::F32, {8}, BufferRole::Input),
+              buffer("o", DType::BF16, {2, 8, 64, 64}, BufferRole::Output),
+              buffer("lse", DType::F32, {2, 8, 64}, BufferRole::Output)};
+  return b;
+}
+
+TEST(SinkFwdShape, FromConfig) {
+  rt::Expected<rt::SinkAttentionShape> s = sinkFwdShape(sinkFwdBundle());
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->batch, 2);
+  EXPECT_EQ(s->heads, 8);
+  EXPECT_EQ(s->kvHeads, 2);
+  EXPECT_EQ(s->seqQ, 64);
+  EXPECT_EQ(s->seqKv, 128);
+  EXPECT_EQ(s->headDim, 64);
+  EXPECT_EQ(s->window, 16);
+  EXPECT_EQ(s->scale, 0.125);
+  // Without a scale: 1/sqrt(head_dim).
+  rt::Bundle b = sinkFwdBundle();
+  b.config.erase("scale");
+  EXPECT_EQ(sinkFwdShape(b)->scale, 0.125);
+  EXPECT_TRUE(harnessSupports("sink-fwd"));
+}
+
+TEST(SinkFwdShape, ContradictionsAreErrors) {
+  auto error = [](auto edit) {
+    rt::Bundle b = sinkFwdBundle();
+    edit(b);
+    rt::Expected<rt::SinkAttentionShape> s = sinkFwdShape(b);
+    EXPECT_FALSE(s.ok());
+    return s.ok() ? std::string() : s.message();
+  };
+  EXPECT_EQ(error([](rt::Bundle &b) { b.config.erase("seq_kv"); }),
+            "sink-fwd bundle: config has no 'seq_kv'");
+  EXPECT_EQ(error([](rt::Bundle &b) { b.config["window"] = std::string("no"); }),
+            "sink-fwd bundle: config 'window' is not an integer");
+  EXPECT_EQ(error([](rt::Bundle &b) { b.config["scale"] = std::string("1/8"); }),
+            "sink-fwd bundle: config 'scale' is not a number");
+  EXPECT_EQ(error([](rt::Bundle &b) { b.config["kv_heads"] = int64_t(3); }),
+            "sink-fwd bundle: kv_heads 3 does not divide heads 8");
+  EXPECT_EQ(error([](rt::Bundle &b) { b.params[1].shape[2] = 64; }),
+            "sink-fwd bundle: buffer 'k' does not have the shape [2, 2, 128, "
+            "64] that the config implies");
+  EXPECT_EQ(error([](rt::Bundle &b) { b.params[2].dtype = rt::DType::F16; }),
+            "sink-fwd bundle: buffer 'v' has the unsupported dtype f16");
+  EXPECT_EQ(error([](rt::Bundle &b) { b.params[5].role = rt::BufferRole::Input; }),
+            "sink-fwd bundle: buffer 'lse' should be an output");
+  EXPECT_EQ(error([](rt::Bundle &b) { b.params.erase(b.params.begin() + 3); }),
+            "sink-fwd bundle: buffer 'sinks' is missing");
+}
+
+} // namespace
