@@ -12,7 +12,8 @@
 # and travel with the working tree (.carry/ is git-ignored, carried).
 #
 # usage: scripts/gpu-round.sh [BENCH_BUNDLE...]
-#   default benches: gemm-4096x4096x4096 tma-copy-8192x8192 tma-stream-8192x8192
+#   default benches: gemm-4096x4096x4096 tma-copy-8192x8192
+#   tma-stream-8192x8192 and the seed table (sink-fwd-seed-*)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,8 +23,13 @@ build=${SINKATTN_GPU_BUILD_DIR:-build-gpu}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 bundles=$(realpath -m "${SINKATTN_BUNDLES:-.carry/bundles}")
 benches=("$@")
-((${#benches[@]})) || benches=(gemm-4096x4096x4096 tma-copy-8192x8192 tma-stream-8192x8192)
-sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col)
+seed_table=(sink-fwd-seed-2k-d64 sink-fwd-seed-4k-d64 sink-fwd-seed-8k-d64
+            sink-fwd-seed-16k-d64 sink-fwd-seed-2k-d128 sink-fwd-seed-4k-d128
+            sink-fwd-seed-8k-d128 sink-fwd-seed-16k-d128)
+((${#benches[@]})) || benches=(gemm-4096x4096x4096 tma-copy-8192x8192 tma-stream-8192x8192 "${seed_table[@]}")
+# Small sizes, lengths that are not multiples of the blocks included.
+sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
+           sink-fwd-tiny-d64 sink-fwd-win128-f16-d64 sink-fwd-past-d128)
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }
@@ -83,6 +89,8 @@ done
 if python3 -c 'import torch' 2>/dev/null; then
   python3 bench/compare_torch.py --json "$out/torch-baselines.json" | tee "$out/torch-baselines.txt"
   while read -r line; do note "baseline $line"; done < <(grep -E "^(cublas|copy)" "$out/torch-baselines.txt")
+  python3 bench/compare_sdpa.py --json "$out/sdpa-baselines.json" | tee "$out/sdpa-baselines.txt"
+  while read -r line; do note "baseline $line"; done < <(grep -E "^cudnn" "$out/sdpa-baselines.txt")
 fi
 
 echo

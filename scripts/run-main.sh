@@ -24,7 +24,7 @@ resources() {
 }
 
 runner="$build_dir/bin/sinkattn-runner"
-row() { printf '%-22s %-36s %9s %12s %7s\n' "$@"; }
+row() { printf '%-32s %-38s %9s %12s %7s\n' "$@"; }
 
 echo "Compiling kernels to PTX (sm_90a) into $ptx_dir"
 row kernel ptx registers "shared (B)" spills
@@ -40,13 +40,29 @@ kernels=(
   "gemm|gemm 4096x4096x4096|--kernel gemm --m 4096 --n 4096 --k 4096"
   "tma-copy|tma-copy 8192x8192 S=3|--kernel tma-copy --m 8192 --n 8192 --stages 3"
   "tma-stream|tma-stream 8192x8192 S=3|--kernel tma-stream --m 8192 --k 8192 --stages 3"
+  "sink-fwd-check|sink-fwd GQA8 S=1000 B=2 W=128|--kernel sink-fwd --batch 2 --heads 16 --kv-heads 2 --seq-q 1000 --seq-kv 1000 --head-dim 128 --window 128"
 )
-for entry in "${kernels[@]}"; do
+# The seed benchmark: bf16, B=1, H=64, HK=8, causal (timed, not checked:
+# the check matrix is test/GPU/sink-fwd.test).
+seed=()
+for d in 64 128; do
+  for s in 2048 4096 8192 16384; do
+    seed+=("sink-fwd-$s-d$d|sink-fwd seed S=$s D=$d|--kernel sink-fwd --batch 1 --heads 64 --kv-heads 8 --seq-q $s --seq-kv $s --head-dim $d")
+  done
+done
+for entry in "${kernels[@]}" "${seed[@]}"; do
   IFS='|' read -r name title flags <<<"$entry"
   ptx="$ptx_dir/$name.ptx"
   # shellcheck disable=SC2086 # flags are words on purpose
-  "$runner" compile $flags --emit ptx -o "$ptx" 2>/dev/null
+  "$runner" compile $flags --emit bundle -o "$ptx_dir/$name.bundle" >/dev/null 2>"$ptx_dir/$name.log" || {
+    cat "$ptx_dir/$name.log" >&2
+    exit 1
+  }
+  cp "$ptx_dir/$name.bundle/kernel.ptx" "$ptx"
   read -r regs smem spills < <(resources "$ptx")
+  # Static shared memory (ptxas) plus the dynamic window the bundle launches with.
+  dynamic=$(sed -n 's/.*"shared_memory_bytes": *\([0-9]*\).*/\1/p' "$ptx_dir/$name.bundle/manifest.json")
+  [[ "$smem" == "?" ]] || smem=$((smem + ${dynamic:-0}))
   row "$title" "$ptx" "$regs" "$smem" "$spills"
 done
 [[ -x "$ptxas" ]] || echo "(ptxas not found at $ptxas: registers and shared memory unknown)"
@@ -62,4 +78,9 @@ for entry in "${kernels[@]}"; do
   # shellcheck disable=SC2086
   "$runner" check $flags --seed 1
   "$runner" bench $flags
+done
+for entry in "${seed[@]}"; do
+  IFS='|' read -r name title flags <<<"$entry"
+  # shellcheck disable=SC2086
+  "$runner" bench $flags --iters 20
 done

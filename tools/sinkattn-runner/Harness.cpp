@@ -500,6 +500,14 @@ rt::Expected<CheckReport> Session::checkSinkFwd() {
   // inputs, into outputs of its own, poisoned like the kernel's.
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
                                sinkFwdShape(bundle_));
+  // The reference kernel has 1/sqrt(head_dim) built in; a bundle computing
+  // with another scale needs a reference that takes it.
+  double builtIn = 1.0 / std::sqrt(double(shape.headDim));
+  if (!(std::fabs(shape.scale - builtIn) <= 1e-6 * builtIn))
+    return rt::Status::error(
+        "sink-fwd bundle: config scale " + format("%.9g", shape.scale) +
+        " differs from the 1/sqrt(head_dim) = " + format("%.9g", builtIn) +
+        " that the reference kernel computes with");
   SINKATTN_RT_TRY(loadReference());
   SINKATTN_RT_ASSIGN_OR_RETURN(
       rt::DeviceBuffer refO,

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""cuDNN scaled-dot-product attention (vanilla: no sinks) timed through
+PyTorch on the same GPU in the same run as our attention kernels.
+
+For each shape: bf16 Q [B, H, S, D], K/V [B, HK, S, D] expanded to H heads
+before timing (the expansion is not timed: cuDNN's GQA support varies by
+version, and the comparison is against the vendor's fastest dense kernel),
+causal forward with the cuDNN backend forced. CUDA events, warm-up first,
+median of the timed calls, fresh random inputs.
+
+TFLOP/s use the seed's causal formula 4*B*H*S*S*D / 2, and also the exact
+attended-pair count 4*B*H*D*S(S+1)/2 (what sinkattn-runner bench reports).
+"""
+import argparse
+import json
+import statistics
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+import torch.nn.functional as F
+
+SEED_SHAPES = [(1, 64, 8, s, d) for d in (64, 128) for s in (2048, 4096, 8192, 16384)]
+
+
+def time_ms(fn, warmup=5, iters=30):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    results = []
+    for b, h, hk, s, d in SEED_SHAPES:
+        q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, hk, s, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, hk, s, d, device="cuda", dtype=torch.bfloat16)
+        k = k.repeat_interleave(h // hk, dim=1)
+        v = v.repeat_interleave(h // hk, dim=1)
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            ms = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        seed_flops = 4 * b * h * s * s * d / 2
+        exact_flops = 4 * b * h * d * s * (s + 1) / 2
+        row = {"name": "cudnn_sdpa_causal_fwd", "batch": b, "heads": h, "kv_heads": hk,
+               "seq": s, "head_dim": d, "median_ms": ms,
+               "tflops_seed": seed_flops / (ms * 1e-3) / 1e12,
+               "tflops_exact": exact_flops / (ms * 1e-3) / 1e12}
+        results.append(row)
+        print(f"cudnn sdpa causal fwd B={b} H={h} S={s} D={d}: {ms:.4f} ms "
+              f"{row['tflops_seed']:.1f} TFLOP/s (seed formula)")
+        del q, k, v
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                       "results": results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
