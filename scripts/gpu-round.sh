@@ -83,7 +83,8 @@ fi
 for bundle in "${benches[@]}"; do
   "$runner" bench --bundle "$bundles/$bundle" --iters 50 --warmup 5 \
     --json "$out/bench-$bundle.json" | tee "$out/bench-$bundle.txt"
-  line=$(tail -1 "$out/bench-$bundle.txt")
+  # The timing row (metric lines below it are indented).
+  line=$(grep -v '^ ' "$out/bench-$bundle.txt" | tail -1)
   note "bench $bundle: $line"
 done
 if python3 -c 'import torch' 2>/dev/null; then
