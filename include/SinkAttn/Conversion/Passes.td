@@ -72,12 +72,16 @@ def ConvertTileFragmentsToNVVM : Pass<"convert-tile-fragments-to-nvvm"> {
       (accumulator → A operand keeps every element in place);
     * `tile.store` → `memref.store` per register, skipping elements outside
       a global tensor, one thread per quad for row vectors, following the
-      128-byte swizzle for swizzled shared tiles;
+      128-byte swizzle for swizzled shared tiles; stores to shared memory end
+      with `fence.proxy.async.shared::cta` so TMA or wgmma may read them
+      (after the kernel's block sync);
     * `tile.gemm` → `wgmma.fence`, one `wgmma.mma_async.m64nNk16` per 64-row
       block and k-step as inline PTX (SS: descriptors of the 128-byte
       swizzled operands; RS: four packed 32-bit A registers per step, which
       no MLIR op expresses), `commit_group`, `wait_group 0`, and an empty asm
-      per accumulator register so no use moves above the wait.
+      per accumulator register so no use moves above the wait; an `async`
+      gemm stops after `commit_group`, and `tile.gemm_wait` does
+      `wait_group pending` plus the register fences.
 
     `scf.for`/`scf.if` carrying fragments are converted structurally.
   }];

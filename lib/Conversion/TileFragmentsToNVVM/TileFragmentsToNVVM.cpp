@@ -383,6 +383,14 @@ struct StoreLowering : public OpConversionPattern<StoreOp> {
       rewriter.setInsertionPointToStart(&guard.getThenRegion().front());
       memref::StoreOp::create(rewriter, loc, element, adaptor.getDest(), indices);
     }
+    // Each thread makes its shared-memory writes visible to the async proxy
+    // (TMA, wgmma) that may read the tile next; the block sync that orders
+    // them before the reader is the kernel's (tile.copy to global has one).
+    if (shared)
+      NVVM::FenceProxyOp::create(
+          rewriter, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(rewriter.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
     rewriter.eraseOp(op);
     return success();
   }
@@ -565,11 +573,36 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
       }
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
-    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);
-    for (Value &accumulator : accumulators)
-      accumulator = fenceOperand(rewriter, loc, accumulator);
+    // An async gemm leaves waiting (and fencing) to its tile.gemm_wait.
+    if (!op.getAsync()) {
+      NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);
+      for (Value &accumulator : accumulators)
+        accumulator = fenceOperand(rewriter, loc, accumulator);
+    }
     rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, vectorType,
                                                         accumulators);
+    return success();
+  }
+};
+
+struct GemmWaitLowering : public OpConversionPattern<GemmWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GemmWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, op.getPending());
+    SmallVector<Value> results;
+    for (Value fragment : adaptor.getFragments()) {
+      auto type = cast<VectorType>(fragment.getType());
+      SmallVector<Value> registers;
+      for (int64_t r = 0; r < type.getNumElements(); ++r)
+        registers.push_back(
+            fenceOperand(rewriter, loc, extractRegister(rewriter, loc, fragment, r)));
+      results.push_back(
+          vector::FromElementsOp::create(rewriter, loc, type, registers));
+    }
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -578,6 +611,17 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
 /// (so the error is the reason, not "failed to legalize").
 LogicalResult checkLowerable(Operation *op) {
   if (auto gemm = dyn_cast<GemmOp>(op)) {
+    if (gemm.getAsync())
+      for (Operation *user : gemm.getResult().getUsers()) {
+        auto next = dyn_cast<GemmOp>(user);
+        if (!isa<GemmWaitOp>(user) &&
+            !(next && next.getAsync() && next.getAcc() == gemm.getResult()))
+          return gemm.emitOpError()
+                 << "is async, but its result is used by '"
+                 << user->getName()
+                 << "' before a tile.gemm_wait (only tile.gemm_wait or the "
+                    "accumulator of another async gemm may read it)";
+      }
     FragmentType accType = gemm.getAcc().getType();
     if (!accType.getElementType().isF32())
       return gemm.emitOpError() << "accumulates in " << accType.getElementType()
@@ -666,10 +710,11 @@ struct ConvertTileFragmentsToNVVMPass
                            memref::MemRefDialect, NVVM::NVVMDialect,
                            scf::SCFDialect, vector::VectorDialect>();
     target.addIllegalOp<FillOp, MapOp, YieldOp, ReduceOp, CastOp, GemmOp,
-                        StoreOp>();
+                        GemmWaitOp, StoreOp>();
     RewritePatternSet patterns(context);
     patterns.add<FillLowering, CastLowering, MapLowering, ReduceLowering,
-                 StoreLowering, GemmLowering>(converter, context);
+                 StoreLowering, GemmLowering, GemmWaitLowering>(converter,
+                                                                context);
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                          target);
     // Ops of the body of a tile.map are cloned by its lowering; tile ops

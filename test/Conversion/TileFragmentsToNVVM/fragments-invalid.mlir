@@ -53,3 +53,14 @@ func.func @swizzled_partial(%o: !tile.fragment<64x64xbf16, #tile.layout<accumula
   tile.store %o, %sO[%c0, %c0] : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, memref<64x128xbf16, #gpu.address_space<workgroup>>
   return
 }
+
+// -----
+
+func.func @async_read_early(%acc: !tile.fragment<64x64xf32, #tile.layout<accumulator>>) {
+  %sA = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{is async, but its result is used by 'tile.reduce' before a tile.gemm_wait}}
+  %d = tile.gemm %sA, %sB, %acc {async} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+  %r = tile.reduce max %d along 1 : !tile.fragment<64x64xf32, #tile.layout<accumulator>> -> !tile.fragment<64xf32, #tile.layout<rows>>
+  return
+}

@@ -143,6 +143,7 @@ func.func @gemm_rs(%p: !tile.fragment<64x16xbf16, #tile.layout<operand_a>>,
 // CHECK: arith.xori %[[CHUNK]], %[[ROW8B]]
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<64x128xbf16, #gpu.address_space<workgroup>>
 // CHECK-NOT: scf.if
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: tile.copy
 func.func @store_swizzled(%o: !tile.fragment<64x128xbf16, #tile.layout<accumulator>>, %out: memref<64x128xbf16>) {
   %c0 = arith.constant 0 : index
@@ -150,4 +151,21 @@ func.func @store_swizzled(%o: !tile.fragment<64x128xbf16, #tile.layout<accumulat
   tile.store %o, %sO[%c0, %c0] : !tile.fragment<64x128xbf16, #tile.layout<accumulator>>, memref<64x128xbf16, #gpu.address_space<workgroup>>
   tile.copy %sO, %out[%c0, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<64x128xbf16>
   return
+}
+
+// An async gemm commits without waiting; tile.gemm_wait waits for all but
+// `pending` groups and fences the registers of its operands.
+// CHECK-LABEL: func @gemm_async
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: wgmma.mma_async.sync.aligned.m64n16k16
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NOT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK-COUNT-8: llvm.inline_asm has_side_effects asm_dialect = att "", "=f,0"
+func.func @gemm_async(%acc: !acc) -> !acc {
+  %sA = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<16x64xbf16, #gpu.address_space<workgroup>>
+  %d = tile.gemm %sA, %sB, %acc {transpose_b, async} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<16x64xbf16, #gpu.address_space<workgroup>>, !acc
+  %r = tile.gemm_wait %d pending 1 : !acc
+  return %r : !acc
 }

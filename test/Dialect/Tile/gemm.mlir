@@ -23,3 +23,15 @@ func.func @gemm_f16(%a: memref<64x32xf16, #gpu.address_space<workgroup>>, %b: me
   %d = tile.gemm %a, %b, %c : memref<64x32xf16, #gpu.address_space<workgroup>>, memref<32x256xf16, #gpu.address_space<workgroup>>, !tile.fragment<64x256xf16>
   return %d : !tile.fragment<64x256xf16>
 }
+
+// An async gemm and the wait that makes its result usable.
+// CHECK-LABEL: func @async_gemm
+// CHECK: %[[S:.*]] = tile.gemm %{{.*}}, %{{.*}}, %{{.*}} {async, transpose_b}
+// CHECK: %[[R:.*]]:2 = tile.gemm_wait %[[S]], %{{.*}} pending 1 : !tile.fragment<64x128xf32>, !tile.fragment<64xf32>
+func.func @async_gemm(%sQ: memref<64x128xbf16, 3>, %sK: memref<128x128xbf16, 3>,
+                      %acc: !tile.fragment<64x128xf32>, %m: !tile.fragment<64xf32>)
+    -> (!tile.fragment<64x128xf32>, !tile.fragment<64xf32>) {
+  %s = tile.gemm %sQ, %sK, %acc {transpose_b, async} : memref<64x128xbf16, 3>, memref<128x128xbf16, 3>, !tile.fragment<64x128xf32>
+  %r:2 = tile.gemm_wait %s, %m pending 1 : !tile.fragment<64x128xf32>, !tile.fragment<64xf32>
+  return %r#0, %r#1 : !tile.fragment<64x128xf32>, !tile.fragment<64xf32>
+}

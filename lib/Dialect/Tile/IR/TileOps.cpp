@@ -409,6 +409,15 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+LogicalResult GemmWaitOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  for (Value operand : operands)
+    inferredReturnTypes.push_back(operand.getType());
+  return success();
+}
+
 LogicalResult StoreOp::verify() {
   FragmentType value = getValue().getType();
   MemRefType dest = getDest().getType();

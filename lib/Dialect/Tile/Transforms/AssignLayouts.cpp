@@ -154,13 +154,17 @@ struct TileAssignLayoutsPass
           failedAny = true;
         if (failed(markSwizzled(gemm, gemm.getB(), "B")))
           failedAny = true;
+      } else if (auto wait = dyn_cast<GemmWaitOp>(op)) {
+        for (auto [operand, result] :
+             llvm::zip(wait.getFragments(), wait.getResults()))
+          classes.unite(operand, result);
       } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
         if (reduce.getDim() != 1)
           fail(reduce.emitOpError()
                << "reduces along dimension " << reduce.getDim()
                << ": only row reductions (dimension 1) have a register layout "
                   "(#tile.layout<rows>)");
-      } else if (!isa<scf::YieldOp, MapOp, YieldOp, FillOp, CastOp, StoreOp>(op) &&
+      } else if (!isa<scf::YieldOp, MapOp, YieldOp, FillOp, CastOp, StoreOp, GemmWaitOp>(op) &&
                  !isa<FunctionOpInterface>(op)) {
         // Any other op must not produce or carry fragments: we would not
         // know how to tie its values.

@@ -7,6 +7,7 @@ include "SinkAttn/Dialect/Tile/IR/TileDialect.td"
 include "SinkAttn/Dialect/Tile/IR/TileEnums.td"
 include "SinkAttn/Dialect/Tile/IR/TileTypes.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // 0 (row-major, no swizzle) or 128 (the 128-byte TMA/wgmma swizzle).
@@ -377,17 +378,49 @@ def Tile_GemmOp : Tile_Op<"gemm", [Pure, AllTypesMatch<["acc", "result"]>]> {
     %o = tile.gemm %p, %sV, %o0
         : !tile.fragment<64x128xbf16>, memref<128x128xbf16, 3>, !tile.fragment<64x128xf32>
     ```
+
+    By default the gemm completes before its result is used (the lowering
+    commits the wgmma group and waits for it). With `async` it only issues
+    and commits: the result may be read only through `tile.gemm_wait`
+    (or be the accumulator of another `async` gemm), which lets independent
+    work overlap the tensor cores.
   }];
   let arguments = (ins
     AnyTypeOf<[Tile_Fragment, AnyMemRef]>:$a,
     Arg<AnyMemRef, "B operand", [MemRead]>:$b,
     Tile_Fragment:$acc,
-    UnitAttr:$transpose_b);
+    UnitAttr:$transpose_b,
+    UnitAttr:$async);
   let results = (outs Tile_Fragment:$result);
   let assemblyFormat = [{
     $a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `,` qualified(type($acc))
   }];
   let hasVerifier = 1;
+}
+
+def Tile_GemmWaitOp : Tile_Op<"gemm_wait", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wait for async tile.gemm groups and make their results usable";
+  let description = [{
+    Waits until at most `pending` of the executing warpgroup's committed
+    `async` gemms are still in flight (`wgmma.wait_group pending`), then
+    yields its operands — the results of those gemms — as values that are
+    safe to read. Waiting also means the shared tiles the completed gemms
+    read may be overwritten.
+
+    ```mlir
+    %s = tile.gemm %sQ, %sK, %zero {transpose_b, async} : ...
+    // ... softmax of the previous block ...
+    %ready = tile.gemm_wait %s pending 0 : !tile.fragment<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tile_Fragment>:$fragments,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$pending);
+  let results = (outs Variadic<Tile_Fragment>:$results);
+  let assemblyFormat = [{
+    $fragments `pending` $pending attr-dict `:` qualified(type($fragments))
+  }];
 }
 
 def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
