@@ -26,7 +26,7 @@ benches=("$@")
 seed_table=(sink-fwd-seed-2k-d64 sink-fwd-seed-4k-d64 sink-fwd-seed-8k-d64
             sink-fwd-seed-16k-d64 sink-fwd-seed-2k-d128 sink-fwd-seed-4k-d128
             sink-fwd-seed-8k-d128 sink-fwd-seed-16k-d128)
-((${#benches[@]})) || benches=(gemm-4096x4096x4096 tma-copy-8192x8192 tma-stream-8192x8192 "${seed_table[@]}")
+((${#benches[@]})) || benches=(gemm-4096x4096x4096 gemm-8192x8192x8192 tma-copy-8192x8192 tma-stream-8192x8192 "${seed_table[@]}")
 # Small sizes, lengths that are not multiples of the blocks included.
 sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
            sink-fwd-tiny-d64 sink-fwd-win128-f16-d64 sink-fwd-past-d128)

@@ -1,10 +1,12 @@
-//===- GemmKernel.cpp - TMA + wgmma GEMM in tile IR -----------------------===//
+//===- GemmKernel.cpp - Warp-specialized TMA + wgmma GEMM in tile IR ------===//
 //
 // D[M,N] (f32) = A[M,K] * B[K,N], A and B bf16 or f16, both row-major.
-// One warpgroup computes a 128x128 tile of D per block; each K step copies a
-// 128x64 tile of A and a 64x128 tile of B into shared memory (tile.copy; the
-// compiler swizzles both for wgmma and splits B into two 64-column TMA
-// boxes) and accumulates with tile.gemm (wgmma m64n128k16, SS, B MN-major).
+// Each block computes a 128x256 tile of D with two warpgroups, 64 rows
+// each (wgmma m64n256k16, SS, B MN-major). The K loop copies a 128x64 tile
+// of A and a 64x256 tile of B per step with tile.copy and carries
+// `tile.num_stages`; tile-warp-specialize turns it into a TMA producer
+// warpgroup feeding the two consumer warpgroups through S stages (the same
+// IR is also correct unspecialized, which is the fallback).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,25 +19,31 @@ using namespace mlir;
 using namespace sinkattn;
 
 namespace {
-constexpr int64_t kBlockM = 128, kBlockN = 128, kBlockK = 64;
+constexpr int64_t kBlockM = 128, kBlockN = 256, kBlockK = 64;
 
 constexpr llvm::StringLiteral kGemmTemplate = R"mlir(
 !sA = memref<128x64x@T@, #gpu.address_space<workgroup>>
-!sB = memref<64x128x@T@, #gpu.address_space<workgroup>>
-!acc = !tile.fragment<128x128xf32>
+!sB = memref<64x256x@T@, #gpu.address_space<workgroup>>
+!acc = !tile.fragment<64x256xf32>
 module attributes {gpu.container_module} {
   gpu.module @gemm {
-    gpu.func @gemm(%A: memref<@M@x@K@x@T@>, %B: memref<@K@x@N@x@T@>, %D: memref<@M@x@N@xf32>) kernel {
+    gpu.func @gemm(%A: memref<@M@x@K@x@T@>, %B: memref<@K@x@N@x@T@>, %D: memref<@M@x@N@xf32>) kernel
+        attributes {known_block_size = array<i32: 256, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c64 = arith.constant 64 : index
       %c128 = arith.constant 128 : index
+      %c256 = arith.constant 256 : index
       %kTiles = arith.constant @KTILES@ : index
       %zero = arith.constant 0.0 : f32
       %bx = gpu.block_id x
       %by = gpu.block_id y
       %row0 = arith.muli %by, %c128 : index
-      %col0 = arith.muli %bx, %c128 : index
+      %col0 = arith.muli %bx, %c256 : index
+      // This warpgroup's 64 rows of the block's 128.
+      %tid = gpu.thread_id x
+      %wg = arith.divui %tid, %c128 : index
+      %wgRow = arith.muli %wg, %c64 : index
       %sA = memref.alloc() : !sA
       %sB = memref.alloc() : !sB
       %init = tile.fill %zero : !acc
@@ -43,10 +51,12 @@ module attributes {gpu.container_module} {
         %k0 = arith.muli %kt, %c64 : index
         tile.copy %A[%row0, %k0], %sA : memref<@M@x@K@x@T@>, !sA
         tile.copy %B[%k0, %col0], %sB : memref<@K@x@N@x@T@>, !sB
-        %next = tile.gemm %sA, %sB, %acc : !sA, !sB, !acc
+        %sAw = memref.subview %sA[%wgRow, 0] [64, 64] [1, 1] : !sA to memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+        %next = tile.gemm %sAw, %sB, %acc : memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, !sB, !acc
         scf.yield %next : !acc
-      }
-      tile.store %res, %D[%row0, %col0] : !acc, memref<@M@x@N@xf32>
+      } {tile.num_stages = @STAGES@}
+      %outRow = arith.addi %row0, %wgRow : index
+      tile.store %res, %D[%outRow, %col0] : !acc, memref<@M@x@N@xf32>
       gpu.return
     }
   }
@@ -63,8 +73,12 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
   if (config.m <= 0 || config.n <= 0 || config.k <= 0 ||
       config.m % kBlockM || config.n % kBlockN || config.k % kBlockK)
     return fail() << "unsupported shape M=" << config.m << " N=" << config.n
-                  << " K=" << config.k << ": M and N must be positive multiples of "
-                  << kBlockM << " and K a positive multiple of " << kBlockK;
+                  << " K=" << config.k << ": M must be a positive multiple of " << kBlockM << ", N of "
+                  << kBlockN << " and K of " << kBlockK;
+  if (config.stages < 1 || config.stages > 4)
+    return fail() << "--stages " << config.stages
+                  << " is not supported: 1 to 4 (each stage is 48 KiB of "
+                     "shared memory)";
   if (config.m / kBlockM > 65535)
     return fail() << "M=" << config.m << " needs more than 65535 blocks in y";
 
@@ -75,6 +89,7 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
        {"M", std::to_string(config.m)},
        {"N", std::to_string(config.n)},
        {"K", std::to_string(config.k)},
+       {"STAGES", std::to_string(config.stages)},
        {"KTILES", std::to_string(config.k / kBlockK)}});
   if (!module)
     return failure();
@@ -83,7 +98,7 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
   bundle.kernel = "gemm";
   bundle.entry = "gemm";
   bundle.grid = {uint32_t(config.n / kBlockN), uint32_t(config.m / kBlockM), 1};
-  bundle.block = {128, 1, 1};
+  bundle.block = {256, 1, 1}; // the consumers; warp specialization adds its producer
   bundle.config = {{"m", config.m}, {"n", config.n}, {"k", config.k},
                    {"dtype", std::string(rt::dtypeName(config.dtype))}};
   auto u = [](int64_t v) { return uint64_t(v); };

@@ -89,6 +89,10 @@ LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
   if (!func)
     return module.emitError("internal error: the kernel module has no kernel");
   rt::Bundle &bundle = kernel.bundle;
+  // Warp specialization adds a producer warpgroup to the block.
+  if (DenseI32ArrayAttr blockSize = func.getKnownBlockSizeAttr())
+    bundle.block = {uint32_t(blockSize[0]), uint32_t(blockSize[1]),
+                    uint32_t(blockSize[2])};
   if (auto bytes = func->getAttrOfType<IntegerAttr>(kDynamicSharedMemoryAttrName))
     bundle.sharedMemoryBytes = uint32_t(bytes.getInt());
   auto maps = func->getAttrOfType<ArrayAttr>(kTensorMapsAttrName);

@@ -7,10 +7,13 @@
 // query head h to key/value head h / (H / HK). Also writes the natural-log
 // LSE of each row including the sink, which the backward pass needs.
 //
-// The plain schedule: one warpgroup per block of 64 query rows; for each
-// block of BN keys it copies K and V (TMA, synchronous), computes
+// The schedule: one consumer warpgroup per block of 64 query rows; for each
+// block of BN keys it reads K and V from shared memory, computes
 // S = Q Kᵀ (wgmma SS), masks, updates the online softmax in the log2
-// domain, and accumulates O += P V (wgmma RS, P from registers). The
+// domain, and accumulates O += P V (wgmma RS, P from registers). The loads
+// are tile.copy in a `tile.num_stages` loop: tile-warp-specialize gives
+// them to a TMA producer warpgroup (K and V are two groups, each with its
+// own full/empty barriers per stage). The
 // running max starts at the sink (in log2 units) and the running sum at 1,
 // so the sink is in the softmax from the start and rows never see -inf as
 // their max (unless the sink itself is -inf, which is guarded).
@@ -44,7 +47,8 @@ constexpr llvm::StringLiteral kSinkFwdTemplate = R"mlir(
 module attributes {gpu.container_module} {
   gpu.module @sink_fwd {
     gpu.func @sink_fwd(%Q: !q, %K: !kv, %V: !kv, %sinks: memref<@H@xf32>,
-                       %O: !q, %LSE: memref<@B@x@H@x@SQ@xf32>) kernel {
+                       %O: !q, %LSE: memref<@B@x@H@x@SQ@xf32>) kernel
+        attributes {known_block_size = array<i32: 128, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c64 = arith.constant 64 : index
@@ -151,7 +155,7 @@ module attributes {gpu.container_module} {
         %p16 = tile.cast %p : !S to !P
         %oNew = tile.gemm %p16, %sV, %oScaled : !P, !sKV, !O
         scf.yield %mNew, %lNew, %oNew : !row, !row, !O
-      }
+      } {tile.num_stages = @STAGES@}
       // O = o / l (0 when l is 0: a -inf sink and no key); LSE in natural
       // log units: (m + log2 l) * ln 2.
       %inverse = tile.map (%res#1) : (!row) -> !row {
@@ -209,6 +213,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                   << config.seqKv
                   << " is not supported: queries are right-aligned to the "
                      "keys (causal with a past), so SQ <= SKV";
+  if (config.stages < 1 || config.stages > 3)
+    return fail() << "--stages " << config.stages
+                  << " is not supported: 1 to 3 (K and V tiles per stage)";
   if (config.window < 0)
     return fail() << "--window " << config.window
                   << " must be positive (0: no window)";
@@ -243,7 +250,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        // Without a window the distance test must always pass.
        {"WINDOW", str(hasWindow ? config.window : config.seqKv + 1)},
        {"HAS_WINDOW", hasWindow ? "true" : "false"},
-       {"SCALE_LOG2", scaleLog2}});
+       {"SCALE_LOG2", scaleLog2},
+       {"STAGES", str(config.stages)}});
   if (!module)
     return failure();
 

@@ -481,11 +481,20 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
     bool transposeB = op.getTransposeB();
     // B's descriptor: K-major (transpose_b, N x K) panels of N rows, or
     // MN-major (K x N, N contiguous; wgmma's "transposed" B) panels of K rows.
-    int64_t bPanelBytes = (transposeB ? n : k) * 128;
+    // Panels are as tall as the allocation's tiles (an operand may be some
+    // of their rows).
+    auto panelBytes = [](Value tile) {
+      MemRefType allocType = getSharedAllocation(tile).getType();
+      return allocType.getShape()[allocType.getRank() - 2] * 128;
+    };
+    int64_t bPanelBytes = panelBytes(op.getB());
     Value descriptorB = createDescriptor(rewriter, loc, adaptor.getB(), bPanelBytes);
     Value descriptorA;
-    if (!registerA)
-      descriptorA = createDescriptor(rewriter, loc, adaptor.getA(), m * 128);
+    int64_t aPanelBytes = 0;
+    if (!registerA) {
+      aPanelBytes = panelBytes(op.getA());
+      descriptorA = createDescriptor(rewriter, loc, adaptor.getA(), aPanelBytes);
+    }
     Value one = arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), 1);
 
     int64_t perBlock = n / 2;
@@ -557,7 +566,7 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
         } else {
           operands.push_back(advanceDescriptor(
               rewriter, loc, descriptorA,
-              panel * m * 128 + block * 64 * 128 + inPanel));
+              panel * aPanelBytes + block * 64 * 128 + inPanel));
         }
         operands.push_back(stepB);
         operands.push_back(one);
@@ -638,7 +647,7 @@ LogicalResult checkLowerable(Operation *op) {
                                 << n << ", K = " << k;
     for (auto [name, tile] : {std::pair<StringRef, Value>{"B", gemm.getB()},
                               {"A", registerA ? Value() : gemm.getA()}})
-      if (tile && getSwizzleBytes(tile) != 128)
+      if (tile && (getSwizzleBytes(tile) != 128 || !getSharedAllocation(tile)))
         return gemm.emitOpError()
                << "operand " << name
                << " is not a 128-byte-swizzled shared tile; run "

@@ -78,12 +78,14 @@ LogicalResult markSwizzled(GemmOp gemm, Value tile, StringRef operand) {
               "with memref.alloc, so that its swizzled layout can be chosen";
   MemRefType allocType = alloc.getType();
   ArrayRef<int64_t> shape = type.getShape();
-  if (allocType.getRank() < 2 ||
-      allocType.getShape().take_back(2) != shape)
+  // Whole rows of the allocation's tiles: a warpgroup's rows of a shared
+  // tile are fine, a column slice is not (the swizzle spans whole rows).
+  if (allocType.getRank() < 2 || allocType.getShape().back() != shape[1] ||
+      allocType.getShape()[allocType.getRank() - 2] < shape[0])
     return gemm.emitOpError()
-           << "operand " << operand << " must be a whole tile: its allocation "
-           << allocType << " must end in the operand's dimensions "
-           << shape[0] << "x" << shape[1];
+           << "operand " << operand << " must be whole rows of a tile: its "
+           << "allocation " << allocType << " must end in " << shape[1]
+           << " columns and have at least " << shape[0] << " rows";
   if (shape[1] % 64 != 0 || shape[0] % 8 != 0)
     return gemm.emitOpError()
            << "operand " << operand << " (" << shape[0] << "x" << shape[1]

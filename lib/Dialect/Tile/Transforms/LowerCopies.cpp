@@ -74,10 +74,11 @@ SmallVector<TmaChunk> splitIntoBoxes(PatternRewriter &rewriter, Location loc,
   return chunks;
 }
 
-/// Builds `scf.if (thread 0) { body }` at the rewriter's position.
+/// Builds `scf.if (first thread of anchor's role) { body }` at the
+/// rewriter's position.
 void buildLeaderRegion(PatternRewriter &rewriter, Location loc,
-                       function_ref<void()> body) {
-  Value leader = createLeaderPredicate(rewriter, loc);
+                       Operation *anchor, function_ref<void()> body) {
+  Value leader = createLeaderPredicate(rewriter, loc, anchor);
   auto ifOp = scf::IfOp::create(rewriter, loc, leader, /*withElse=*/false);
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(&ifOp.getThenRegion().front());
@@ -122,8 +123,8 @@ lowerSynchronousLoad(Operation *op, int64_t bytes, PatternRewriter &rewriter,
   } else {
     parity = arith::ConstantIndexOp::create(rewriter, loc, 0);
   }
-  gpu::BarrierOp::create(rewriter, loc);
-  buildLeaderRegion(rewriter, loc, [&] {
+  createRoleSync(rewriter, loc, op);
+  buildLeaderRegion(rewriter, loc, op, [&] {
     MBarrierExpectTxOp::create(rewriter, loc, barriers, slot, bytes);
     issue(barriers, slot);
     MBarrierArriveOp::create(rewriter, loc, barriers, slot, 1);
@@ -156,7 +157,7 @@ struct LowerTmaCopy : public OpRewritePattern<TmaCopyOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     int64_t bytes = memrefBytes(op.getDest().getType());
-    buildLeaderRegion(rewriter, loc, [&] {
+    buildLeaderRegion(rewriter, loc, op, [&] {
       MBarrierExpectTxOp::create(rewriter, loc, op.getBarriers(),
                                  op.getBarrierIndex(), bytes);
       emitLoads(rewriter, loc, op.getSource(),
@@ -193,8 +194,8 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
   static LogicalResult lowerStore(CopyOp op, PatternRewriter &rewriter) {
     Location loc = op.getLoc();
     // Every thread's writes to the tile are done ...
-    gpu::BarrierOp::create(rewriter, loc);
-    buildLeaderRegion(rewriter, loc, [&] {
+    createRoleSync(rewriter, loc, op);
+    buildLeaderRegion(rewriter, loc, op, [&] {
       // ... and visible to the copy engine (the async proxy).
       NVVM::FenceProxyOp::create(
           rewriter, loc, NVVM::ProxyKind::async_shared,
@@ -210,7 +211,7 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
                                            rewriter.getUnitAttr());
     });
     // Nobody overwrites the tile before the store has read it.
-    gpu::BarrierOp::create(rewriter, loc);
+    createRoleSync(rewriter, loc, op);
     rewriter.eraseOp(op);
     return success();
   }

@@ -10,9 +10,31 @@
 
 namespace sinkattn::tile {
 
-/// `thread_id.x == 0`: the thread that issues single-thread work (TMA,
-/// barrier initialization).
-mlir::Value createLeaderPredicate(mlir::OpBuilder &builder, mlir::Location loc);
+/// Attributes of the `scf.if` regions tile-warp-specialize creates: the
+/// role's name, its first thread and its thread count.
+inline constexpr llvm::StringLiteral kThreadRoleAttrName = "tile.role";
+inline constexpr llvm::StringLiteral kThreadBaseAttrName = "tile.thread_base";
+inline constexpr llvm::StringLiteral kThreadCountAttrName = "tile.thread_count";
+
+/// The threads that execute `op`: the innermost enclosing role region of a
+/// warp-specialized kernel, or the whole block (base 0, count 0).
+struct ThreadRole {
+  int64_t base = 0;
+  int64_t count = 0; ///< 0: every thread of the block
+  /// Named barrier of the role (bar.sync id, count); 0 for the block.
+  int64_t barrierId = 0;
+};
+ThreadRole getThreadRole(mlir::Operation *op);
+
+/// `thread_id.x == base`: the thread of `anchor`'s role that issues
+/// single-thread work (TMA, barrier initialization).
+mlir::Value createLeaderPredicate(mlir::OpBuilder &builder, mlir::Location loc,
+                                  mlir::Operation *anchor = nullptr);
+
+/// A barrier over the threads of `anchor`'s role: gpu.barrier for the whole
+/// block, a named barrier (`bar.sync id, count`) inside a role region.
+void createRoleSync(mlir::OpBuilder &builder, mlir::Location loc,
+                    mlir::Operation *anchor);
 
 /// The iteration number `(iv - lb) / step` of `loop`, built at the start of
 /// its body: counting from the loop's start, so a loop beginning at an odd

@@ -48,7 +48,7 @@ func.func @operand_partial_tile() {
   %sA = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
   %big = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
   %sB = memref.subview %big[0, 0] [64, 64] [1, 1] : memref<64x128xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16, strided<[128, 1]>, #gpu.address_space<workgroup>>
-  // expected-error @+1 {{operand B must be a whole tile: its allocation 'memref<64x128xbf16, #gpu.address_space<workgroup>>' must end in the operand's dimensions 64x64}}
+  // expected-error @+1 {{operand B must be whole rows of a tile: its allocation 'memref<64x128xbf16, #gpu.address_space<workgroup>>' must end in 64 columns and have at least 64 rows}}
   %d = tile.gemm %sA, %sB, %acc : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, strided<[128, 1]>, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
   return
 }

@@ -51,6 +51,9 @@ def Tile_Dialect : Dialect {
     /// giving the byte span of its TMA/wgmma swizzle (128): the tile is
     /// stored as panels of 128-byte rows, each panel swizzled.
     static constexpr ::llvm::StringLiteral kSwizzleAttrName = "tile.swizzle";
+    /// Unit attribute tile-warp-specialize leaves on the kernels it split.
+    static constexpr ::llvm::StringLiteral kWarpSpecializedAttrName =
+        "tile.warp_specialized";
   }];
 }
 

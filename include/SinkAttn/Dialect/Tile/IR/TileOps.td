@@ -210,8 +210,7 @@ def Tile_TmaCopyOp : Tile_Op<"tma_copy", [
     Index:$barrierIndex,
     Arg<AnyMemRef, "global source", [MemRead]>:$source,
     Variadic<Index>:$sourceIndices,
-    Arg<AnyMemRef, "shared destination", [MemWrite]>:$dest,
-    DefaultValuedAttr<Tile_SwizzleBytes, "0">:$swizzle);
+    Arg<AnyMemRef, "shared destination", [MemWrite]>:$dest);
   let assemblyFormat = [{
     $source `[` $sourceIndices `]` `,` $dest `,` `barrier` `(` $barriers `[` $barrierIndex `]` `)`
     attr-dict `:` type($source) `,` type($dest) `,` qualified(type($barriers))

@@ -5,6 +5,59 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
+  let summary = "Split kernels into a TMA producer warpgroup and consumer warpgroups";
+  let description = [{
+    For a kernel (`gpu.func ... kernel`, `known_block_size = [C, 1, 1]`,
+    C a multiple of 128) whose one pipelined loop (`scf.for` with
+    `tile.num_stages = S`, S ≥ 1, at the kernel's top level) loads its
+    operands with top-level global → shared `tile.copy`s:
+
+    * **Groups.** Copies whose buffers have the same first reader and the
+      same last user in the loop body form a group `g`; each gets S forward
+      barriers (`full`, one TMA arrival) and S back-pressure barriers
+      (`empty`, C arrivals), slot `stage·G + g`: exactly 2·G·S barriers,
+      plus one per `tile.copy` before the loop. The buffers get a leading
+      dimension S (version `stage` = `it % S`, `it = (k − lb)/step`).
+    * **Registers.** When an even split of the register file would give the
+      consumers fewer registers than they can have once the producer keeps
+      24 (two or more consumer warpgroups), the producer does
+      `setmaxnreg.dec 24` and the consumers `setmaxnreg.inc` to
+      `min(240, (65536 − 128·24) / C)` rounded down to 8, so the register
+      file is never oversubscribed; with one consumer warpgroup every thread
+      may have 240 registers anyway and no reallocation is emitted. The
+      kernel's `known_block_size` becomes `.maxntid`, which lets ptxas
+      honour `setmaxnreg`.
+    * **Producer** (threads 0–127): repeats the pure
+      index computations the copies and the loop bounds need (nothing else
+      of the kernel), issues the pre-loop loads with their own barriers, and
+      per iteration and group waits `empty` with parity `((it/S) % 2) ^ 1`
+      (a fresh barrier passes phase 1, so the first S waits are free), issues
+      `tile.tma_copy` into the stage, and one thread arrives on `full`.
+    * **Consumers** (threads 128 …): the original kernel with thread ids
+      renumbered from 0; each pre-loop copy becomes a wait on its barrier;
+      in the loop, a wait on `full` (parity `(it/S) % 2`) before a group's
+      first reader and an arrive on `empty` after its last user. Everything
+      after the loop stays with the consumers.
+    * `known_block_size` becomes C + 128; the role regions are `scf.if`s
+      marked `tile.role`, `tile.thread_base`, `tile.thread_count`, which
+      later passes read to pick the role's leader thread and to use named
+      barriers (`bar.sync id, count`) instead of block-wide ones.
+
+    Declining is not an error: a remark says why (no known block size,
+    `threadIdx.y/z`, not whole warpgroups, no or several pipelined loops, a
+    loop not at the top level, no global → shared copy, user-managed
+    barriers, buffers used outside the loop, copy indices that depend on
+    loop-carried values or impure ops, a kernel already specialized) and the
+    kernel keeps the ordinary pipelined path.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def TileAssignLayouts : Pass<"tile-assign-layouts"> {
   let summary = "Give every register fragment a layout and swizzle the tiles wgmma reads";
   let description = [{
