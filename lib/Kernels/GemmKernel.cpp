@@ -28,7 +28,7 @@ constexpr llvm::StringLiteral kGemmTemplate = R"mlir(
 module attributes {gpu.container_module} {
   gpu.module @gemm {
     gpu.func @gemm(%A: memref<@M@x@K@x@T@>, %B: memref<@K@x@N@x@T@>, %D: memref<@M@x@N@xf32>) kernel
-        attributes {known_block_size = array<i32: 256, 1, 1>} {
+        @ATTRIBUTES@ {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c64 = arith.constant 64 : index
@@ -79,6 +79,12 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
     return fail() << "--stages " << config.stages
                   << " is not supported: 1 to 4 (each stage is 48 KiB of "
                      "shared memory)";
+  if (config.schedule != "auto" && config.schedule != "ws" &&
+      config.schedule != "plain")
+    return fail() << "unknown schedule '" << config.schedule
+                  << "' (auto, ws or plain)";
+  // Declaring the block size lets tile-warp-specialize add its producer.
+  bool warpSpecialized = config.schedule != "plain";
   if (config.m / kBlockM > 65535)
     return fail() << "M=" << config.m << " needs more than 65535 blocks in y";
 
@@ -90,6 +96,9 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
        {"N", std::to_string(config.n)},
        {"K", std::to_string(config.k)},
        {"STAGES", std::to_string(config.stages)},
+       {"ATTRIBUTES", warpSpecialized
+                          ? "attributes {known_block_size = array<i32: 256, 1, 1>}"
+                          : ""},
        {"KTILES", std::to_string(config.k / kBlockK)}});
   if (!module)
     return failure();
@@ -100,6 +109,8 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
   bundle.grid = {uint32_t(config.n / kBlockN), uint32_t(config.m / kBlockM), 1};
   bundle.block = {256, 1, 1}; // the consumers; warp specialization adds its producer
   bundle.config = {{"m", config.m}, {"n", config.n}, {"k", config.k},
+                   {"stages", config.stages},
+                   {"schedule", std::string(warpSpecialized ? "ws" : "plain")},
                    {"dtype", std::string(rt::dtypeName(config.dtype))}};
   auto u = [](int64_t v) { return uint64_t(v); };
   // Tensor maps are added by the tile lowering (lowerKernelToNVGPU).

@@ -7,7 +7,8 @@
 // query head h to key/value head h / (H / HK). Also writes the natural-log
 // LSE of each row including the sink, which the backward pass needs.
 //
-// The schedule: one consumer warpgroup per block of 64 query rows; for each
+// The schedule: two consumer warpgroups per block of 128 query rows (64
+// each, sharing the K and V tiles); for each
 // block of BN keys it reads K and V from shared memory, computes
 // S = Q Kᵀ (wgmma SS), masks, updates the online softmax in the log2
 // domain, and accumulates O += P V (wgmma RS, P from registers). The loads
@@ -31,11 +32,13 @@ using namespace mlir;
 using namespace sinkattn;
 
 namespace {
-constexpr int64_t kBlockM = 64;
+/// Query rows per warpgroup.
+constexpr int64_t kRowsPerWarpgroup = 64;
 constexpr int64_t kBlockN = 128;
 
 constexpr llvm::StringLiteral kSinkFwdTemplate = R"mlir(
-!sQ = memref<64x@D@x@T@, #gpu.address_space<workgroup>>
+!sQ = memref<@BM@x@D@x@T@, #gpu.address_space<workgroup>>
+!sQw = memref<64x@D@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !sKV = memref<@BN@x@D@x@T@, #gpu.address_space<workgroup>>
 !S = !tile.fragment<64x@BN@xf32>
 !P = !tile.fragment<64x@BN@x@T@>
@@ -48,10 +51,12 @@ module attributes {gpu.container_module} {
   gpu.module @sink_fwd {
     gpu.func @sink_fwd(%Q: !q, %K: !kv, %V: !kv, %sinks: memref<@H@xf32>,
                        %O: !q, %LSE: memref<@B@x@H@x@SQ@xf32>) kernel
-        attributes {known_block_size = array<i32: 128, 1, 1>} {
+        @ATTRIBUTES@ {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c64 = arith.constant 64 : index
+      %c128 = arith.constant 128 : index
+      %cBM = arith.constant @BM@ : index
       %cBN = arith.constant @BN@ : index
       %group = arith.constant @GROUP@ : index
       %past = arith.constant @PAST@ : index
@@ -69,21 +74,29 @@ module attributes {gpu.container_module} {
       %h = gpu.block_id y
       %b = gpu.block_id z
       %hk = arith.divui %h, %group : index
-      %m0 = arith.muli %qb, %c64 : index
-      // Key position of the block's first query row.
+      // The block's BM query rows; this warpgroup's 64 of them.
+      %mBlock = arith.muli %qb, %cBM : index
+      %tid = gpu.thread_id x
+      %wg = arith.divui %tid, %c128 : index
+      %wgRow = arith.muli %wg, %c64 : index
+      %m0 = arith.addi %mBlock, %wgRow : index
+      // Key positions of the block's first row and of this warpgroup's.
+      %pBlock = arith.addi %mBlock, %past : index
       %p0 = arith.addi %m0, %past : index
 
       %sQ = memref.alloc() : !sQ
       %sK = memref.alloc() : !sKV
       %sV = memref.alloc() : !sKV
-      tile.copy %Q[%b, %h, %m0, %c0], %sQ : !q, !sQ
+      tile.copy %Q[%b, %h, %mBlock, %c0], %sQ : !q, !sQ
+      %sQw = memref.subview %sQ[%wgRow, 0] [64, @D@] [1, 1] : !sQ to !sQw
 
-      // Key blocks this query block can see: up to its last row's position
-      // (causal), from its first row's window start.
-      %lastKey = arith.addi %p0, %c64 : index
+      // Key blocks the block's rows can see: up to its last row's position
+      // (causal), from its first row's window start. (One warpgroup may
+      // find a block fully masked; it then leaves its rows unchanged.)
+      %lastKey = arith.addi %pBlock, %cBM : index
       %hi = arith.minui %lastKey, %skv : index
       %hiBlocks = arith.ceildivui %hi, %cBN : index
-      %firstKey = arith.subi %p0, %window : index
+      %firstKey = arith.subi %pBlock, %window : index
       %firstKey1 = arith.addi %firstKey, %c1 : index
       %firstKeyPos = arith.maxsi %firstKey1, %c0 : index
       %windowLo = arith.divui %firstKeyPos, %cBN : index
@@ -100,7 +113,7 @@ module attributes {gpu.container_module} {
         %n0 = arith.muli %kb, %cBN : index
         tile.copy %K[%b, %hk, %n0, %c0], %sK : !kv, !sKV
         tile.copy %V[%b, %hk, %n0, %c0], %sV : !kv, !sKV
-        %s = tile.gemm %sQ, %sK, %sZero {transpose_b} : !sQ, !sKV, !S
+        %s = tile.gemm %sQw, %sK, %sZero {transpose_b} : !sQw, !sKV, !S
         // Keep key j for query position p when j <= p and p - j < W.
         %masked = tile.map (%s) : (!S) -> !S {
         ^bb0(%i: index, %jj: index, %x: f32):
@@ -229,6 +242,23 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
           double(INT32_MAX))
     return fail() << "the tensors have more than 2^31-1 elements";
 
+  if (config.schedule != "auto" && config.schedule != "ws" &&
+      config.schedule != "plain")
+    return fail() << "unknown schedule '" << config.schedule
+                  << "' (auto, ws or plain)";
+  // ws: two consumer warpgroups (128 rows) share each K/V tile and a TMA
+  // producer feeds them. plain: one warpgroup of 64 rows per block, which
+  // with its few registers and little shared memory runs several blocks
+  // per SM — faster for D = 64 until the consumers overlap their own work
+  // (measured, docs/PERF.md).
+  bool warpSpecialized = config.schedule == "ws" ||
+                         (config.schedule == "auto" && config.headDim == 128);
+  int64_t warpgroups = warpSpecialized ? 2 : 1;
+  int64_t blockM = warpgroups * kRowsPerWarpgroup;
+  std::string attributes =
+      warpSpecialized ? "attributes {known_block_size = array<i32: " +
+                            std::to_string(warpgroups * 128) + ", 1, 1>}"
+                      : "";
   double scale = 1.0 / std::sqrt(double(config.headDim));
   std::string type = kernels::mlirTypeName(config.dtype);
   auto str = [](int64_t v) { return std::to_string(v); };
@@ -251,16 +281,19 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"WINDOW", str(hasWindow ? config.window : config.seqKv + 1)},
        {"HAS_WINDOW", hasWindow ? "true" : "false"},
        {"SCALE_LOG2", scaleLog2},
-       {"STAGES", str(config.stages)}});
+       {"STAGES", str(config.stages)},
+       {"BM", str(blockM)},
+       {"ATTRIBUTES", attributes}});
   if (!module)
     return failure();
 
   rt::Bundle bundle;
   bundle.kernel = "sink-fwd";
   bundle.entry = "sink_fwd";
-  bundle.grid = {uint32_t((config.seqQ + kBlockM - 1) / kBlockM),
+  bundle.grid = {uint32_t((config.seqQ + blockM - 1) / blockM),
                  uint32_t(config.heads), uint32_t(config.batch)};
-  bundle.block = {128, 1, 1};
+  // The consumers; warp specialization adds its producer warpgroup.
+  bundle.block = {uint32_t(warpgroups * 128), 1, 1};
   bundle.config = {{"batch", config.batch},
                    {"heads", config.heads},
                    {"kv_heads", config.kvHeads},
@@ -268,6 +301,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                    {"seq_kv", config.seqKv},
                    {"head_dim", config.headDim},
                    {"window", config.window},
+                   {"schedule", std::string(warpSpecialized ? "ws" : "plain")},
+                   {"stages", config.stages},
                    {"scale", scale},
                    {"dtype", std::string(rt::dtypeName(config.dtype))}};
   auto u = [](int64_t v) { return uint64_t(v); };

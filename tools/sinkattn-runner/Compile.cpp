@@ -60,6 +60,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.dtype = options.dtype == "f16" ? rt::DType::F16 : rt::DType::BF16;
   config.stages = options.stages;
   config.startTile = options.startTile;
+  config.schedule = options.schedule;
   config.batch = options.batch;
   config.heads = options.heads;
   config.kvHeads = options.kvHeads;

@@ -20,11 +20,12 @@ struct FlagSpec {
 };
 
 const FlagSpec kFlags[] = {
-    {"kernel", "NAME", "compile check bench", "kernel kind (gemm, tma-copy, tma-stream)"},
+    {"kernel", "NAME", "compile check bench", "kernel kind (gemm, sink-fwd, tma-copy, tma-stream, tma-im2col)"},
     {"m", "N", "compile check bench", "rows (gemm: of A and D; tma-copy: of the matrix)"},
     {"n", "N", "compile check bench", "columns (gemm: of B and D; tma-copy: of the matrix)"},
     {"k", "N", "compile check bench", "reduction size (gemm; tma-stream: columns streamed)"},
-    {"stages", "S", "compile check bench", "pipeline stages of the main loop (tma-copy, tma-stream; default 2)"},
+    {"stages", "S", "compile check bench", "pipeline stages of the main loop (gemm, sink-fwd, tma-copy, tma-stream; default 2)"},
+    {"schedule", "NAME", "compile check bench", "gemm, sink-fwd: auto (default), ws (warp-specialized: TMA producer warpgroup + consumers) or plain"},
     {"batch", "B", "compile check bench", "attention: batch size"},
     {"heads", "H", "compile check bench", "attention: query heads"},
     {"kv-heads", "HK", "compile check bench", "attention: key/value heads (divides --heads)"},
@@ -219,6 +220,11 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       options.dtype = value;
     } else if (name == "chip") {
       options.chip = value;
+    } else if (name == "schedule") {
+      if (value != "auto" && value != "ws" && value != "plain")
+        return rt::Status::error("--schedule must be auto, ws or plain, got '" +
+                                 value + "'");
+      options.schedule = value;
     } else if (name == "emit") {
       static const char *kLevels[] = {"tile", "gpu", "llvm", "ptx", "bundle"};
       if (std::find(std::begin(kLevels), std::end(kLevels), value) ==
@@ -297,7 +303,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     }
     if (!options.bundleDir.empty())
       for (const char *flag :
-           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "start-tile",
+           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "start-tile",
             "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window"})
         if (options.wasGiven(flag))
           return rt::Status::error(

@@ -18,6 +18,7 @@ struct Options {
   std::string kernel;
   int64_t m = 4096, n = 4096, k = 4096;
   std::string dtype = "bf16";
+  std::string schedule = "auto"; ///< auto | ws | plain
   int64_t stages = 2;
   int64_t startTile = 0;
   /// Attention shape (the sink-attention kernels; validated here, rejected

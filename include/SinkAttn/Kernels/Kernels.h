@@ -34,6 +34,10 @@ struct KernelConfig {
   /// tma-stream: first K tile the loop visits (a loop that does not start
   /// at 0 exercises parity normalization).
   int64_t startTile = 0;
+  /// gemm, sink-fwd: "ws" (the kernel declares its block size, so
+  /// tile-warp-specialize adds a TMA producer warpgroup), "plain" (it does
+  /// not: every thread loads and computes), or "auto" (the faster one).
+  std::string schedule = "auto";
   /// Attention (sink-fwd): Q is [batch, heads, seqQ, headDim], K and V are
   /// [batch, kvHeads, seqKv, headDim]; window 0 means no sliding window.
   int64_t batch = 1, heads = 1, kvHeads = 1, seqQ = 128, seqKv = 128,

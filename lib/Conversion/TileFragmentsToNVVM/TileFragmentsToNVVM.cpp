@@ -411,15 +411,31 @@ uint64_t descriptorTemplate(int64_t panelBytes) {
 }
 
 /// Descriptor of `tile` with its start address filled in (14 bits of the
-/// shared address in 16-byte units).
+/// shared address in 16-byte units). `tile` is whole rows of a swizzled
+/// allocation's `rows x cols` tiles (maybe of one stage of them): its memref
+/// offset counts row-major elements, but the rows are stored in panels of
+/// 128 bytes, so row r of a tile starts r * 128 bytes into the tile's first
+/// panel, not r * cols * bytes.
 Value createDescriptor(OpBuilder &builder, Location loc, Value tile,
                        int64_t panelBytes) {
   auto type = cast<MemRefType>(tile.getType());
+  MemRefType allocType = getSharedAllocation(tile).getType();
+  int64_t cols = allocType.getShape().back();
+  int64_t tileElements = allocType.getShape()[allocType.getRank() - 2] * cols;
+  int64_t elementBytes = type.getElementTypeBitWidth() / 8;
   auto metadata = memref::ExtractStridedMetadataOp::create(builder, loc, tile);
   Value aligned = memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, tile);
-  Value bytes = arith::MulIOp::create(
-      builder, loc, metadata.getOffset(),
-      indexConstant(builder, loc, type.getElementTypeBitWidth() / 8));
+  Value offset = metadata.getOffset();
+  Value inTile = arith::RemUIOp::create(builder, loc, offset,
+                                        indexConstant(builder, loc, tileElements));
+  Value tileStart = arith::SubIOp::create(builder, loc, offset, inTile);
+  Value row = arith::DivUIOp::create(builder, loc, inTile,
+                                     indexConstant(builder, loc, cols));
+  Value bytes = arith::AddIOp::create(
+      builder, loc,
+      arith::MulIOp::create(builder, loc, tileStart,
+                            indexConstant(builder, loc, elementBytes)),
+      arith::MulIOp::create(builder, loc, row, indexConstant(builder, loc, 128)));
   Value address = arith::AddIOp::create(builder, loc, aligned, bytes);
   Value address64 = arith::IndexCastUIOp::create(builder, loc,
                                                  builder.getI64Type(), address);
