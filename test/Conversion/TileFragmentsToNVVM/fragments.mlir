@@ -169,3 +169,22 @@ func.func @gemm_async(%acc: !acc) -> !acc {
   %r = tile.gemm_wait %d pending 1 : !acc
   return %r : !acc
 }
+
+// A is 64 rows (from %row, a multiple of 8) of a 128x128 swizzled tile (two panels of 64 columns):
+// its descriptor starts at the tile's start plus row * 128 bytes (inside
+// the first panel), not at the row-major element offset; the second panel
+// (k-steps 4..7) is one panel (128 rows * 128 bytes = 16 KiB) further.
+// CHECK-LABEL: func @gemm_rows_of_two_panel_tile
+// CHECK: %[[BASE:.*]], %[[OFFSET:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[A:.*]] :
+// CHECK: %[[IN_TILE:.*]] = arith.remui %[[OFFSET]], %c16384
+// CHECK: %[[ROW:.*]] = arith.divui %[[IN_TILE]], %c128
+// CHECK: arith.muli %[[ROW]], %c128
+// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16
+func.func @gemm_rows_of_two_panel_tile(%acc: !tile.fragment<64x64xf32, #tile.layout<accumulator>>, %row: index)
+    -> !tile.fragment<64x64xf32, #tile.layout<accumulator>> {
+  %sA = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<128x128xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>
+  %rows = memref.subview %sA[%row, 0] [64, 128] [1, 1] : memref<128x128xbf16, #gpu.address_space<workgroup>> to memref<64x128xbf16, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>
+  %d = tile.gemm %rows, %sB, %acc {transpose_b} : memref<64x128xbf16, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<64x128xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+  return %d : !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+}

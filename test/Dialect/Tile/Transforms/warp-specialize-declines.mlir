@@ -1,0 +1,161 @@
+// RUN: sinkattn-opt %s --tile-warp-specialize --split-input-file -verify-diagnostics | FileCheck %s
+
+// Declining is a remark, not an error: the kernel is left as it was (and
+// keeps the ordinary pipelined path).
+
+
+// CHECK-LABEL: gpu.func @no_block_size
+// CHECK-NOT: tile.role
+// CHECK: tile.num_stages = 2
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: the kernel has no known_block_size, so the consumer thread count is unknown}}
+    gpu.func @no_block_size(%A: memref<1024x64xbf16>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %i = %c0 to %n step %c1 {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+      } {tile.num_stages = 2}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: num_stages is 0; a warp-specialized loop needs at least one stage}}
+    gpu.func @zero_stages(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %i = %c0 to %n step %c1 {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+      } {tile.num_stages = 0}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: no pipelined loop (scf.for with tile.num_stages)}}
+    gpu.func @no_loop(%A: memref<1024x64xbf16>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      tile.copy %A[%c0, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: threadIdx.y/z are used (known_block_size is not [C, 1, 1])}}
+    gpu.func @two_d(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 2, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %i = %c0 to %n step %c1 {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+      } {tile.num_stages = 2}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: the block has 96 threads; warp specialization needs whole warpgroups and at most 896 consumers}}
+    gpu.func @partial_warpgroup(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 96, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %i = %c0 to %n step %c1 {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+      } {tile.num_stages = 2}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: a copy index depends on a value carried by the loop}}
+    gpu.func @carried_index(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %acc0 = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%row = %c0, %acc = %acc0) -> (index, !tile.fragment<64x64xf32>) {
+        tile.copy %A[%row, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        %next = arith.addi %row, %c1 : index
+        scf.yield %next, %d : index, !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than tile.gemm (directly or through a subview)}}
+    gpu.func @buffer_after_loop(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %i = %c0 to %n step %c1 {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+      } {tile.num_stages = 2}
+      tile.copy %s, %A[%c0, %c0] : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<1024x64xbf16>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: the kernel is already warp-specialized}}
+    gpu.func @user_written(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      nvvm.setmaxregister increase 240
+      scf.for %i = %c0 to %n step %c1 {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+      } {tile.num_stages = 2}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: the pipelined loop has no TMA producer (no global -> shared tile.copy)}}
+    gpu.func @no_producer(%n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+      } {tile.num_stages = 2}
+      gpu.return
+    }
+  }
+}

@@ -1,0 +1,157 @@
+// RUN: sinkattn-opt %s --tile-warp-specialize --split-input-file | FileCheck %s
+
+// Attention-shaped: a Q tile before the loop, K and V loaded in the loop and
+// read by different gemms (two groups). With S = 2 and G = 2 exactly
+// 2·2 forward barriers (count 1) and 2·2 back-pressure barriers (count C =
+// 128) are reserved, plus one for Q; K and V get a leading stage dimension.
+// CHECK-LABEL: gpu.func @attention
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: tile.warp_specialized
+// CHECK: %[[FULL:.*]] = tile.alloc_barrier [1, 1, 1, 1] : !tile.barriers<4>
+// CHECK: %[[EMPTY:.*]] = tile.alloc_barrier [128, 128, 128, 128] : !tile.barriers<4>
+// CHECK: %[[PRE:.*]] = tile.alloc_barrier [1] : !tile.barriers<1>
+// CHECK-NOT: tile.alloc_barrier
+// CHECK: %[[SK:.*]] = memref.alloc() : memref<2x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[SV:.*]] = memref.alloc() : memref<2x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[TID:.*]] = gpu.thread_id  x
+// CHECK: %[[IS_PRODUCER:.*]] = arith.cmpi ult, %[[TID]], %c128
+// CHECK: %[[IS_CONSUMER:.*]] = arith.cmpi uge, %[[TID]], %c128
+// The producer: no register reallocation with one consumer warpgroup; the
+// loop bound is recomputed; no accumulator initialization (consumer-only).
+// CHECK: scf.if %[[IS_PRODUCER]] {
+// CHECK-NOT: nvvm.setmaxregister
+// CHECK-NOT: tile.fill
+// CHECK:   %[[PBOUND:.*]] = arith.ceildivui
+// CHECK:   tile.tma_copy %{{.*}}, barrier(%[[PRE]][%{{.*}}])
+// CHECK:   tile.mbarrier_arrive %[[PRE]]
+// CHECK:   scf.for %[[K:.*]] = %{{.*}} to %[[PBOUND]]
+// CHECK:     %[[IT:.*]] = arith.divui
+// CHECK:     %[[STAGE:.*]] = arith.remui %[[IT]], %c2
+// CHECK:     %[[ROUND:.*]] = arith.divui %[[IT]], %c2
+// CHECK:     %[[PAR:.*]] = arith.remui %[[ROUND]], %c2
+// CHECK:     %[[EMPTY_PAR:.*]] = arith.xori %[[PAR]], %c1
+// CHECK:     tile.mbarrier_wait_parity %[[EMPTY]][%[[SLOT_K:.*]]], %[[EMPTY_PAR]]
+// CHECK:     %[[KSTAGE:.*]] = memref.subview %[[SK]][%[[STAGE]], 0, 0]
+// CHECK:     tile.tma_copy %{{.*}}, %[[KSTAGE]], barrier(%[[FULL]][%[[SLOT_K]]])
+// CHECK:     tile.mbarrier_arrive %[[FULL]][%[[SLOT_K]]]
+// CHECK:     tile.mbarrier_wait_parity %[[EMPTY]][%[[SLOT_V:.*]]], %[[EMPTY_PAR]]
+// CHECK:     tile.tma_copy %{{.*}}, barrier(%[[FULL]][%[[SLOT_V]]])
+// CHECK:     tile.mbarrier_arrive %[[FULL]][%[[SLOT_V]]]
+// CHECK-NOT: tile.gemm
+// CHECK: } {tile.role = "producer", tile.thread_base = 0 : i64, tile.thread_count = 128 : i64}
+// The consumers: thread ids from 0, Q waited for, the loop bound defined
+// here too, a wait before each group's reader and an arrive after it.
+// CHECK: scf.if %[[IS_CONSUMER]] {
+// CHECK:   %[[RAW:.*]] = gpu.thread_id  x
+// CHECK:   %[[CTID:.*]] = arith.subi %[[RAW]], %c128
+// CHECK:   arith.divui %[[CTID]], %c128
+// CHECK:   tile.mbarrier_wait_parity %[[PRE]][%{{.*}}], %{{.*}}
+// CHECK:   tile.fill
+// CHECK:   %[[CBOUND:.*]] = arith.ceildivui
+// CHECK:   scf.for %{{.*}} = %{{.*}} to %[[CBOUND]]
+// CHECK-NOT: tile.num_stages
+// CHECK:     tile.mbarrier_wait_parity %[[FULL]]
+// CHECK-NEXT: tile.gemm {{.*}} {transpose_b}
+// CHECK:     tile.mbarrier_arrive %[[EMPTY]]
+// CHECK:     tile.cast
+// CHECK:     tile.mbarrier_wait_parity %[[FULL]]
+// CHECK-NEXT: tile.gemm
+// CHECK:     tile.mbarrier_arrive %[[EMPTY]]
+// CHECK:   tile.store
+// CHECK: } {tile.role = "consumer", tile.thread_base = 128 : i64, tile.thread_count = 128 : i64}
+!sQ = memref<64x64xbf16, #gpu.address_space<workgroup>>
+!sKV = memref<128x64xbf16, #gpu.address_space<workgroup>>
+!S = !tile.fragment<64x128xf32>
+!O = !tile.fragment<64x64xf32>
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @attention(%Q: memref<256x64xbf16>, %K: memref<1024x64xbf16>, %V: memref<1024x64xbf16>, %out: memref<256x64xf32>, %n: index) kernel
+        attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c128 = arith.constant 128 : index
+      %zero = arith.constant 0.0 : f32
+      %bx = gpu.block_id x
+      %tid = gpu.thread_id x
+      %half = arith.divui %tid, %c128 : index
+      %m0 = arith.muli %bx, %c128 : index
+      %sQ = memref.alloc() : !sQ
+      %sK = memref.alloc() : !sKV
+      %sV = memref.alloc() : !sKV
+      tile.copy %Q[%m0, %c0], %sQ : memref<256x64xbf16>, !sQ
+      %o0 = tile.fill %zero : !O
+      %s0 = tile.fill %zero : !S
+      %blocks = arith.ceildivui %n, %c128 : index
+      %r = scf.for %kb = %c0 to %blocks step %c1 iter_args(%o = %o0) -> (!O) {
+        %n0 = arith.muli %kb, %c128 : index
+        tile.copy %K[%n0, %c0], %sK : memref<1024x64xbf16>, !sKV
+        tile.copy %V[%n0, %c0], %sV : memref<1024x64xbf16>, !sKV
+        %s = tile.gemm %sQ, %sK, %s0 {transpose_b} : !sQ, !sKV, !S
+        %p = tile.cast %s : !S to !tile.fragment<64x128xbf16>
+        %o2 = tile.gemm %p, %sV, %o : !tile.fragment<64x128xbf16>, !sKV, !O
+        scf.yield %o2 : !O
+      } {tile.num_stages = 2}
+      tile.store %r, %out[%m0, %c0] : !O, memref<256x64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// GEMM-shaped, two consumer warpgroups: A and B share one group (one
+// reader), so 3 stages reserve 3 + 3 barriers; the registers move from the
+// producer (24) to the consumers (240, (65536 - 128·24) / 256 rounded to
+// 8 and capped); a loop starting at 3 counts its iterations from 3.
+// CHECK-LABEL: gpu.func @gemm
+// CHECK-SAME: known_block_size = array<i32: 384, 1, 1>
+// CHECK: tile.alloc_barrier [1, 1, 1] : !tile.barriers<3>
+// CHECK: tile.alloc_barrier [256, 256, 256] : !tile.barriers<3>
+// CHECK-NOT: tile.alloc_barrier
+// CHECK: scf.if
+// CHECK:   nvvm.setmaxregister  decrease 24
+// CHECK:   scf.for %[[K:.*]] = %c3
+// CHECK:     arith.subi %[[K]], %c3
+// CHECK:     tile.mbarrier_wait_parity
+// CHECK:     tile.tma_copy
+// CHECK:     tile.tma_copy
+// CHECK:     tile.mbarrier_arrive
+// CHECK:   tile.role = "producer"
+// CHECK: scf.if
+// CHECK:   nvvm.setmaxregister  increase 240
+// CHECK:   tile.role = "consumer", tile.thread_base = 128 : i64, tile.thread_count = 256 : i64
+!sA = memref<128x64xbf16, #gpu.address_space<workgroup>>
+!sB = memref<64x256xbf16, #gpu.address_space<workgroup>>
+!acc = !tile.fragment<64x256xf32>
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @gemm(%A: memref<256x512xbf16>, %B: memref<512x256xbf16>, %D: memref<256x256xf32>) kernel
+        attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c8 = arith.constant 8 : index
+      %c64 = arith.constant 64 : index
+      %c128 = arith.constant 128 : index
+      %zero = arith.constant 0.0 : f32
+      %by = gpu.block_id y
+      %row0 = arith.muli %by, %c128 : index
+      %tid = gpu.thread_id x
+      %wg = arith.divui %tid, %c128 : index
+      %wgRow = arith.muli %wg, %c64 : index
+      %sA = memref.alloc() : !sA
+      %sB = memref.alloc() : !sB
+      %init = tile.fill %zero : !acc
+      %res = scf.for %kt = %c3 to %c8 step %c1 iter_args(%acc = %init) -> (!acc) {
+        %k0 = arith.muli %kt, %c64 : index
+        tile.copy %A[%row0, %k0], %sA : memref<256x512xbf16>, !sA
+        tile.copy %B[%k0, %row0], %sB : memref<512x256xbf16>, !sB
+        %sAw = memref.subview %sA[%wgRow, 0] [64, 64] [1, 1] : !sA to memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+        %next = tile.gemm %sAw, %sB, %acc : memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, !sB, !acc
+        scf.yield %next : !acc
+      } {tile.num_stages = 3}
+      %outRow = arith.addi %row0, %wgRow : index
+      tile.store %res, %D[%outRow, %c1] : !acc, memref<256x256xf32>
+      gpu.return
+    }
+  }
+}
