@@ -281,10 +281,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"WINDOW", str(hasWindow ? config.window : config.seqKv + 1)},
        {"HAS_WINDOW", hasWindow ? "true" : "false"},
        {"SCALE_LOG2", scaleLog2},
-       // Without warp specialization the copies are synchronous (there is
-       // no software pipelining yet), so more stages would only cost shared
-       // memory, and with it blocks per SM.
-       {"STAGES", str(warpSpecialized ? config.stages : 1)},
+       // Without warp specialization tile-software-pipeline prefetches
+       // K and V S - 1 blocks ahead.
+       {"STAGES", str(config.stages)},
        {"BM", str(blockM)},
        {"ATTRIBUTES", attributes}});
   if (!module)
@@ -305,7 +304,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                    {"head_dim", config.headDim},
                    {"window", config.window},
                    {"schedule", std::string(warpSpecialized ? "ws" : "plain")},
-                   {"stages", warpSpecialized ? config.stages : int64_t(1)},
+                   {"stages", config.stages},
                    {"scale", scale},
                    {"dtype", std::string(rt::dtypeName(config.dtype))}};
   auto u = [](int64_t v) { return uint64_t(v); };

@@ -76,13 +76,14 @@ void sinkattn::buildGpuToNVVMPipeline(OpPassManager &pm,
 
 void sinkattn::buildTileToNVGPUPipeline(OpPassManager &pm) {
   // Warp specialization first (it restructures the kernel and stages its
-  // buffers), then layouts: they decide which shared tiles are swizzled, which the
+  // buffers), software pipelining of the loops it declined, then layouts: they decide which shared tiles are swizzled, which the
   // copy lowering needs. Copies become TMA + barriers; multi-versioning then expands the
   // buffers and barrier arrays of pipelined loops; initialization comes
   // after it so that it covers every version. CSE + canonicalization merge
   // the single-thread regions of neighbouring copies (same condition), which
   // puts expect_tx and arrive side by side for the fusion.
   pm.addPass(tile::createTileWarpSpecialize());
+  pm.addPass(tile::createTileSoftwarePipeline());
   pm.addPass(tile::createTileAssignLayouts());
   pm.addPass(tile::createTileLowerCopies());
   pm.addPass(tile::createTileMultiVersionBuffers());
@@ -204,7 +205,7 @@ void sinkattn::registerSinkAttnPipelines() {
   PassPipelineRegistration<>(
       "sinkattn-tile-to-nvgpu",
       "Lower tile IR kernels to nvgpu/nvvm: tile-warp-specialize, "
-      "tile-assign-layouts, "
+      "tile-software-pipeline, tile-assign-layouts, "
       "tile-lower-copies, tile-multi-version-buffers, tile-lower-barriers, "
       "cse, canonicalize, tile-fuse-arrive-expect-tx, "
       "convert-tile-fragments-to-nvvm, convert-tile-to-nvgpu",

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
+#include "LoopLoads.h"
 #include "Utils.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -32,79 +33,10 @@ constexpr int64_t kRegisterFile = 65536;
 /// ptxas allocates at most 255 registers; setmaxnreg takes multiples of 8.
 constexpr int64_t kMaxConsumerRegisters = 240;
 
-/// Loads that share their first reader and last user: one full and one
-/// empty barrier per stage.
-struct ProducerGroup {
-  SmallVector<CopyOp> copies;
-  Operation *firstReader = nullptr;
-  Operation *lastUser = nullptr;
-};
-
-struct Plan {
-  scf::ForOp loop;
-  int64_t stages = 0;
+/// A warp-specialization plan: the loop's loads and the consumer count.
+struct Plan : LoopLoads {
   int64_t consumerThreads = 0;
-  SmallVector<ProducerGroup> groups;
-  /// Copies before the loop (a Q tile): producer issues, consumer waits.
-  SmallVector<CopyOp> preLoopCopies;
-  /// Buffers the loop's copies fill, in order of first copy.
-  SmallVector<memref::AllocOp> buffers;
-  /// Top-level ops before the loop that the producer needs (index and bound
-  /// computations), in program order; all pure.
-  SmallVector<Operation *> producerPrologue;
-  /// Ops of the loop body the producer needs (copy indices), in order.
-  SmallVector<Operation *> producerLoopOps;
 };
-
-bool isGlobalToShared(CopyOp copy) {
-  return isSharedMemory(cast<MemRefType>(copy.getDest().getType())) &&
-         isGlobalMemory(cast<MemRefType>(copy.getSource().getType()));
-}
-
-/// The ancestor of `op` in `block`, or null.
-Operation *ancestorIn(Block &block, Operation *op) {
-  return block.findAncestorOpInBlock(*op);
-}
-
-/// Collects, in program order, the ops of `block` that `roots` depend on
-/// (transitively, through operands), stopping at values defined outside the
-/// block. Fails with `why` if one is not a pure op without regions or reads
-/// a value `forbidden` rejects (a loop-carried value).
-LogicalResult collectSlice(Block &block, ArrayRef<Value> roots,
-                           function_ref<bool(Value)> forbidden,
-                           llvm::SetVector<Operation *> &slice,
-                           SmallVector<Value> &outside, std::string &why) {
-  SmallVector<Value> worklist(roots.begin(), roots.end());
-  DenseSet<Value> seen;
-  while (!worklist.empty()) {
-    Value value = worklist.pop_back_val();
-    if (!seen.insert(value).second)
-      continue;
-    if (forbidden(value)) {
-      why = "a copy index depends on a value carried by the loop";
-      return failure();
-    }
-    Operation *def = value.getDefiningOp();
-    if (!def || def->getBlock() != &block) {
-      if (!def && cast<BlockArgument>(value).getOwner() == &block) {
-        // The induction variable (or another argument of the block).
-        continue;
-      }
-      outside.push_back(value);
-      continue;
-    }
-    if (!isPure(def) || def->getNumRegions() != 0) {
-      why = "a copy index or loop bound is computed by '" +
-            def->getName().getStringRef().str() +
-            "', which is not a pure op the producer could repeat";
-      return failure();
-    }
-    slice.insert(def);
-    for (Value operand : def->getOperands())
-      worklist.push_back(operand);
-  }
-  return success();
-}
 
 /// Decides whether and how `func` is specialized; the reason in `why` when
 /// not.
@@ -139,195 +71,11 @@ FailureOr<Plan> analyze(gpu::GPUFuncOp func, std::string &why) {
     return failure();
   }
 
-  Block &entry = func.getBody().front();
-  SmallVector<scf::ForOp> pipelined;
-  func.walk([&](scf::ForOp loop) {
-    if (loop->hasAttr(TileDialect::kNumStagesAttrName))
-      pipelined.push_back(loop);
-  });
-  if (pipelined.size() != 1) {
-    why = pipelined.empty() ? "no pipelined loop (scf.for with tile.num_stages)"
-                            : "more than one pipelined loop";
+  FailureOr<LoopLoads> loads = analyzeLoopLoads(func, why);
+  if (failed(loads))
     return failure();
-  }
-  plan.loop = pipelined.front();
-  if (plan.loop->getBlock() != &entry) {
-    why = "the pipelined loop is not at the top level of the kernel";
-    return failure();
-  }
-  auto stages = plan.loop->getAttrOfType<IntegerAttr>(TileDialect::kNumStagesAttrName);
-  plan.stages = stages ? stages.getInt() : 0;
-  if (plan.stages < 1) {
-    why = "num_stages is " + std::to_string(plan.stages) +
-          "; a warp-specialized loop needs at least one stage";
-    return failure();
-  }
-
-  Block &body = *plan.loop.getBody();
-  SmallVector<CopyOp> loopCopies;
-  bool unsupported = false;
-  plan.loop.walk([&](Operation *op) {
-    if (auto copy = dyn_cast<CopyOp>(op)) {
-      if (!isGlobalToShared(copy) || op->getBlock() != &body)
-        unsupported = true;
-      else
-        loopCopies.push_back(copy);
-    } else if (isa<TmaCopyOp, TmaLoadOp, Im2colCopyOp, TmaIm2colLoadOp,
-                   AllocBarrierOp>(op)) {
-      unsupported = true;
-    }
-  });
-  if (unsupported) {
-    why = "the loop has copies other than top-level global -> shared "
-          "tile.copy (user-managed barriers, nested or shared -> global "
-          "copies)";
-    return failure();
-  }
-  if (loopCopies.empty()) {
-    why = "the pipelined loop has no TMA producer (no global -> shared "
-          "tile.copy)";
-    return failure();
-  }
-
-  // Buffers: whole allocations at the top level, used only in the loop.
-  for (CopyOp copy : loopCopies) {
-    auto alloc = copy.getDest().getDefiningOp<memref::AllocOp>();
-    if (!alloc || alloc->getBlock() != &entry ||
-        !alloc.getType().hasStaticShape()) {
-      why = "a loop copy does not fill a whole static shared allocation of "
-            "the kernel";
-      return failure();
-    }
-    auto readsOnly = [&](Operation *user) {
-      // tile.gemm, or a subview (a warpgroup's rows) that only gemms read.
-      if (isa<CopyOp, GemmOp>(user))
-        return true;
-      auto subview = dyn_cast<memref::SubViewOp>(user);
-      return subview && llvm::all_of(subview->getUsers(), [](Operation *u) {
-               return isa<GemmOp>(u);
-             });
-    };
-    for (Operation *user : alloc->getUsers())
-      if (!plan.loop->isAncestor(user) || !readsOnly(user)) {
-        why = "a buffer the loop fills is also used outside the loop or by "
-              "an op other than tile.gemm (directly or through a subview)";
-        return failure();
-      }
-    if (llvm::count_if(alloc->getUsers(), [](Operation *user) {
-          return isa<CopyOp>(user);
-        }) != 1) {
-      why = "a buffer is filled by more than one copy";
-      return failure();
-    }
-    plan.buffers.push_back(alloc);
-  }
-
-  // Groups by (first reader, last user).
-  for (CopyOp copy : loopCopies) {
-    Operation *first = nullptr, *last = nullptr;
-    // The ops that read the buffer: its users, and the users of its
-    // subviews (a subview only computes an address).
-    SmallVector<Operation *> readers;
-    for (Operation *user : copy.getDest().getUsers()) {
-      if (user == copy)
-        continue;
-      if (isa<memref::SubViewOp>(user))
-        llvm::append_range(readers, user->getUsers());
-      else
-        readers.push_back(user);
-    }
-    for (Operation *user : readers) {
-      Operation *top = ancestorIn(body, user);
-      if (!first || top->isBeforeInBlock(first))
-        first = top;
-      if (!last || last->isBeforeInBlock(top))
-        last = top;
-    }
-    if (!first || first->isBeforeInBlock(copy)) {
-      why = "a loop copy is not read after it in the loop body";
-      return failure();
-    }
-    auto group = llvm::find_if(plan.groups, [&](const ProducerGroup &g) {
-      return g.firstReader == first && g.lastUser == last;
-    });
-    if (group == plan.groups.end()) {
-      plan.groups.push_back({{copy}, first, last});
-    } else {
-      group->copies.push_back(copy);
-    }
-  }
-
-  for (Operation &op : entry) {
-    if (&op == plan.loop.getOperation())
-      break;
-    if (auto copy = dyn_cast<CopyOp>(op); copy && isGlobalToShared(copy))
-      plan.preLoopCopies.push_back(copy);
-  }
-
-  // What the producer must compute: copy indices (in and before the loop)
-  // and the loop bounds.
-  auto carried = [&](Value value) {
-    auto arg = dyn_cast<BlockArgument>(value);
-    return arg && arg.getOwner() == &body && arg != plan.loop.getInductionVar();
-  };
-  llvm::SetVector<Operation *> loopSlice;
-  SmallVector<Value> needed;
-  for (CopyOp copy : loopCopies)
-    if (failed(collectSlice(body, llvm::to_vector(copy.getSourceIndices()),
-                            carried, loopSlice, needed, why)))
-      return failure();
-  needed.append({plan.loop.getLowerBound(), plan.loop.getUpperBound(),
-                 plan.loop.getStep()});
-  for (CopyOp copy : plan.preLoopCopies)
-    llvm::append_range(needed, copy.getSourceIndices());
-  llvm::SetVector<Operation *> prologue;
-  SmallVector<Value> external;
-  if (failed(collectSlice(entry, needed, [](Value) { return false; }, prologue,
-                          external, why)))
-    return failure();
-  plan.producerLoopOps = loopSlice.takeVector();
-  llvm::sort(plan.producerLoopOps,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  plan.producerPrologue = prologue.takeVector();
-  llvm::sort(plan.producerPrologue,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  static_cast<LoopLoads &>(plan) = std::move(*loads);
   return plan;
-}
-
-Value constantIndex(OpBuilder &builder, Location loc, int64_t value) {
-  return arith::ConstantIndexOp::create(builder, loc, value);
-}
-
-/// `stage = it % S` and `parity = (it / S) % 2` of the loop's iteration
-/// `it` counted from its start, at the start of its body.
-std::pair<Value, Value> stageAndParity(OpBuilder &builder, scf::ForOp loop,
-                                       int64_t stages) {
-  OpBuilder::InsertionGuard guard(builder);
-  Value iteration = createIterationIndex(builder, loop);
-  builder.setInsertionPointAfterValue(iteration);
-  Location loc = loop.getLoc();
-  Value stageCount = constantIndex(builder, loc, stages);
-  Value stage = arith::RemUIOp::create(builder, loc, iteration, stageCount);
-  Value round = arith::DivUIOp::create(builder, loc, iteration, stageCount);
-  Value parity =
-      arith::RemUIOp::create(builder, loc, round, constantIndex(builder, loc, 2));
-  return {stage, parity};
-}
-
-/// `buffer[stage]` of a staged buffer.
-Value stageView(OpBuilder &builder, Location loc, Value staged, Value stage) {
-  auto type = cast<MemRefType>(staged.getType());
-  int64_t rank = type.getRank();
-  SmallVector<OpFoldResult> offsets(rank, builder.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes(rank, builder.getIndexAttr(1));
-  SmallVector<OpFoldResult> strides(rank, builder.getIndexAttr(1));
-  offsets[0] = stage;
-  for (int64_t d = 1; d < rank; ++d)
-    sizes[d] = builder.getIndexAttr(type.getShape()[d]);
-  auto viewType = memref::SubViewOp::inferRankReducedResultType(
-      type.getShape().drop_front(), type, offsets, sizes, strides);
-  return memref::SubViewOp::create(builder, loc, cast<MemRefType>(viewType),
-                                   staged, offsets, sizes, strides);
 }
 
 /// Registers per consumer thread: as many as the register file allows once
@@ -391,18 +139,8 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
 
   // 3. Staged buffers: a leading dimension S.
   DenseMap<Value, Value> staged;
-  for (memref::AllocOp alloc : plan.buffers) {
-    MemRefType type = alloc.getType();
-    SmallVector<int64_t> shape = {stages};
-    llvm::append_range(shape, type.getShape());
-    auto stagedType = MemRefType::get(shape, type.getElementType(),
-                                      MemRefLayoutAttrInterface(),
-                                      type.getMemorySpace());
-    auto stagedAlloc = memref::AllocOp::create(builder, alloc.getLoc(),
-                                               stagedType, ValueRange{},
-                                               alloc->getAttrs());
-    staged[alloc.getResult()] = stagedAlloc.getResult();
-  }
+  for (memref::AllocOp alloc : plan.buffers)
+    staged[alloc.getResult()] = createStagedBuffer(builder, alloc, stages);
 
   // Which staged buffer each loop copy fills (the consumer rewrite below
   // replaces the copies' destinations).
@@ -465,25 +203,7 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
   builder.setInsertionPointAfterValue(parity);
   for (memref::AllocOp alloc : plan.buffers) {
     Value view = stageView(builder, alloc.getLoc(), staged[alloc.getResult()], stage);
-    SmallVector<memref::SubViewOp> subviews;
-    for (Operation *user : alloc->getUsers())
-      if (auto subview = dyn_cast<memref::SubViewOp>(user))
-        subviews.push_back(subview);
-    alloc.getResult().replaceUsesWithIf(view, [&](OpOperand &use) {
-      return loop->isAncestor(use.getOwner());
-    });
-    // Subviews of the buffer now view a stage (a strided, offset memref):
-    // rebuild them so their result types follow.
-    for (memref::SubViewOp subview : subviews) {
-      OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPoint(subview);
-      auto rebuilt = memref::SubViewOp::create(
-          builder, subview.getLoc(), subview.getSource(),
-          subview.getMixedOffsets(), subview.getMixedSizes(),
-          subview.getMixedStrides());
-      subview.getResult().replaceAllUsesWith(rebuilt.getResult());
-      subview.erase();
-    }
+    replaceInLoop(builder, alloc, loop, view);
   }
   auto slotOf = [&](OpBuilder &b, Value stageValue, int64_t group) -> Value {
     Value base = arith::MulIOp::create(b, loc, stageValue,
@@ -505,7 +225,7 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
     NVVM::SetMaxRegisterOp::create(builder, loc, kProducerRegisters,
                                    NVVM::SetMaxRegisterAction::decrease);
   IRMapping mapping;
-  for (Operation *op : plan.producerPrologue)
+  for (Operation *op : plan.prologue)
     builder.clone(*op, mapping);
   auto leaderArrive = [&](Value barriers, Value slot) {
     Value leader = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
@@ -539,7 +259,7 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
                                               constantIndex(builder, loc, 1));
     IRMapping loopMapping = mapping;
     loopMapping.map(loop.getInductionVar(), producerLoop.getInductionVar());
-    for (Operation *op : plan.producerLoopOps)
+    for (Operation *op : plan.loopOps)
       builder.clone(*op, loopMapping);
     for (auto [g, group] : llvm::enumerate(plan.groups)) {
       Value slot = slotOf(builder, pStage, g);

@@ -58,6 +58,40 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
   ];
 }
 
+def TileSoftwarePipeline : Pass<"tile-software-pipeline"> {
+  let summary = "Prefetch the loads of a pipelined loop S - 1 iterations ahead";
+  let description = [{
+    For a kernel that `tile-warp-specialize` left alone whose pipelined loop
+    (`tile.num_stages = S`, S ≥ 2) has the shape that pass accepts (top-level
+    global → shared `tile.copy`s filling whole allocations that only
+    `tile.gemm` reads, indices from pure computations of the induction
+    variable): every thread keeps computing, and
+
+    * the buffers get a leading dimension S; one barrier per version (one
+      TMA arrival each) is allocated at the kernel's top level;
+    * a prologue before the loop issues the loads of iterations 0 … S − 2
+      (each only if the loop has that many iterations) into versions
+      0 … S − 2;
+    * at the start of iteration `it` (counted from the loop's start), after
+      a block sync (every thread is done with version `(it + S − 1) % S`,
+      read in iteration `it − 1`: write after read), one thread issues the
+      loads of iteration `it + S − 1` if it exists into that version; then
+      every thread waits for version `it % S` with parity `(it / S) % 2`
+      before the first reader.
+
+    The copies become `tile.tma_copy` (expect_tx + TMA) plus one thread's
+    arrive, which `tile-fuse-arrive-expect-tx` fuses. A loop that does not
+    fit keeps `tile.num_stages` (a remark says why) and gets the
+    multi-versioned synchronous path of `tile-multi-version-buffers`; with
+    S = 1 there is nothing to prefetch and the loop is left as it is.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def TileAssignLayouts : Pass<"tile-assign-layouts"> {
   let summary = "Give every register fragment a layout and swizzle the tiles wgmma reads";
   let description = [{

@@ -1,0 +1,79 @@
+//===- LoopLoads.h - The loads of a pipelined loop --------------*- C++ -*-===//
+//
+// Analysis shared by tile-warp-specialize and tile-software-pipeline: which
+// tile.copy loads a kernel's pipelined loop issues, which buffers they fill,
+// how they group by reader, and what the index computations need; plus the
+// IR helpers both use to stage buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SINKATTN_LIB_DIALECT_TILE_TRANSFORMS_LOOPLOADS_H
+#define SINKATTN_LIB_DIALECT_TILE_TRANSFORMS_LOOPLOADS_H
+
+#include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+#include <string>
+
+namespace sinkattn::tile {
+
+/// Loads that share their first reader and last user: one full and one
+/// empty barrier per stage.
+struct ProducerGroup {
+  llvm::SmallVector<CopyOp> copies;
+  mlir::Operation *firstReader = nullptr;
+  mlir::Operation *lastUser = nullptr;
+};
+
+struct LoopLoads {
+  mlir::scf::ForOp loop;
+  int64_t stages = 0;
+  llvm::SmallVector<ProducerGroup> groups;
+  /// Copies before the loop (a Q tile).
+  llvm::SmallVector<CopyOp> preLoopCopies;
+  /// Buffers the loop's copies fill, in order of first copy.
+  llvm::SmallVector<mlir::memref::AllocOp> buffers;
+  /// Top-level ops before the loop that the copies' indices and the loop
+  /// bounds need, in program order; all pure.
+  llvm::SmallVector<mlir::Operation *> prologue;
+  /// Ops of the loop body the copies' indices need, in order; all pure.
+  llvm::SmallVector<mlir::Operation *> loopOps;
+};
+
+/// The loads of `func`'s one pipelined loop (`scf.for` with
+/// `tile.num_stages` at the top level of the kernel): global -> shared
+/// `tile.copy`s at the top of its body filling whole allocations that only
+/// tile.gemm reads (directly or through subviews), with indices computed by
+/// pure ops from the induction variable and values defined before the loop.
+/// `why` says what does not fit.
+mlir::FailureOr<LoopLoads> analyzeLoopLoads(mlir::gpu::GPUFuncOp func,
+                                            std::string &why);
+
+mlir::Value constantIndex(mlir::OpBuilder &builder, mlir::Location loc,
+                          int64_t value);
+
+/// `stage = it % S` and `parity = (it / S) % 2` of the loop's iteration
+/// `it` counted from its start, at the start of its body.
+std::pair<mlir::Value, mlir::Value>
+stageAndParity(mlir::OpBuilder &builder, mlir::scf::ForOp loop, int64_t stages);
+
+/// `buffer[stage]` of a staged buffer.
+mlir::Value stageView(mlir::OpBuilder &builder, mlir::Location loc,
+                      mlir::Value staged, mlir::Value stage);
+
+/// Replaces `alloc`'s uses inside `loop` by `view` (one stage of a staged
+/// buffer), rebuilding the subviews of it so their types follow.
+void replaceInLoop(mlir::OpBuilder &builder, mlir::memref::AllocOp alloc,
+                   mlir::scf::ForOp loop, mlir::Value view);
+
+/// A buffer with a leading dimension `stages`, allocated before `alloc`
+/// with its attributes (alignment, swizzle).
+mlir::Value createStagedBuffer(mlir::OpBuilder &builder,
+                               mlir::memref::AllocOp alloc, int64_t stages);
+
+} // namespace sinkattn::tile
+
+#endif // SINKATTN_LIB_DIALECT_TILE_TRANSFORMS_LOOPLOADS_H

@@ -1,0 +1,110 @@
+// RUN: sinkattn-opt %s --tile-software-pipeline --split-input-file -verify-diagnostics | FileCheck %s
+
+// Without warp specialization (no known_block_size), a 3-stage loop
+// prefetches two iterations ahead: buffers get 3 versions, one barrier per
+// version, a prologue loads iterations 0 and 1 (each only if it exists),
+// and each iteration syncs the block (version (it+2)%3 was read in it-1),
+// loads iteration it+2 if it exists, and waits for version it%3 with
+// parity (it/3)%2 before the gemm. A loop starting at 5 counts from 5.
+// CHECK-LABEL: gpu.func @gemm_like
+// CHECK: %[[FULL:.*]] = tile.alloc_barrier [1, 1, 1] : !tile.barriers<3>
+// CHECK-NOT: tile.alloc_barrier
+// CHECK-DAG: %[[SA:.*]] = memref.alloc() : memref<3x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: %[[SB:.*]] = memref.alloc() : memref<3x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[K0:.*]] = arith.addi %[[LB:.*]], %{{.*}} : index
+// CHECK: %[[E0:.*]] = arith.cmpi slt, %[[K0]], %[[UB:.*]] : index
+// CHECK: scf.if %[[E0]] {
+// CHECK:   tile.tma_copy {{.*}} barrier(%[[FULL]][%[[V0:.*]]])
+// CHECK:   tile.tma_copy {{.*}} barrier(%[[FULL]][%[[V0]]])
+// CHECK:   tile.mbarrier_arrive %[[FULL]][%[[V0]]]
+// CHECK: scf.if
+// CHECK:   tile.mbarrier_arrive %[[FULL]]
+// CHECK: scf.for %[[K:.*]] = %[[LB]] to %[[UB]]
+// CHECK:   %[[OFF:.*]] = arith.subi %[[K]], %[[LB]]
+// CHECK:   %[[IT:.*]] = arith.divui %[[OFF]]
+// CHECK:   %[[STAGE:.*]] = arith.remui %[[IT]], %c3
+// CHECK:   %[[ROUND:.*]] = arith.divui %[[IT]], %c3
+// CHECK:   %[[PAR:.*]] = arith.remui %[[ROUND]], %c2
+// CHECK:   %[[NEXT:.*]] = arith.addi %[[K]]
+// CHECK:   %[[NEXT_EXISTS:.*]] = arith.cmpi slt, %[[NEXT]], %[[UB]]
+// CHECK:   gpu.barrier
+// CHECK:   scf.if %[[NEXT_EXISTS]] {
+// CHECK:     tile.tma_copy
+// CHECK:     tile.tma_copy
+// CHECK:     tile.mbarrier_arrive %[[FULL]]
+// CHECK:   tile.mbarrier_wait_parity %[[FULL]][%[[STAGE]]], %[[PAR]]
+// CHECK-NEXT: tile.gemm
+// CHECK-NOT: tile.copy
+// CHECK-NOT: tile.num_stages
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @gemm_like(%A: memref<64x1024xbf16>, %B: memref<1024x64xbf16>, %D: memref<64x64xf32>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c5 = arith.constant 5 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %sA = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %sB = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %init = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %k = %c5 to %n step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+        %k0 = arith.muli %k, %c64 : index
+        tile.copy %A[%c0, %k0], %sA : memref<64x1024xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        tile.copy %B[%k0, %c0], %sB : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %sA, %sB, %acc : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        scf.yield %d : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 3}
+      tile.store %r, %D[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// One stage: nothing to prefetch, the loop is left alone.
+// CHECK-LABEL: gpu.func @one_stage
+// CHECK-NOT: tile.alloc_barrier
+// CHECK: tile.copy
+// CHECK: tile.num_stages = 1
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @one_stage(%A: memref<1024x64xbf16>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %init = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+        tile.copy %A[%k, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        scf.yield %d : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 1}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A loop this pass does not fit (its buffer is stored back to global
+// memory) keeps tile.num_stages for the multi-versioned path.
+// CHECK-LABEL: gpu.func @copy_through
+// CHECK: tile.copy
+// CHECK: tile.copy
+// CHECK: tile.num_stages = 2
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{software pipelining declined: the loop has copies other than top-level global -> shared tile.copy (user-managed barriers, nested or shared -> global copies)}}
+    gpu.func @copy_through(%A: memref<1024x64xbf16>, %B: memref<1024x64xbf16>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %k = %c0 to %n step %c1 {
+        tile.copy %A[%k, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        tile.copy %s, %B[%k, %c0] : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<1024x64xbf16>
+      } {tile.num_stages = 2}
+      gpu.return
+    }
+  }
+}
