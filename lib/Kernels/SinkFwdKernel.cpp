@@ -58,6 +58,8 @@ module attributes {gpu.container_module} {
       %c128 = arith.constant 128 : index
       %cBM = arith.constant @BM@ : index
       %cBN = arith.constant @BN@ : index
+      %cBNm1 = arith.constant @BN_MINUS_1@ : index
+      %c63 = arith.constant 63 : index
       %group = arith.constant @GROUP@ : index
       %past = arith.constant @PAST@ : index
       %skv = arith.constant @SKV@ : index
@@ -76,8 +78,7 @@ module attributes {gpu.container_module} {
       %hk = arith.divui %h, %group : index
       // The block's BM query rows; this warpgroup's 64 of them.
       %mBlock = arith.muli %qb, %cBM : index
-      %tid = gpu.thread_id x
-      %wg = arith.divui %tid, %c128 : index
+      @WARPGROUP_INDEX@
       %wgRow = arith.muli %wg, %c64 : index
       %m0 = arith.addi %mBlock, %wgRow : index
       // Key positions of the block's first row and of this warpgroup's.
@@ -114,8 +115,18 @@ module attributes {gpu.container_module} {
         tile.copy %K[%b, %hk, %n0, %c0], %sK : !kv, !sKV
         tile.copy %V[%b, %hk, %n0, %c0], %sV : !kv, !sKV
         %s = tile.gemm %sQw, %sK, %sZero {transpose_b} : !sQw, !sKV, !S
-        // Keep key j for query position p when j <= p and p - j < W.
-        %masked = tile.map (%s) : (!S) -> !S {
+        // Keep key j for query position p when j <= p and p - j < W. Only
+        // blocks that cross the diagonal or the window's edge for some row
+        // of this warpgroup need the per-element test.
+        %lastKeyOfBlock = arith.addi %n0, %cBNm1 : index
+        %crossesDiagonal = arith.cmpi ugt, %lastKeyOfBlock, %p0 : index
+        %pLast = arith.addi %p0, %c63 : index
+        %span = arith.subi %pLast, %n0 : index
+        %outOfWindow = arith.cmpi uge, %span, %window : index
+        %windowEdge = arith.andi %hasWindow, %outOfWindow : i1
+        %needsMask = arith.ori %crossesDiagonal, %windowEdge : i1
+        %masked = scf.if %needsMask -> (!S) {
+        %maskedS = tile.map (%s) : (!S) -> !S {
         ^bb0(%i: index, %jj: index, %x: f32):
           %j = arith.addi %n0, %jj : index
           %p = arith.addi %p0, %i : index
@@ -125,6 +136,10 @@ module attributes {gpu.container_module} {
           %keep = arith.andi %causal, %near : i1
           %r = arith.select %keep, %x, %ninf : f32
           tile.yield %r : f32
+        }
+        scf.yield %maskedS : !S
+        } else {
+        scf.yield %s : !S
         }
         %blockMax = tile.reduce max %masked along 1 : !S -> !row
         %mNew = tile.map (%m, %blockMax) : (!row, !row) -> !row {
@@ -275,6 +290,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"SKV", str(config.seqKv)},
        {"D", str(config.headDim)},
        {"BN", str(kBlockN)},
+       {"BN_MINUS_1", str(kBlockN - 1)},
        {"GROUP", str(config.heads / config.kvHeads)},
        {"PAST", str(config.seqKv - config.seqQ)},
        // Without a window the distance test must always pass.
@@ -285,7 +301,13 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        // K and V S - 1 blocks ahead.
        {"STAGES", str(config.stages)},
        {"BM", str(blockM)},
-       {"ATTRIBUTES", attributes}});
+       {"ATTRIBUTES", attributes},
+       // With one warpgroup its index is a constant (the compiler cannot
+       // know that thread ids stay below 128 without a declared block size).
+       {"WARPGROUP_INDEX", warpgroups == 1
+                               ? "%wg = arith.constant 0 : index"
+                               : "%tid = gpu.thread_id x\n      "
+                                 "%wg = arith.divui %tid, %c128 : index"}});
   if (!module)
     return failure();
 
