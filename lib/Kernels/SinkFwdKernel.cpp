@@ -109,12 +109,15 @@ module attributes {gpu.container_module} {
       %lInit = tile.fill %one : !row
       %oInit = tile.fill %zero : !O
       %sZero = tile.fill %zero : !S
+@PINGPONG_INIT@
       %res:3 = scf.for %kb = %loBlocks to %hiBlocks step %c1
           iter_args(%m = %mInit, %l = %lInit, %o = %oInit) -> (!row, !row, !O) {
         %n0 = arith.muli %kb, %cBN : index
         tile.copy %K[%b, %hk, %n0, %c0], %sK : !kv, !sKV
         tile.copy %V[%b, %hk, %n0, %c0], %sV : !kv, !sKV
+@PINGPONG_SYNC@
         %s = tile.gemm %sQw, %sK, %sZero {transpose_b} : !sQw, !sKV, !S
+@PINGPONG_ARRIVE@
         // Keep key j for query position p when j <= p and p - j < W. Only
         // blocks that cross the diagonal or the window's edge for some row
         // of this warpgroup need the per-element test.
@@ -213,6 +216,28 @@ module attributes {gpu.container_module} {
   }
 }
 )mlir";
+// Ping-pong of the two consumer warpgroups (FA3's warp scheduler barriers):
+// warpgroup w issues its Q·Kᵀ only in its turn (named barrier 3 + w, both
+// warpgroups' 256 threads) and then hands the turn to the other, so one
+// warpgroup's GEMM runs while the other computes its softmax instead of
+// both contending for the tensor cores at once. Warpgroup 1 gives the first
+// turn away; the last hand-over has no taker, which is harmless at exit.
+constexpr const char *kPingPongInit = R"mlir(
+      %threads = arith.constant 256 : i32
+      %wg32 = arith.index_cast %wg : index to i32
+      %turnBase = arith.constant 3 : i32
+      %one32 = arith.constant 1 : i32
+      %myTurn = arith.addi %turnBase, %wg32 : i32
+      %otherWg = arith.subi %one32, %wg32 : i32
+      %otherTurn = arith.addi %turnBase, %otherWg : i32
+      %isSecond = arith.cmpi eq, %wg32, %one32 : i32
+      scf.if %isSecond {
+        nvvm.barrier.arrive id = %otherTurn number_of_threads = %threads
+      })mlir";
+constexpr const char *kPingPongSync = R"mlir(
+        nvvm.barrier id = %myTurn number_of_threads = %threads)mlir";
+constexpr const char *kPingPongArrive = R"mlir(
+        nvvm.barrier.arrive id = %otherTurn number_of_threads = %threads)mlir";
 } // namespace
 
 FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
@@ -302,6 +327,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"STAGES", str(config.stages)},
        {"BM", str(blockM)},
        {"ATTRIBUTES", attributes},
+       {"PINGPONG_INIT", warpgroups == 2 ? kPingPongInit : ""},
+       {"PINGPONG_SYNC", warpgroups == 2 ? kPingPongSync : ""},
+       {"PINGPONG_ARRIVE", warpgroups == 2 ? kPingPongArrive : ""},
        // With one warpgroup its index is a constant (the compiler cannot
        // know that thread ids stay below 128 without a declared block size).
        {"WARPGROUP_INDEX", warpgroups == 1
