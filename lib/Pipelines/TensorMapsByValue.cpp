@@ -56,8 +56,11 @@ struct TensorMapsByValuePass
                << func.getNumArguments() << " arguments)";
       Type type = func.getArgument(position).getType();
       if (!isa<LLVM::LLVMPointerType>(type))
-        return func.emitError() << "tensor map argument " << position
-                                << " must be !llvm.ptr, got " << type;
+        return func.emitError()
+               << "tensor map argument " << position
+               << " must be !llvm.ptr, got " << type
+               << " (positions count the kernel's arguments one per memref: "
+                  "compile kernels with tensor maps with bare-pointers=1)";
       func.setArgAttr(position, LLVM::LLVMDialect::getByValAttrName(),
                       TypeAttr::get(mapType));
       func.setArgAttr(position, LLVM::LLVMDialect::getAlignAttrName(),

@@ -91,22 +91,31 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
 
   Block &body = *plan.loop.getBody();
   SmallVector<CopyOp> loopCopies;
+  DenseMap<Operation *, scf::IfOp> guardOf;
   bool unsupported = false;
   plan.loop.walk([&](Operation *op) {
     if (auto copy = dyn_cast<CopyOp>(op)) {
-      if (!isGlobalToShared(copy) || op->getBlock() != &body)
+      // At the top of the body, or at the top of the then-block of an
+      // scf.if that is (a guard).
+      auto guard = dyn_cast<scf::IfOp>(op->getParentOp());
+      bool guarded = guard && guard->getBlock() == &body &&
+                     op->getBlock() == &guard.getThenRegion().front();
+      if (!isGlobalToShared(copy) || (op->getBlock() != &body && !guarded)) {
         unsupported = true;
-      else
-        loopCopies.push_back(copy);
+        return;
+      }
+      loopCopies.push_back(copy);
+      if (guarded)
+        guardOf[op] = guard;
     } else if (isa<TmaCopyOp, TmaLoadOp, Im2colCopyOp, TmaIm2colLoadOp,
                    AllocBarrierOp>(op)) {
       unsupported = true;
     }
   });
   if (unsupported) {
-    why = "the loop has copies other than top-level global -> shared "
-          "tile.copy (user-managed barriers, nested or shared -> global "
-          "copies)";
+    why = "the loop has copies other than global -> shared tile.copy at "
+          "the top of its body or of a guard (user-managed barriers, nested "
+          "or shared -> global copies)";
     return failure();
   }
   if (loopCopies.empty()) {
@@ -162,8 +171,14 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
       else
         readers.push_back(user);
     }
+    scf::IfOp guard = guardOf.lookup(copy);
+    Block &scope = guard ? guard.getThenRegion().front() : body;
     for (Operation *user : readers) {
-      Operation *top = ancestorIn(body, user);
+      Operation *top = ancestorIn(scope, user);
+      if (!top) {
+        why = "a guarded copy's buffer is read outside its guard";
+        return failure();
+      }
       if (!first || top->isBeforeInBlock(first))
         first = top;
       if (!last || last->isBeforeInBlock(top))
@@ -173,11 +188,20 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
       why = "a loop copy is not read after it in the loop body";
       return failure();
     }
+    if (guard) {
+      for (Value index : copy.getSourceIndices())
+        if (Operation *def = index.getDefiningOp(); def && guard->isAncestor(def)) {
+          why = "a guarded copy's index is computed under its guard";
+          return failure();
+        }
+      if (!llvm::is_contained(plan.guards, guard))
+        plan.guards.push_back(guard);
+    }
     auto group = llvm::find_if(plan.groups, [&](const ProducerGroup &g) {
-      return g.firstReader == first && g.lastUser == last;
+      return g.firstReader == first && g.lastUser == last && g.guard == guard;
     });
     if (group == plan.groups.end()) {
-      plan.groups.push_back({{copy}, first, last});
+      plan.groups.push_back({{copy}, first, last, guard});
     } else {
       group->copies.push_back(copy);
     }
@@ -201,6 +225,10 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
   for (CopyOp copy : loopCopies)
     if (failed(collectSlice(body, llvm::to_vector(copy.getSourceIndices()),
                             carried, loopSlice, needed, why)))
+      return failure();
+  for (scf::IfOp guard : plan.guards)
+    if (failed(collectSlice(body, {guard.getCondition()}, carried, loopSlice,
+                            needed, why)))
       return failure();
   needed.append({plan.loop.getLowerBound(), plan.loop.getUpperBound(),
                  plan.loop.getStep()});
@@ -252,6 +280,26 @@ Value sinkattn::tile::stageView(OpBuilder &builder, Location loc, Value staged, 
       type.getShape().drop_front(), type, offsets, sizes, strides);
   return memref::SubViewOp::create(builder, loc, cast<MemRefType>(viewType),
                                    staged, offsets, sizes, strides);
+}
+
+std::pair<Value, Value> sinkattn::tile::stageAndParityOf(OpBuilder &builder,
+                                                         Location loc,
+                                                         Value count,
+                                                         int64_t stages) {
+  Value stageCount = constantIndex(builder, loc, stages);
+  Value stage = arith::RemUIOp::create(builder, loc, count, stageCount);
+  Value round = arith::DivUIOp::create(builder, loc, count, stageCount);
+  Value parity =
+      arith::RemUIOp::create(builder, loc, round, constantIndex(builder, loc, 2));
+  return {stage, parity};
+}
+
+Value sinkattn::tile::countIf(OpBuilder &builder, Location loc, Value count,
+                              Value condition) {
+  Value increment = arith::SelectOp::create(
+      builder, loc, condition, constantIndex(builder, loc, 1),
+      constantIndex(builder, loc, 0));
+  return arith::AddIOp::create(builder, loc, count, increment);
 }
 
 void sinkattn::tile::replaceInLoop(OpBuilder &builder, memref::AllocOp alloc,

@@ -26,6 +26,10 @@ struct ProducerGroup {
   llvm::SmallVector<CopyOp> copies;
   mlir::Operation *firstReader = nullptr;
   mlir::Operation *lastUser = nullptr;
+  /// The `scf.if` (at the top of the loop body) the copies and their
+  /// readers are under, or null: a guarded group uses a stage only on the
+  /// iterations that take the guard.
+  mlir::scf::IfOp guard;
 };
 
 struct LoopLoads {
@@ -39,8 +43,11 @@ struct LoopLoads {
   /// Top-level ops before the loop that the copies' indices and the loop
   /// bounds need, in program order; all pure.
   llvm::SmallVector<mlir::Operation *> prologue;
-  /// Ops of the loop body the copies' indices need, in order; all pure.
+  /// Ops of the loop body the copies' indices and guards need, in order;
+  /// all pure.
   llvm::SmallVector<mlir::Operation *> loopOps;
+  /// The distinct guards of the groups, in program order.
+  llvm::SmallVector<mlir::scf::IfOp> guards;
 };
 
 /// The loads of `func`'s one pipelined loop (`scf.for` with
@@ -59,6 +66,16 @@ mlir::Value constantIndex(mlir::OpBuilder &builder, mlir::Location loc,
 /// `it` counted from its start, at the start of its body.
 std::pair<mlir::Value, mlir::Value>
 stageAndParity(mlir::OpBuilder &builder, mlir::scf::ForOp loop, int64_t stages);
+
+/// `stage = count % S` and `parity = (count / S) % 2` of a count of uses.
+std::pair<mlir::Value, mlir::Value> stageAndParityOf(mlir::OpBuilder &builder,
+                                                     mlir::Location loc,
+                                                     mlir::Value count,
+                                                     int64_t stages);
+
+/// `count + (condition ? 1 : 0)`.
+mlir::Value countIf(mlir::OpBuilder &builder, mlir::Location loc,
+                    mlir::Value count, mlir::Value condition);
 
 /// `buffer[stage]` of a staged buffer.
 mlir::Value stageView(mlir::OpBuilder &builder, mlir::Location loc,

@@ -150,6 +150,11 @@ struct TileSoftwarePipelinePass
         func.emitRemark() << "software pipelining declined: " << why;
         return;
       }
+      if (!loads->guards.empty()) {
+        func.emitRemark() << "software pipelining declined: guarded copies "
+                             "are only warp-specialized";
+        return;
+      }
       if (loads->stages < 2)
         return; // nothing to prefetch
       pipeline(func, *loads);

@@ -199,10 +199,46 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
   }
   scf::ForOp loop = plan.loop;
   loop->removeAttr(TileDialect::kNumStagesAttrName);
+  // A guarded group uses a stage only on the iterations that take its
+  // guard: both roles count those in a loop-carried counter per guard
+  // (phase counters), everything else counts iterations.
+  if (!plan.guards.empty()) {
+    IRRewriter rewriter(builder);
+    SmallVector<Value> zeros(plan.guards.size(), constantIndex(builder, loc, 0));
+    rewriter.setInsertionPoint(loop);
+    auto grown = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
+        rewriter, zeros, /*replaceInitOperandUsesInLoop=*/false,
+        [&](OpBuilder &b, Location yieldLoc, ArrayRef<BlockArgument> counts) {
+          SmallVector<Value> next;
+          for (auto [guard, count] : llvm::zip(plan.guards, counts))
+            next.push_back(countIf(b, yieldLoc, count, guard.getCondition()));
+          return next;
+        }));
+    loop = grown;
+    plan.loop = grown;
+  }
   auto [stage, parity] = stageAndParity(builder, loop, stages);
   builder.setInsertionPointAfterValue(parity);
+  SmallVector<std::pair<Value, Value>> guardPhase;
+  for (size_t i = 0; i < plan.guards.size(); ++i)
+    guardPhase.push_back(stageAndParityOf(
+        builder, loc,
+        loop.getRegionIterArgs()[loop.getNumRegionIterArgs() -
+                                 plan.guards.size() + i],
+        stages));
+  auto phaseOf = [&](const ProducerGroup &group) -> std::pair<Value, Value> {
+    if (!group.guard)
+      return {stage, parity};
+    return guardPhase[llvm::find(plan.guards, group.guard) - plan.guards.begin()];
+  };
   for (memref::AllocOp alloc : plan.buffers) {
-    Value view = stageView(builder, alloc.getLoc(), staged[alloc.getResult()], stage);
+    const ProducerGroup *owner = nullptr;
+    for (const ProducerGroup &group : plan.groups)
+      for (CopyOp copy : group.copies)
+        if (copy.getDest() == alloc.getResult())
+          owner = &group;
+    Value view = stageView(builder, alloc.getLoc(), staged[alloc.getResult()],
+                           phaseOf(*owner).first);
     replaceInLoop(builder, alloc, loop, view);
   }
   auto slotOf = [&](OpBuilder &b, Value stageValue, int64_t group) -> Value {
@@ -211,11 +247,14 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
     return arith::AddIOp::create(b, loc, base, constantIndex(b, loc, group));
   };
   for (auto [g, group] : llvm::enumerate(plan.groups)) {
+    auto [groupStage, groupParity] = phaseOf(group);
+    // Under the group's guard (its first reader and last user are there).
     builder.setInsertionPoint(group.firstReader);
-    MBarrierWaitParityOp::create(builder, loc, full, slotOf(builder, stage, g),
-                                 parity);
+    MBarrierWaitParityOp::create(builder, loc, full,
+                                 slotOf(builder, groupStage, g), groupParity);
     builder.setInsertionPointAfter(group.lastUser);
-    MBarrierArriveOp::create(builder, loc, empty, slotOf(builder, stage, g), 1);
+    MBarrierArriveOp::create(builder, loc, empty,
+                             slotOf(builder, groupStage, g), 1);
   }
 
   // 6. Producer: its share of registers, the index computations, and the
@@ -245,36 +284,63 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
                       indices, copy.getDest());
     leaderArrive(preLoop, slot);
   }
+  SmallVector<Value> counterInits(plan.guards.size(),
+                                  constantIndex(builder, loc, 0));
   auto producerLoop = scf::ForOp::create(
       builder, loc, mapping.lookupOrDefault(loop.getLowerBound()),
       mapping.lookupOrDefault(loop.getUpperBound()),
-      mapping.lookupOrDefault(loop.getStep()));
+      mapping.lookupOrDefault(loop.getStep()), counterInits);
   {
     OpBuilder::InsertionGuard guard(builder);
     auto [pStage, pParity] = stageAndParity(builder, producerLoop, stages);
     builder.setInsertionPointAfterValue(pParity);
-    // A fresh barrier's phase 1 counts as complete: the first S waits on
-    // "empty" pass at once.
-    Value emptyParity = arith::XOrIOp::create(builder, loc, pParity,
-                                              constantIndex(builder, loc, 1));
     IRMapping loopMapping = mapping;
     loopMapping.map(loop.getInductionVar(), producerLoop.getInductionVar());
     for (Operation *op : plan.loopOps)
       builder.clone(*op, loopMapping);
-    for (auto [g, group] : llvm::enumerate(plan.groups)) {
-      Value slot = slotOf(builder, pStage, g);
+    // The loads of one group: wait until the consumers released the stage
+    // (a fresh barrier's phase 1 counts as complete: the first S waits on
+    // "empty" pass at once), load, one thread arrives.
+    auto produce = [&](int64_t g, ProducerGroup &group, Value groupStage,
+                       Value groupParity) {
+      Value slot = slotOf(builder, groupStage, g);
+      Value emptyParity = arith::XOrIOp::create(
+          builder, loc, groupParity, constantIndex(builder, loc, 1));
       MBarrierWaitParityOp::create(builder, loc, empty, slot, emptyParity);
       for (CopyOp copy : group.copies) {
         SmallVector<Value> indices;
         for (Value v : copy.getSourceIndices())
           indices.push_back(loopMapping.lookupOrDefault(v));
         Value view = stageView(builder, copy.getLoc(),
-                               stagedOfCopy.lookup(copy), pStage);
+                               stagedOfCopy.lookup(copy), groupStage);
         TmaCopyOp::create(builder, copy.getLoc(), full, slot, copy.getSource(),
                           indices, view);
       }
       leaderArrive(full, slot);
+    };
+    SmallVector<Value> nextCounts;
+    for (auto [i, guardOp] : llvm::enumerate(plan.guards))
+      nextCounts.push_back(countIf(
+          builder, loc, producerLoop.getRegionIterArgs()[i],
+          loopMapping.lookupOrDefault(guardOp.getCondition())));
+    for (auto [g, group] : llvm::enumerate(plan.groups)) {
+      if (!group.guard) {
+        produce(g, group, pStage, pParity);
+        continue;
+      }
+      // The same guard as the consumers', with the same use count.
+      size_t index = llvm::find(plan.guards, group.guard) - plan.guards.begin();
+      auto [groupStage, groupParity] = stageAndParityOf(
+          builder, loc, producerLoop.getRegionIterArgs()[index], stages);
+      auto ifOp = scf::IfOp::create(
+          builder, loc, loopMapping.lookupOrDefault(group.guard.getCondition()),
+          /*withElse=*/false);
+      OpBuilder::InsertionGuard inGuard(builder);
+      builder.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      produce(g, group, groupStage, groupParity);
     }
+    if (!plan.guards.empty())
+      scf::YieldOp::create(builder, loc, nextCounts);
   }
 
   // 7. The loop's copies moved to the producer; the old buffers are gone.

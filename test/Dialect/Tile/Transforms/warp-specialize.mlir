@@ -34,7 +34,8 @@
 // CHECK:     %[[KSTAGE:.*]] = memref.subview %[[SK]][%[[STAGE]], 0, 0]
 // CHECK:     tile.tma_copy %{{.*}}, %[[KSTAGE]], barrier(%[[FULL]][%[[SLOT_K]]])
 // CHECK:     tile.mbarrier_arrive %[[FULL]][%[[SLOT_K]]]
-// CHECK:     tile.mbarrier_wait_parity %[[EMPTY]][%[[SLOT_V:.*]]], %[[EMPTY_PAR]]
+// CHECK:     %[[EMPTY_PAR_V:.*]] = arith.xori %[[PAR]], %c1
+// CHECK:     tile.mbarrier_wait_parity %[[EMPTY]][%[[SLOT_V:.*]]], %[[EMPTY_PAR_V]]
 // CHECK:     tile.tma_copy %{{.*}}, barrier(%[[FULL]][%[[SLOT_V]]])
 // CHECK:     tile.mbarrier_arrive %[[FULL]][%[[SLOT_V]]]
 // CHECK-NOT: tile.gemm

@@ -44,6 +44,13 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       later passes read to pick the role's leader thread and to use named
       barriers (`bar.sync id, count`) instead of block-wide ones.
 
+    * **Guards.** A copy may also sit at the top of an `scf.if` at the top
+      of the loop body when its buffer is only read under that `if`: the
+      producer loads and the consumers wait and arrive under the same
+      condition, and both count the iterations that take it in a
+      loop-carried counter (phase counter) from which that group's stage
+      and parity come, so skipped iterations do not advance its pipeline.
+
     Declining is not an error: a remark says why (no known block size,
     `threadIdx.y/z`, not whole warpgroups, no or several pipelined loops, a
     loop not at the top level, no global → shared copy, user-managed
