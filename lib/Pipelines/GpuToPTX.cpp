@@ -85,6 +85,7 @@ void sinkattn::buildTileToNVGPUPipeline(OpPassManager &pm) {
   pm.addPass(tile::createTileWarpSpecialize());
   pm.addPass(tile::createTileSoftwarePipeline());
   pm.addPass(tile::createTileAssignLayouts());
+  pm.addPass(tile::createTileThreadSync());
   pm.addPass(tile::createTileLowerCopies());
   pm.addPass(tile::createTileMultiVersionBuffers());
   pm.addPass(tile::createTileLowerBarriers());
@@ -205,7 +206,7 @@ void sinkattn::registerSinkAttnPipelines() {
   PassPipelineRegistration<>(
       "sinkattn-tile-to-nvgpu",
       "Lower tile IR kernels to nvgpu/nvvm: tile-warp-specialize, "
-      "tile-software-pipeline, tile-assign-layouts, "
+      "tile-software-pipeline, tile-assign-layouts, tile-thread-sync, "
       "tile-lower-copies, tile-multi-version-buffers, tile-lower-barriers, "
       "cse, canonicalize, tile-fuse-arrive-expect-tx, "
       "convert-tile-fragments-to-nvvm, convert-tile-to-nvgpu",

@@ -125,6 +125,30 @@ def TileAssignLayouts : Pass<"tile-assign-layouts"> {
   }];
 }
 
+def TileThreadSync : Pass<"tile-thread-sync"> {
+  let summary = "Barriers only where threads' shared-memory accesses conflict";
+  let description = [{
+    Walks each function in order, tracking the shared allocations that
+    threads wrote (`tile.store`, `memref.store`) and read (`memref.load`,
+    the operands of `tile.gemm`, which wgmma reads for the whole warpgroup)
+    since the last barrier, and inserts one before an op that
+
+    * reads an allocation other threads wrote since then (read after write),
+    * or writes an allocation others read since then (write after read).
+
+    Loop bodies start from what the loop was entered with plus what one
+    iteration leaves behind, so hazards between iterations get their barrier
+    too; both branches of an `scf.if` are followed. Existing barriers and
+    the copies whose lowering synchronizes (`tile.copy`, `tile.im2col_copy`)
+    start the state over; TMA writes are ordered by mbarriers, not here, and
+    two accesses that do not conflict get no barrier. Inside a role of a
+    warp-specialized kernel the barrier is the role's named barrier
+    (`bar.sync id, count`) instead of a block-wide one.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def TileLowerCopies : Pass<"tile-lower-copies"> {
   let summary = "Lower tile.copy and tile.tma_copy to TMA loads/stores and barriers";
   let description = [{

@@ -1,0 +1,216 @@
+//===- ThreadSync.cpp - Barriers for shared-memory hazards between threads ===//
+//
+// Inserts a block (or role) barrier before an op that reads a shared tile
+// other threads wrote since the last barrier (read after write), or writes a
+// tile others read since then (write after read) — including across loop
+// iterations — and nowhere else. See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
+#include "Utils.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace sinkattn::tile;
+
+namespace sinkattn::tile {
+#define GEN_PASS_DEF_TILETHREADSYNC
+#include "SinkAttn/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace sinkattn::tile
+
+namespace {
+/// One access to a shared allocation since the last barrier.
+struct Record {
+  Operation *allocation;
+  /// The element indices of a single-element access (memref.load/store),
+  /// empty for whole-tile accesses (tile.store, wgmma operands): two
+  /// single-element accesses with the same index values touch the same
+  /// element from the same thread, which is no hazard.
+  SmallVector<Value, 4> indices;
+  /// The thread-dependent loop or branch the access is inside (the op in
+  /// the uniform code around it), or null.
+  Operation *divergence;
+};
+
+bool conflicts(const Record &earlier, Operation *allocation,
+               ArrayRef<Value> indices) {
+  if (earlier.allocation != allocation)
+    return false;
+  if (earlier.indices.empty() || indices.empty())
+    return true;
+  return ArrayRef<Value>(earlier.indices) != indices;
+}
+
+/// Shared allocations touched by threads since the last barrier.
+struct SyncState {
+  SmallVector<Record> written, read;
+  void clear() {
+    written.clear();
+    read.clear();
+  }
+  void merge(const SyncState &other) {
+    llvm::append_range(written, other.written);
+    llvm::append_range(read, other.read);
+  }
+};
+
+/// The shared allocation behind `value`, if it is one.
+Operation *sharedAllocation(Value value) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  if (!type || !isSharedMemory(type))
+    return nullptr;
+  return getSharedAllocation(value);
+}
+
+/// What `op` does to shared tiles, as seen by the other threads.
+struct Access {
+  SmallVector<std::pair<Operation *, SmallVector<Value, 4>>, 2> reads, writes;
+  /// The op synchronizes the block itself (or its lowering does, on both
+  /// sides): the state starts over after it.
+  bool synchronizes = false;
+};
+
+Access classify(Operation *op) {
+  Access access;
+  if (isa<gpu::BarrierOp, NVVM::BarrierOp, CopyOp, Im2colCopyOp>(op)) {
+    // tile.copy / im2col_copy lower with a block sync before (and, for a
+    // store, after) and a barrier wait for their data.
+    access.synchronizes = true;
+  } else if (auto store = dyn_cast<StoreOp>(op)) {
+    if (Operation *alloc = sharedAllocation(store.getDest()))
+      access.writes.push_back({alloc, {}});
+  } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+    if (Operation *alloc = sharedAllocation(store.getMemRef()))
+      access.writes.push_back({alloc, llvm::to_vector<4>(store.getIndices())});
+  } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
+    if (Operation *alloc = sharedAllocation(load.getMemRef()))
+      access.reads.push_back({alloc, llvm::to_vector<4>(load.getIndices())});
+  } else if (auto gemm = dyn_cast<GemmOp>(op)) {
+    // wgmma reads whole tiles, written by any thread of the block.
+    for (Value operand : {Value(gemm.getA()), Value(gemm.getB())})
+      if (Operation *alloc = sharedAllocation(operand))
+        access.reads.push_back({alloc, {}});
+  }
+  return access;
+}
+
+/// Whether `value` differs between threads (depends on the thread id).
+bool dependsOnThreadId(Value value) {
+  SetVector<Operation *> slice;
+  BackwardSliceOptions options;
+  options.inclusive = true;
+  (void)getBackwardSlice(value, &slice, options);
+  return llvm::any_of(slice, [](Operation *op) { return isa<gpu::ThreadIdOp>(op); });
+}
+
+class ThreadSync {
+public:
+  /// Walks `block` from `state`, inserting barriers where a hazard needs
+  /// one when `insert` is set; returns the state at the block's end.
+  /// `divergence` is the thread-dependent loop or branch `block` is in (a
+  /// barrier must go before it: not every thread reaches its body).
+  SyncState run(Block &block, SyncState state, bool insert,
+                Operation *divergence) {
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        Operation *inner = divergence;
+        if (!inner && (dependsOnThreadId(loop.getLowerBound()) ||
+                       dependsOnThreadId(loop.getUpperBound()) ||
+                       dependsOnThreadId(loop.getStep())))
+          inner = loop;
+        // Loop-carried hazards: the body starts from what the loop was
+        // entered with plus what an iteration leaves behind.
+        SyncState end = run(*loop.getBody(), state, /*insert=*/false, inner);
+        SyncState start = state;
+        start.merge(end);
+        state.merge(run(*loop.getBody(), start, insert, inner));
+        continue;
+      }
+      if (auto branch = dyn_cast<scf::IfOp>(op)) {
+        // Role regions split the block by design: each role syncs itself.
+        Operation *inner = divergence;
+        if (!inner && !branch->hasAttr(kThreadBaseAttrName) &&
+            dependsOnThreadId(branch.getCondition()))
+          inner = branch;
+        SyncState merged =
+            run(branch.getThenRegion().front(), state, insert, inner);
+        if (!branch.getElseRegion().empty())
+          merged.merge(run(branch.getElseRegion().front(), state, insert, inner));
+        else
+          merged.merge(state);
+        state = merged;
+        continue;
+      }
+      for (Region &region : op.getRegions())
+        for (Block &inner : region)
+          state = run(inner, state, insert, divergence);
+      Access access = classify(&op);
+      if (access.synchronizes) {
+        state.clear();
+        continue;
+      }
+      bool hazard = false, sameRegion = false;
+      auto check = [&](ArrayRef<Record> earlier, Operation *alloc,
+                       ArrayRef<Value> indices) {
+        for (const Record &record : earlier)
+          if (conflicts(record, alloc, indices)) {
+            hazard = true;
+            sameRegion |= divergence && record.divergence == divergence;
+          }
+      };
+      for (auto &[alloc, indices] : access.reads)
+        check(state.written, alloc, indices); // read after write
+      for (auto &[alloc, indices] : access.writes)
+        check(state.read, alloc, indices); // write after read
+      if (hazard) {
+        if (insert && sameRegion) {
+          op.emitOpError()
+              << "conflicts with another thread's access to the same shared "
+                 "tile inside thread-dependent control flow, where no "
+                 "barrier can be placed; restructure so the accesses are "
+                 "separated by code every thread runs";
+          failedAny = true;
+        } else if (insert) {
+          // Before the thread-dependent region when inside one: the other
+          // access happened before it.
+          Operation *at = divergence ? divergence : &op;
+          OpBuilder builder(at);
+          createRoleSync(builder, at->getLoc(), at);
+        }
+        // What happened before the barrier is ordered now.
+        llvm::erase_if(state.written, [&](const Record &r) {
+          return !divergence || r.divergence != divergence;
+        });
+        llvm::erase_if(state.read, [&](const Record &r) {
+          return !divergence || r.divergence != divergence;
+        });
+      }
+      for (auto &[alloc, indices] : access.reads)
+        state.read.push_back({alloc, indices, divergence});
+      for (auto &[alloc, indices] : access.writes)
+        state.written.push_back({alloc, indices, divergence});
+    }
+    return state;
+  }
+
+  bool failedAny = false;
+};
+
+struct TileThreadSyncPass
+    : public sinkattn::tile::impl::TileThreadSyncBase<TileThreadSyncPass> {
+  void runOnOperation() override {
+    getOperation()->walk([&](FunctionOpInterface func) {
+      if (func.isExternal())
+        return;
+      ThreadSync sync;
+      sync.run(func.getFunctionBody().front(), SyncState(), /*insert=*/true,
+               /*divergence=*/nullptr);
+      if (sync.failedAny)
+        signalPassFailure();
+    });
+  }
+};
+} // namespace

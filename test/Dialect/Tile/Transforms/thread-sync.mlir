@@ -1,0 +1,140 @@
+// RUN: sinkattn-opt %s --tile-thread-sync --split-input-file | FileCheck %s
+
+// A fragment stored to shared memory and read by wgmma (every thread's
+// elements, read by the whole warpgroup): one barrier between them.
+// Another read of the same tile needs none.
+// CHECK-LABEL: func @store_then_gemm
+// CHECK: tile.store
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: tile.gemm
+// CHECK-NOT: gpu.barrier
+// CHECK: tile.gemm
+// CHECK: return
+func.func @store_then_gemm(%p: !tile.fragment<64x64xbf16>, %acc: !tile.fragment<64x64xf32>, %sB: memref<64x64xbf16, 3>) -> (!tile.fragment<64x64xf32>, !tile.fragment<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %sP = memref.alloc() : memref<64x64xbf16, 3>
+  tile.store %p, %sP[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, 3>
+  %d = tile.gemm %sP, %sB, %acc : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+  %e = tile.gemm %sP, %sB, %d : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+  return %d, %e : !tile.fragment<64x64xf32>, !tile.fragment<64x64xf32>
+}
+
+// -----
+
+// No hazard, no barrier: reads only, and stores to different tiles.
+// CHECK-LABEL: func @no_conflict
+// CHECK-NOT: gpu.barrier
+func.func @no_conflict(%p: !tile.fragment<64x64xbf16>, %acc: !tile.fragment<64x64xf32>, %sA: memref<64x64xbf16, 3>, %sB: memref<64x64xbf16, 3>) -> !tile.fragment<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %sX = memref.alloc() : memref<64x64xbf16, 3>
+  %sY = memref.alloc() : memref<64x64xbf16, 3>
+  %d = tile.gemm %sA, %sB, %acc : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+  tile.store %p, %sX[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, 3>
+  tile.store %p, %sY[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, 3>
+  return %d : !tile.fragment<64x64xf32>
+}
+
+// -----
+
+// In a loop: the tile is read at the top of an iteration and rewritten at
+// its bottom. Write after read within the iteration needs a barrier before
+// the store; read after write across iterations one before the gemm. An
+// existing barrier is not doubled.
+// CHECK-LABEL: func @loop_carried
+// CHECK: scf.for
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: tile.gemm
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: tile.store
+// CHECK-NEXT: scf.yield
+// CHECK-LABEL: func @already_synced
+// CHECK: tile.store
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: tile.gemm
+func.func @loop_carried(%p: !tile.fragment<64x64xbf16>, %acc0: !tile.fragment<64x64xf32>, %sB: memref<64x64xbf16, 3>, %n: index) -> !tile.fragment<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %sP = memref.alloc() : memref<64x64xbf16, 3>
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %acc0) -> (!tile.fragment<64x64xf32>) {
+    %d = tile.gemm %sP, %sB, %acc : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+    tile.store %p, %sP[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, 3>
+    scf.yield %d : !tile.fragment<64x64xf32>
+  }
+  return %r : !tile.fragment<64x64xf32>
+}
+func.func @already_synced(%p: !tile.fragment<64x64xbf16>, %acc: !tile.fragment<64x64xf32>, %sB: memref<64x64xbf16, 3>) -> !tile.fragment<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %sP = memref.alloc() : memref<64x64xbf16, 3>
+  tile.store %p, %sP[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, 3>
+  gpu.barrier
+  %d = tile.gemm %sP, %sB, %acc : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+  return %d : !tile.fragment<64x64xf32>
+}
+
+// -----
+
+// Inside the consumer role of a warp-specialized kernel the barrier is the
+// role's named barrier (bar.sync 2, 128), never the block's.
+// CHECK-LABEL: gpu.func @in_role
+// CHECK: scf.if
+// CHECK:   tile.store
+// CHECK-DAG:   %[[ID:.*]] = arith.constant 2 : i32
+// CHECK-DAG:   %[[COUNT:.*]] = arith.constant 128 : i32
+// CHECK:   nvvm.barrier id = %[[ID]] number_of_threads = %[[COUNT]]
+// CHECK-NEXT: tile.gemm
+// CHECK-NOT: gpu.barrier
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @in_role(%p: !tile.fragment<64x64xbf16>, %sB: memref<64x64xbf16, 3>, %out: memref<64x64xf32>, %c: i1) kernel {
+      %c0 = arith.constant 0 : index
+      %zero = arith.constant 0.0 : f32
+      %sP = memref.alloc() : memref<64x64xbf16, 3>
+      scf.if %c {
+        %acc = tile.fill %zero : !tile.fragment<64x64xf32>
+        tile.store %p, %sP[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, 3>
+        %d = tile.gemm %sP, %sB, %acc : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+        tile.store %d, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      } {tile.role = "consumer", tile.thread_base = 128 : i64, tile.thread_count = 128 : i64}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// Loops whose trip count depends on the thread id are not reached by every
+// thread in every trip, so a barrier for an access inside one goes before
+// it (the other access came before the loop). A thread reading and then
+// writing the same element (the same index values) is no hazard.
+// CHECK-LABEL: func @thread_loops
+// CHECK: scf.for
+// CHECK:   memref.store
+// CHECK: }
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.for
+// CHECK-NOT: gpu.barrier
+// CHECK:   memref.load
+// CHECK-NOT: gpu.barrier
+// CHECK:   memref.store
+// CHECK: return
+func.func @thread_loops(%v: f32) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %c4096 = arith.constant 4096 : index
+  %tid = gpu.thread_id x
+  %acc = memref.alloc() : memref<64x64xf32, 3>
+  scf.for %e = %tid to %c4096 step %c128 {
+    %r = arith.divui %e, %c64 : index
+    %c = arith.remui %e, %c64 : index
+    memref.store %v, %acc[%r, %c] : memref<64x64xf32, 3>
+  }
+  scf.for %e = %tid to %c4096 step %c128 {
+    %r = arith.divui %e, %c64 : index
+    %c = arith.remui %e, %c64 : index
+    %old = memref.load %acc[%r, %c] : memref<64x64xf32, 3>
+    %new = arith.addf %old, %v : f32
+    memref.store %new, %acc[%r, %c] : memref<64x64xf32, 3>
+  }
+  return
+}
