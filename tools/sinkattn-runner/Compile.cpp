@@ -52,6 +52,11 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
     return rt::Status::error(attention.front() + " does not apply to kernel '" +
                              options.kernel +
                              "': it is a parameter of the attention kernels");
+  if (options.wasGiven("schedule") && options.kernel != "gemm" &&
+      options.kernel != "sink-fwd")
+    return rt::Status::error("--schedule does not apply to kernel '" +
+                             options.kernel + "': only gemm and sink-fwd have "
+                             "schedules");
   KernelConfig config;
   config.kernel = options.kernel;
   config.m = options.m;
