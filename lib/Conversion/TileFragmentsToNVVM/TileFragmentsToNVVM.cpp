@@ -668,6 +668,13 @@ LogicalResult checkLowerable(Operation *op) {
                << "operand " << name
                << " is not a 128-byte-swizzled shared tile; run "
                   "tile-assign-layouts (and tile-lower-copies) first";
+  } else if (auto wait = dyn_cast<GemmWaitOp>(op)) {
+    for (Value fragment : wait.getFragments())
+      if (!cast<FragmentType>(fragment.getType()).getElementType().isF32())
+        return wait.emitOpError()
+               << "waits for " << fragment.getType()
+               << "; gemm results (and what waits with them) are f32 "
+                  "fragments";
   } else if (auto reduce = dyn_cast<ReduceOp>(op)) {
     Type element = reduce.getSource().getType().getElementType();
     if (!element.isF32() && !element.isInteger(32))
@@ -677,16 +684,19 @@ LogicalResult checkLowerable(Operation *op) {
   } else if (auto store = dyn_cast<StoreOp>(op)) {
     MemRefType destType = store.getDest().getType();
     FragmentType type = store.getValue().getType();
+    memref::AllocOp destAlloc = getSharedAllocation(store.getDest());
     if (isSharedMemory(destType) && getSwizzleBytes(store.getDest()) &&
         (type.getRank() != 2 ||
          destType.getShape().take_back(2) != type.getShape() ||
+         destAlloc.getType().getShape().take_back(2) != type.getShape() ||
          destType.getElementTypeBitWidth() != 16 ||
          llvm::any_of(store.getIndices().take_back(2), [](Value index) {
            return getConstantIntValue(index) != std::optional<int64_t>(0);
          })))
       return store.emitOpError()
              << "stores into a swizzled shared tile: the fragment must be "
-                "2-D, 16-bit and cover the whole tile (trailing indices 0)";
+                "2-D, 16-bit and cover the whole tile of its allocation "
+                "(trailing indices 0, no row slice)";
   }
   return success();
 }

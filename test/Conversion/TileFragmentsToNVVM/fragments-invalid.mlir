@@ -49,7 +49,7 @@ func.func @reduce_bf16(%s: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>
 func.func @swizzled_partial(%o: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>) {
   %c0 = arith.constant 0 : index
   %sO = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>
-  // expected-error @+1 {{stores into a swizzled shared tile: the fragment must be 2-D, 16-bit and cover the whole tile (trailing indices 0)}}
+  // expected-error @+1 {{stores into a swizzled shared tile: the fragment must be 2-D, 16-bit and cover the whole tile of its allocation (trailing indices 0, no row slice)}}
   tile.store %o, %sO[%c0, %c0] : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, memref<64x128xbf16, #gpu.address_space<workgroup>>
   return
 }

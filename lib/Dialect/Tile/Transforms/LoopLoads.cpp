@@ -47,6 +47,12 @@ LogicalResult collectSlice(Block &block, ArrayRef<Value> roots,
       outside.push_back(value);
       continue;
     }
+    if (isa<gpu::ThreadIdOp, gpu::LaneIdOp, gpu::SubgroupIdOp,
+            gpu::BlockDimOp>(def)) {
+      why = "a copy index, guard or loop bound depends on the thread "
+            "(the producer's threads are not the consumers')";
+      return failure();
+    }
     if (!isPure(def) || def->getNumRegions() != 0) {
       why = "a copy index or loop bound is computed by '" +
             def->getName().getStringRef().str() +
@@ -89,6 +95,10 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
     return failure();
   }
 
+  if (!plan.loop.getInductionVar().getType().isIndex()) {
+    why = "the pipelined loop does not count in index";
+    return failure();
+  }
   Block &body = *plan.loop.getBody();
   SmallVector<CopyOp> loopCopies;
   DenseMap<Operation *, scf::IfOp> guardOf;
@@ -133,19 +143,30 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
             "the kernel";
       return failure();
     }
+    // Synchronous tile.gemm only: an async one still reads the stage after
+    // it returns, so the stage could be released too early.
+    auto syncGemm = [](Operation *user) {
+      auto gemm = dyn_cast<GemmOp>(user);
+      return gemm && !gemm.getAsync();
+    };
     auto readsOnly = [&](Operation *user) {
       // tile.gemm, or a subview (a warpgroup's rows) that only gemms read.
-      if (isa<CopyOp, GemmOp>(user))
+      if (isa<CopyOp>(user) || syncGemm(user))
         return true;
       auto subview = dyn_cast<memref::SubViewOp>(user);
-      return subview && llvm::all_of(subview->getUsers(), [](Operation *u) {
-               return isa<GemmOp>(u);
-             });
+      return subview && llvm::all_of(subview->getUsers(), syncGemm);
     };
+    // The producer reads the source too: a kernel argument.
+    auto source = dyn_cast<BlockArgument>(copy.getSource());
+    if (!source || source.getOwner() != &entry) {
+      why = "a loop copy's source is not a kernel argument";
+      return failure();
+    }
     for (Operation *user : alloc->getUsers())
       if (!plan.loop->isAncestor(user) || !readsOnly(user)) {
         why = "a buffer the loop fills is also used outside the loop or by "
-              "an op other than tile.gemm (directly or through a subview)";
+              "an op other than a synchronous tile.gemm (directly or through "
+              "a subview)";
         return failure();
       }
     if (llvm::count_if(alloc->getUsers(), [](Operation *user) {
@@ -211,7 +232,23 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
     if (&op == plan.loop.getOperation())
       break;
     if (auto copy = dyn_cast<CopyOp>(op); copy && isGlobalToShared(copy))
+    {
+      auto source = dyn_cast<BlockArgument>(copy.getSource());
+      auto dest = copy.getDest().getDefiningOp<memref::AllocOp>();
+      if (!source || source.getOwner() != &entry || !dest ||
+          dest->getBlock() != &entry) {
+        why = "a copy before the loop does not load a kernel argument into a "
+              "whole allocation";
+        return failure();
+      }
+      if (llvm::any_of(plan.preLoopCopies, [&](CopyOp other) {
+            return other.getDest() == copy.getDest();
+          })) {
+        why = "two copies before the loop fill the same buffer";
+        return failure();
+      }
       plan.preLoopCopies.push_back(copy);
+    }
   }
 
   // What the producer must compute: copy indices (in and before the loop)

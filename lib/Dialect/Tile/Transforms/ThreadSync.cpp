@@ -25,6 +25,8 @@ namespace {
 /// One access to a shared allocation since the last barrier.
 struct Record {
   Operation *allocation;
+  /// The memref accessed (a view of the allocation).
+  Value memref;
   /// The element indices of a single-element access (memref.load/store),
   /// empty for whole-tile accesses (tile.store, wgmma operands): two
   /// single-element accesses with the same index values touch the same
@@ -35,13 +37,21 @@ struct Record {
   Operation *divergence;
 };
 
-bool conflicts(const Record &earlier, Operation *allocation,
+bool dependsOnThreadId(Value value);
+
+bool conflicts(const Record &earlier, Operation *allocation, Value memref,
                ArrayRef<Value> indices) {
   if (earlier.allocation != allocation)
     return false;
   if (earlier.indices.empty() || indices.empty())
     return true;
-  return ArrayRef<Value>(earlier.indices) != indices;
+  // The same element of the same view, at an index that differs between
+  // threads: each thread touches its own element. (A uniform index is the
+  // same element for every thread: a broadcast, which conflicts.)
+  bool sameElement = earlier.memref == memref &&
+                     ArrayRef<Value>(earlier.indices) == indices &&
+                     llvm::any_of(indices, dependsOnThreadId);
+  return !sameElement;
 }
 
 /// Shared allocations touched by threads since the last barrier.
@@ -67,7 +77,12 @@ Operation *sharedAllocation(Value value) {
 
 /// What `op` does to shared tiles, as seen by the other threads.
 struct Access {
-  SmallVector<std::pair<Operation *, SmallVector<Value, 4>>, 2> reads, writes;
+  struct Touch {
+    Operation *allocation;
+    Value memref;
+    SmallVector<Value, 4> indices;
+  };
+  SmallVector<Touch, 2> reads, writes;
   /// The op synchronizes the block itself (or its lowering does, on both
   /// sides): the state starts over after it.
   bool synchronizes = false;
@@ -81,18 +96,20 @@ Access classify(Operation *op) {
     access.synchronizes = true;
   } else if (auto store = dyn_cast<StoreOp>(op)) {
     if (Operation *alloc = sharedAllocation(store.getDest()))
-      access.writes.push_back({alloc, {}});
+      access.writes.push_back({alloc, store.getDest(), {}});
   } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
     if (Operation *alloc = sharedAllocation(store.getMemRef()))
-      access.writes.push_back({alloc, llvm::to_vector<4>(store.getIndices())});
+      access.writes.push_back(
+          {alloc, store.getMemRef(), llvm::to_vector<4>(store.getIndices())});
   } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
     if (Operation *alloc = sharedAllocation(load.getMemRef()))
-      access.reads.push_back({alloc, llvm::to_vector<4>(load.getIndices())});
+      access.reads.push_back(
+          {alloc, load.getMemRef(), llvm::to_vector<4>(load.getIndices())});
   } else if (auto gemm = dyn_cast<GemmOp>(op)) {
     // wgmma reads whole tiles, written by any thread of the block.
     for (Value operand : {Value(gemm.getA()), Value(gemm.getB())})
       if (Operation *alloc = sharedAllocation(operand))
-        access.reads.push_back({alloc, {}});
+        access.reads.push_back({alloc, operand, {}});
   }
   return access;
 }
@@ -103,7 +120,9 @@ bool dependsOnThreadId(Value value) {
   BackwardSliceOptions options;
   options.inclusive = true;
   (void)getBackwardSlice(value, &slice, options);
-  return llvm::any_of(slice, [](Operation *op) { return isa<gpu::ThreadIdOp>(op); });
+  return llvm::any_of(slice, [](Operation *op) {
+    return isa<gpu::ThreadIdOp, gpu::LaneIdOp, gpu::SubgroupIdOp>(op);
+  });
 }
 
 class ThreadSync {
@@ -153,18 +172,17 @@ public:
         continue;
       }
       bool hazard = false, sameRegion = false;
-      auto check = [&](ArrayRef<Record> earlier, Operation *alloc,
-                       ArrayRef<Value> indices) {
+      auto check = [&](ArrayRef<Record> earlier, const Access::Touch &touch) {
         for (const Record &record : earlier)
-          if (conflicts(record, alloc, indices)) {
+          if (conflicts(record, touch.allocation, touch.memref, touch.indices)) {
             hazard = true;
             sameRegion |= divergence && record.divergence == divergence;
           }
       };
-      for (auto &[alloc, indices] : access.reads)
-        check(state.written, alloc, indices); // read after write
-      for (auto &[alloc, indices] : access.writes)
-        check(state.read, alloc, indices); // write after read
+      for (const Access::Touch &touch : access.reads)
+        check(state.written, touch); // read after write
+      for (const Access::Touch &touch : access.writes)
+        check(state.read, touch); // write after read
       if (hazard) {
         if (insert && sameRegion) {
           op.emitOpError()
@@ -188,10 +206,12 @@ public:
           return !divergence || r.divergence != divergence;
         });
       }
-      for (auto &[alloc, indices] : access.reads)
-        state.read.push_back({alloc, indices, divergence});
-      for (auto &[alloc, indices] : access.writes)
-        state.written.push_back({alloc, indices, divergence});
+      for (const Access::Touch &touch : access.reads)
+        state.read.push_back(
+            {touch.allocation, touch.memref, touch.indices, divergence});
+      for (const Access::Touch &touch : access.writes)
+        state.written.push_back(
+            {touch.allocation, touch.memref, touch.indices, divergence});
     }
     return state;
   }

@@ -70,6 +70,19 @@ FailureOr<Plan> analyze(gpu::GPUFuncOp func, std::string &why) {
     why = "the kernel is already warp-specialized";
     return failure();
   }
+  // The consumers keep their code; what would change meaning under a
+  // producer warpgroup is declined.
+  bool blockShaped = false;
+  func.walk([&](Operation *op) {
+    if (auto dim = dyn_cast<gpu::BlockDimOp>(op))
+      blockShaped |= dim.getDimension() == gpu::Dimension::x;
+    blockShaped |= isa<gpu::SubgroupIdOp, gpu::NumSubgroupsOp>(op);
+  });
+  if (blockShaped) {
+    why = "the kernel reads the block size or warp numbering, which the "
+          "producer warpgroup would change";
+    return failure();
+  }
 
   FailureOr<LoopLoads> loads = analyzeLoopLoads(func, why);
   if (failed(loads))
@@ -191,6 +204,15 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
         op.getResult() != consumerTid.getDefiningOp()->getOperand(0))
       op.getResult().replaceAllUsesWith(consumerTid);
   });
+  // The producer never reaches the consumers' block syncs: they become the
+  // consumer role's named barrier.
+  SmallVector<gpu::BarrierOp> blockSyncs;
+  consumer.walk([&](gpu::BarrierOp sync) { blockSyncs.push_back(sync); });
+  for (gpu::BarrierOp sync : blockSyncs) {
+    OpBuilder syncBuilder(sync);
+    createRoleSync(syncBuilder, sync.getLoc(), sync);
+    sync.erase();
+  }
   for (auto [index, copy] : llvm::enumerate(plan.preLoopCopies)) {
     builder.setInsertionPoint(copy);
     MBarrierWaitParityOp::create(builder, copy.getLoc(), preLoop,

@@ -138,3 +138,25 @@ func.func @thread_loops(%v: f32) {
   }
   return
 }
+
+// -----
+
+// One thread writes an element every thread then reads (a broadcast): the
+// index is the same for all threads, so it is a hazard after all.
+// CHECK-LABEL: func @broadcast
+// CHECK: scf.if
+// CHECK:   memref.store
+// CHECK: }
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: memref.load
+func.func @broadcast(%v: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %tid = gpu.thread_id x
+  %s = memref.alloc() : memref<4xf32, 3>
+  %first = arith.cmpi eq, %tid, %c0 : index
+  scf.if %first {
+    memref.store %v, %s[%c0] : memref<4xf32, 3>
+  }
+  %x = memref.load %s[%c0] : memref<4xf32, 3>
+  return %x : f32
+}

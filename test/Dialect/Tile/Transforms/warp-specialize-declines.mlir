@@ -113,7 +113,7 @@ module attributes {gpu.container_module} {
 
 module attributes {gpu.container_module} {
   gpu.module @m {
-    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than tile.gemm (directly or through a subview)}}
+    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a synchronous tile.gemm (directly or through a subview)}}
     gpu.func @buffer_after_loop(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -154,6 +154,69 @@ module attributes {gpu.container_module} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       scf.for %i = %c0 to %n step %c1 {
+      } {tile.num_stages = 2}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a synchronous tile.gemm (directly or through a subview)}}
+    gpu.func @async_reader(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %acc0 = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %acc0) -> (!tile.fragment<64x64xf32>) {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc {transpose_b, async} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        %w = tile.gemm_wait %d pending 0 : !tile.fragment<64x64xf32>
+        scf.yield %w : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: a copy index, guard or loop bound depends on the thread (the producer's threads are not the consumers')}}
+    gpu.func @thread_index(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %tid = gpu.thread_id x
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %acc0 = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %acc0) -> (!tile.fragment<64x64xf32>) {
+        %row = arith.addi %i, %tid : index
+        tile.copy %A[%row, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        scf.yield %d : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: the kernel reads the block size or warp numbering, which the producer warpgroup would change}}
+    gpu.func @block_dim(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %bd = gpu.block_dim x
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %i = %c0 to %n step %c1 {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
       } {tile.num_stages = 2}
       gpu.return
     }

@@ -156,3 +156,34 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A block sync the kernel wrote inside its loop becomes the consumers'
+// named barrier (the producer never reaches it).
+// CHECK-LABEL: gpu.func @user_sync
+// CHECK: tile.role = "producer"
+// CHECK: scf.for
+// CHECK-NOT: gpu.barrier
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK: tile.role = "consumer"
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @user_sync(%A: memref<1024x64xbf16>, %D: memref<64x64xf32>, %n: index) kernel
+        attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %init = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+        tile.copy %A[%k, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        gpu.barrier
+        scf.yield %d : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      tile.store %r, %D[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}

@@ -54,9 +54,13 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
     Declining is not an error: a remark says why (no known block size,
     `threadIdx.y/z`, not whole warpgroups, no or several pipelined loops, a
     loop not at the top level, no global → shared copy, user-managed
-    barriers, buffers used outside the loop, copy indices that depend on
-    loop-carried values or impure ops, a kernel already specialized) and the
-    kernel keeps the ordinary pipelined path.
+    barriers, buffers used outside the loop or read by an async gemm, copy
+    indices, guards or bounds that depend on loop-carried values, impure ops
+    or the thread id, copy sources that are not kernel arguments, a kernel
+    that reads its block size or warp numbering, a loop not counting in
+    index, a kernel already specialized) and the kernel keeps the ordinary
+    pipelined path. Block syncs the kernel wrote become the consumers'
+    named barrier.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
