@@ -13,29 +13,14 @@ attended-pair count 4*B*H*D*S(S+1)/2 (what sinkattn-runner bench reports).
 """
 import argparse
 import json
-import statistics
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
 
+from compare_torch import time_ms
+
 SEED_SHAPES = [(1, 64, 8, s, d) for d in (64, 128) for s in (2048, 4096, 8192, 16384)]
-
-
-def time_ms(fn, warmup=5, iters=30):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def main():
@@ -51,7 +36,8 @@ def main():
         k = k.repeat_interleave(h // hk, dim=1)
         v = v.repeat_interleave(h // hk, dim=1)
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            ms = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+            ms = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                         iters=30)
         seed_flops = 4 * b * h * s * s * d / 2
         exact_flops = 4 * b * h * d * s * (s + 1) / 2
         row = {"name": "cudnn_sdpa_causal_fwd", "batch": b, "heads": h, "kv_heads": hk,

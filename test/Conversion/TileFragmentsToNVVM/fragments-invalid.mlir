@@ -64,3 +64,11 @@ func.func @async_read_early(%acc: !tile.fragment<64x64xf32, #tile.layout<accumul
   %r = tile.reduce max %d along 1 : !tile.fragment<64x64xf32, #tile.layout<accumulator>> -> !tile.fragment<64xf32, #tile.layout<rows>>
   return
 }
+
+// -----
+
+func.func @wait_bf16(%p: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>) {
+  // expected-error @+1 {{waits for '!tile.fragment<64x64xbf16, #tile.layout<accumulator>>'; gemm results (and what waits with them) are f32 fragments}}
+  %r = tile.gemm_wait %p pending 0 : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>
+  return
+}

@@ -77,3 +77,11 @@ func.func @result_differs(%a: memref<64x64xbf16, 3>, %b: memref<64x128xbf16, 3>,
   %d = "tile.gemm"(%a, %b, %c) : (memref<64x64xbf16, 3>, memref<64x128xbf16, 3>, !tile.fragment<64x128xf32>) -> !tile.fragment<64x128xf16>
   return
 }
+
+// -----
+
+func.func @wait_negative(%acc: !tile.fragment<64x64xf32>) {
+  // expected-error @+1 {{'tile.gemm_wait' op attribute 'pending' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %r = tile.gemm_wait %acc pending -1 : !tile.fragment<64x64xf32>
+  return
+}

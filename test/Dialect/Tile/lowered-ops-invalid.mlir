@@ -116,3 +116,13 @@ func.func @im2col_load_slot(%x: memref<2x10x12x64xbf16>, %t: memref<16x64xbf16, 
   tile.tma_im2col_load %x[%i, %i, %i, %i], %t offsets [%i, %i], barrier(%b[%c1]) {lower = array<i64: 0, 0>, upper = array<i64: 0, 0>} : memref<2x10x12x64xbf16>, memref<16x64xbf16, 3>, !tile.barriers<1>
   return
 }
+
+// -----
+
+func.func @swizzle_64(%A: memref<1024x64xbf16>, %s: memref<64x64xbf16, 3>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %b = tile.alloc_barrier [1] : !tile.barriers<1>
+  // expected-error @+1 {{'tile.tma_load' op attribute 'swizzle' failed to satisfy constraint: 64-bit signless integer attribute whose value is one of {0, 128}}}
+  tile.tma_load %A[%m, %c0], %s, barrier(%b[%c0]) {swizzle = 64 : i64} : memref<1024x64xbf16>, memref<64x64xbf16, 3>, !tile.barriers<1>
+  return
+}

@@ -375,3 +375,22 @@ Value sinkattn::tile::createStagedBuffer(OpBuilder &builder,
   return memref::AllocOp::create(builder, alloc.getLoc(), stagedType,
                                  ValueRange{}, alloc->getAttrs());
 }
+
+void sinkattn::tile::issueCopiesAndArrive(
+    OpBuilder &builder, Location loc, ArrayRef<CopyOp> copies,
+    const IRMapping &mapping, Value barriers, Value slot,
+    function_ref<Value(CopyOp)> destinationOf) {
+  for (CopyOp copy : copies) {
+    SmallVector<Value> indices;
+    for (Value index : copy.getSourceIndices())
+      indices.push_back(mapping.lookupOrDefault(index));
+    TmaCopyOp::create(builder, copy.getLoc(), barriers, slot, copy.getSource(),
+                      indices, destinationOf(copy));
+  }
+  Value leader =
+      createLeaderPredicate(builder, loc, builder.getInsertionBlock()->getParentOp());
+  auto arrive = scf::IfOp::create(builder, loc, leader, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(&arrive.getThenRegion().front());
+  MBarrierArriveOp::create(builder, loc, barriers, slot, 1);
+}

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <string>
 
@@ -90,6 +91,15 @@ void replaceInLoop(mlir::OpBuilder &builder, mlir::memref::AllocOp alloc,
 /// with its attributes (alignment, swizzle).
 mlir::Value createStagedBuffer(mlir::OpBuilder &builder,
                                mlir::memref::AllocOp alloc, int64_t stages);
+
+/// Issues `copies` as `tile.tma_copy`s on slot `slot` of `barriers`, with
+/// their indices through `mapping`, each into `destinationOf(copy)`; then
+/// the first thread of the role arrives on the slot (the TMA bytes complete
+/// it).
+void issueCopiesAndArrive(
+    mlir::OpBuilder &builder, mlir::Location loc, llvm::ArrayRef<CopyOp> copies,
+    const mlir::IRMapping &mapping, mlir::Value barriers, mlir::Value slot,
+    llvm::function_ref<mlir::Value(CopyOp)> destinationOf);
 
 } // namespace sinkattn::tile
 

@@ -37,20 +37,16 @@ void issueLoads(OpBuilder &builder, LoopLoads &loads,
   mapping.map(loads.loop.getInductionVar(), inductionValue);
   for (Operation *op : loads.loopOps)
     builder.clone(*op, mapping);
+  // Every load of the iteration on the version's one barrier (count 1):
+  // a single arrive.
+  SmallVector<CopyOp> copies;
   for (ProducerGroup &group : loads.groups)
-    for (CopyOp copy : group.copies) {
-      SmallVector<Value> indices;
-      for (Value index : copy.getSourceIndices())
-        indices.push_back(mapping.lookupOrDefault(index));
-      Value view =
-          stageView(builder, copy.getLoc(), stagedOfCopy.lookup(copy), stage);
-      TmaCopyOp::create(builder, copy.getLoc(), full, stage, copy.getSource(),
-                        indices, view);
-    }
-  Value leader = createLeaderPredicate(builder, loc, ifOp);
-  auto arrive = scf::IfOp::create(builder, loc, leader, /*withElse=*/false);
-  builder.setInsertionPointToStart(&arrive.getThenRegion().front());
-  MBarrierArriveOp::create(builder, loc, full, stage, 1);
+    llvm::append_range(copies, group.copies);
+  issueCopiesAndArrive(builder, loc, copies, mapping, full, stage,
+                       [&](CopyOp copy) {
+                         return stageView(builder, copy.getLoc(),
+                                          stagedOfCopy.lookup(copy), stage);
+                       });
 }
 
 void pipeline(gpu::GPUFuncOp func, LoopLoads &loads) {

@@ -253,16 +253,13 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
       return {stage, parity};
     return guardPhase[llvm::find(plan.guards, group.guard) - plan.guards.begin()];
   };
-  for (memref::AllocOp alloc : plan.buffers) {
-    const ProducerGroup *owner = nullptr;
-    for (const ProducerGroup &group : plan.groups)
-      for (CopyOp copy : group.copies)
-        if (copy.getDest() == alloc.getResult())
-          owner = &group;
-    Value view = stageView(builder, alloc.getLoc(), staged[alloc.getResult()],
-                           phaseOf(*owner).first);
-    replaceInLoop(builder, alloc, loop, view);
-  }
+  for (const ProducerGroup &group : plan.groups)
+    for (CopyOp copy : group.copies) {
+      auto alloc = copy.getDest().getDefiningOp<memref::AllocOp>();
+      Value view = stageView(builder, alloc.getLoc(), stagedOfCopy.lookup(copy),
+                             phaseOf(group).first);
+      replaceInLoop(builder, alloc, loop, view);
+    }
   auto slotOf = [&](OpBuilder &b, Value stageValue, int64_t group) -> Value {
     Value base = arith::MulIOp::create(b, loc, stageValue,
                                        constantIndex(b, loc, groupCount));
@@ -272,11 +269,10 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
     auto [groupStage, groupParity] = phaseOf(group);
     // Under the group's guard (its first reader and last user are there).
     builder.setInsertionPoint(group.firstReader);
-    MBarrierWaitParityOp::create(builder, loc, full,
-                                 slotOf(builder, groupStage, g), groupParity);
+    Value slot = slotOf(builder, groupStage, g);
+    MBarrierWaitParityOp::create(builder, loc, full, slot, groupParity);
     builder.setInsertionPointAfter(group.lastUser);
-    MBarrierArriveOp::create(builder, loc, empty,
-                             slotOf(builder, groupStage, g), 1);
+    MBarrierArriveOp::create(builder, loc, empty, slot, 1);
   }
 
   // 6. Producer: its share of registers, the index computations, and the
@@ -288,24 +284,10 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
   IRMapping mapping;
   for (Operation *op : plan.prologue)
     builder.clone(*op, mapping);
-  auto leaderArrive = [&](Value barriers, Value slot) {
-    Value leader = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
-                                         gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::x),
-                                         constantIndex(builder, loc, 0));
-    auto ifOp = scf::IfOp::create(builder, loc, leader, /*withElse=*/false);
-    OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    MBarrierArriveOp::create(builder, loc, barriers, slot, 1);
-  };
-  for (auto [index, copy] : llvm::enumerate(plan.preLoopCopies)) {
-    Value slot = constantIndex(builder, loc, index);
-    SmallVector<Value> indices;
-    for (Value v : copy.getSourceIndices())
-      indices.push_back(mapping.lookupOrDefault(v));
-    TmaCopyOp::create(builder, copy.getLoc(), preLoop, slot, copy.getSource(),
-                      indices, copy.getDest());
-    leaderArrive(preLoop, slot);
-  }
+  for (auto [index, copy] : llvm::enumerate(plan.preLoopCopies))
+    issueCopiesAndArrive(builder, loc, {copy}, mapping, preLoop,
+                         constantIndex(builder, loc, index),
+                         [](CopyOp copy) { return copy.getDest(); });
   SmallVector<Value> counterInits(plan.guards.size(),
                                   constantIndex(builder, loc, 0));
   auto producerLoop = scf::ForOp::create(
@@ -329,16 +311,12 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
       Value emptyParity = arith::XOrIOp::create(
           builder, loc, groupParity, constantIndex(builder, loc, 1));
       MBarrierWaitParityOp::create(builder, loc, empty, slot, emptyParity);
-      for (CopyOp copy : group.copies) {
-        SmallVector<Value> indices;
-        for (Value v : copy.getSourceIndices())
-          indices.push_back(loopMapping.lookupOrDefault(v));
-        Value view = stageView(builder, copy.getLoc(),
-                               stagedOfCopy.lookup(copy), groupStage);
-        TmaCopyOp::create(builder, copy.getLoc(), full, slot, copy.getSource(),
-                          indices, view);
-      }
-      leaderArrive(full, slot);
+      issueCopiesAndArrive(builder, loc, group.copies, loopMapping, full, slot,
+                           [&](CopyOp copy) {
+                             return stageView(builder, copy.getLoc(),
+                                              stagedOfCopy.lookup(copy),
+                                              groupStage);
+                           });
     };
     SmallVector<Value> nextCounts;
     for (auto [i, guardOp] : llvm::enumerate(plan.guards))
