@@ -6,7 +6,9 @@
 // of A and a 64x256 tile of B per step with tile.copy and carries
 // `tile.num_stages`; tile-warp-specialize turns it into a TMA producer
 // warpgroup feeding the two consumer warpgroups through S stages (the same
-// IR is also correct unspecialized, which is the fallback).
+// IR is also correct unspecialized, which is the fallback). With
+// --copy-engine cp-async (or mixed) the loads use cp.async: a SIMT
+// producer of 256 threads, or software pipelining with commit groups.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,8 +51,8 @@ module attributes {gpu.container_module} {
       %init = tile.fill %zero : !acc
       %res = scf.for %kt = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!acc) {
         %k0 = arith.muli %kt, %c64 : index
-        tile.copy %A[%row0, %k0], %sA : memref<@M@x@K@x@T@>, !sA
-        tile.copy %B[%k0, %col0], %sB : memref<@K@x@N@x@T@>, !sB
+        tile.copy %A[%row0, %k0], %sA @ENGINE_A@ : memref<@M@x@K@x@T@>, !sA
+        tile.copy %B[%k0, %col0], %sB @ENGINE_B@ : memref<@K@x@N@x@T@>, !sB
         %sAw = memref.subview %sA[%wgRow, 0] [64, 64] [1, 1] : !sA to memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
         %next = tile.gemm %sAw, %sB, %acc : memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, !sB, !acc
         scf.yield %next : !acc
@@ -85,6 +87,11 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
                   << "' (auto, ws or plain)";
   // Declaring the block size lets tile-warp-specialize add its producer.
   bool warpSpecialized = config.schedule != "plain";
+  if (config.copyEngine != "tma" && config.copyEngine != "cp-async" &&
+      config.copyEngine != "mixed")
+    return fail() << "unknown copy engine '" << config.copyEngine
+                  << "' (tma, cp-async or mixed)";
+  const char *cpAsync = "{engine = #tile.engine<cp_async>}";
   if (config.m / kBlockM > 65535)
     return fail() << "M=" << config.m << " needs more than 65535 blocks in y";
 
@@ -99,7 +106,9 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
        {"ATTRIBUTES", warpSpecialized
                           ? "attributes {known_block_size = array<i32: 256, 1, 1>}"
                           : ""},
-       {"KTILES", std::to_string(config.k / kBlockK)}});
+       {"KTILES", std::to_string(config.k / kBlockK)},
+       {"ENGINE_A", config.copyEngine != "tma" ? cpAsync : ""},
+       {"ENGINE_B", config.copyEngine == "cp-async" ? cpAsync : ""}});
   if (!module)
     return failure();
 
@@ -111,6 +120,7 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
   bundle.config = {{"m", config.m}, {"n", config.n}, {"k", config.k},
                    {"stages", config.stages},
                    {"schedule", std::string(warpSpecialized ? "ws" : "plain")},
+                   {"copy_engine", config.copyEngine},
                    {"dtype", std::string(rt::dtypeName(config.dtype))}};
   auto u = [](int64_t v) { return uint64_t(v); };
   // Tensor maps are added by the tile lowering (lowerKernelToNVGPU).

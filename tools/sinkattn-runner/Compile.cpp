@@ -57,6 +57,10 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
     return rt::Status::error("--schedule does not apply to kernel '" +
                              options.kernel + "': only gemm and sink-fwd have "
                              "schedules");
+  if (options.wasGiven("copy-engine") && options.kernel != "gemm")
+    return rt::Status::error("--copy-engine does not apply to kernel '" +
+                             options.kernel + "': only gemm chooses its copy "
+                             "engine");
   KernelConfig config;
   config.kernel = options.kernel;
   config.m = options.m;
@@ -66,6 +70,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.stages = options.stages;
   config.startTile = options.startTile;
   config.schedule = options.schedule;
+  config.copyEngine = options.copyEngine;
   config.batch = options.batch;
   config.heads = options.heads;
   config.kvHeads = options.kvHeads;

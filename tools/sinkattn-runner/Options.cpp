@@ -26,6 +26,7 @@ const FlagSpec kFlags[] = {
     {"k", "N", "compile check bench", "reduction size (gemm; tma-stream: columns streamed)"},
     {"stages", "S", "compile check bench", "pipeline stages of the main loop (gemm, sink-fwd, tma-copy, tma-stream; default 2)"},
     {"schedule", "NAME", "compile check bench", "gemm, sink-fwd: auto (default), ws (warp-specialized: TMA producer warpgroup + consumers) or plain"},
+    {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
     {"batch", "B", "compile check bench", "attention: batch size"},
     {"heads", "H", "compile check bench", "attention: query heads"},
     {"kv-heads", "HK", "compile check bench", "attention: key/value heads (divides --heads)"},
@@ -225,6 +226,11 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
         return rt::Status::error("--schedule must be auto, ws or plain, got '" +
                                  value + "'");
       options.schedule = value;
+    } else if (name == "copy-engine") {
+      if (value != "tma" && value != "cp-async" && value != "mixed")
+        return rt::Status::error(
+            "--copy-engine must be tma, cp-async or mixed, got '" + value + "'");
+      options.copyEngine = value;
     } else if (name == "emit") {
       static const char *kLevels[] = {"tile", "gpu", "llvm", "ptx", "bundle"};
       if (std::find(std::begin(kLevels), std::end(kLevels), value) ==
@@ -303,7 +309,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     }
     if (!options.bundleDir.empty())
       for (const char *flag :
-           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "start-tile",
+           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "start-tile",
             "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window"})
         if (options.wasGiven(flag))
           return rt::Status::error(

@@ -19,6 +19,7 @@ struct Options {
   int64_t m = 4096, n = 4096, k = 4096;
   std::string dtype = "bf16";
   std::string schedule = "auto"; ///< auto | ws | plain
+  std::string copyEngine = "tma"; ///< gemm: tma | cp-async | mixed
   int64_t stages = 2;
   int64_t startTile = 0;
   /// Attention shape (the sink-attention kernels; validated here, rejected

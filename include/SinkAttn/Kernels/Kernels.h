@@ -38,6 +38,9 @@ struct KernelConfig {
   /// tile-warp-specialize adds a TMA producer warpgroup), "plain" (it does
   /// not: every thread loads and computes), or "auto" (the faster one).
   std::string schedule = "auto";
+  /// gemm: "tma", "cp-async" (both operands loaded with cp.async: a SIMT
+  /// producer) or "mixed" (A with cp.async, B with TMA).
+  std::string copyEngine = "tma";
   /// Attention (sink-fwd): Q is [batch, heads, seqQ, headDim], K and V are
   /// [batch, kvHeads, seqKv, headDim]; window 0 means no sliding window.
   int64_t batch = 1, heads = 1, kvHeads = 1, seqQ = 128, seqKv = 128,

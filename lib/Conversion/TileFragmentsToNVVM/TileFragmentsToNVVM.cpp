@@ -301,26 +301,6 @@ struct ReduceLowering : public OpConversionPattern<ReduceOp> {
 // Stores
 //===----------------------------------------------------------------------===//
 
-/// Element offset of (row, col) in a 128-byte-swizzled tile of `rows` rows
-/// of 16-bit elements: panel (64 columns) major, 128-byte rows, the 16-byte
-/// chunk index XOR-ed with row % 8 (the TMA/wgmma 128B pattern).
-Value swizzledOffset(OpBuilder &builder, Location loc, Value row, Value col,
-                     int64_t rows) {
-  auto c = [&](int64_t v) { return indexConstant(builder, loc, v); };
-  Value panel = arith::DivUIOp::create(builder, loc, col, c(64));
-  Value inPanel = arith::RemUIOp::create(builder, loc, col, c(64));
-  Value chunk = arith::DivUIOp::create(builder, loc, inPanel, c(8));
-  Value inChunk = arith::RemUIOp::create(builder, loc, inPanel, c(8));
-  Value swizzled = arith::XOrIOp::create(
-      builder, loc, chunk, arith::RemUIOp::create(builder, loc, row, c(8)));
-  Value offset = arith::MulIOp::create(builder, loc, panel, c(rows * 64));
-  offset = arith::AddIOp::create(builder, loc, offset,
-                                 arith::MulIOp::create(builder, loc, row, c(64)));
-  offset = arith::AddIOp::create(
-      builder, loc, offset, arith::MulIOp::create(builder, loc, swizzled, c(8)));
-  return arith::AddIOp::create(builder, loc, offset, inChunk);
-}
-
 struct StoreLowering : public OpConversionPattern<StoreOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -351,7 +331,8 @@ struct StoreLowering : public OpConversionPattern<StoreOp> {
                             : Value();
       Value element = extractRegister(rewriter, loc, value, r);
       if (swizzle) {
-        Value offset = swizzledOffset(rewriter, loc, row, col, type.getShape()[0]);
+        Value offset =
+            createSwizzled128Offset(rewriter, loc, row, col, type.getShape()[0]);
         int64_t cols = type.getShape()[1];
         indices[lead] = arith::DivUIOp::create(rewriter, loc, offset,
                                                indexConstant(rewriter, loc, cols));

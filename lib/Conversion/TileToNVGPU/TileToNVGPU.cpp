@@ -342,6 +342,21 @@ struct MBarrierArriveLowering : public OpConversionPattern<MBarrierArriveOp> {
   }
 };
 
+/// Each thread's `cp.async.mbarrier.arrive.noinc`: the arrival is one of
+/// the slot's expected ones.
+struct CpAsyncArriveLowering : public OpConversionPattern<CpAsyncArriveOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CpAsyncArriveOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value pointer = slotPointer(rewriter, op.getLoc(), adaptor.getBarriers(),
+                                adaptor.getIndex());
+    rewriter.replaceOpWithNewOp<NVVM::CpAsyncMBarrierArriveOp>(
+        op, pointer, /*noinc=*/rewriter.getBoolAttr(true));
+    return success();
+  }
+};
+
 struct MBarrierExpectTxLowering
     : public OpConversionPattern<MBarrierExpectTxOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -571,7 +586,7 @@ struct ConvertTileToNVGPUPass
                            NVVM::NVVMDialect, LLVM::LLVMDialect>();
     RewritePatternSet patterns(context);
     patterns.add<AllocBarrierLowering, MBarrierInitLowering,
-                 MBarrierArriveLowering, MBarrierExpectTxLowering,
+                 MBarrierArriveLowering, CpAsyncArriveLowering, MBarrierExpectTxLowering,
                  MBarrierArriveExpectTxLowering, MBarrierWaitParityLowering>(
         converter, context);
     patterns.add<TmaLowering<TmaLoadOp>, TmaLowering<TmaStoreOp>,

@@ -69,3 +69,31 @@ func.func @store_element_type_mismatch(%o: memref<1024x64xf32>, %s: memref<64x64
   tile.copy %s, %o[%i, %i] : memref<64x64xbf16, 3>, memref<1024x64xf32>
   return
 }
+
+// -----
+
+func.func @cp_async_store(%O: memref<64x64xbf16>, %i: index) {
+  %s = memref.alloc() : memref<64x64xbf16, 3>
+  // expected-error @+1 {{'tile.copy' op engine cp_async only loads into shared memory; stores use TMA}}
+  tile.copy %s, %O[%i, %i] {engine = #tile.engine<cp_async>} : memref<64x64xbf16, 3>, memref<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @cp_async_narrow_rows(%A: memref<64x64xbf16>, %i: index) {
+  %s = memref.alloc() : memref<64x4xbf16, 3>
+  // expected-error @+1 {{'tile.copy' op cannot use cp.async: the tile's innermost dimension spans 8 bytes, not a multiple of the 16-byte copy chunk}}
+  tile.copy %A[%i, %i], %s {engine = #tile.engine<cp_async>} : memref<64x64xbf16>, memref<64x4xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @unknown_engine(%A: memref<64x64xbf16>, %i: index) {
+  %s = memref.alloc() : memref<64x64xbf16, 3>
+  // expected-error @+2 {{expected ::sinkattn::tile::CopyEngine to be one of: tma, cp_async}}
+  // expected-error @+1 {{failed to parse Tile_CopyEngineAttr parameter 'value'}}
+  tile.copy %A[%i, %i], %s {engine = #tile.engine<bulk>} : memref<64x64xbf16>, memref<64x64xbf16, 3>
+  return
+}

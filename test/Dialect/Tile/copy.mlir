@@ -30,3 +30,14 @@ func.func @copy_shared_to_global(%O: memref<?x64xf16, #gpu.address_space<global>
   tile.copy %sO, %O[%m, %c0] : memref<64x64xf16, #gpu.address_space<workgroup>>, memref<?x64xf16, #gpu.address_space<global>>
   return
 }
+
+// A load that asks for cp.async instead of TMA.
+// CHECK-LABEL: func @copy_with_cp_async
+func.func @copy_with_cp_async(%A: memref<4096x4096xbf16>, %m: index, %k: index) {
+  %sA = memref.alloc() : memref<128x64xbf16, #gpu.address_space<workgroup>>
+  // CHECK: tile.copy %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} {engine = #tile.engine<cp_async>} : memref<4096x4096xbf16>, memref<128x64xbf16, #gpu.address_space<workgroup>>
+  tile.copy %A[%m, %k], %sA {engine = #tile.engine<cp_async>} : memref<4096x4096xbf16>, memref<128x64xbf16, #gpu.address_space<workgroup>>
+  // CHECK: tile.copy %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} {engine = #tile.engine<tma>}
+  tile.copy %A[%m, %k], %sA {engine = #tile.engine<tma>} : memref<4096x4096xbf16>, memref<128x64xbf16, #gpu.address_space<workgroup>>
+  return
+}

@@ -126,3 +126,45 @@ func.func @swizzle_64(%A: memref<1024x64xbf16>, %s: memref<64x64xbf16, 3>, %m: i
   tile.tma_load %A[%m, %c0], %s, barrier(%b[%c0]) {swizzle = 64 : i64} : memref<1024x64xbf16>, memref<64x64xbf16, 3>, !tile.barriers<1>
   return
 }
+
+// -----
+
+func.func @cp_async_from_shared(%A: memref<64x64xbf16, 3>, %s: memref<64x64xbf16, 3>, %m: index) {
+  // expected-error @+1 {{'tile.cp_async' op loads global -> shared, but the source is in shared memory}}
+  tile.cp_async %A[%m, %m], %s : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @cp_async_to_global(%A: memref<64x64xbf16>, %s: memref<64x64xbf16>, %m: index) {
+  // expected-error @+1 {{'tile.cp_async' op loads global -> shared, but the destination is in global memory}}
+  tile.cp_async %A[%m, %m], %s : memref<64x64xbf16>, memref<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @cp_async_chunk(%A: memref<64x64xf32>, %s: memref<64x2xf32, 3>, %m: index) {
+  // expected-error @+1 {{'tile.cp_async' op cannot use cp.async: the tile's innermost dimension spans 8 bytes, not a multiple of the 16-byte copy chunk}}
+  tile.cp_async %A[%m, %m], %s : memref<64x64xf32>, memref<64x2xf32, 3>
+  return
+}
+
+// -----
+
+func.func @cp_async_indices(%A: memref<8x64x64xbf16>, %s: memref<64x64xbf16, 3>, %m: index) {
+  // expected-error @+1 {{'tile.cp_async' op the global memref has rank 3 and needs 3 indices, got 2}}
+  tile.cp_async %A[%m, %m], %s : memref<8x64x64xbf16>, memref<64x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @cp_async_arrive_slot(%m: index) {
+  %c2 = arith.constant 2 : index
+  %b = tile.alloc_barrier [1, 1] : !tile.barriers<2>
+  // expected-error @+1 {{'tile.cp_async_arrive' op barrier index 2 is out of range for '!tile.barriers<2>' (slots 0..1)}}
+  tile.cp_async_arrive %b[%c2] : !tile.barriers<2>
+  return
+}

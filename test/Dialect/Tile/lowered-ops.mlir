@@ -2,7 +2,8 @@
 // RUN: sinkattn-opt %s --mlir-print-op-generic | sinkattn-opt | FileCheck %s
 
 // The low-level ops the lowering passes produce: barrier init, fused
-// arrive + expect_tx, single-thread TMA load and store.
+// arrive + expect_tx, single-thread TMA load and store, the role's cp.async
+// share and its noinc arrive.
 // CHECK-LABEL: func @lowered
 func.func @lowered(%A: memref<1024x64xbf16>, %O: memref<1024x64xbf16>, %m: index) {
   %c0 = arith.constant 0 : index
@@ -18,6 +19,10 @@ func.func @lowered(%A: memref<1024x64xbf16>, %O: memref<1024x64xbf16>, %m: index
   tile.tma_load %A[%m, %c0], %s, barrier(%b[%c0]) : memref<1024x64xbf16>, memref<64x64xbf16, 3>, !tile.barriers<1>
   // CHECK: tile.tma_store %[[S]], %{{.*}}[%{{.*}}, %{{.*}}] : memref<64x64xbf16, 3>, memref<1024x64xbf16>
   tile.tma_store %s, %O[%m, %c0] : memref<64x64xbf16, 3>, memref<1024x64xbf16>
+  // CHECK: tile.cp_async %{{.*}}[%{{.*}}, %{{.*}}], %[[S]] : memref<1024x64xbf16>, memref<64x64xbf16, 3>
+  tile.cp_async %A[%m, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, 3>
+  // CHECK: tile.cp_async_arrive %[[B]][%{{.*}}] : !tile.barriers<1>
+  tile.cp_async_arrive %b[%c0] : !tile.barriers<1>
   return
 }
 

@@ -70,6 +70,26 @@ int64_t sinkattn::tile::getSwizzleBytes(Value tile) {
   return swizzle ? swizzle.getInt() : 0;
 }
 
+Value sinkattn::tile::createSwizzled128Offset(OpBuilder &builder, Location loc,
+                                              Value row, Value col,
+                                              int64_t rows) {
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(builder, loc, v);
+  };
+  Value panel = arith::DivUIOp::create(builder, loc, col, c(64));
+  Value inPanel = arith::RemUIOp::create(builder, loc, col, c(64));
+  Value chunk = arith::DivUIOp::create(builder, loc, inPanel, c(8));
+  Value inChunk = arith::RemUIOp::create(builder, loc, inPanel, c(8));
+  Value swizzled = arith::XOrIOp::create(
+      builder, loc, chunk, arith::RemUIOp::create(builder, loc, row, c(8)));
+  Value offset = arith::MulIOp::create(builder, loc, panel, c(rows * 64));
+  offset = arith::AddIOp::create(builder, loc, offset,
+                                 arith::MulIOp::create(builder, loc, row, c(64)));
+  offset = arith::AddIOp::create(
+      builder, loc, offset, arith::MulIOp::create(builder, loc, swizzled, c(8)));
+  return arith::AddIOp::create(builder, loc, offset, inChunk);
+}
+
 //===----------------------------------------------------------------------===//
 // BarrierArrayType
 //===----------------------------------------------------------------------===//

@@ -13,6 +13,8 @@ using namespace sinkattn::tile;
 /// hardware counters (PTX ISA, "Contents of the mbarrier object").
 static constexpr int64_t kMaxArriveCount = (1 << 20) - 1;
 static constexpr int64_t kMaxTxBytes = (1 << 20) - 1;
+/// cp.async moves 16-byte chunks (the .cg form, which bypasses L1).
+static constexpr int64_t kCpAsyncChunkBytes = 16;
 
 /// "64x128" for a shape.
 static std::string formatShape(ArrayRef<int64_t> shape) {
@@ -143,15 +145,36 @@ LogicalResult MBarrierWaitParityOp::verify() {
 // Copies
 //===----------------------------------------------------------------------===//
 
+/// A cp.async destination: 16-byte chunks tile the innermost dimension.
+static LogicalResult verifyCpAsyncTile(Operation *op, MemRefType shared) {
+  int64_t rowBytes =
+      shared.getShape().back() * shared.getElementTypeBitWidth() / 8;
+  if (rowBytes % kCpAsyncChunkBytes != 0)
+    return op->emitOpError()
+           << "cannot use cp.async: the tile's innermost dimension spans "
+           << rowBytes << " bytes, not a multiple of the " << kCpAsyncChunkBytes
+           << "-byte copy chunk";
+  return success();
+}
+
 LogicalResult CopyOp::verify() {
   MemRefType source = getSource().getType();
   MemRefType dest = getDest().getType();
-  if (isGlobalMemory(source) && isSharedMemory(dest))
-    return verifyGlobalSharedTile(*this, source, getSourceIndices(), dest,
-                                  getDestIndices());
-  if (isSharedMemory(source) && isGlobalMemory(dest))
+  if (isGlobalMemory(source) && isSharedMemory(dest)) {
+    if (failed(verifyGlobalSharedTile(*this, source, getSourceIndices(), dest,
+                                      getDestIndices())))
+      return failure();
+    if (getCopyEngine() == CopyEngine::cp_async)
+      return verifyCpAsyncTile(*this, dest);
+    return success();
+  }
+  if (isSharedMemory(source) && isGlobalMemory(dest)) {
+    if (getCopyEngine() != CopyEngine::tma)
+      return emitOpError() << "engine " << stringifyCopyEngine(getCopyEngine())
+                           << " only loads into shared memory; stores use TMA";
     return verifyGlobalSharedTile(*this, dest, getDestIndices(), source,
                                   getSourceIndices());
+  }
   return emitOpError() << "copies between global and shared memory, got "
                        << describeSpace(source) << " -> "
                        << describeSpace(dest);
@@ -183,6 +206,25 @@ template <typename TmaOp> static LogicalResult verifyTmaLoad(TmaOp op) {
 }
 
 LogicalResult TmaCopyOp::verify() { return verifyTmaLoad(*this); }
+
+LogicalResult CpAsyncOp::verify() {
+  MemRefType source = getSource().getType();
+  MemRefType dest = getDest().getType();
+  if (!isGlobalMemory(source))
+    return emitOpError() << "loads global -> shared, but the source is in "
+                         << describeSpace(source) << " memory";
+  if (!isSharedMemory(dest))
+    return emitOpError() << "loads global -> shared, but the destination is in "
+                         << describeSpace(dest) << " memory";
+  if (failed(verifyGlobalSharedTile(*this, source, getSourceIndices(), dest,
+                                    /*sharedIndices=*/{})))
+    return failure();
+  return verifyCpAsyncTile(*this, dest);
+}
+
+LogicalResult CpAsyncArriveOp::verify() {
+  return verifyBarrierSlot(*this, getBarriers().getType(), getIndex());
+}
 
 LogicalResult TmaLoadOp::verify() { return verifyTmaLoad(*this); }
 

@@ -376,6 +376,17 @@ Value sinkattn::tile::createStagedBuffer(OpBuilder &builder,
                                  ValueRange{}, alloc->getAttrs());
 }
 
+bool sinkattn::tile::anyCpAsync(ArrayRef<CopyOp> copies) {
+  return llvm::any_of(copies, [](CopyOp copy) {
+    return copy.getCopyEngine() == CopyEngine::cp_async;
+  });
+}
+
+int64_t sinkattn::tile::arrivalsPerPhase(ArrayRef<CopyOp> copies,
+                                         int64_t roleThreads) {
+  return anyCpAsync(copies) ? roleThreads : 1;
+}
+
 void sinkattn::tile::issueCopiesAndArrive(
     OpBuilder &builder, Location loc, ArrayRef<CopyOp> copies,
     const IRMapping &mapping, Value barriers, Value slot,
@@ -384,8 +395,16 @@ void sinkattn::tile::issueCopiesAndArrive(
     SmallVector<Value> indices;
     for (Value index : copy.getSourceIndices())
       indices.push_back(mapping.lookupOrDefault(index));
-    TmaCopyOp::create(builder, copy.getLoc(), barriers, slot, copy.getSource(),
-                      indices, destinationOf(copy));
+    if (copy.getCopyEngine() == CopyEngine::cp_async)
+      CpAsyncOp::create(builder, copy.getLoc(), copy.getSource(), indices,
+                        destinationOf(copy));
+    else
+      TmaCopyOp::create(builder, copy.getLoc(), barriers, slot,
+                        copy.getSource(), indices, destinationOf(copy));
+  }
+  if (anyCpAsync(copies)) {
+    CpAsyncArriveOp::create(builder, loc, barriers, slot);
+    return;
   }
   Value leader =
       createLeaderPredicate(builder, loc, builder.getInsertionBlock()->getParentOp());

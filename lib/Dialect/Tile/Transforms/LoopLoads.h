@@ -92,10 +92,22 @@ void replaceInLoop(mlir::OpBuilder &builder, mlir::memref::AllocOp alloc,
 mlir::Value createStagedBuffer(mlir::OpBuilder &builder,
                                mlir::memref::AllocOp alloc, int64_t stages);
 
-/// Issues `copies` as `tile.tma_copy`s on slot `slot` of `barriers`, with
-/// their indices through `mapping`, each into `destinationOf(copy)`; then
-/// the first thread of the role arrives on the slot (the TMA bytes complete
-/// it).
+/// Whether any of `copies` loads with cp.async.
+bool anyCpAsync(llvm::ArrayRef<CopyOp> copies);
+
+/// Arrivals that complete one phase of the barrier slot `copies` load on:
+/// one per thread of the issuing role (`roleThreads`) when any copy uses
+/// cp.async (each thread's `cp.async.mbarrier.arrive.noinc`), else one (the
+/// role's first thread; the TMA bytes complete the phase).
+int64_t arrivalsPerPhase(llvm::ArrayRef<CopyOp> copies, int64_t roleThreads);
+
+/// Issues `copies` on slot `slot` of `barriers`, with their indices through
+/// `mapping`, each into `destinationOf(copy)`: TMA copies as
+/// `tile.tma_copy` (expected bytes on the slot), cp.async copies as
+/// `tile.cp_async`. Then the role arrives as arrivalsPerPhase counts: every
+/// thread with `tile.cp_async_arrive` when there are cp.async copies (the
+/// TMA bytes are only expected then, so the slot is not over-arrived), else
+/// the role's first thread.
 void issueCopiesAndArrive(
     mlir::OpBuilder &builder, mlir::Location loc, llvm::ArrayRef<CopyOp> copies,
     const mlir::IRMapping &mapping, mlir::Value barriers, mlir::Value slot,

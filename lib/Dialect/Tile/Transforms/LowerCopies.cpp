@@ -3,6 +3,8 @@
 #include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
 #include "Utils.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -134,6 +136,177 @@ lowerSynchronousLoad(Operation *op, int64_t bytes, PatternRewriter &rewriter,
   return success();
 }
 
+/// The threads that share a cp.async copy: how many (a constant when the
+/// role or the kernel's known_block_size says, else `gpu.block_dim`) and
+/// the executing thread's number among them (x fastest).
+struct CopyingThreads {
+  std::optional<int64_t> staticCount;
+  Value count;
+  Value thread;
+};
+
+CopyingThreads getCopyingThreads(PatternRewriter &rewriter, Operation *op) {
+  Location loc = op->getLoc();
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  auto tid = [&](gpu::Dimension dim) -> Value {
+    return gpu::ThreadIdOp::create(rewriter, loc, dim);
+  };
+  ThreadRole role = getThreadRole(op);
+  if (role.count != 0)
+    return {role.count, c(role.count),
+            arith::SubIOp::create(rewriter, loc, tid(gpu::Dimension::x),
+                                  c(role.base))};
+  auto func = op->getParentOfType<gpu::GPUFuncOp>();
+  DenseI32ArrayAttr known = func ? func.getKnownBlockSizeAttr() : nullptr;
+  if (known && known.size() == 3) {
+    ArrayRef<int32_t> dims = known.asArrayRef();
+    Value thread = tid(gpu::Dimension::x);
+    if (dims[1] != 1 || dims[2] != 1) {
+      // x + X * (y + Y * z)
+      Value yz = arith::AddIOp::create(
+          rewriter, loc, tid(gpu::Dimension::y),
+          arith::MulIOp::create(rewriter, loc, c(dims[1]), tid(gpu::Dimension::z)));
+      thread = arith::AddIOp::create(
+          rewriter, loc, thread, arith::MulIOp::create(rewriter, loc, c(dims[0]), yz));
+    }
+    int64_t count = int64_t(dims[0]) * dims[1] * dims[2];
+    return {count, c(count), thread};
+  }
+  auto dim = [&](gpu::Dimension d) -> Value {
+    return gpu::BlockDimOp::create(rewriter, loc, d);
+  };
+  Value dimX = dim(gpu::Dimension::x), dimY = dim(gpu::Dimension::y);
+  Value yz = arith::AddIOp::create(
+      rewriter, loc, tid(gpu::Dimension::y),
+      arith::MulIOp::create(rewriter, loc, dimY, tid(gpu::Dimension::z)));
+  Value thread = arith::AddIOp::create(
+      rewriter, loc, tid(gpu::Dimension::x),
+      arith::MulIOp::create(rewriter, loc, dimX, yz));
+  Value count = arith::MulIOp::create(
+      rewriter, loc, arith::MulIOp::create(rewriter, loc, dimX, dimY),
+      dim(gpu::Dimension::z));
+  return {std::nullopt, count, thread};
+}
+
+/// `tile.cp_async`: thread `t` of the `P` copying threads moves the 16-byte
+/// chunks `t, t + P, ...` of the tile (row-major), each with one
+/// `nvgpu.device_async_copy`. Chunks beyond the global tensor copy zero
+/// source bytes (zero fill, as TMA) from a clamped, valid address.
+struct LowerCpAsync : public OpRewritePattern<CpAsyncOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CpAsyncOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    CopyingThreads threads = getCopyingThreads(rewriter, op);
+    MemRefType tile = op.getDest().getType();
+    MemRefType global = op.getSource().getType();
+    ArrayRef<int64_t> shape = tile.getShape();
+    int64_t chunkElements = 16 * 8 / tile.getElementTypeBitWidth();
+    int64_t chunks = tile.getNumElements() / chunkElements;
+    int64_t lead = global.getRank() - tile.getRank();
+    int64_t swizzle = getSwizzleBytes(op.getDest());
+    auto c = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(rewriter, loc, v);
+    };
+    SmallVector<Value> dims;
+    for (int64_t d = 0; d < global.getRank(); ++d)
+      dims.push_back(memref::DimOp::create(rewriter, loc, op.getSource(), d));
+
+    OpBuilder::InsertionGuard guard(rewriter);
+    Value chunk;
+    if (threads.staticCount) {
+      // A constant trip count (unrolled later): rounds of P chunks, the
+      // last one guarded when P does not divide the chunk count.
+      int64_t count = *threads.staticCount;
+      auto loop = scf::ForOp::create(rewriter, loc, c(0),
+                                     c(llvm::divideCeil(chunks, count)), c(1));
+      rewriter.setInsertionPointToStart(loop.getBody());
+      chunk = arith::AddIOp::create(
+          rewriter, loc, threads.thread,
+          arith::MulIOp::create(rewriter, loc, loop.getInductionVar(), c(count)));
+      if (chunks % count != 0) {
+        Value exists = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ult, chunk, c(chunks));
+        auto ifOp = scf::IfOp::create(rewriter, loc, exists, /*withElse=*/false);
+        rewriter.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      }
+    } else {
+      // The block size is only known at run time: a block-stride loop.
+      auto loop = scf::ForOp::create(rewriter, loc, threads.thread, c(chunks),
+                                     threads.count);
+      rewriter.setInsertionPointToStart(loop.getBody());
+      chunk = loop.getInductionVar();
+    }
+    // The chunk's first element in the tile, row-major.
+    SmallVector<Value> tileIndices(shape.size());
+    Value linear = arith::MulIOp::create(rewriter, loc, chunk, c(chunkElements));
+    for (int64_t d = shape.size() - 1; d >= 0; --d) {
+      tileIndices[d] = arith::RemUIOp::create(rewriter, loc, linear, c(shape[d]));
+      linear = arith::DivUIOp::create(rewriter, loc, linear, c(shape[d]));
+    }
+    // Its global coordinates, whether they are inside the tensor, and how
+    // many of its elements are (the innermost dimension may end inside it).
+    SmallVector<Value> globalIndices(op.getSourceIndices());
+    for (size_t d = 0; d < shape.size(); ++d)
+      globalIndices[lead + d] = arith::AddIOp::create(
+          rewriter, loc, globalIndices[lead + d], tileIndices[d]);
+    Value inside;
+    for (auto [index, dim] : llvm::zip(globalIndices, dims)) {
+      Value below = arith::CmpIOp::create(rewriter, loc,
+                                          arith::CmpIPredicate::ult, index, dim);
+      inside = inside ? arith::AndIOp::create(rewriter, loc, inside, below)
+                            .getResult()
+                      : below;
+    }
+    Value remaining =
+        arith::SubIOp::create(rewriter, loc, dims.back(), globalIndices.back());
+    Value validElements = arith::SelectOp::create(
+        rewriter, loc, inside,
+        arith::MinUIOp::create(rewriter, loc, remaining, c(chunkElements)), c(0));
+    SmallVector<Value> sourceIndices;
+    for (Value index : globalIndices)
+      sourceIndices.push_back(
+          arith::SelectOp::create(rewriter, loc, inside, index, c(0)));
+    SmallVector<Value> destIndices = tileIndices;
+    if (swizzle) {
+      int64_t cols = shape.back();
+      Value offset = createSwizzled128Offset(rewriter, loc, tileIndices[0],
+                                             tileIndices[1], shape[0]);
+      destIndices[0] = arith::DivUIOp::create(rewriter, loc, offset, c(cols));
+      destIndices[1] = arith::RemUIOp::create(rewriter, loc, offset, c(cols));
+    }
+    nvgpu::DeviceAsyncCopyOp::create(
+        rewriter, loc, nvgpu::DeviceAsyncTokenType::get(op.getContext()),
+        op.getDest(), destIndices, op.getSource(), sourceIndices,
+        rewriter.getIndexAttr(chunkElements), validElements,
+        rewriter.getUnitAttr());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// A synchronous cp.async load: earlier readers are done, every thread
+/// copies its chunks and waits for them, makes them visible to the async
+/// proxy (wgmma, TMA stores read it), and the role syncs.
+LogicalResult lowerSynchronousCpAsync(CopyOp op, PatternRewriter &rewriter) {
+  Location loc = op.getLoc();
+  createRoleSync(rewriter, loc, op);
+  CpAsyncOp::create(rewriter, loc, op.getSource(), op.getSourceIndices(),
+                    op.getDest());
+  NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
+  NVVM::CpAsyncWaitGroupOp::create(rewriter, loc, 0);
+  NVVM::FenceProxyOp::create(
+      rewriter, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(rewriter.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+  createRoleSync(rewriter, loc, op);
+  rewriter.eraseOp(op);
+  return success();
+}
+
 struct LowerIm2colCopy : public OpRewritePattern<Im2colCopyOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -177,6 +350,8 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
     auto sourceType = cast<MemRefType>(op.getSource().getType());
     if (isSharedMemory(sourceType))
       return lowerStore(op, rewriter);
+    if (op.getCopyEngine() == CopyEngine::cp_async)
+      return lowerSynchronousCpAsync(op, rewriter);
     return lowerLoad(op, rewriter);
   }
 
@@ -223,6 +398,9 @@ struct TileLowerCopiesPass
     // Reject tiles TMA cannot move first, so the patterns always apply.
     bool invalid = false;
     getOperation()->walk([&](Operation *op) {
+      if (auto copy = dyn_cast<CopyOp>(op);
+          copy && copy.getCopyEngine() == CopyEngine::cp_async)
+        return;
       if (auto copy = dyn_cast<CopyOp>(op)) {
         auto source = cast<MemRefType>(copy.getSource().getType());
         Value tile = isSharedMemory(source) ? copy.getSource() : copy.getDest();
@@ -234,7 +412,8 @@ struct TileLowerCopiesPass
     if (invalid)
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
-    patterns.add<LowerTmaCopy, LowerCopy, LowerIm2colCopy>(&getContext());
+    patterns.add<LowerTmaCopy, LowerCopy, LowerIm2colCopy, LowerCpAsync>(
+        &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

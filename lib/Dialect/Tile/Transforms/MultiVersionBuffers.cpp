@@ -28,7 +28,7 @@ std::optional<std::pair<OpOperand *, OpOperand *>> slotOperands(Operation *op) {
                               &tma.getBarrierIndexMutable());
       })
       .Case<MBarrierArriveOp, MBarrierExpectTxOp, MBarrierArriveExpectTxOp,
-            MBarrierWaitParityOp, MBarrierInitOp>([](auto slotOp) {
+            MBarrierWaitParityOp, MBarrierInitOp, CpAsyncArriveOp>([](auto slotOp) {
         return std::make_pair(&slotOp.getBarriersMutable(),
                               &slotOp.getIndexMutable());
       })

@@ -23,12 +23,20 @@ namespace sinkattn::tile {
 
 namespace {
 
-/// Issues, under `condition`, the loads of the loop iteration whose
-/// induction value is `inductionValue` into version `stage` of the staged
-/// buffers, on slot `stage` of `full`; one thread arrives.
-void issueLoads(OpBuilder &builder, LoopLoads &loads,
-                const DenseMap<Operation *, Value> &stagedOfCopy, Value full,
-                Value condition, Value inductionValue, Value stage) {
+/// The cp.async copies of one producer group: one commit group per
+/// iteration.
+struct CommitGroup {
+  SmallVector<CopyOp> copies;
+  Operation *firstReader = nullptr;
+  Operation *lastUser = nullptr;
+};
+
+/// Clones, under `condition`, the index computations of the loop iteration
+/// whose induction value is `inductionValue`; `issue` emits the copies with
+/// the mapping.
+void underIteration(OpBuilder &builder, LoopLoads &loads, Value condition,
+                    Value inductionValue,
+                    function_ref<void(const IRMapping &)> issue) {
   Location loc = loads.loop.getLoc();
   auto ifOp = scf::IfOp::create(builder, loc, condition, /*withElse=*/false);
   OpBuilder::InsertionGuard guard(builder);
@@ -37,16 +45,65 @@ void issueLoads(OpBuilder &builder, LoopLoads &loads,
   mapping.map(loads.loop.getInductionVar(), inductionValue);
   for (Operation *op : loads.loopOps)
     builder.clone(*op, mapping);
-  // Every load of the iteration on the version's one barrier (count 1):
-  // a single arrive.
-  SmallVector<CopyOp> copies;
-  for (ProducerGroup &group : loads.groups)
-    llvm::append_range(copies, group.copies);
-  issueCopiesAndArrive(builder, loc, copies, mapping, full, stage,
-                       [&](CopyOp copy) {
+  issue(mapping);
+}
+
+/// Issues, under `condition`, the TMA loads of the loop iteration whose
+/// induction value is `inductionValue` into version `stage` of the staged
+/// buffers, on slot `stage` of `full`; one thread arrives.
+void issueTmaLoads(OpBuilder &builder, LoopLoads &loads,
+                   ArrayRef<CopyOp> copies,
+                   const DenseMap<Operation *, Value> &stagedOfCopy, Value full,
+                   Value condition, Value inductionValue, Value stage) {
+  underIteration(builder, loads, condition, inductionValue,
+                 [&](const IRMapping &mapping) {
+                   // Every load of the iteration on the version's one
+                   // barrier (count 1): a single arrive.
+                   issueCopiesAndArrive(
+                       builder, loads.loop.getLoc(), copies, mapping, full,
+                       stage, [&](CopyOp copy) {
                          return stageView(builder, copy.getLoc(),
                                           stagedOfCopy.lookup(copy), stage);
                        });
+                 });
+}
+
+/// Issues, under `condition`, the cp.async copies of `group` for the
+/// iteration whose induction value is `inductionValue` into version
+/// `stage`, then commits a group (always: the wait counts assume a fixed
+/// number of commit groups per iteration, empty ones included).
+void issueCommitGroup(OpBuilder &builder, LoopLoads &loads,
+                      const CommitGroup &group,
+                      const DenseMap<Operation *, Value> &stagedOfCopy,
+                      Value condition, Value inductionValue, Value stage) {
+  underIteration(builder, loads, condition, inductionValue,
+                 [&](const IRMapping &mapping) {
+                   for (CopyOp copy : group.copies) {
+                     SmallVector<Value> indices;
+                     for (Value index : copy.getSourceIndices())
+                       indices.push_back(mapping.lookupOrDefault(index));
+                     CpAsyncOp::create(builder, copy.getLoc(),
+                                       copy.getSource(), indices,
+                                       stageView(builder, copy.getLoc(),
+                                                 stagedOfCopy.lookup(copy),
+                                                 stage));
+                   }
+                 });
+  NVVM::CpAsyncCommitGroupOp::create(builder, loads.loop.getLoc());
+}
+
+/// The induction value `step * offset` iterations after `base`.
+Value inductionAfter(OpBuilder &builder, scf::ForOp loop, Value base,
+                     int64_t offset) {
+  Location loc = loop.getLoc();
+  Value distance = arith::MulIOp::create(builder, loc, loop.getStep(),
+                                         constantIndex(builder, loc, offset));
+  return arith::AddIOp::create(builder, loc, base, distance);
+}
+
+Value isBefore(OpBuilder &builder, Location loc, Value induction, Value bound) {
+  return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt,
+                               induction, bound);
 }
 
 void pipeline(gpu::GPUFuncOp func, LoopLoads &loads) {
@@ -56,71 +113,163 @@ void pipeline(gpu::GPUFuncOp func, LoopLoads &loads) {
   int64_t stages = loads.stages;
   OpBuilder builder(context);
 
+  // TMA copies prefetch S - 1 iterations ahead on one barrier per version
+  // (S >= 2: with one version there is nothing to prefetch into, and they
+  // stay synchronous copies). cp.async copies form one commit group per
+  // producer group, prefetched S iterations ahead into the version their
+  // group's last user just released.
+  SmallVector<CopyOp> tmaCopies;
+  SmallVector<CommitGroup> commitGroups;
+  for (ProducerGroup &group : loads.groups) {
+    CommitGroup commit{{}, group.firstReader, group.lastUser};
+    for (CopyOp copy : group.copies) {
+      if (copy.getCopyEngine() == CopyEngine::cp_async)
+        commit.copies.push_back(copy);
+      else
+        tmaCopies.push_back(copy);
+    }
+    if (!commit.copies.empty())
+      commitGroups.push_back(commit);
+  }
+  bool prefetchTma = !tmaCopies.empty() && stages >= 2;
+  // Commit groups are issued where their last user releases a version, so
+  // they are committed in the order of their last use.
+  llvm::stable_sort(commitGroups, [](const CommitGroup &a, const CommitGroup &b) {
+    if (a.lastUser != b.lastUser)
+      return a.lastUser->isBeforeInBlock(b.lastUser);
+    return a.firstReader->isBeforeInBlock(b.firstReader);
+  });
+
+  SmallVector<CopyOp> pipelined;
+  if (prefetchTma)
+    pipelined = tmaCopies;
+  for (CommitGroup &group : commitGroups)
+    llvm::append_range(pipelined, group.copies);
+
   // One barrier per version (one TMA arrival each), at the kernel's top
   // level where barrier initialization expects it.
-  builder.setInsertionPointToStart(&func.getBody().front());
-  Value full = AllocBarrierOp::create(
-      builder, loc, BarrierArrayType::get(context, stages),
-      builder.getDenseI64ArrayAttr(SmallVector<int64_t>(stages, 1)));
+  Value full;
+  if (prefetchTma) {
+    builder.setInsertionPointToStart(&func.getBody().front());
+    full = AllocBarrierOp::create(
+        builder, loc, BarrierArrayType::get(context, stages),
+        builder.getDenseI64ArrayAttr(SmallVector<int64_t>(stages, 1)));
+  }
 
+  SmallVector<memref::AllocOp> stagedAllocs;
   DenseMap<Value, Value> staged;
-  for (memref::AllocOp alloc : loads.buffers) {
+  for (CopyOp copy : pipelined) {
+    auto alloc = copy.getDest().getDefiningOp<memref::AllocOp>();
+    if (staged.count(alloc.getResult()))
+      continue;
     builder.setInsertionPointAfter(alloc);
     staged[alloc.getResult()] = createStagedBuffer(builder, alloc, stages);
+    stagedAllocs.push_back(alloc);
   }
   DenseMap<Operation *, Value> stagedOfCopy;
-  for (ProducerGroup &group : loads.groups)
-    for (CopyOp copy : group.copies)
-      stagedOfCopy[copy] = staged.lookup(copy.getDest());
+  for (CopyOp copy : pipelined)
+    stagedOfCopy[copy] = staged.lookup(copy.getDest());
 
-  // Prologue: iterations 0 .. S-2 (those that exist).
+  // Prologue: TMA loads of iterations 0 .. S-2, commit groups of
+  // iterations 0 .. S-1 (those that exist).
   builder.setInsertionPoint(loop);
-  for (int64_t i = 0; i + 1 < stages; ++i) {
-    Value offset = arith::MulIOp::create(builder, loc, loop.getStep(),
-                                         constantIndex(builder, loc, i));
-    Value induction =
-        arith::AddIOp::create(builder, loc, loop.getLowerBound(), offset);
-    Value exists = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt,
-                                         induction, loop.getUpperBound());
-    issueLoads(builder, loads, stagedOfCopy, full, exists, induction,
-               constantIndex(builder, loc, i));
+  for (int64_t i = 0; i < stages; ++i) {
+    Value induction = inductionAfter(builder, loop, loop.getLowerBound(), i);
+    Value exists = isBefore(builder, loc, induction, loop.getUpperBound());
+    Value version = constantIndex(builder, loc, i);
+    if (prefetchTma && i + 1 < stages)
+      issueTmaLoads(builder, loads, tmaCopies, stagedOfCopy, full, exists,
+                    induction, version);
+    for (CommitGroup &group : commitGroups)
+      issueCommitGroup(builder, loads, group, stagedOfCopy, exists, induction,
+                       version);
   }
 
-  // The loop: compute on version it % S, prefetch iteration it + S - 1.
+  // The loop computes on version it % S.
   loop->removeAttr(TileDialect::kNumStagesAttrName);
   auto [stage, parity] = stageAndParity(builder, loop, stages);
   builder.setInsertionPointAfterValue(parity);
-  for (memref::AllocOp alloc : loads.buffers)
+  for (memref::AllocOp alloc : stagedAllocs)
     replaceInLoop(builder, alloc,
                   loop, stageView(builder, alloc.getLoc(),
                                   staged[alloc.getResult()], stage));
-  Value ahead = arith::MulIOp::create(builder, loc, loop.getStep(),
-                                      constantIndex(builder, loc, stages - 1));
-  Value nextInduction =
-      arith::AddIOp::create(builder, loc, loop.getInductionVar(), ahead);
-  Value nextExists = arith::CmpIOp::create(
-      builder, loc, arith::CmpIPredicate::slt, nextInduction, loop.getUpperBound());
-  Value nextStage = arith::RemUIOp::create(
-      builder, loc,
-      arith::AddIOp::create(builder, loc, stage,
-                            constantIndex(builder, loc, stages - 1)),
-      constantIndex(builder, loc, stages));
-  // Version (it + S - 1) % S was read in iteration it - 1: every thread must
-  // be done with it before TMA overwrites it (write after read).
-  createRoleSync(builder, loc, loop);
-  issueLoads(builder, loads, stagedOfCopy, full, nextExists, nextInduction,
-             nextStage);
-  Operation *firstReader = nullptr;
-  for (ProducerGroup &group : loads.groups)
-    if (!firstReader || group.firstReader->isBeforeInBlock(firstReader))
-      firstReader = group.firstReader;
-  builder.setInsertionPoint(firstReader);
-  MBarrierWaitParityOp::create(builder, loc, full, stage, parity);
+  Value afterParity = parity;
 
-  for (ProducerGroup &group : loads.groups)
-    for (CopyOp copy : group.copies)
-      copy.erase();
-  for (memref::AllocOp alloc : loads.buffers)
+  if (prefetchTma) {
+    // Prefetch iteration it + S - 1 into version (it + S - 1) % S, which
+    // iteration it - 1 read: every thread must be done with it before TMA
+    // overwrites it (write after read).
+    Value nextInduction =
+        inductionAfter(builder, loop, loop.getInductionVar(), stages - 1);
+    Value nextExists = isBefore(builder, loc, nextInduction, loop.getUpperBound());
+    Value nextStage = arith::RemUIOp::create(
+        builder, loc,
+        arith::AddIOp::create(builder, loc, stage,
+                              constantIndex(builder, loc, stages - 1)),
+        constantIndex(builder, loc, stages));
+    createRoleSync(builder, loc, loop);
+    issueTmaLoads(builder, loads, tmaCopies, stagedOfCopy, full, nextExists,
+                  nextInduction, nextStage);
+    Operation *firstReader = nullptr;
+    for (ProducerGroup &group : loads.groups)
+      if (llvm::any_of(group.copies, [&](CopyOp copy) {
+            return llvm::is_contained(tmaCopies, copy);
+          }) &&
+          (!firstReader || group.firstReader->isBeforeInBlock(firstReader)))
+        firstReader = group.firstReader;
+    builder.setInsertionPoint(firstReader);
+    MBarrierWaitParityOp::create(builder, loc, full, stage, parity);
+  }
+
+  if (!commitGroups.empty()) {
+    builder.setInsertionPointAfterValue(afterParity);
+    Value nextInduction =
+        inductionAfter(builder, loop, loop.getInductionVar(), stages);
+    Value nextExists = isBefore(builder, loc, nextInduction, loop.getUpperBound());
+    // Before a group's first reader, wait until at most N commit groups
+    // are pending, N counting those committed after it: the later groups
+    // of its own round, S - 1 whole rounds, and this iteration's commits
+    // that come before the reader (their last users precede it).
+    int64_t groupCount = commitGroups.size();
+    DenseMap<Operation *, int64_t> pendingAt;
+    SmallVector<Operation *> readers;
+    for (auto [order, group] : llvm::enumerate(commitGroups)) {
+      int64_t committedBefore = llvm::count_if(commitGroups, [&](const CommitGroup &g) {
+        return g.lastUser->isBeforeInBlock(group.firstReader);
+      });
+      int64_t pending = (groupCount - int64_t(order) - 1) +
+                        (stages - 1) * groupCount + committedBefore;
+      auto [it, inserted] = pendingAt.try_emplace(group.firstReader, pending);
+      if (inserted)
+        readers.push_back(group.firstReader);
+      else
+        it->second = std::min(it->second, pending);
+    }
+    for (Operation *reader : readers) {
+      builder.setInsertionPoint(reader);
+      NVVM::CpAsyncWaitGroupOp::create(builder, loc, pendingAt[reader]);
+      // This thread's chunks are in shared memory: make them visible to
+      // the async proxy (wgmma), then wait for every thread's.
+      NVVM::FenceProxyOp::create(
+          builder, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(context, NVVM::SharedSpace::shared_cta));
+      createRoleSync(builder, loc, reader);
+    }
+    // After a last user, every thread is done with version it % S: refill
+    // it with iteration it + S.
+    for (size_t i = 0; i < commitGroups.size();) {
+      Operation *lastUser = commitGroups[i].lastUser;
+      builder.setInsertionPointAfter(lastUser);
+      createRoleSync(builder, loc, lastUser);
+      for (; i < commitGroups.size() && commitGroups[i].lastUser == lastUser; ++i)
+        issueCommitGroup(builder, loads, commitGroups[i], stagedOfCopy,
+                         nextExists, nextInduction, stage);
+    }
+  }
+
+  for (CopyOp copy : pipelined)
+    copy.erase();
+  for (memref::AllocOp alloc : stagedAllocs)
     alloc.erase();
 }
 
@@ -151,8 +300,11 @@ struct TileSoftwarePipelinePass
                              "are only warp-specialized";
         return;
       }
-      if (loads->stages < 2)
-        return; // nothing to prefetch
+      bool cpAsync = llvm::any_of(loads->groups, [](ProducerGroup &group) {
+        return anyCpAsync(group.copies);
+      });
+      if (loads->stages < 2 && !cpAsync)
+        return; // nothing to prefetch into
       pipeline(func, *loads);
     });
   }

@@ -25,17 +25,25 @@ namespace sinkattn::tile {
 } // namespace sinkattn::tile
 
 namespace {
+/// The producer is one warpgroup (setmaxnreg works per warpgroup): one
+/// thread issues TMA copies, all 128 issue cp.async chunks.
 constexpr int64_t kProducerThreads = 128;
 /// A TMA-only producer needs few registers: it computes indices and issues
 /// copies.
-constexpr int64_t kProducerRegisters = 24;
+constexpr int64_t kTmaProducerRegisters = 24;
+/// A cp.async producer computes an address per 16-byte chunk: ptxas
+/// spills the cp.async GEMM's producer (24 chunks per thread and stage) at
+/// 40 and 48 registers, not at 56.
+constexpr int64_t kSimtProducerRegisters = 56;
 constexpr int64_t kRegisterFile = 65536;
 /// ptxas allocates at most 255 registers; setmaxnreg takes multiples of 8.
 constexpr int64_t kMaxConsumerRegisters = 240;
 
-/// A warp-specialization plan: the loop's loads and the consumer count.
+/// A warp-specialization plan: the loop's loads and the thread split.
 struct Plan : LoopLoads {
   int64_t consumerThreads = 0;
+  int64_t producerThreads = kProducerThreads;
+  int64_t producerRegisters = kTmaProducerRegisters;
 };
 
 /// Decides whether and how `func` is specialized; the reason in `why` when
@@ -88,15 +96,26 @@ FailureOr<Plan> analyze(gpu::GPUFuncOp func, std::string &why) {
   if (failed(loads))
     return failure();
   static_cast<LoopLoads &>(plan) = std::move(*loads);
+  bool simt = anyCpAsync(plan.preLoopCopies) ||
+              llvm::any_of(plan.groups, [](const ProducerGroup &group) {
+                return anyCpAsync(group.copies);
+              });
+  // A cp.async producer keeps its whole warpgroup busy copying. It does
+  // not grow to the consumers' thread count (the seed's rule): ptxas caps
+  // every thread's registers at 64K / maxntid whatever setmaxnreg says, so
+  // 256 consumers + 256 producers would leave a wgmma consumer 128.
+  if (simt)
+    plan.producerRegisters = kSimtProducerRegisters;
   return plan;
 }
 
 /// Registers per consumer thread: as many as the register file allows once
-/// the producer warpgroup has its share (one block per SM), a multiple of 8,
-/// at most 240.
-int64_t consumerRegisters(int64_t consumerThreads) {
+/// the producer has its share (one block per SM), a multiple of 8, at most
+/// 240.
+int64_t consumerRegisters(const Plan &plan) {
   int64_t available =
-      (kRegisterFile - kProducerThreads * kProducerRegisters) / consumerThreads;
+      (kRegisterFile - plan.producerThreads * plan.producerRegisters) /
+      plan.consumerThreads;
   return std::min<int64_t>(kMaxConsumerRegisters, available / 8 * 8);
 }
 
@@ -104,10 +123,10 @@ int64_t consumerRegisters(int64_t consumerThreads) {
 /// consumers more than an even split of the register file would: with one
 /// consumer warpgroup every thread can have 240 registers anyway (and ptxas
 /// cannot then tell the entry register count: warning C7508).
-bool reallocationPays(int64_t consumerThreads) {
+bool reallocationPays(const Plan &plan) {
   int64_t evenSplit =
-      kRegisterFile / (consumerThreads + kProducerThreads) / 8 * 8;
-  return evenSplit < consumerRegisters(consumerThreads);
+      kRegisterFile / (plan.consumerThreads + plan.producerThreads) / 8 * 8;
+  return evenSplit < consumerRegisters(plan);
 }
 
 void specialize(gpu::GPUFuncOp func, Plan &plan) {
@@ -118,6 +137,7 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
   int64_t stages = plan.stages;
   int64_t groupCount = plan.groups.size();
   int64_t consumers = plan.consumerThreads;
+  int64_t producers = plan.producerThreads;
 
   // 1. Allocations first: both roles use them.
   SmallVector<Operation *> allocations;
@@ -137,18 +157,27 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
   else
     builder.setInsertionPointToStart(&entry);
 
-  // 2. Barriers: S·G forward (one TMA arrival) and S·G back-pressure (every
-  // consumer thread), plus one per load before the loop.
-  auto barrierArray = [&](int64_t slots, int64_t count) -> Value {
-    if (slots == 0)
+  // 2. Barriers: S·G forward (one TMA arrival, or one cp.async arrival
+  // per producer thread) and S·G back-pressure (every consumer thread),
+  // plus one per load before the loop. Slot stage·G + g.
+  auto barrierArray = [&](ArrayRef<int64_t> counts) -> Value {
+    if (counts.empty())
       return Value();
     return AllocBarrierOp::create(
-        builder, loc, BarrierArrayType::get(context, slots),
-        builder.getDenseI64ArrayAttr(SmallVector<int64_t>(slots, count)));
+        builder, loc, BarrierArrayType::get(context, counts.size()),
+        builder.getDenseI64ArrayAttr(counts));
   };
-  Value full = barrierArray(stages * groupCount, 1);
-  Value empty = barrierArray(stages * groupCount, consumers);
-  Value preLoop = barrierArray(plan.preLoopCopies.size(), 1);
+  SmallVector<int64_t> fullCounts, emptyCounts, preLoopCounts;
+  for (int64_t stage = 0; stage < stages; ++stage)
+    for (const ProducerGroup &group : plan.groups) {
+      fullCounts.push_back(arrivalsPerPhase(group.copies, producers));
+      emptyCounts.push_back(consumers);
+    }
+  for (CopyOp copy : plan.preLoopCopies)
+    preLoopCounts.push_back(arrivalsPerPhase({copy}, producers));
+  Value full = barrierArray(fullCounts);
+  Value empty = barrierArray(emptyCounts);
+  Value preLoop = barrierArray(preLoopCounts);
 
   // 3. Staged buffers: a leading dimension S.
   DenseMap<Value, Value> staged;
@@ -162,9 +191,9 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
     for (CopyOp copy : group.copies)
       stagedOfCopy[copy] = staged.lookup(copy.getDest());
 
-  // 4. The roles: producer warpgroup first (threads 0-127), consumers after.
+  // 4. The roles: producer warpgroup(s) first, consumers after.
   Value tid = gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::x);
-  Value producerEnd = constantIndex(builder, loc, kProducerThreads);
+  Value producerEnd = constantIndex(builder, loc, producers);
   Value isProducer = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ult,
                                            tid, producerEnd);
   Value isConsumer = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::uge,
@@ -177,9 +206,8 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
     ifOp->setAttr(kThreadCountAttrName, builder.getI64IntegerAttr(count));
     return ifOp;
   };
-  scf::IfOp producer = roleRegion(isProducer, "producer", 0, kProducerThreads);
-  scf::IfOp consumer =
-      roleRegion(isConsumer, "consumer", kProducerThreads, consumers);
+  scf::IfOp producer = roleRegion(isProducer, "producer", 0, producers);
+  scf::IfOp consumer = roleRegion(isConsumer, "consumer", producers, consumers);
 
   // 5. Consumer: everything the kernel did, in its own thread numbering.
   Block *consumerBlock = &consumer.getThenRegion().front();
@@ -192,9 +220,9 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
     op.moveBefore(consumerYield);
   }
   builder.setInsertionPointToStart(consumerBlock);
-  bool reallocate = reallocationPays(consumers);
+  bool reallocate = reallocationPays(plan);
   if (reallocate)
-    NVVM::SetMaxRegisterOp::create(builder, loc, consumerRegisters(consumers),
+    NVVM::SetMaxRegisterOp::create(builder, loc, consumerRegisters(plan),
                                    NVVM::SetMaxRegisterAction::increase);
   Value consumerTid = arith::SubIOp::create(
       builder, loc, gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::x),
@@ -213,11 +241,20 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
     createRoleSync(syncBuilder, sync.getLoc(), sync);
     sync.erase();
   }
+  // cp.async writes go through the generic proxy; wgmma reads through the
+  // async one: the reader fences after its wait.
+  auto fenceCpAsync = [&](ArrayRef<CopyOp> copies) {
+    if (anyCpAsync(copies))
+      NVVM::FenceProxyOp::create(
+          builder, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(context, NVVM::SharedSpace::shared_cta));
+  };
   for (auto [index, copy] : llvm::enumerate(plan.preLoopCopies)) {
     builder.setInsertionPoint(copy);
     MBarrierWaitParityOp::create(builder, copy.getLoc(), preLoop,
                                  constantIndex(builder, loc, index),
                                  constantIndex(builder, loc, 0));
+    fenceCpAsync({copy});
   }
   scf::ForOp loop = plan.loop;
   loop->removeAttr(TileDialect::kNumStagesAttrName);
@@ -271,6 +308,7 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
     builder.setInsertionPoint(group.firstReader);
     Value slot = slotOf(builder, groupStage, g);
     MBarrierWaitParityOp::create(builder, loc, full, slot, groupParity);
+    fenceCpAsync(group.copies);
     builder.setInsertionPointAfter(group.lastUser);
     MBarrierArriveOp::create(builder, loc, empty, slot, 1);
   }
@@ -279,7 +317,7 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
   // loads, each stage waiting for the consumers to release it.
   builder.setInsertionPointToStart(&producer.getThenRegion().front());
   if (reallocate)
-    NVVM::SetMaxRegisterOp::create(builder, loc, kProducerRegisters,
+    NVVM::SetMaxRegisterOp::create(builder, loc, plan.producerRegisters,
                                    NVVM::SetMaxRegisterAction::decrease);
   IRMapping mapping;
   for (Operation *op : plan.prologue)
@@ -352,7 +390,7 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
   for (memref::AllocOp alloc : plan.buffers)
     alloc.erase();
   func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
-      {int32_t(consumers + kProducerThreads), 1, 1}));
+      {int32_t(consumers + producers), 1, 1}));
   func->setAttr(TileDialect::kWarpSpecializedAttrName, builder.getUnitAttr());
 }
 

@@ -40,4 +40,28 @@ def Tile_LayoutAttr : EnumAttr<Tile_Dialect, Tile_LayoutKind, "layout"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Tile_CopyEngineAttr : EnumAttr<Tile_Dialect, Tile_CopyEngine, "engine"> {
+  let summary = "which hardware a tile.copy load uses";
+  let description = [{
+    * `#tile.engine<tma>` (the default when a `tile.copy` has no `engine`):
+      the Tensor Memory Accelerator. One thread issues the copy; its bytes
+      complete on an mbarrier. The global tensor is described by a tensor
+      map (innermost dimension contiguous, other strides multiples of 16
+      bytes).
+    * `#tile.engine<cp_async>`: `cp.async`, a SIMT copy: every thread of
+      the issuing role moves its share of the tile in 16-byte chunks
+      (`cp.async.cg ... 16`), completed through `cp.async` commit groups
+      or `cp.async.mbarrier.arrive.noinc`. Use it where a tensor map cannot
+      describe the source; the global rows and the tile's column offset must
+      be 16-byte aligned.
+
+    ```mlir
+    tile.copy %A[%m, %k], %sA {engine = #tile.engine<cp_async>}
+        : memref<4096x4096xbf16>, memref<128x64xbf16, 3>
+    ```
+  }];
+  let cppClassName = "CopyEngineAttr";
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // SINKATTN_DIALECT_TILE_IR_TILEATTRS_TD

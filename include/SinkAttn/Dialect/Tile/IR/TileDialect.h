@@ -52,6 +52,15 @@ mlir::memref::AllocOp getSharedAllocation(mlir::Value tile);
 /// marked by tile-assign-layouts (`tile.swizzle`); 0 when unmarked.
 int64_t getSwizzleBytes(mlir::Value tile);
 
+/// Element offset of (row, col) in a 128-byte-swizzled shared tile of
+/// `rows` rows of 16-bit elements, built at the builder's position: panels
+/// of 64 columns, 128-byte rows, the 16-byte chunk index XOR-ed with
+/// row % 8 (the TMA/wgmma 128B pattern). Writers that are not TMA (tile.store,
+/// cp.async) address swizzled tiles through it.
+mlir::Value createSwizzled128Offset(mlir::OpBuilder &builder, mlir::Location loc,
+                                    mlir::Value row, mlir::Value col,
+                                    int64_t rows);
+
 /// The layout kind of a fragment type, if it has a #tile.layout.
 std::optional<LayoutKind> getLayoutKind(FragmentType type);
 

@@ -25,4 +25,14 @@ def Tile_LayoutKind : I32EnumAttr<"LayoutKind",
   let genSpecializedAttr = 0;
 }
 
+def Tile_CopyEngine : I32EnumAttr<"CopyEngine",
+    "the hardware that moves a tile.copy load into shared memory", [
+      I32EnumAttrCase<"tma", 0>,
+      I32EnumAttrCase<"cp_async", 1>
+    ]> {
+  let cppNamespace = "::sinkattn::tile";
+  // The attribute wrapping it is #tile.engine (TileAttrs.td).
+  let genSpecializedAttr = 0;
+}
+
 #endif // SINKATTN_DIALECT_TILE_IR_TILEENUMS_TD

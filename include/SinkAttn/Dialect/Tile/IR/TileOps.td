@@ -4,6 +4,7 @@
 #define SINKATTN_DIALECT_TILE_IR_TILEOPS_TD
 
 include "SinkAttn/Dialect/Tile/IR/TileDialect.td"
+include "SinkAttn/Dialect/Tile/IR/TileAttrs.td"
 include "SinkAttn/Dialect/Tile/IR/TileEnums.td"
 include "SinkAttn/Dialect/Tile/IR/TileTypes.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
@@ -159,21 +160,34 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     Elements outside the global tensor read as zero and are not written.
 
     The copy is synchronous: when it returns, every thread of the block sees
-    the data. The compiler chooses the mechanism (TMA with a barrier per
-    pipeline stage, cp.async, or plain loads and stores).
+    the data. Loads use TMA unless `engine = #tile.engine<cp_async>` asks
+    for `cp.async` (every thread copies 16-byte chunks; the tile's innermost
+    dimension must span a multiple of 16 bytes). In a pipelined loop
+    (`tile.num_stages`) the compiler overlaps the loads with computation
+    (`tile-warp-specialize`, `tile-software-pipeline`); stores always use
+    TMA.
 
     ```mlir
     // Load rows [%m, %m+128) and columns [%k, %k+64) of A into shared memory.
     tile.copy %A[%m, %k], %sA : memref<4096x4096xbf16>, memref<128x64xbf16, #gpu.address_space<workgroup>>
     // Store a shared tile of O into global memory.
     tile.copy %sO, %O[%b, %h, %m, %c0] : memref<128x64xbf16, 3>, memref<?x?x?x64xbf16>
+    // Load with cp.async instead of TMA.
+    tile.copy %A[%m, %k], %sA {engine = #tile.engine<cp_async>} : memref<4096x4096xbf16>, memref<128x64xbf16, 3>
     ```
   }];
   let arguments = (ins
     Arg<AnyMemRef, "copy source", [MemRead]>:$source,
     Variadic<Index>:$sourceIndices,
     Arg<AnyMemRef, "copy destination", [MemWrite]>:$dest,
-    Variadic<Index>:$destIndices);
+    Variadic<Index>:$destIndices,
+    OptionalAttr<Tile_CopyEngineAttr>:$engine);
+  let extraClassDeclaration = [{
+    /// The engine of a load: `engine`, or TMA when unset.
+    ::sinkattn::tile::CopyEngine getCopyEngine() {
+      return getEngine().value_or(::sinkattn::tile::CopyEngine::tma);
+    }
+  }];
   let assemblyFormat = [{
     $source (`[` $sourceIndices^ `]`)? `,` $dest (`[` $destIndices^ `]`)?
     attr-dict `:` type($source) `,` type($dest)
@@ -216,6 +230,62 @@ def Tile_TmaCopyOp : Tile_Op<"tma_copy", [
     attr-dict `:` type($source) `,` type($dest) `,` qualified(type($barriers))
   }];
   let hasVerifier = 1;
+}
+
+def Tile_CpAsyncOp : Tile_Op<"cp_async"> {
+  let summary = "issue the executing role's share of a cp.async tile load";
+  let description = [{
+    Starts an asynchronous SIMT copy of one tile from a global tensor into
+    shared memory: the threads of the executing role (the whole block, or a
+    `tile-warp-specialize` role region) split the tile into 16-byte chunks
+    and each issues `cp.async.cg.shared.global` for its chunks. Nothing
+    waits: completion is tracked per thread with `cp.async` commit groups
+    (`nvvm.cp.async.commit.group` / `nvvm.cp.async.wait.group N`) or by
+    `tile.cp_async_arrive` on an mbarrier. Every thread of the role must
+    execute it. Chunks outside the global tensor are zero-filled, as TMA
+    does.
+
+    The source is a global memref indexed by the element coordinates of the
+    tile's first element; the destination a statically shaped shared tile
+    whose innermost dimension spans a multiple of 16 bytes. A destination in
+    the 128-byte swizzled layout (`tile.swizzle = 128`) is written in that
+    layout. `tile-lower-copies` lowers it to `nvgpu.device_async_copy`.
+
+    ```mlir
+    tile.cp_async %A[%m, %k], %sA : memref<4096x4096xbf16>, memref<128x64xbf16, 3>
+    nvvm.cp.async.commit.group
+    nvvm.cp.async.wait.group 0
+    ```
+  }];
+  let arguments = (ins
+    Arg<AnyMemRef, "global source", [MemRead]>:$source,
+    Variadic<Index>:$sourceIndices,
+    Arg<AnyMemRef, "shared destination", [MemWrite]>:$dest);
+  let assemblyFormat = [{
+    $source `[` $sourceIndices `]` `,` $dest attr-dict `:` type($source) `,` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_CpAsyncArriveOp : Tile_BarrierSlotOp<"cp_async_arrive"> {
+  let summary = "arrive on a barrier slot once the thread's cp.async copies land";
+  let description = [{
+    `cp.async.mbarrier.arrive.noinc`: when every `cp.async` the executing
+    thread issued before it has completed, the thread arrives once on slot
+    `index`. The arrival counts toward the slot's arrive count (`noinc`), so
+    a slot that each of `P` copying threads arrives on this way has arrive
+    count `P`; a TMA load on the same slot then only adds expected bytes
+    (`tile.mbarrier_expect_tx`) and must not arrive again.
+
+    ```mlir
+    tile.cp_async %K[%n, %c0], %sK : memref<?x128xbf16>, memref<64x128xbf16, 3>
+    tile.cp_async_arrive %full[%stage] : !tile.barriers<2>
+    ```
+  }];
+  let arguments = (ins Tile_Barriers:$barriers, Index:$index);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` attr-dict `:` qualified(type($barriers))
+  }];
 }
 
 def Tile_TmaLoadOp : Tile_Op<"tma_load", [

@@ -154,7 +154,7 @@ def TileThreadSync : Pass<"tile-thread-sync"> {
 }
 
 def TileLowerCopies : Pass<"tile-lower-copies"> {
-  let summary = "Lower tile.copy and tile.tma_copy to TMA loads/stores and barriers";
+  let summary = "Lower tile.copy, tile.tma_copy and tile.cp_async to TMA, cp.async and barriers";
   let description = [{
     * `tile.tma_copy` (fire-and-forget) becomes, under a single-thread guard,
       `tile.mbarrier_expect_tx` of the tile's bytes followed by the TMA
@@ -166,6 +166,22 @@ def TileLowerCopies : Pass<"tile-lower-copies"> {
       `expect_tx` + load(s) + `arrive`, then every thread waits with parity
       `iteration % 2` of the innermost enclosing `scf.for` (0 outside
       loops), the iteration being counted from the loop's start.
+    * `tile.copy` global → shared with `engine = #tile.engine<cp_async>`:
+      all threads sync, issue their `tile.cp_async` share, commit, wait for
+      the group (`nvvm.cp.async.wait.group 0`), fence the generic proxy
+      against the async proxy (wgmma and TMA stores read shared memory
+      through it) and sync again. No barrier.
+    * `tile.cp_async`: the `P` threads of the executing role (a
+      warp-specialized role region, or the kernel's `known_block_size`)
+      split the tile into 16-byte chunks, row-major; thread `t` issues
+      `nvgpu.device_async_copy` (`cp.async.cg`, 16 bytes) for chunks
+      `t, t + P, ...` in an `scf.for`. A chunk outside the global tensor
+      copies zero source bytes from a clamped address (zero fill); one the
+      innermost dimension ends inside copies only its elements inside. A
+      swizzled destination (`tile.swizzle = 128`) gets each chunk at its
+      128B-swizzled position. Without a known thread count (no role, no
+      `known_block_size`) the block's threads stride over the chunks by
+      `gpu.block_dim`.
     * `tile.copy` shared → global syncs the block, then one thread fences
       the generic proxy against the async proxy, issues the TMA store(s),
       commits and waits for the bulk group; a final sync keeps the tile
@@ -180,7 +196,7 @@ def TileLowerCopies : Pass<"tile-lower-copies"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
-    "::mlir::scf::SCFDialect"
+    "::mlir::nvgpu::NVGPUDialect", "::mlir::scf::SCFDialect"
   ];
 }
 
