@@ -26,13 +26,14 @@ benches=("$@")
 seed_table=(sink-fwd-seed-2k-d64 sink-fwd-seed-4k-d64 sink-fwd-seed-8k-d64
             sink-fwd-seed-16k-d64 sink-fwd-seed-2k-d128 sink-fwd-seed-4k-d128
             sink-fwd-seed-8k-d128 sink-fwd-seed-16k-d128)
-((${#benches[@]})) || benches=(gemm-4096x4096x4096 gemm-8192x8192x8192 gemm-cpasync-4096-s4 gemm-cpasync-plain-4096-s3 tma-copy-8192x8192 tma-stream-8192x8192 "${seed_table[@]}")
+((${#benches[@]})) || benches=(gemm-4096x4096x4096 gemm-8192x8192x8192 gemm-persistent-4096-s4 gemm-cpasync-4096-s4 gemm-cpasync-plain-4096-s3 tma-copy-8192x8192 tma-stream-8192x8192 "${seed_table[@]}")
 # Small sizes, lengths that are not multiples of the blocks included.
 sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
            sink-fwd-tiny-d64 sink-fwd-win128-f16-d64 sink-fwd-past-d128
            sink-fwd-ws-tiny-d64 sink-fwd-ws-win128-f16-d64 gemm-plain-512x512x1024
            gemm-cpasync-512x512x1024-s3 gemm-mixed-512x512x1024-s2
-           gemm-cpasync-plain-256x512x448-s1)
+           gemm-cpasync-plain-256x512x448-s1 gemm-persistent-512x512x192-s2
+           gemm-persistent-plain-512x512x192-s2)
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }

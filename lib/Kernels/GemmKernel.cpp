@@ -38,16 +38,15 @@ module attributes {gpu.container_module} {
       %c256 = arith.constant 256 : index
       %kTiles = arith.constant @KTILES@ : index
       %zero = arith.constant 0.0 : f32
-      %bx = gpu.block_id x
-      %by = gpu.block_id y
-      %row0 = arith.muli %by, %c128 : index
-      %col0 = arith.muli %bx, %c256 : index
       // This warpgroup's 64 rows of the block's 128.
       %tid = gpu.thread_id x
       %wg = arith.divui %tid, %c128 : index
       %wgRow = arith.muli %wg, %c64 : index
       %sA = memref.alloc() : !sA
       %sB = memref.alloc() : !sB
+      @TILE_BEGIN@
+      %row0 = arith.muli %tileY, %c128 : index
+      %col0 = arith.muli %tileX, %c256 : index
       %init = tile.fill %zero : !acc
       %res = scf.for %kt = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!acc) {
         %k0 = arith.muli %kt, %c64 : index
@@ -59,11 +58,31 @@ module attributes {gpu.container_module} {
       } {tile.num_stages = @STAGES@}
       %outRow = arith.addi %row0, %wgRow : index
       tile.store %res, %D[%outRow, %col0] : !acc, memref<@M@x@N@xf32>
+      @TILE_END@
       gpu.return
     }
   }
 }
 )mlir";
+// One tile per block: the block's coordinates.
+constexpr llvm::StringLiteral kOneTile = R"mlir(
+      %tileX = gpu.block_id x
+      %tileY = gpu.block_id y)mlir";
+
+// Persistent: each block loops over tiles t = block, block + grid, ...,
+// so the K loop (and its barrier phases) is nested in a loop over tiles.
+std::string tileLoop(int64_t tiles, int64_t tilesN) {
+  return R"mlir(
+      %first = gpu.block_id x
+      %blocks = gpu.grid_dim x
+      %tilesN = arith.constant )mlir" +
+         std::to_string(tilesN) + R"mlir( : index
+      %tiles = arith.constant )mlir" +
+         std::to_string(tiles) + R"mlir( : index
+      scf.for %t = %first to %tiles step %blocks {
+      %tileX = arith.remui %t, %tilesN : index
+      %tileY = arith.divui %t, %tilesN : index)mlir";
+}
 } // namespace
 
 FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
@@ -92,6 +111,11 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
     return fail() << "unknown copy engine '" << config.copyEngine
                   << "' (tma, cp-async or mixed)";
   const char *cpAsync = "{engine = #tile.engine<cp_async>}";
+  int64_t tiles = (config.m / kBlockM) * (config.n / kBlockN);
+  if (config.persistentBlocks < 0 || config.persistentBlocks > 65535)
+    return fail() << "--persistent " << config.persistentBlocks
+                  << " is not supported: 0 (one tile per block) to 65535 blocks";
+  int64_t blocks = std::min(config.persistentBlocks, tiles);
   if (config.m / kBlockM > 65535)
     return fail() << "M=" << config.m << " needs more than 65535 blocks in y";
 
@@ -107,6 +131,9 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
                           ? "attributes {known_block_size = array<i32: 256, 1, 1>}"
                           : ""},
        {"KTILES", std::to_string(config.k / kBlockK)},
+       {"TILE_BEGIN", blocks ? tileLoop(tiles, config.n / kBlockN)
+                             : kOneTile.str()},
+       {"TILE_END", blocks ? "}" : ""},
        {"ENGINE_A", config.copyEngine != "tma" ? cpAsync : ""},
        {"ENGINE_B", config.copyEngine == "cp-async" ? cpAsync : ""}});
   if (!module)
@@ -115,12 +142,15 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
   rt::Bundle bundle;
   bundle.kernel = "gemm";
   bundle.entry = "gemm";
-  bundle.grid = {uint32_t(config.n / kBlockN), uint32_t(config.m / kBlockM), 1};
+  bundle.grid = blocks ? rt::Dim3{uint32_t(blocks), 1, 1}
+                       : rt::Dim3{uint32_t(config.n / kBlockN),
+                                  uint32_t(config.m / kBlockM), 1};
   bundle.block = {256, 1, 1}; // the consumers; warp specialization adds its producer
   bundle.config = {{"m", config.m}, {"n", config.n}, {"k", config.k},
                    {"stages", config.stages},
                    {"schedule", std::string(warpSpecialized ? "ws" : "plain")},
                    {"copy_engine", config.copyEngine},
+                   {"persistent_blocks", blocks},
                    {"dtype", std::string(rt::dtypeName(config.dtype))}};
   auto u = [](int64_t v) { return uint64_t(v); };
   // Tensor maps are added by the tile lowering (lowerKernelToNVGPU).

@@ -57,6 +57,10 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
     return rt::Status::error("--schedule does not apply to kernel '" +
                              options.kernel + "': only gemm and sink-fwd have "
                              "schedules");
+  if (options.wasGiven("persistent") && options.kernel != "gemm")
+    return rt::Status::error("--persistent does not apply to kernel '" +
+                             options.kernel + "': only gemm has a persistent "
+                             "form");
   if (options.wasGiven("copy-engine") && options.kernel != "gemm")
     return rt::Status::error("--copy-engine does not apply to kernel '" +
                              options.kernel + "': only gemm chooses its copy "
@@ -71,6 +75,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.startTile = options.startTile;
   config.schedule = options.schedule;
   config.copyEngine = options.copyEngine;
+  config.persistentBlocks = options.persistent;
   config.batch = options.batch;
   config.heads = options.heads;
   config.kvHeads = options.kvHeads;

@@ -26,6 +26,7 @@ const FlagSpec kFlags[] = {
     {"k", "N", "compile check bench", "reduction size (gemm; tma-stream: columns streamed)"},
     {"stages", "S", "compile check bench", "pipeline stages of the main loop (gemm, sink-fwd, tma-copy, tma-stream; default 2)"},
     {"schedule", "NAME", "compile check bench", "gemm, sink-fwd: auto (default), ws (warp-specialized: TMA producer warpgroup + consumers) or plain"},
+    {"persistent", "N", "compile check bench", "gemm: a persistent kernel of min(N, tiles) blocks looping over the 128x256 tiles (default 0: one block per tile)"},
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
     {"batch", "B", "compile check bench", "attention: batch size"},
     {"heads", "H", "compile check bench", "attention: query heads"},
@@ -190,6 +191,10 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       number = integer(1, 64);
       if (number.ok())
         options.stages = *number;
+    } else if (name == "persistent") {
+      number = integer(1, 65535);
+      if (number.ok())
+        options.persistent = *number;
     } else if (name == "start-tile") {
       number = integer(0, kMaxDim);
       if (number.ok())
@@ -309,7 +314,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     }
     if (!options.bundleDir.empty())
       for (const char *flag :
-           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "start-tile",
+           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "persistent", "start-tile",
             "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window"})
         if (options.wasGiven(flag))
           return rt::Status::error(

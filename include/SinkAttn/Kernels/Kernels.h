@@ -41,6 +41,10 @@ struct KernelConfig {
   /// gemm: "tma", "cp-async" (both operands loaded with cp.async: a SIMT
   /// producer) or "mixed" (A with cp.async, B with TMA).
   std::string copyEngine = "tma";
+  /// gemm: 0 = one block per 128x256 tile; N > 0 = a persistent kernel of
+  /// min(N, tiles) blocks, each looping over tiles (the K loop nested in a
+  /// loop over tiles).
+  int64_t persistentBlocks = 0;
   /// Attention (sink-fwd): Q is [batch, heads, seqQ, headDim], K and V are
   /// [batch, kvHeads, seqKv, headDim]; window 0 means no sliding window.
   int64_t batch = 1, heads = 1, kvHeads = 1, seqQ = 128, seqKv = 128,

@@ -83,7 +83,27 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
     return failure();
   }
   plan.loop = pipelined.front();
-  if (plan.loop->getBlock() != &entry) {
+  // The loops around it (a persistent kernel's tile loop), each directly
+  // in its parent's body, the outermost at the kernel's top level.
+  for (Operation *parent = plan.loop->getParentOp();
+       parent != func.getOperation(); parent = parent->getParentOp()) {
+    auto outer = dyn_cast<scf::ForOp>(parent);
+    if (!outer) {
+      why = "the pipelined loop is inside '" +
+            parent->getName().getStringRef().str() +
+            "'; only scf.for loops may enclose it";
+      return failure();
+    }
+    if (!outer.getInductionVar().getType().isIndex()) {
+      why = "a loop around the pipelined loop does not count in index";
+      return failure();
+    }
+    plan.outerLoops.insert(plan.outerLoops.begin(), outer);
+  }
+  Operation *topLevel =
+      plan.outerLoops.empty() ? plan.loop.getOperation()
+                              : plan.outerLoops.front().getOperation();
+  if (topLevel->getBlock() != &entry) {
     why = "the pipelined loop is not at the top level of the kernel";
     return failure();
   }
@@ -229,7 +249,7 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
   }
 
   for (Operation &op : entry) {
-    if (&op == plan.loop.getOperation())
+    if (&op == topLevel)
       break;
     if (auto copy = dyn_cast<CopyOp>(op); copy && isGlobalToShared(copy))
     {
@@ -269,6 +289,30 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
       return failure();
   needed.append({plan.loop.getLowerBound(), plan.loop.getUpperBound(),
                  plan.loop.getStep()});
+  // Through the loops around it, innermost first: what their bodies compute
+  // for the copies and the inner bounds, and their own bounds.
+  plan.outerOps.resize(plan.outerLoops.size());
+  for (int64_t level = plan.outerLoops.size() - 1; level >= 0; --level) {
+    scf::ForOp outer = plan.outerLoops[level];
+    Block &outerBody = *outer.getBody();
+    auto outerCarried = [&](Value value) {
+      auto arg = dyn_cast<BlockArgument>(value);
+      return arg && arg.getOwner() == &outerBody &&
+             arg != outer.getInductionVar();
+    };
+    llvm::SetVector<Operation *> levelSlice;
+    SmallVector<Value> outside;
+    if (failed(collectSlice(outerBody, needed, outerCarried, levelSlice,
+                            outside, why)))
+      return failure();
+    plan.outerOps[level] = levelSlice.takeVector();
+    llvm::sort(plan.outerOps[level], [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    needed = std::move(outside);
+    needed.append({outer.getLowerBound(), outer.getUpperBound(),
+                   outer.getStep()});
+  }
   for (CopyOp copy : plan.preLoopCopies)
     llvm::append_range(needed, copy.getSourceIndices());
   llvm::SetVector<Operation *> prologue;
@@ -329,6 +373,41 @@ std::pair<Value, Value> sinkattn::tile::stageAndParityOf(OpBuilder &builder,
   Value parity =
       arith::RemUIOp::create(builder, loc, round, constantIndex(builder, loc, 2));
   return {stage, parity};
+}
+
+SmallVector<scf::ForOp> sinkattn::tile::carryCounters(
+    RewriterBase &rewriter, ArrayRef<scf::ForOp> loops, ValueRange inits,
+    function_ref<SmallVector<Value>(OpBuilder &, Location,
+                                    ArrayRef<BlockArgument>)>
+        next) {
+  size_t count = inits.size();
+  SmallVector<scf::ForOp> grown;
+  SmallVector<Value> start(inits);
+  for (auto [level, original] : llvm::enumerate(loops)) {
+    scf::ForOp loop = original;
+    bool innermost = level + 1 == loops.size();
+    rewriter.setInsertionPoint(loop);
+    auto rebuilt = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
+        rewriter, start, /*replaceInitOperandUsesInLoop=*/false,
+        [&](OpBuilder &b, Location loc, ArrayRef<BlockArgument> current) {
+          // An outer loop yields what its inner loop ends with: patched
+          // below, once that loop exists.
+          if (!innermost)
+            return SmallVector<Value>(current.begin(), current.end());
+          return next(b, loc, current);
+        }));
+    grown.push_back(rebuilt);
+    start.assign(rebuilt.getRegionIterArgs().take_back(count).begin(),
+                 rebuilt.getRegionIterArgs().take_back(count).end());
+  }
+  for (size_t level = 0; level + 1 < grown.size(); ++level) {
+    auto yield = cast<scf::YieldOp>(grown[level].getBody()->getTerminator());
+    unsigned first = yield.getNumOperands() - count;
+    for (size_t i = 0; i < count; ++i)
+      yield->setOperand(first + i,
+                        grown[level + 1].getResults().take_back(count)[i]);
+  }
+  return grown;
 }
 
 Value sinkattn::tile::countIf(OpBuilder &builder, Location loc, Value count,

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <string>
 
@@ -49,10 +50,18 @@ struct LoopLoads {
   llvm::SmallVector<mlir::Operation *> loopOps;
   /// The distinct guards of the groups, in program order.
   llvm::SmallVector<mlir::scf::IfOp> guards;
+  /// The scf.for loops around the pipelined loop, outermost first (a
+  /// persistent kernel's loop over tiles); empty when it is at the top
+  /// level.
+  llvm::SmallVector<mlir::scf::ForOp> outerLoops;
+  /// Per outer loop: the pure ops of its body the copies' indices and the
+  /// inner loops' bounds need, in order.
+  llvm::SmallVector<llvm::SmallVector<mlir::Operation *>> outerOps;
 };
 
 /// The loads of `func`'s one pipelined loop (`scf.for` with
-/// `tile.num_stages` at the top level of the kernel): global -> shared
+/// `tile.num_stages` at the top level of the kernel, or nested in scf.for
+/// loops that are): global -> shared
 /// `tile.copy`s at the top of its body filling whole allocations that only
 /// tile.gemm reads (directly or through subviews), with indices computed by
 /// pure ops from the induction variable and values defined before the loop.
@@ -73,6 +82,20 @@ std::pair<mlir::Value, mlir::Value> stageAndParityOf(mlir::OpBuilder &builder,
                                                      mlir::Location loc,
                                                      mlir::Value count,
                                                      int64_t stages);
+
+/// Threads `inits.size()` counters through `loops` (outermost first, each
+/// directly in the body of the one before): the outermost loop starts them
+/// at `inits`, every inner loop starts from its parent's current values and
+/// hands its final values back to it, and the innermost loop advances them
+/// with `next` (given its current values, at the end of its body). Returns
+/// the rebuilt loops in the same order; the innermost's last `inits.size()`
+/// region iter args are the counters in its body.
+llvm::SmallVector<mlir::scf::ForOp> carryCounters(
+    mlir::RewriterBase &rewriter, llvm::ArrayRef<mlir::scf::ForOp> loops,
+    mlir::ValueRange inits,
+    llvm::function_ref<llvm::SmallVector<mlir::Value>(
+        mlir::OpBuilder &, mlir::Location, llvm::ArrayRef<mlir::BlockArgument>)>
+        next);
 
 /// `count + (condition ? 1 : 0)`.
 mlir::Value countIf(mlir::OpBuilder &builder, mlir::Location loc,

@@ -96,13 +96,34 @@ void emitLoads(PatternRewriter &rewriter, Location loc, Value source,
                       getSwizzleBytes(chunk.shared));
 }
 
+/// Whether a synchronous load's barrier phase is not simply the iteration
+/// of one loop: it is nested in more than one scf.for, or under another
+/// region op (an scf.if), role regions of warp specialization aside (each
+/// thread runs those once).
+bool needsExecutionCount(Operation *op) {
+  int64_t loops = 0;
+  for (Operation *parent = op->getParentOp(); parent;
+       parent = parent->getParentOp()) {
+    if (isa<FunctionOpInterface>(parent))
+      break;
+    if (parent->hasAttr(kThreadBaseAttrName))
+      continue;
+    if (!isa<scf::ForOp>(parent) || ++loops > 1)
+      return true;
+  }
+  return false;
+}
+
 /// The synchronous load protocol of `tile.copy` and `tile.im2col_copy`: a
 /// barrier of the copy's own (at the function's start), a sync so earlier
 /// readers of the tile are done, one thread arms it with `bytes`, issues the
 /// load(s) and arrives, then every thread waits for parity
-/// `iteration % 2` of the innermost enclosing loop (0 outside loops).
+/// `iteration % 2` of the enclosing loop (0 outside loops), or, for a copy
+/// in nested loops or under a condition, its execution
+/// count % 2, `executionCountOf[op]` being the count).
 LogicalResult
 lowerSynchronousLoad(Operation *op, int64_t bytes, PatternRewriter &rewriter,
+                     const DenseMap<Operation *, Value> &executionCountOf,
                      function_ref<void(Value barriers, Value slot)> issue) {
   Location loc = op->getLoc();
   auto func = op->getParentOfType<FunctionOpInterface>();
@@ -118,7 +139,10 @@ lowerSynchronousLoad(Operation *op, int64_t bytes, PatternRewriter &rewriter,
   }
   Value slot = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value parity;
-  if (auto loop = op->getParentOfType<scf::ForOp>()) {
+  if (Value count = executionCountOf.lookup(op)) {
+    Value two = arith::ConstantIndexOp::create(rewriter, loc, 2);
+    parity = arith::RemUIOp::create(rewriter, loc, count, two);
+  } else if (auto loop = op->getParentOfType<scf::ForOp>()) {
     Value iteration = createIterationIndex(rewriter, loop);
     Value two = arith::ConstantIndexOp::create(rewriter, loc, 2);
     parity = arith::RemUIOp::create(rewriter, loc, iteration, two);
@@ -308,12 +332,14 @@ LogicalResult lowerSynchronousCpAsync(CopyOp op, PatternRewriter &rewriter) {
 }
 
 struct LowerIm2colCopy : public OpRewritePattern<Im2colCopyOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerIm2colCopy(MLIRContext *context,
+                  const DenseMap<Operation *, Value> &executionCountOf)
+      : OpRewritePattern(context), executionCountOf(executionCountOf) {}
 
   LogicalResult matchAndRewrite(Im2colCopyOp op,
                                 PatternRewriter &rewriter) const override {
     return lowerSynchronousLoad(
-        op, memrefBytes(op.getDest().getType()), rewriter,
+        op, memrefBytes(op.getDest().getType()), rewriter, executionCountOf,
         [&](Value barriers, Value slot) {
           TmaIm2colLoadOp::create(rewriter, op.getLoc(), barriers, slot,
                                   op.getSource(), op.getSourceIndices(),
@@ -321,6 +347,8 @@ struct LowerIm2colCopy : public OpRewritePattern<Im2colCopyOp> {
                                   op.getLowerAttr(), op.getUpperAttr());
         });
   }
+
+  const DenseMap<Operation *, Value> &executionCountOf;
 };
 
 struct LowerTmaCopy : public OpRewritePattern<TmaCopyOp> {
@@ -343,7 +371,8 @@ struct LowerTmaCopy : public OpRewritePattern<TmaCopyOp> {
 };
 
 struct LowerCopy : public OpRewritePattern<CopyOp> {
-  using OpRewritePattern::OpRewritePattern;
+  LowerCopy(MLIRContext *context, const DenseMap<Operation *, Value> &executionCountOf)
+      : OpRewritePattern(context), executionCountOf(executionCountOf) {}
 
   LogicalResult matchAndRewrite(CopyOp op,
                                 PatternRewriter &rewriter) const override {
@@ -355,9 +384,9 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
     return lowerLoad(op, rewriter);
   }
 
-  static LogicalResult lowerLoad(CopyOp op, PatternRewriter &rewriter) {
+  LogicalResult lowerLoad(CopyOp op, PatternRewriter &rewriter) const {
     return lowerSynchronousLoad(
-        op, memrefBytes(op.getDest().getType()), rewriter,
+        op, memrefBytes(op.getDest().getType()), rewriter, executionCountOf,
         [&](Value barriers, Value slot) {
           emitLoads(rewriter, op.getLoc(), op.getSource(),
                     splitIntoBoxes(rewriter, op.getLoc(), op.getDest(),
@@ -390,6 +419,8 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
     rewriter.eraseOp(op);
     return success();
   }
+
+  const DenseMap<Operation *, Value> &executionCountOf;
 };
 
 struct TileLowerCopiesPass
@@ -411,9 +442,37 @@ struct TileLowerCopiesPass
     });
     if (invalid)
       return signalPassFailure();
+    // Synchronous TMA loads in nested loops or under a condition: their
+    // barrier completes once per execution, not per iteration of one loop,
+    // so the parity comes from a counter of executions.
+    DenseMap<Operation *, Value> executionCountOf;
+    SmallVector<Operation *> counted;
+    getOperation()->walk([&](Operation *op) {
+      auto copy = dyn_cast<CopyOp>(op);
+      bool load = isa<Im2colCopyOp>(op) ||
+                  (copy && copy.getCopyEngine() == CopyEngine::tma &&
+                   isSharedMemory(cast<MemRefType>(copy.getDest().getType())));
+      if (load && needsExecutionCount(op))
+        counted.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (Operation *op : counted) {
+      std::string why;
+      FailureOr<Value> count = createExecutionCount(rewriter, op, why);
+      if (failed(count)) {
+        op->emitOpError() << "is a synchronous load inside " << why
+                          << ", where its barrier's phase cannot be counted; "
+                             "use scf.for and scf.if around it";
+        return signalPassFailure();
+      }
+      // The count itself (an iteration argument, or a value the enclosing
+      // scf.if yields): the greedy driver would erase a parity computed
+      // now, which has no users yet.
+      executionCountOf[op] = *count;
+    }
     RewritePatternSet patterns(&getContext());
-    patterns.add<LowerTmaCopy, LowerCopy, LowerIm2colCopy, LowerCpAsync>(
-        &getContext());
+    patterns.add<LowerTmaCopy, LowerCpAsync>(&getContext());
+    patterns.add<LowerCopy, LowerIm2colCopy>(&getContext(), executionCountOf);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

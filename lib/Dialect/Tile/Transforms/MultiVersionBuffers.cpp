@@ -6,6 +6,7 @@
 #include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -135,6 +136,22 @@ struct TileMultiVersionBuffersPass
                                   << alloc.getType();
     }
 
+    // Versioned barriers take their parity from this loop's iteration: that
+    // only counts their phases when the loop runs once per thread (at the
+    // top level; role regions run once) and every wait runs once per
+    // iteration (directly in its body). Other synchronous loads counted
+    // their executions (tile-lower-copies): they keep one barrier.
+    bool topLevel = true;
+    for (Operation *parent = loop->getParentOp();
+         parent && !isa<FunctionOpInterface>(parent);
+         parent = parent->getParentOp())
+      topLevel &= parent->hasAttr(kThreadBaseAttrName);
+    barrierArrays.remove_if([&](AllocBarrierOp array) {
+      return !topLevel || llvm::any_of(array->getUsers(), [&](Operation *user) {
+               return isa<MBarrierWaitParityOp>(user) &&
+                      user->getBlock() != loop.getBody();
+             });
+    });
     if (barrierArrays.empty())
       return success();
     // it = (k - min) / step; version = it % S; parity = (it / S) % 2.

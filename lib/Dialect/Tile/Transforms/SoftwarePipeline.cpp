@@ -170,6 +170,28 @@ void pipeline(gpu::GPUFuncOp func, LoopLoads &loads) {
   for (CopyOp copy : pipelined)
     stagedOfCopy[copy] = staged.lookup(copy.getDest());
 
+  // Inside loops around it (a persistent kernel), the versions' barrier
+  // phases run on across their iterations: count the pipelined loop's
+  // iterations in a counter carried through all of them, and take
+  // versions and parities from it.
+  Value entryCount;
+  if (!loads.outerLoops.empty()) {
+    IRRewriter rewriter(builder);
+    SmallVector<scf::ForOp> chain(loads.outerLoops);
+    chain.push_back(loop);
+    rewriter.setInsertionPoint(chain.front());
+    Value zero = constantIndex(rewriter, loc, 0);
+    SmallVector<scf::ForOp> grown = carryCounters(
+        rewriter, chain, {zero},
+        [&](OpBuilder &b, Location yieldLoc, ArrayRef<BlockArgument> counts) {
+          return SmallVector<Value>{arith::AddIOp::create(
+              b, yieldLoc, counts[0], constantIndex(b, yieldLoc, 1))};
+        });
+    loop = grown.back();
+    loads.loop = loop;
+    entryCount = loop.getInitArgs().back();
+  }
+
   // Prologue: TMA loads of iterations 0 .. S-2, commit groups of
   // iterations 0 .. S-1 (those that exist).
   builder.setInsertionPoint(loop);
@@ -177,6 +199,10 @@ void pipeline(gpu::GPUFuncOp func, LoopLoads &loads) {
     Value induction = inductionAfter(builder, loop, loop.getLowerBound(), i);
     Value exists = isBefore(builder, loc, induction, loop.getUpperBound());
     Value version = constantIndex(builder, loc, i);
+    if (entryCount)
+      version = arith::RemUIOp::create(
+          builder, loc, arith::AddIOp::create(builder, loc, entryCount, version),
+          constantIndex(builder, loc, stages));
     if (prefetchTma && i + 1 < stages)
       issueTmaLoads(builder, loads, tmaCopies, stagedOfCopy, full, exists,
                     induction, version);
@@ -187,7 +213,14 @@ void pipeline(gpu::GPUFuncOp func, LoopLoads &loads) {
 
   // The loop computes on version it % S.
   loop->removeAttr(TileDialect::kNumStagesAttrName);
-  auto [stage, parity] = stageAndParity(builder, loop, stages);
+  Value stage, parity;
+  if (entryCount) {
+    builder.setInsertionPointToStart(loop.getBody());
+    std::tie(stage, parity) = stageAndParityOf(
+        builder, loc, loop.getRegionIterArgs().back(), stages);
+  } else {
+    std::tie(stage, parity) = stageAndParity(builder, loop, stages);
+  }
   builder.setInsertionPointAfterValue(parity);
   for (memref::AllocOp alloc : stagedAllocs)
     replaceInLoop(builder, alloc,

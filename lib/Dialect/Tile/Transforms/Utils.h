@@ -7,6 +7,9 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <string>
 
 namespace sinkattn::tile {
 
@@ -40,6 +43,16 @@ void createRoleSync(mlir::OpBuilder &builder, mlir::Location loc,
 /// its body: counting from the loop's start, so a loop beginning at an odd
 /// offset still begins at iteration 0.
 mlir::Value createIterationIndex(mlir::OpBuilder &builder, mlir::scf::ForOp loop);
+
+/// How many times the executing thread has run `op` before, as an index
+/// value right before `op`: a counter carried through every scf.for (an
+/// iteration argument) and scf.if (a result) between `op` and the
+/// function's body, incremented after `op`. Rebuilds those ops. Fails,
+/// changing nothing, when another region op (scf.while, ...) encloses
+/// `op`; `why` names it.
+mlir::FailureOr<mlir::Value> createExecutionCount(mlir::RewriterBase &rewriter,
+                                                  mlir::Operation *op,
+                                                  std::string &why);
 
 /// Bytes of a statically shaped memref.
 int64_t memrefBytes(mlir::MemRefType type);

@@ -31,6 +31,10 @@ constexpr int64_t kProducerThreads = 128;
 /// A TMA-only producer needs few registers: it computes indices and issues
 /// copies.
 constexpr int64_t kTmaProducerRegisters = 24;
+/// Loops around the pipelined one add the producer's tile coordinates and
+/// phase counters: the persistent GEMM's producer spills 40 bytes at 24
+/// registers, none at 32.
+constexpr int64_t kNestedTmaProducerRegisters = 32;
 /// A cp.async producer computes an address per 16-byte chunk: ptxas
 /// spills the cp.async GEMM's producer (24 chunks per thread and stage) at
 /// 40 and 48 registers, not at 56.
@@ -106,6 +110,8 @@ FailureOr<Plan> analyze(gpu::GPUFuncOp func, std::string &why) {
   // 256 consumers + 256 producers would leave a wgmma consumer 128.
   if (simt)
     plan.producerRegisters = kSimtProducerRegisters;
+  else if (!plan.outerLoops.empty())
+    plan.producerRegisters = kNestedTmaProducerRegisters;
   return plan;
 }
 
@@ -258,33 +264,55 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
   }
   scf::ForOp loop = plan.loop;
   loop->removeAttr(TileDialect::kNumStagesAttrName);
-  // A guarded group uses a stage only on the iterations that take its
-  // guard: both roles count those in a loop-carried counter per guard
-  // (phase counters), everything else counts iterations.
-  if (!plan.guards.empty()) {
+  // Phase counters. A guarded group uses a stage only on the iterations
+  // that take its guard: both roles count those in a counter per guard.
+  // Inside loops around the pipelined one (a persistent kernel), the
+  // barriers' phases run on across their iterations, so the iterations
+  // are counted in a counter carried through all of them too. A top-level
+  // loop's unguarded groups count its iterations.
+  bool nested = !plan.outerLoops.empty();
+  size_t guardBase = nested ? 1 : 0;
+  size_t counterCount = guardBase + plan.guards.size();
+  auto nextCounts = [&](OpBuilder &b, Location yieldLoc, ValueRange counts,
+                        const IRMapping &conditions) {
+    SmallVector<Value> next;
+    if (nested)
+      next.push_back(arith::AddIOp::create(b, yieldLoc, counts[0],
+                                           constantIndex(b, yieldLoc, 1)));
+    for (auto [i, guard] : llvm::enumerate(plan.guards))
+      next.push_back(countIf(b, yieldLoc, counts[guardBase + i],
+                             conditions.lookupOrDefault(guard.getCondition())));
+    return next;
+  };
+  if (counterCount != 0) {
     IRRewriter rewriter(builder);
-    SmallVector<Value> zeros(plan.guards.size(), constantIndex(builder, loc, 0));
-    rewriter.setInsertionPoint(loop);
-    auto grown = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
-        rewriter, zeros, /*replaceInitOperandUsesInLoop=*/false,
+    SmallVector<scf::ForOp> chain(plan.outerLoops);
+    chain.push_back(loop);
+    rewriter.setInsertionPoint(chain.front());
+    SmallVector<Value> zeros(counterCount,
+                             constantIndex(rewriter, loc, 0));
+    SmallVector<scf::ForOp> grown = carryCounters(
+        rewriter, chain, zeros,
         [&](OpBuilder &b, Location yieldLoc, ArrayRef<BlockArgument> counts) {
-          SmallVector<Value> next;
-          for (auto [guard, count] : llvm::zip(plan.guards, counts))
-            next.push_back(countIf(b, yieldLoc, count, guard.getCondition()));
-          return next;
-        }));
-    loop = grown;
-    plan.loop = grown;
+          return nextCounts(b, yieldLoc, ValueRange(counts), IRMapping());
+        });
+    loop = grown.back();
+    plan.loop = loop;
+    plan.outerLoops.assign(grown.begin(), grown.end() - 1);
   }
-  auto [stage, parity] = stageAndParity(builder, loop, stages);
+  ValueRange counters = loop.getRegionIterArgs().take_back(counterCount);
+  Value stage, parity;
+  if (nested) {
+    builder.setInsertionPointToStart(loop.getBody());
+    std::tie(stage, parity) = stageAndParityOf(builder, loc, counters[0], stages);
+  } else {
+    std::tie(stage, parity) = stageAndParity(builder, loop, stages);
+  }
   builder.setInsertionPointAfterValue(parity);
   SmallVector<std::pair<Value, Value>> guardPhase;
   for (size_t i = 0; i < plan.guards.size(); ++i)
-    guardPhase.push_back(stageAndParityOf(
-        builder, loc,
-        loop.getRegionIterArgs()[loop.getNumRegionIterArgs() -
-                                 plan.guards.size() + i],
-        stages));
+    guardPhase.push_back(
+        stageAndParityOf(builder, loc, counters[guardBase + i], stages));
   auto phaseOf = [&](const ProducerGroup &group) -> std::pair<Value, Value> {
     if (!group.guard)
       return {stage, parity};
@@ -326,23 +354,52 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
     issueCopiesAndArrive(builder, loc, {copy}, mapping, preLoop,
                          constantIndex(builder, loc, index),
                          [](CopyOp copy) { return copy.getDest(); });
-  SmallVector<Value> counterInits(plan.guards.size(),
-                                  constantIndex(builder, loc, 0));
-  auto producerLoop = scf::ForOp::create(
-      builder, loc, mapping.lookupOrDefault(loop.getLowerBound()),
-      mapping.lookupOrDefault(loop.getUpperBound()),
-      mapping.lookupOrDefault(loop.getStep()), counterInits);
-  {
+  // The loops around the pipelined one, rebuilt with what their bodies
+  // compute for the copies; the counters run through them as in the
+  // consumer.
+  std::function<ValueRange(size_t, IRMapping &, ValueRange)> buildLevel =
+      [&](size_t level, IRMapping &levelMapping,
+          ValueRange counts) -> ValueRange {
+    if (level < plan.outerLoops.size()) {
+      scf::ForOp outer = plan.outerLoops[level];
+      auto rebuilt = scf::ForOp::create(
+          builder, loc, levelMapping.lookupOrDefault(outer.getLowerBound()),
+          levelMapping.lookupOrDefault(outer.getUpperBound()),
+          levelMapping.lookupOrDefault(outer.getStep()), counts);
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToStart(rebuilt.getBody());
+      IRMapping inner = levelMapping;
+      inner.map(outer.getInductionVar(), rebuilt.getInductionVar());
+      for (Operation *op : plan.outerOps[level])
+        builder.clone(*op, inner);
+      ValueRange results =
+          buildLevel(level + 1, inner, rebuilt.getRegionIterArgs());
+      if (!results.empty())
+        scf::YieldOp::create(builder, loc, results);
+      return rebuilt.getResults();
+    }
+    auto producerLoop = scf::ForOp::create(
+        builder, loc, levelMapping.lookupOrDefault(loop.getLowerBound()),
+        levelMapping.lookupOrDefault(loop.getUpperBound()),
+        levelMapping.lookupOrDefault(loop.getStep()), counts);
     OpBuilder::InsertionGuard guard(builder);
-    auto [pStage, pParity] = stageAndParity(builder, producerLoop, stages);
+    ValueRange pCounts = producerLoop.getRegionIterArgs();
+    Value pStage, pParity;
+    if (nested) {
+      builder.setInsertionPointToStart(producerLoop.getBody());
+      std::tie(pStage, pParity) =
+          stageAndParityOf(builder, loc, pCounts[0], stages);
+    } else {
+      std::tie(pStage, pParity) = stageAndParity(builder, producerLoop, stages);
+    }
     builder.setInsertionPointAfterValue(pParity);
-    IRMapping loopMapping = mapping;
+    IRMapping loopMapping = levelMapping;
     loopMapping.map(loop.getInductionVar(), producerLoop.getInductionVar());
     for (Operation *op : plan.loopOps)
       builder.clone(*op, loopMapping);
     // The loads of one group: wait until the consumers released the stage
     // (a fresh barrier's phase 1 counts as complete: the first S waits on
-    // "empty" pass at once), load, one thread arrives.
+    // "empty" pass at once), load, arrive.
     auto produce = [&](int64_t g, ProducerGroup &group, Value groupStage,
                        Value groupParity) {
       Value slot = slotOf(builder, groupStage, g);
@@ -356,11 +413,7 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
                                               groupStage);
                            });
     };
-    SmallVector<Value> nextCounts;
-    for (auto [i, guardOp] : llvm::enumerate(plan.guards))
-      nextCounts.push_back(countIf(
-          builder, loc, producerLoop.getRegionIterArgs()[i],
-          loopMapping.lookupOrDefault(guardOp.getCondition())));
+    SmallVector<Value> next = nextCounts(builder, loc, pCounts, loopMapping);
     for (auto [g, group] : llvm::enumerate(plan.groups)) {
       if (!group.guard) {
         produce(g, group, pStage, pParity);
@@ -368,8 +421,8 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
       }
       // The same guard as the consumers', with the same use count.
       size_t index = llvm::find(plan.guards, group.guard) - plan.guards.begin();
-      auto [groupStage, groupParity] = stageAndParityOf(
-          builder, loc, producerLoop.getRegionIterArgs()[index], stages);
+      auto [groupStage, groupParity] =
+          stageAndParityOf(builder, loc, pCounts[guardBase + index], stages);
       auto ifOp = scf::IfOp::create(
           builder, loc, loopMapping.lookupOrDefault(group.guard.getCondition()),
           /*withElse=*/false);
@@ -377,9 +430,12 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
       builder.setInsertionPointToStart(&ifOp.getThenRegion().front());
       produce(g, group, groupStage, groupParity);
     }
-    if (!plan.guards.empty())
-      scf::YieldOp::create(builder, loc, nextCounts);
-  }
+    if (!next.empty())
+      scf::YieldOp::create(builder, loc, next);
+    return producerLoop.getResults();
+  };
+  SmallVector<Value> counterInits(counterCount, constantIndex(builder, loc, 0));
+  buildLevel(0, mapping, counterInits);
 
   // 7. The loop's copies moved to the producer; the old buffers are gone.
   for (ProducerGroup &group : plan.groups)

@@ -108,3 +108,45 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A pipelined loop inside a loop over tiles: the versions' barriers keep
+// completing phases across tiles, so a counter of K iterations runs through
+// both loops; the prologue of each tile loads into versions counted from
+// its value, and the loop takes version count % 2 and parity
+// (count / 2) % 2 from it.
+// CHECK-LABEL: gpu.func @persistent
+// CHECK: %[[FULL:.*]] = tile.alloc_barrier [1, 1] : !tile.barriers<2>
+// CHECK: scf.for %{{.*}} iter_args(%[[OUTER:.*]] = %{{.*}}) -> (index) {
+// CHECK:   %[[V0:.*]] = arith.remui %{{.*}}, %c2
+// CHECK:   scf.if
+// CHECK:     tile.tma_copy {{.*}} barrier(%[[FULL]][%[[V0]]])
+// CHECK:   %[[R:.*]]:2 = scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}, %[[C:.*]] = %[[OUTER]]) -> (!tile.fragment<64x64xf32>, index) {
+// CHECK:     %[[STAGE:.*]] = arith.remui %[[C]], %c2
+// CHECK:     %[[ROUND:.*]] = arith.divui %[[C]], %c2
+// CHECK:     %[[PAR:.*]] = arith.remui %[[ROUND]], %c2
+// CHECK:     tile.mbarrier_wait_parity %[[FULL]][%[[STAGE]]], %[[PAR]]
+// CHECK:     %[[NEXT:.*]] = arith.addi %[[C]], %c1
+// CHECK:     scf.yield %{{.*}}, %[[NEXT]]
+// CHECK:   scf.yield %[[R]]#1 : index
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @persistent(%A: memref<?x64xbf16>, %tiles: index, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %t = %c0 to %tiles step %c1 {
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %row = arith.addi %t, %k : index
+          tile.copy %A[%row, %c0], %s : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %d = tile.gemm %s, %s, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %d : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+      }
+      gpu.return
+    }
+  }
+}
