@@ -6,24 +6,28 @@
 include "mlir/Pass/PassBase.td"
 
 def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
-  let summary = "Split kernels into a TMA producer warpgroup and consumer warpgroups";
+  let summary = "Split kernels into a producer warpgroup (TMA or cp.async) and consumer warpgroups";
   let description = [{
     For a kernel (`gpu.func ... kernel`, `known_block_size = [C, 1, 1]`,
     C a multiple of 128) whose one pipelined loop (`scf.for` with
-    `tile.num_stages = S`, S ≥ 1, at the kernel's top level) loads its
-    operands with top-level global → shared `tile.copy`s:
+    `tile.num_stages = S`, S ≥ 1, at the kernel's top level or nested in
+    `scf.for` loops that are) loads its operands with top-level global →
+    shared `tile.copy`s:
 
     * **Groups.** Copies whose buffers have the same first reader and the
       same last user in the loop body form a group `g`; each gets S forward
-      barriers (`full`, one TMA arrival) and S back-pressure barriers
-      (`empty`, C arrivals), slot `stage·G + g`: exactly 2·G·S barriers,
-      plus one per `tile.copy` before the loop. The buffers get a leading
+      barriers (`full`: one TMA arrival, or 128 when the group has a
+      cp.async copy, see below) and S back-pressure barriers (`empty`, C
+      arrivals), slot `stage·G + g`: exactly 2·G·S barriers, plus one per
+      `tile.copy` before the loop. The buffers get a leading
       dimension S (version `stage` = `it % S`, `it = (k − lb)/step`).
     * **Registers.** When an even split of the register file would give the
       consumers fewer registers than they can have once the producer keeps
-      24 (two or more consumer warpgroups), the producer does
-      `setmaxnreg.dec 24` and the consumers `setmaxnreg.inc` to
-      `min(240, (65536 − 128·24) / C)` rounded down to 8, so the register
+      P = 24 (32 inside loops around the pipelined one, 56 with cp.async
+      copies: what ptxas needs without spilling) registers (two or more
+      consumer warpgroups), the producer does `setmaxnreg.dec P` and the
+      consumers `setmaxnreg.inc` to `min(240, (65536 − 128·P) / C)`
+      rounded down to 8, so the register
       file is never oversubscribed; with one consumer warpgroup every thread
       may have 240 registers anyway and no reallocation is emitted. The
       kernel's `known_block_size` becomes `.maxntid`, which lets ptxas
@@ -34,6 +38,22 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       per iteration and group waits `empty` with parity `((it/S) % 2) ^ 1`
       (a fresh barrier passes phase 1, so the first S waits are free), issues
       `tile.tma_copy` into the stage, and one thread arrives on `full`.
+    * **cp.async copies** (`engine = #tile.engine<cp_async>`): all 128
+      producer threads issue their chunks (`tile.cp_async`) and each
+      arrives with `tile.cp_async_arrive` (`cp.async.mbarrier.arrive.noinc`,
+      counted in `full`'s 128). A group mixing TMA and cp.async copies only
+      adds the TMA bytes (`expect_tx`) and never arrives a 129th time. The
+      consumers fence (`fence.proxy.async`) after waiting for such a group:
+      cp.async writes through the generic proxy, wgmma reads through the
+      async one. The producer stays one warpgroup rather than taking the
+      consumers' thread count: ptxas caps every thread's registers at
+      64K / `.maxntid` whatever `setmaxnreg` says, so 2·C threads would
+      leave C = 256 consumers 128 registers.
+    * **Loops around the pipelined one** (a persistent kernel's loop over
+      tiles): the barriers' phases run on across their iterations, so both
+      roles carry a counter of the pipelined loop's iterations through all
+      of them and take stage and parity from it; the producer rebuilds the
+      loops with the pure ops of their bodies the copies need.
     * **Consumers** (threads 128 …): the original kernel with thread ids
       renumbered from 0; each pre-loop copy becomes a wait on its barrier;
       in the loop, a wait on `full` (parity `(it/S) % 2`) before a group's
@@ -49,11 +69,12 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       producer loads and the consumers wait and arrive under the same
       condition, and both count the iterations that take it in a
       loop-carried counter (phase counter) from which that group's stage
-      and parity come, so skipped iterations do not advance its pipeline.
+      and parity come, so skipped iterations do not advance its pipeline
+      (through loops around the pipelined one too).
 
     Declining is not an error: a remark says why (no known block size,
     `threadIdx.y/z`, not whole warpgroups, no or several pipelined loops, a
-    loop not at the top level, no global → shared copy, user-managed
+    loop inside something other than `scf.for`, no global → shared copy, user-managed
     barriers, buffers used outside the loop or read by an async gemm, copy
     indices, guards or bounds that depend on loop-carried values, impure ops
     or the thread id, copy sources that are not kernel arguments, a kernel
@@ -70,13 +91,14 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
 }
 
 def TileSoftwarePipeline : Pass<"tile-software-pipeline"> {
-  let summary = "Prefetch the loads of a pipelined loop S - 1 iterations ahead";
+  let summary = "Prefetch the loads of a pipelined loop (TMA: S - 1, cp.async: S iterations ahead)";
   let description = [{
     For a kernel that `tile-warp-specialize` left alone whose pipelined loop
-    (`tile.num_stages = S`, S ≥ 2) has the shape that pass accepts (top-level
+    (`tile.num_stages = S`) has the shape that pass accepts (top-level
     global → shared `tile.copy`s filling whole allocations that only
     `tile.gemm` reads, indices from pure computations of the induction
-    variable): every thread keeps computing, and
+    variable; the loop at the kernel's top level or in `scf.for` loops
+    that are): every thread keeps computing. TMA copies (S ≥ 2):
 
     * the buffers get a leading dimension S; one barrier per version (one
       TMA arrival each) is allocated at the kernel's top level;
@@ -91,10 +113,32 @@ def TileSoftwarePipeline : Pass<"tile-software-pipeline"> {
       before the first reader.
 
     The copies become `tile.tma_copy` (expect_tx + TMA) plus one thread's
-    arrive, which `tile-fuse-arrive-expect-tx` fuses. A loop that does not
+    arrive, which `tile-fuse-arrive-expect-tx` fuses.
+
+    cp.async copies (`engine = #tile.engine<cp_async>`, S ≥ 1) go through
+    commit groups instead of barriers, one per producer group and
+    iteration:
+
+    * the prologue copies iterations 0 … S − 1 into versions 0 … S − 1,
+      committing a group per producer group even when the iteration does
+      not exist (the wait counts below assume a fixed number per round);
+    * right after a group's last user in iteration `it`, a block sync (the
+      other threads are done with version `it % S`) and the copies of
+      iteration `it + S` into that version, then a commit: groups are
+      committed in the order of their last use;
+    * before a group's first reader, `cp.async.wait_group N` with N the
+      groups committed after it (the later groups of its round, S − 1
+      whole rounds, and this iteration's commits whose last user comes
+      before the reader), a `fence.proxy.async` (wgmma reads what the
+      generic proxy wrote) and a block sync.
+
+    Inside loops around the pipelined one, a counter of its iterations is
+    carried through them all and versions and parities come from it (the
+    barriers' phases run on across the outer iterations). A loop that does not
     fit keeps `tile.num_stages` (a remark says why) and gets the
     multi-versioned synchronous path of `tile-multi-version-buffers`; with
-    S = 1 there is nothing to prefetch and the loop is left as it is.
+    S = 1 and only TMA copies there is nothing to prefetch into and the loop
+    is left as it is.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
@@ -164,8 +208,13 @@ def TileLowerCopies : Pass<"tile-lower-copies"> {
       multi-versioning gives it one slot per pipeline stage). All threads
       first sync (earlier readers of the tile are done), one thread issues
       `expect_tx` + load(s) + `arrive`, then every thread waits with parity
-      `iteration % 2` of the innermost enclosing `scf.for` (0 outside
-      loops), the iteration being counted from the loop's start.
+      `iteration % 2` of the enclosing `scf.for` (0 outside loops), the
+      iteration being counted from the loop's start. A load in nested loops
+      or under an `scf.if` completes its barrier once per execution, not
+      per iteration of one loop: it counts its executions in a counter
+      carried through the enclosing `scf.for`s (iteration arguments) and
+      `scf.if`s (a result), and waits with parity `count % 2`. Under any
+      other region op (`scf.while`, ...) it is an error.
     * `tile.copy` global → shared with `engine = #tile.engine<cp_async>`:
       all threads sync, issue their `tile.cp_async` share, commit, wait for
       the group (`nvvm.cp.async.wait.group 0`), fence the generic proxy
@@ -220,6 +269,11 @@ def TileMultiVersionBuffers : Pass<"tile-multi-version-buffers"> {
     Counting from the loop's start (not the raw induction variable) keeps a
     loop that starts at an odd offset from waiting for parity 1 on a fresh
     barrier, which would return at once and read stale data.
+
+    Barriers stay as they are when that iteration does not count their
+    phases: the loop is nested in another loop or conditional (it may run
+    more than once), or a wait on them is not directly in its body. Their
+    synchronous loads counted their executions (`tile-lower-copies`).
 
     It runs before `tile-lower-barriers` so that initialization covers every
     version: an array that already has `tile.mbarrier_init` users is
