@@ -12,8 +12,11 @@
 # and travel with the working tree (.carry/ is git-ignored, carried).
 #
 # usage: scripts/gpu-round.sh [BENCH_BUNDLE...]
-#   default benches: gemm-4096x4096x4096 tma-copy-8192x8192
-#   tma-stream-8192x8192 and the seed table (sink-fwd-seed-*)
+#   default: the gemm (TMA, persistent, cp.async), tma-copy and tma-stream
+#   benches, then `bench --preset seed` (the seed table and its window-128
+#   rows), the PyTorch baselines and the seed chart
+#   ($OUT/perf-seed-table.png, .json). Named bundles replace all of that
+#   but the baselines.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,10 +26,11 @@ build=${SINKATTN_GPU_BUILD_DIR:-build-gpu}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 bundles=$(realpath -m "${SINKATTN_BUNDLES:-.carry/bundles}")
 benches=("$@")
-seed_table=(sink-fwd-seed-2k-d64 sink-fwd-seed-4k-d64 sink-fwd-seed-8k-d64
-            sink-fwd-seed-16k-d64 sink-fwd-seed-2k-d128 sink-fwd-seed-4k-d128
-            sink-fwd-seed-8k-d128 sink-fwd-seed-16k-d128)
-((${#benches[@]})) || benches=(gemm-4096x4096x4096 gemm-8192x8192x8192 gemm-persistent-4096-s4 gemm-cpasync-4096-s4 gemm-cpasync-plain-4096-s3 tma-copy-8192x8192 tma-stream-8192x8192 "${seed_table[@]}")
+# The seed table itself comes from `bench --preset seed` (step 4) unless
+# benches are named.
+preset=seed
+((${#benches[@]})) && preset=
+((${#benches[@]})) || benches=(gemm-4096x4096x4096 gemm-8192x8192x8192 gemm-persistent-4096-s4 gemm-cpasync-4096-s4 gemm-cpasync-plain-4096-s3 tma-copy-8192x8192 tma-stream-8192x8192)
 # Small sizes, lengths that are not multiples of the blocks included.
 sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
            sink-fwd-tiny-d64 sink-fwd-win128-f16-d64 sink-fwd-past-d128
@@ -91,11 +95,35 @@ for bundle in "${benches[@]}"; do
   line=$(grep -v '^ ' "$out/bench-$bundle.txt" | tail -1)
   note "bench $bundle: $line"
 done
+if [[ -n "$preset" ]]; then
+  # The preset's bundles (one per configuration: .carry/bundles also holds
+  # other schedules of the same shapes).
+  preset_bundles="$out/preset-bundles"
+  rm -rf "$preset_bundles" && mkdir -p "$preset_bundles"
+  for d in 64 128; do
+    for s in 2k 4k 8k 16k; do
+      ln -s "$bundles/sink-fwd-seed-$s-d$d" "$preset_bundles/"
+      ln -s "$bundles/sink-fwd-seed-win128-$s-d$d" "$preset_bundles/"
+    done
+  done
+  "$runner" bench --preset "$preset" --bundles "$preset_bundles" --iters 50 --warmup 5 \
+    --json "$out/bench-preset-$preset.json" | tee "$out/bench-preset-$preset.txt"
+  while read -r line; do note "preset $preset: $line"; done < <(grep -E "^ *[0-9]+ " "$out/bench-preset-$preset.txt")
+fi
 if python3 -c 'import torch' 2>/dev/null; then
   python3 bench/compare_torch.py --json "$out/torch-baselines.json" | tee "$out/torch-baselines.txt"
   while read -r line; do note "baseline $line"; done < <(grep -E "^(cublas|copy)" "$out/torch-baselines.txt")
   python3 bench/compare_sdpa.py --json "$out/sdpa-baselines.json" | tee "$out/sdpa-baselines.txt"
   while read -r line; do note "baseline $line"; done < <(grep -E "^cudnn" "$out/sdpa-baselines.txt")
+  if [[ -n "$preset" ]]; then
+    # The same run's chart and its table (copy both next to docs/PERF.md).
+    python3 bench/plot_seed_table.py --sinkattn "$out/bench-preset-$preset.json" \
+      --cudnn "$out/sdpa-baselines.json" --date "$(date -u +%F)" \
+      --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+      --command "bash scripts/gpu-round.sh" \
+      --write-table "$out/perf-seed-table.json" --output "$out/perf-seed-table.png" &&
+      note "seed chart: $out/perf-seed-table.png"
+  fi
 fi
 
 echo

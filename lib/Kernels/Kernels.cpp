@@ -3,6 +3,7 @@
 #include "SinkAttn/Kernels/Kernels.h"
 
 #include "KernelBuilders.h"
+#include "KernelTemplate.h"
 #include "SinkAttn/Runtime/AttentionReference.h"
 
 #include "SinkAttn/Conversion/Passes.h"
@@ -184,6 +185,18 @@ void sinkattn::registerKernelDialects(DialectRegistry &registry) {
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
   registry.insert<tile::TileDialect>();
+}
+
+std::string kernels::sinkLoad(const std::string &result,
+                              const std::string &sinks, const std::string &head,
+                              int64_t heads, rt::DType sinkDtype) {
+  std::string type = mlirTypeName(sinkDtype);
+  std::string memref = "memref<" + std::to_string(heads) + "x" + type + ">";
+  if (sinkDtype == rt::DType::F32)
+    return result + " = memref.load " + sinks + "[" + head + "] : " + memref;
+  return result + "Stored = memref.load " + sinks + "[" + head + "] : " +
+         memref + "\n      " + result + " = arith.extf " + result +
+         "Stored : " + type + " to f32";
 }
 
 rt::BundleParam kernels::inputBuffer(std::string name, rt::DType dtype,

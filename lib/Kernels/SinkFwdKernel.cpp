@@ -49,7 +49,7 @@ constexpr llvm::StringLiteral kSinkFwdTemplate = R"mlir(
 !kv = memref<@B@x@HK@x@SKV@x@D@x@T@>
 module attributes {gpu.container_module} {
   gpu.module @sink_fwd {
-    gpu.func @sink_fwd(%Q: !q, %K: !kv, %V: !kv, %sinks: memref<@H@xf32>,
+    gpu.func @sink_fwd(%Q: !q, %K: !kv, %V: !kv, %sinks: memref<@H@x@ST@>,
                        %O: !q, %LSE: memref<@B@x@H@x@SQ@xf32>) kernel
         @ATTRIBUTES@ {
       %c0 = arith.constant 0 : index
@@ -103,7 +103,7 @@ module attributes {gpu.container_module} {
       %windowLo = arith.divui %firstKeyPos, %cBN : index
       %loBlocks = arith.select %hasWindow, %windowLo, %c0 : index
 
-      %sink = memref.load %sinks[%h] : memref<@H@xf32>
+      @SINK_LOAD@
       %sinkLog2 = arith.mulf %sink, %log2e : f32
       %mInit = tile.fill %sinkLog2 : !row
       %lInit = tile.fill %one : !row
@@ -269,6 +269,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   if (config.stages < 1 || config.stages > 3)
     return fail() << "--stages " << config.stages
                   << " is not supported: 1 to 3 (K and V tiles per stage)";
+  if (config.sinkDtype != rt::DType::F32 && config.sinkDtype != rt::DType::BF16)
+    return fail() << "--sink-dtype " << rt::dtypeName(config.sinkDtype)
+                  << " is not supported; use f32 or bf16";
   if (config.window < 0)
     return fail() << "--window " << config.window
                   << " must be positive (0: no window)";
@@ -308,6 +311,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   OwningOpRef<ModuleOp> module = kernels::parseKernelTemplate(
       context, "sink-fwd", kSinkFwdTemplate,
       {{"T", type},
+       {"ST", kernels::mlirTypeName(config.sinkDtype)},
+       {"SINK_LOAD", kernels::sinkLoad("%sink", "%sinks", "%h",
+                                       config.heads, config.sinkDtype)},
        {"B", str(config.batch)},
        {"H", str(config.heads)},
        {"HK", str(config.kvHeads)},
@@ -356,7 +362,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                    {"schedule", std::string(warpSpecialized ? "ws" : "plain")},
                    {"stages", config.stages},
                    {"scale", scale},
-                   {"dtype", std::string(rt::dtypeName(config.dtype))}};
+                   {"dtype", std::string(rt::dtypeName(config.dtype))},
+                   {"sink_dtype", std::string(rt::dtypeName(config.sinkDtype))}};
   auto u = [](int64_t v) { return uint64_t(v); };
   std::vector<uint64_t> qShape = {u(config.batch), u(config.heads),
                                   u(config.seqQ), u(config.headDim)};
@@ -366,7 +373,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   bundle.params.push_back(kernels::inputBuffer("k", config.dtype, kvShape));
   bundle.params.push_back(kernels::inputBuffer("v", config.dtype, kvShape));
   bundle.params.push_back(
-      kernels::inputBuffer("sinks", rt::DType::F32, {u(config.heads)}));
+      kernels::inputBuffer("sinks", config.sinkDtype, {u(config.heads)}));
   bundle.params.push_back(kernels::outputBuffer("o", config.dtype, qShape));
   bundle.params.push_back(kernels::outputBuffer(
       "lse", rt::DType::F32, {u(config.batch), u(config.heads), u(config.seqQ)}));

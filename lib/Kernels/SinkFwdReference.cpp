@@ -45,7 +45,7 @@ namespace {
 constexpr llvm::StringLiteral kSinkFwdReferenceTemplate = R"mlir(
 !q = memref<@B@x@H@x@SQ@x@D@x@T@>
 !kv = memref<@B@x@HK@x@SKV@x@D@x@T@>
-!sinks = memref<@H@xf32>
+!sinks = memref<@H@x@ST@>
 !o = memref<@B@x@H@x@SQ@x@D@xf32>
 !lse = memref<@B@x@H@x@SQ@xf32>
 !row = memref<@D@xf32>
@@ -90,7 +90,7 @@ module attributes {gpu.container_module} {
           memref.store %xf, %qRow[%d] : !row
           memref.store %zero, %acc[%d] : !row
         }
-        %t = memref.load %sinks[%h] : !sinks
+        @SINK_LOAD@
 
         // Pass 1: M = max(t, max_j s_j).
         %m = scf.for %j = %lo to %hi step %c1 iter_args(%mj = %t) -> (f32) {
@@ -199,6 +199,8 @@ kernels::buildSinkFwdReference(MLIRContext &context,
       context, "sink-fwd reference", kSinkFwdReferenceTemplate,
       {{"ENTRY", rt::kSinkFwdReferenceEntry},
        {"T", mlirTypeName(config.dtype)},
+       {"ST", mlirTypeName(config.sinkDtype)},
+       {"SINK_LOAD", sinkLoad("%t", "%sinks", "%h", shape.heads, config.sinkDtype)},
        {"B", std::to_string(shape.batch)},
        {"H", std::to_string(shape.heads)},
        {"HK", std::to_string(shape.kvHeads)},

@@ -83,6 +83,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.seqKv = options.seqKV;
   config.headDim = options.headDim;
   config.window = options.window;
+  config.sinkDtype = options.sinkDtype == "bf16" ? rt::DType::BF16 : rt::DType::F32;
   config.target.chip = options.chip;
   return config;
 }

@@ -199,7 +199,8 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
   DType inputType = rt::findParam(bundle, "q")->dtype;
   SINKATTN_RT_TRY(expect("k", BufferRole::Input, kvShape, {inputType}));
   SINKATTN_RT_TRY(expect("v", BufferRole::Input, kvShape, {inputType}));
-  SINKATTN_RT_TRY(expect("sinks", BufferRole::Input, {u(shape.heads)}, {DType::F32}));
+  SINKATTN_RT_TRY(expect("sinks", BufferRole::Input, {u(shape.heads)},
+                         {DType::F32, DType::BF16}));
   SINKATTN_RT_TRY(expect("o", BufferRole::Output, qShape,
                          {DType::BF16, DType::F16, DType::F32}));
   SINKATTN_RT_TRY(expect("lse", BufferRole::Output,

@@ -35,12 +35,15 @@ const FlagSpec kFlags[] = {
     {"seq-kv", "SKV", "compile check bench", "attention: key/value length"},
     {"head-dim", "D", "compile check bench", "attention: head dimension (64 or 128)"},
     {"window", "W", "compile check bench", "attention: sliding window (>= 1)"},
+    {"sink-dtype", "T", "compile check bench", "attention: how the per-head sink logits are stored: f32 (default) or bf16"},
     {"start-tile", "T", "compile check bench", "tma-stream: first 64-column tile of the loop (default 0)"},
     {"dtype", "T", "compile check bench", "element type: bf16 (default) or fp16"},
     {"chip", "SM", "compile check bench", "PTX target (default sm_90a)"},
     {"emit", "LEVEL", "compile", "tile | gpu | llvm | ptx | bundle"},
     {"o", "PATH", "compile", "output file, or directory for --emit bundle ('-': stdout)"},
     {"bundle", "DIR", "check bench", "run a compiled bundle instead of compiling"},
+    {"preset", "NAME", "bench", "time a table of configurations: seed (sink-fwd bf16 B1 H64 HK8, S 2k..16k x D 64/128, causal and window 128)"},
+    {"bundles", "DIR", "bench", "with --preset: take each configuration's bundle from the bundles under DIR (found by their manifests) instead of compiling"},
     {"seed", "N", "check bench", "seed of the random inputs (default 0)"},
     {"iters", "N", "bench", "timed iterations (default 50; median reported)"},
     {"warmup", "N", "bench", "untimed warm-up iterations (default 5)"},
@@ -84,7 +87,8 @@ bool Options::wasGiven(const std::string &flag) const {
 
 namespace {
 const char *const kAttentionFlags[] = {"batch",  "heads",    "kv-heads", "seq-q",
-                                       "seq-kv", "head-dim", "window"};
+                                       "seq-kv", "head-dim", "window",
+                                       "sink-dtype"};
 } // namespace
 
 std::vector<std::string> Options::attentionFlagsGiven() const {
@@ -246,6 +250,15 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       options.emit = value;
     } else if (name == "o") {
       options.output = value;
+    } else if (name == "sink-dtype") {
+      if (value != "f32" && value != "bf16")
+        return rt::Status::error("--sink-dtype must be f32 or bf16, got '" +
+                                 value + "'");
+      options.sinkDtype = value;
+    } else if (name == "preset") {
+      options.preset = value;
+    } else if (name == "bundles") {
+      options.bundlesDir = value;
     } else if (name == "bundle") {
       options.bundleDir = value;
     } else if (name == "seed") {
@@ -302,6 +315,28 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       return rt::Status::error("--emit bundle writes a directory; -o - is not "
                                "possible");
   }
+  if (!options.bundlesDir.empty() && options.preset.empty())
+    return rt::Status::error("--bundles goes with --preset (one bundle: --bundle DIR)");
+  if (!options.preset.empty()) {
+    // The preset fixes the kernel and every shape; only how to time and
+    // where to run are the caller's.
+    if (options.wasGiven("kernel") && options.kernel != "sink-fwd")
+      return rt::Status::error("--preset " + options.preset +
+                               " times sink-fwd, not '" + options.kernel + "'");
+    for (const char *flag :
+         {"bundle", "m", "n", "k", "dtype", "chip", "stages", "schedule",
+          "copy-engine", "persistent", "start-tile", "batch", "heads",
+          "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
+          "save-io"})
+      if (options.wasGiven(flag))
+        return rt::Status::error(std::string("--") + flag +
+                                 " cannot be combined with --preset (the "
+                                 "preset fixes the configurations)");
+    if (options.bundlesDir.empty() && !hasCompiler)
+      return rt::Status::error("this runtime-only build cannot compile; pass "
+                               "--bundles DIR with --preset");
+    return options;
+  }
   if (options.command == "check" || options.command == "bench") {
     if (options.bundleDir.empty() && options.kernel.empty())
       return rt::Status::error(options.command +
@@ -315,7 +350,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     if (!options.bundleDir.empty())
       for (const char *flag :
            {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "persistent", "start-tile",
-            "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window"})
+            "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype"})
         if (options.wasGiven(flag))
           return rt::Status::error(
               std::string("--") + flag +

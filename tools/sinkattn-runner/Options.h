@@ -27,10 +27,13 @@ struct Options {
   /// by kernels that are not attention kernels).
   int64_t batch = 1, heads = 64, kvHeads = 8, seqQ = 4096, seqKV = 4096;
   int64_t headDim = 128, window = 0; ///< window 0: no sliding window
+  std::string sinkDtype = "f32";     ///< f32 | bf16
   std::string emit;   ///< tile | gpu | llvm | ptx | bundle
   std::string output; ///< -o
   std::string chip = "sm_90a";
   std::string bundleDir;
+  std::string preset;     ///< bench --preset NAME
+  std::string bundlesDir; ///< bench --preset: where the cells' bundles are
   std::string saveIoDir;
   std::string jsonFile;
   uint64_t seed = 0;

@@ -7,6 +7,7 @@
 
 #include "Harness.h"
 #include "Options.h"
+#include "Preset.h"
 #if SINKATTN_RUNNER_HAS_COMPILER
 #include "Compile.h"
 #endif
@@ -173,5 +174,12 @@ int main(int argc, char **argv) {
   if (options->command == "compile")
     return runCompile(*options);
 #endif
+  if (!options->preset.empty()) {
+#if SINKATTN_RUNNER_HAS_COMPILER
+    return runPreset(*options, compileFromOptions);
+#else
+    return runPreset(*options, nullptr);
+#endif
+  }
   return runCheckOrBench(*options);
 }

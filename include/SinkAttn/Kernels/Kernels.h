@@ -45,6 +45,8 @@ struct KernelConfig {
   /// min(N, tiles) blocks, each looping over tiles (the K loop nested in a
   /// loop over tiles).
   int64_t persistentBlocks = 0;
+  /// sink-fwd: how the per-head sink logits are stored (f32 or bf16).
+  rt::DType sinkDtype = rt::DType::F32;
   /// Attention (sink-fwd): Q is [batch, heads, seqQ, headDim], K and V are
   /// [batch, kvHeads, seqKv, headDim]; window 0 means no sliding window.
   int64_t batch = 1, heads = 1, kvHeads = 1, seqQ = 128, seqKv = 128,

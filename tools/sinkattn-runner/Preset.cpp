@@ -1,0 +1,234 @@
+//===- Preset.cpp - bench --preset: a table of configurations -------------===//
+//
+// `bench --preset seed` reproduces the seed's benchmark table: the
+// attention-sink forward in bf16 at B = 1, H = 64, HK = 8, causal, for
+// S in {2k, 4k, 8k, 16k} and D in {64, 128}, with TFLOP/s by the seed's
+// formula (4·B·H·S·S·D/2 over the time), plus the same shapes with a
+// 128-token sliding window (TFLOP/s from the exact attended-pair count;
+// the seed's formula does not apply).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Preset.h"
+#include "Harness.h"
+
+#include "SinkAttn/Runtime/Json.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+using namespace sinkattn;
+using namespace sinkattn::runner;
+
+std::string PresetCell::mask() const {
+  return window == 0 ? "causal" : "window " + std::to_string(window);
+}
+
+std::string PresetCell::compileFlags() const {
+  std::string flags = "--kernel " + kernel + " --batch " +
+                      std::to_string(batch) + " --heads " +
+                      std::to_string(heads) + " --kv-heads " +
+                      std::to_string(kvHeads) + " --seq-q " +
+                      std::to_string(seqQ) + " --seq-kv " +
+                      std::to_string(seqKv) + " --head-dim " +
+                      std::to_string(headDim) + " --dtype " + dtype;
+  if (window != 0)
+    flags += " --window " + std::to_string(window);
+  return flags;
+}
+
+rt::Expected<std::vector<PresetCell>>
+runner::presetCells(const std::string &name) {
+  if (name != "seed")
+    return rt::Status::error("unknown preset '" + name +
+                             "'; the presets are: seed");
+  std::vector<PresetCell> cells;
+  for (int64_t window : {0, 128})
+    for (int64_t headDim : {64, 128})
+      for (int64_t seq : {2048, 4096, 8192, 16384})
+        cells.push_back(
+            {"sink-fwd", 1, 64, 8, seq, seq, headDim, window, "bf16"});
+  return cells;
+}
+
+namespace {
+/// Whether `bundle` was compiled for `cell` (its manifest's config).
+bool matches(const rt::Bundle &bundle, const PresetCell &cell) {
+  if (bundle.kernel != cell.kernel)
+    return false;
+  auto integer = [&](const char *key, int64_t value) {
+    auto it = bundle.config.find(key);
+    return it != bundle.config.end() &&
+           std::holds_alternative<int64_t>(it->second) &&
+           std::get<int64_t>(it->second) == value;
+  };
+  auto dtype = bundle.config.find("dtype");
+  return integer("batch", cell.batch) && integer("heads", cell.heads) &&
+         integer("kv_heads", cell.kvHeads) && integer("seq_q", cell.seqQ) &&
+         integer("seq_kv", cell.seqKv) && integer("head_dim", cell.headDim) &&
+         integer("window", cell.window) && dtype != bundle.config.end() &&
+         std::holds_alternative<std::string>(dtype->second) &&
+         std::get<std::string>(dtype->second) == cell.dtype;
+}
+
+/// The bundles in the subdirectories of `directory` (each with a
+/// manifest.json), in name order; unreadable ones are reported.
+rt::Expected<std::vector<std::pair<std::string, rt::Bundle>>>
+readBundles(const std::string &directory) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(directory, ec))
+    return rt::Status::error("--bundles '" + directory +
+                             "' is not a directory");
+  std::vector<std::string> names;
+  for (const auto &entry : std::filesystem::directory_iterator(directory, ec))
+    if (entry.is_directory() &&
+        std::filesystem::exists(entry.path() / "manifest.json"))
+      names.push_back(entry.path().string());
+  if (ec)
+    return rt::Status::error("cannot list '" + directory + "': " + ec.message());
+  std::sort(names.begin(), names.end());
+  std::vector<std::pair<std::string, rt::Bundle>> bundles;
+  for (const std::string &name : names) {
+    rt::Expected<rt::Bundle> bundle = rt::readBundle(name);
+    if (!bundle.ok())
+      return rt::Status::error("bundle '" + name +
+                               "': " + bundle.status().message());
+    bundles.emplace_back(name, std::move(*bundle));
+  }
+  return bundles;
+}
+
+int fail(const rt::Status &status) {
+  std::fprintf(stderr, "error: %s\n", status.message().c_str());
+  return 2;
+}
+} // namespace
+
+int runner::runPreset(
+    const Options &options,
+    const std::function<rt::Expected<rt::Bundle>(const Options &)> &compile) {
+  rt::Expected<std::vector<PresetCell>> cells = presetCells(options.preset);
+  if (!cells.ok())
+    return fail(cells.status());
+  std::vector<std::pair<std::string, rt::Bundle>> available;
+  if (!options.bundlesDir.empty()) {
+    auto bundles = readBundles(options.bundlesDir);
+    if (!bundles.ok())
+      return fail(bundles.status());
+    available = std::move(*bundles);
+  } else if (!compile) {
+    return fail(rt::Status::error(
+        "this runtime-only build cannot compile the preset's kernels; pass "
+        "--bundles DIR (a directory of bundles from `compile --emit bundle`)"));
+  }
+
+  rt::JsonValue rows = rt::JsonValue::array({});
+  std::string gpu;
+  bool header = false;
+  for (const PresetCell &cell : *cells) {
+    rt::Bundle bundle;
+    if (!options.bundlesDir.empty()) {
+      auto found = std::find_if(available.begin(), available.end(),
+                                [&](const auto &b) { return matches(b.second, cell); });
+      // Two bundles of one shape (other schedules or stages): which one
+      // the table shows must not depend on directory order.
+      if (found != available.end()) {
+        auto other = std::find_if(std::next(found), available.end(),
+                                  [&](const auto &b) { return matches(b.second, cell); });
+        if (other != available.end())
+          return fail(rt::Status::error(
+              "two bundles under '" + options.bundlesDir + "' match " +
+              cell.kernel + " S=" + std::to_string(cell.seqQ) +
+              " D=" + std::to_string(cell.headDim) + " " + cell.mask() +
+              ": '" + found->first + "' and '" + other->first +
+              "'; give --bundles a directory with one per configuration"));
+      }
+      if (found == available.end())
+        return fail(rt::Status::error(
+            "no bundle under '" + options.bundlesDir + "' was compiled for " +
+            cell.kernel + " S=" + std::to_string(cell.seqQ) +
+            " D=" + std::to_string(cell.headDim) + " " + cell.mask() +
+            "; build it with: sinkattn-runner compile " + cell.compileFlags() +
+            " --emit bundle -o DIR"));
+      bundle = found->second;
+    } else {
+      Options cellOptions = options;
+      cellOptions.kernel = cell.kernel;
+      cellOptions.batch = cell.batch;
+      cellOptions.heads = cell.heads;
+      cellOptions.kvHeads = cell.kvHeads;
+      cellOptions.seqQ = cell.seqQ;
+      cellOptions.seqKV = cell.seqKv;
+      cellOptions.headDim = cell.headDim;
+      cellOptions.window = cell.window;
+      cellOptions.dtype = cell.dtype;
+      rt::Expected<rt::Bundle> compiled = compile(cellOptions);
+      if (!compiled.ok())
+        return fail(compiled.status());
+      bundle = std::move(*compiled);
+    }
+    auto session = Session::open(std::move(bundle), int(options.device),
+                                 options.verbose);
+    if (!session.ok())
+      return fail(session.status());
+    Session &s = **session;
+    if (rt::Status prepared = s.prepare(options.seed); !prepared.ok())
+      return fail(prepared);
+    rt::Expected<BenchReport> report =
+        s.bench(int(options.warmup), int(options.iters), options.flushL2);
+    if (!report.ok())
+      return fail(report.status());
+    double seedFormula = 0;
+    for (const auto &[name, value] : report->metrics)
+      if (name == "tflops_seed_formula")
+        seedFormula = value;
+    if (!header) {
+      gpu = s.device().name;
+      std::printf("bench --preset %s: %s %s, B=%lld H=%lld HK=%lld, on %s (%s)\n",
+                  options.preset.c_str(), cell.kernel.c_str(),
+                  cell.dtype.c_str(), (long long)cell.batch,
+                  (long long)cell.heads, (long long)cell.kvHeads, gpu.c_str(),
+                  s.device().smName().c_str());
+      std::printf("%6s %4s  %-11s %10s %10s %16s %17s\n", "S", "D", "mask",
+                  "median ms", "min ms", "TFLOP/s (seed)", "TFLOP/s (exact)");
+      header = true;
+    }
+    // The seed's formula assumes S·S/2 pairs: only the causal rows have it.
+    char seedText[32] = "-";
+    if (cell.window == 0)
+      std::snprintf(seedText, sizeof(seedText), "%.1f", seedFormula);
+    std::printf("%6lld %4lld  %-11s %10.4f %10.4f %16s %17.1f\n",
+                (long long)cell.seqQ, (long long)cell.headDim,
+                cell.mask().c_str(), report->medianMs, report->minMs, seedText,
+                report->tflops);
+    std::fflush(stdout);
+    rt::JsonValue row = rt::JsonValue::object();
+    row.set("kernel", s.bundle().kernel);
+    row.set("config", s.describeConfig());
+    row.set("seq", cell.seqQ);
+    row.set("head_dim", cell.headDim);
+    row.set("window", cell.window);
+    row.set("median_ms", report->medianMs);
+    row.set("min_ms", report->minMs);
+    row.set("tflops", report->tflops);
+    row.set("iterations", report->iterations);
+    for (const auto &[name, value] : report->metrics)
+      row.set(name, value);
+    row.set("l2_flush", options.flushL2);
+    rows.push(std::move(row));
+  }
+  std::printf("TFLOP/s (seed) = 4*B*H*S*S*D/2 / median time; (exact) counts "
+              "the attended (query, key) pairs.\n");
+  if (!options.jsonFile.empty()) {
+    rt::JsonValue json = rt::JsonValue::object();
+    json.set("gpu", gpu);
+    json.set("preset", options.preset);
+    json.set("results", std::move(rows));
+    std::ofstream file(options.jsonFile);
+    file << rt::writeJson(json) << "\n";
+    if (!file)
+      return fail(rt::Status::error("cannot write '" + options.jsonFile + "'"));
+  }
+  return 0;
+}

@@ -1,0 +1,41 @@
+//===- Preset.h - bench --preset: a table of configurations -----*- C++ -*-===//
+
+#ifndef SINKATTN_TOOLS_RUNNER_PRESET_H
+#define SINKATTN_TOOLS_RUNNER_PRESET_H
+
+#include "Options.h"
+
+#include "SinkAttn/Runtime/Bundle.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sinkattn::runner {
+
+/// One configuration of a preset: the flags that differ from the runner's
+/// defaults, applied to a copy of the command line's options.
+struct PresetCell {
+  std::string kernel;
+  int64_t batch, heads, kvHeads, seqQ, seqKv, headDim, window;
+  std::string dtype;
+  /// The row's label in the table's mask column.
+  std::string mask() const;
+  /// The `compile` flags that build this cell's bundle.
+  std::string compileFlags() const;
+};
+
+/// The cells of preset `name`, or an error naming the presets there are.
+rt::Expected<std::vector<PresetCell>> presetCells(const std::string &name);
+
+/// Runs `bench --preset`: each cell's bundle (compiled with `compile`, or
+/// found by its configuration among the bundles under --bundles), timed as
+/// `bench` times one kernel, printed as one table (and --json). Returns the
+/// process exit code.
+int runPreset(const Options &options,
+              const std::function<rt::Expected<rt::Bundle>(const Options &)>
+                  &compile);
+
+} // namespace sinkattn::runner
+
+#endif // SINKATTN_TOOLS_RUNNER_PRESET_H
