@@ -10,6 +10,10 @@
 # Bundles come from this machine's full build:
 #   scripts/make-bundles.sh build/bin/sinkattn-runner .carry/bundles
 # and travel with the working tree (.carry/ is git-ignored, carried).
+# Through the device tool, which returns only a few files from $OUT, keep
+# everything in one archive:
+#   OUT=$OUT/round bash scripts/gpu-round.sh > $OUT/summary.txt 2>&1;
+#   tar czf $OUT/round.tgz -C $OUT round && rm -rf $OUT/round
 #
 # usage: scripts/gpu-round.sh [BENCH_BUNDLE...]
 #   default: the gemm (TMA, persistent, cp.async), tma-copy and tma-stream
