@@ -114,6 +114,16 @@ if [[ -n "$preset" ]]; then
     --json "$out/bench-preset-$preset.json" | tee "$out/bench-preset-$preset.txt"
   while read -r line; do note "preset $preset: $line"; done < <(grep -E "^ *[0-9]+ " "$out/bench-preset-$preset.txt")
 fi
+if [[ -n "$preset" ]]; then
+  # Autotuning: every seed cell's schedule x stages variant; the fastest
+  # per cell goes to $out/tune-cache.json (compile --tune-cache uses it).
+  tune_bundles="$out/tune-bundles"
+  rm -rf "$tune_bundles" && mkdir -p "$tune_bundles"
+  ln -s "$bundles"/sink-fwd-tune-* "$tune_bundles/"
+  "$runner" tune --bundles "$tune_bundles" --tune-cache "$out/tune-cache.json" \
+    --iters 30 --warmup 5 | tee "$out/tune.txt"
+  while read -r line; do note "tune $line"; done < <(grep -E "^tune |fastest" "$out/tune.txt")
+fi
 if python3 -c 'import torch' 2>/dev/null; then
   python3 bench/compare_torch.py --json "$out/torch-baselines.json" | tee "$out/torch-baselines.txt"
   while read -r line; do note "baseline $line"; done < <(grep -E "^(cublas|copy)" "$out/torch-baselines.txt")

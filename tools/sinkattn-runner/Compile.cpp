@@ -1,6 +1,7 @@
 //===- Compile.cpp - The compiler side of sinkattn-runner -----------------===//
 
 #include "Compile.h"
+#include "Tune.h"
 
 #include "SinkAttn/Kernels/Kernels.h"
 
@@ -57,6 +58,9 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
     return rt::Status::error("--schedule does not apply to kernel '" +
                              options.kernel + "': only gemm and sink-fwd have "
                              "schedules");
+  if (options.wasGiven("tune-cache") && options.kernel != "sink-fwd")
+    return rt::Status::error("--tune-cache does not apply to kernel '" +
+                             options.kernel + "': only sink-fwd is tuned");
   if (options.wasGiven("persistent") && options.kernel != "gemm")
     return rt::Status::error("--persistent does not apply to kernel '" +
                              options.kernel + "': only gemm has a persistent "
@@ -74,6 +78,21 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.stages = options.stages;
   config.startTile = options.startTile;
   config.schedule = options.schedule;
+  // A tuned problem's fastest schedule and stages, when asked to choose.
+  if (options.kernel == "sink-fwd" && !options.tuneCache.empty() &&
+      options.schedule == "auto" && !options.wasGiven("stages")) {
+    rt::Expected<std::optional<TunedChoice>> tuned =
+        lookupTuned(options.tuneCache, tuneKey(options));
+    if (!tuned.ok())
+      return tuned.status();
+    if (*tuned) {
+      config.schedule = (*tuned)->schedule;
+      config.stages = (*tuned)->stages;
+      std::fprintf(stderr, "tuned: schedule=%s stages=%lld (from %s)\n",
+                   config.schedule.c_str(), (long long)config.stages,
+                   options.tuneCache.c_str());
+    }
+  }
   config.copyEngine = options.copyEngine;
   config.persistentBlocks = options.persistent;
   config.batch = options.batch;

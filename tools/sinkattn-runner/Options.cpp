@@ -20,7 +20,7 @@ struct FlagSpec {
 };
 
 const FlagSpec kFlags[] = {
-    {"kernel", "NAME", "compile check bench", "kernel kind (gemm, sink-fwd, tma-copy, tma-stream, tma-im2col)"},
+    {"kernel", "NAME", "compile check bench tune", "kernel kind (gemm, sink-fwd, tma-copy, tma-stream, tma-im2col)"},
     {"m", "N", "compile check bench", "rows (gemm: of A and D; tma-copy: of the matrix)"},
     {"n", "N", "compile check bench", "columns (gemm: of B and D; tma-copy: of the matrix)"},
     {"k", "N", "compile check bench", "reduction size (gemm; tma-stream: columns streamed)"},
@@ -28,30 +28,31 @@ const FlagSpec kFlags[] = {
     {"schedule", "NAME", "compile check bench", "gemm, sink-fwd: auto (default), ws (warp-specialized: TMA producer warpgroup + consumers) or plain"},
     {"persistent", "N", "compile check bench", "gemm: a persistent kernel of min(N, tiles) blocks looping over the 128x256 tiles (default 0: one block per tile)"},
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
-    {"batch", "B", "compile check bench", "attention: batch size"},
-    {"heads", "H", "compile check bench", "attention: query heads"},
-    {"kv-heads", "HK", "compile check bench", "attention: key/value heads (divides --heads)"},
-    {"seq-q", "SQ", "compile check bench", "attention: query length"},
-    {"seq-kv", "SKV", "compile check bench", "attention: key/value length"},
-    {"head-dim", "D", "compile check bench", "attention: head dimension (64 or 128)"},
-    {"window", "W", "compile check bench", "attention: sliding window (>= 1)"},
-    {"sink-dtype", "T", "compile check bench", "attention: how the per-head sink logits are stored: f32 (default) or bf16"},
+    {"batch", "B", "compile check bench tune", "attention: batch size"},
+    {"heads", "H", "compile check bench tune", "attention: query heads"},
+    {"kv-heads", "HK", "compile check bench tune", "attention: key/value heads (divides --heads)"},
+    {"seq-q", "SQ", "compile check bench tune", "attention: query length"},
+    {"seq-kv", "SKV", "compile check bench tune", "attention: key/value length"},
+    {"head-dim", "D", "compile check bench tune", "attention: head dimension (64 or 128)"},
+    {"window", "W", "compile check bench tune", "attention: sliding window (>= 1)"},
+    {"sink-dtype", "T", "compile check bench tune", "attention: how the per-head sink logits are stored: f32 (default) or bf16"},
     {"start-tile", "T", "compile check bench", "tma-stream: first 64-column tile of the loop (default 0)"},
-    {"dtype", "T", "compile check bench", "element type: bf16 (default) or fp16"},
-    {"chip", "SM", "compile check bench", "PTX target (default sm_90a)"},
+    {"dtype", "T", "compile check bench tune", "element type: bf16 (default) or fp16"},
+    {"chip", "SM", "compile check bench tune", "PTX target (default sm_90a)"},
     {"emit", "LEVEL", "compile", "tile | gpu | llvm | ptx | bundle"},
     {"o", "PATH", "compile", "output file, or directory for --emit bundle ('-': stdout)"},
     {"bundle", "DIR", "check bench", "run a compiled bundle instead of compiling"},
     {"preset", "NAME", "bench", "time a table of configurations: seed (sink-fwd bf16 B1 H64 HK8, S 2k..16k x D 64/128, causal and window 128)"},
-    {"bundles", "DIR", "bench", "with --preset: take each configuration's bundle from the bundles under DIR (found by their manifests) instead of compiling"},
-    {"seed", "N", "check bench", "seed of the random inputs (default 0)"},
-    {"iters", "N", "bench", "timed iterations (default 50; median reported)"},
-    {"warmup", "N", "bench", "untimed warm-up iterations (default 5)"},
-    {"no-l2-flush", nullptr, "bench", "do not flush L2 between iterations"},
+    {"tune-cache", "FILE", "compile check bench tune", "sink-fwd: the tuning cache; tune records each problem's fastest schedule and stages in it, and --schedule auto (without --stages) uses them"},
+    {"bundles", "DIR", "bench tune", "with --preset: take each configuration's bundle from the bundles under DIR (found by their manifests) instead of compiling; tune: time the sink-fwd bundles under DIR"},
+    {"seed", "N", "check bench tune", "seed of the random inputs (default 0)"},
+    {"iters", "N", "bench tune", "timed iterations (default 50; median reported)"},
+    {"warmup", "N", "bench tune", "untimed warm-up iterations (default 5)"},
+    {"no-l2-flush", nullptr, "bench tune", "do not flush L2 between iterations"},
     {"json", "FILE", "bench", "also write the results as JSON"},
     {"save-io", "DIR", "check bench", "write inputs and outputs as .npy files"},
-    {"device", "N", "devices check bench", "GPU ordinal (default 0)"},
-    {"verbose", nullptr, "devices compile check bench", "print the JIT (ptxas) log"},
+    {"device", "N", "devices check bench tune", "GPU ordinal (default 0)"},
+    {"verbose", nullptr, "devices compile check bench tune", "print the JIT (ptxas) log"},
 };
 
 /// How a flag is written: -o, --kernel.
@@ -111,6 +112,8 @@ std::string runner::usage(bool hasCompiler) {
       "  check     run a kernel on random inputs and compare with a reference\n"
       "            (exit 0: pass, 1: fail)\n"
       "  bench     time a kernel (median of --iters runs), print a table\n"
+      "  tune      time sink-fwd's schedules x stages per problem and record\n"
+      "            the fastest in --tune-cache\n"
       "  help      this text\n";
   if (!hasCompiler)
     text += "\nThis is a runtime-only build: check and bench need --bundle DIR\n"
@@ -140,7 +143,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
   if (options.command == "-h" || options.command == "--help")
     options.command = "help";
   static const char *kCommands[] = {"devices", "compile", "check", "bench",
-                                    "help"};
+                                    "tune", "help"};
   if (std::find(std::begin(kCommands), std::end(kCommands), options.command) ==
       std::end(kCommands))
     return rt::Status::error("unknown command '" + options.command + "'");
@@ -255,6 +258,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
         return rt::Status::error("--sink-dtype must be f32 or bf16, got '" +
                                  value + "'");
       options.sinkDtype = value;
+    } else if (name == "tune-cache") {
+      options.tuneCache = value;
     } else if (name == "preset") {
       options.preset = value;
     } else if (name == "bundles") {
@@ -315,6 +320,31 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       return rt::Status::error("--emit bundle writes a directory; -o - is not "
                                "possible");
   }
+  if (options.command == "tune") {
+    if (options.tuneCache.empty())
+      return rt::Status::error("tune needs --tune-cache FILE (where the "
+                               "fastest variants are recorded)");
+    if (options.wasGiven("kernel") && options.kernel != "sink-fwd")
+      return rt::Status::error("tune tunes sink-fwd, not '" + options.kernel + "'");
+    if (!options.bundlesDir.empty()) {
+      std::vector<std::string> shape = options.attentionFlagsGiven();
+      for (const char *flag : {"dtype", "chip"})
+        if (options.wasGiven(flag))
+          shape.push_back(std::string("--") + flag);
+      if (!shape.empty())
+        return rt::Status::error(shape.front() + " cannot be combined with "
+                                 "--bundles (tune times every sink-fwd "
+                                 "problem among the bundles)");
+      return options;
+    }
+    if (!hasCompiler)
+      return rt::Status::error("this runtime-only build cannot compile; pass "
+                               "--bundles DIR to tune");
+    if (options.kernel.empty())
+      return rt::Status::error("tune needs --kernel sink-fwd and its shape, or "
+                               "--bundles DIR");
+    return options;
+  }
   if (!options.bundlesDir.empty() && options.preset.empty())
     return rt::Status::error("--bundles goes with --preset (one bundle: --bundle DIR)");
   if (!options.preset.empty()) {
@@ -335,6 +365,9 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     if (options.bundlesDir.empty() && !hasCompiler)
       return rt::Status::error("this runtime-only build cannot compile; pass "
                                "--bundles DIR with --preset");
+    if (!options.bundlesDir.empty() && options.wasGiven("tune-cache"))
+      return rt::Status::error("--tune-cache chooses how to compile; with "
+                               "--bundles the bundles are already compiled");
     return options;
   }
   if (options.command == "check" || options.command == "bench") {
@@ -350,7 +383,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     if (!options.bundleDir.empty())
       for (const char *flag :
            {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "persistent", "start-tile",
-            "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype"})
+            "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
+            "tune-cache"})
         if (options.wasGiven(flag))
           return rt::Status::error(
               std::string("--") + flag +

@@ -33,7 +33,8 @@ struct Options {
   std::string chip = "sm_90a";
   std::string bundleDir;
   std::string preset;     ///< bench --preset NAME
-  std::string bundlesDir; ///< bench --preset: where the cells' bundles are
+  std::string bundlesDir; ///< bench --preset, tune: where bundles are
+  std::string tuneCache;  ///< tune writes it; --schedule auto reads it
   std::string saveIoDir;
   std::string jsonFile;
   uint64_t seed = 0;

@@ -72,10 +72,14 @@ bool matches(const rt::Bundle &bundle, const PresetCell &cell) {
          std::get<std::string>(dtype->second) == cell.dtype;
 }
 
-/// The bundles in the subdirectories of `directory` (each with a
-/// manifest.json), in name order; unreadable ones are reported.
+int fail(const rt::Status &status) {
+  std::fprintf(stderr, "error: %s\n", status.message().c_str());
+  return 2;
+}
+} // namespace
+
 rt::Expected<std::vector<std::pair<std::string, rt::Bundle>>>
-readBundles(const std::string &directory) {
+runner::readBundleDirectory(const std::string &directory) {
   std::error_code ec;
   if (!std::filesystem::is_directory(directory, ec))
     return rt::Status::error("--bundles '" + directory +
@@ -99,12 +103,6 @@ readBundles(const std::string &directory) {
   return bundles;
 }
 
-int fail(const rt::Status &status) {
-  std::fprintf(stderr, "error: %s\n", status.message().c_str());
-  return 2;
-}
-} // namespace
-
 int runner::runPreset(
     const Options &options,
     const std::function<rt::Expected<rt::Bundle>(const Options &)> &compile) {
@@ -113,7 +111,7 @@ int runner::runPreset(
     return fail(cells.status());
   std::vector<std::pair<std::string, rt::Bundle>> available;
   if (!options.bundlesDir.empty()) {
-    auto bundles = readBundles(options.bundlesDir);
+    auto bundles = readBundleDirectory(options.bundlesDir);
     if (!bundles.ok())
       return fail(bundles.status());
     available = std::move(*bundles);

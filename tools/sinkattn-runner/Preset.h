@@ -25,6 +25,11 @@ struct PresetCell {
   std::string compileFlags() const;
 };
 
+/// The bundles in the subdirectories of `directory` (each with a
+/// manifest.json), in name order, with their directory names.
+rt::Expected<std::vector<std::pair<std::string, rt::Bundle>>>
+readBundleDirectory(const std::string &directory);
+
 /// The cells of preset `name`, or an error naming the presets there are.
 rt::Expected<std::vector<PresetCell>> presetCells(const std::string &name);
 

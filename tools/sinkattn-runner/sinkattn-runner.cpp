@@ -8,6 +8,7 @@
 #include "Harness.h"
 #include "Options.h"
 #include "Preset.h"
+#include "Tune.h"
 #if SINKATTN_RUNNER_HAS_COMPILER
 #include "Compile.h"
 #endif
@@ -174,6 +175,13 @@ int main(int argc, char **argv) {
   if (options->command == "compile")
     return runCompile(*options);
 #endif
+  if (options->command == "tune") {
+#if SINKATTN_RUNNER_HAS_COMPILER
+    return runTune(*options, compileFromOptions);
+#else
+    return runTune(*options, nullptr);
+#endif
+  }
   if (!options->preset.empty()) {
 #if SINKATTN_RUNNER_HAS_COMPILER
     return runPreset(*options, compileFromOptions);

@@ -1,0 +1,230 @@
+//===- Tune.cpp - tune: pick and cache sink-fwd's schedule per shape ------===//
+//
+// The autotuning space is small on purpose: the schedule (warp-specialized
+// with two consumer warpgroups, or plain with one) and the pipeline depth
+// (1 to 3 stages) are what the measurements showed to matter per head
+// dimension and length (docs/PERF.md). Each problem's winner is cached in a
+// JSON file that `compile`/`check`/`bench --tune-cache FILE` consult when
+// the schedule is `auto`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Tune.h"
+#include "Harness.h"
+#include "Preset.h"
+
+#include "SinkAttn/Runtime/Json.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace sinkattn;
+using namespace sinkattn::runner;
+
+namespace {
+constexpr const char *kCacheFormat = "sinkattn-tune-cache-1";
+
+std::string makeKey(const std::string &dtype, int64_t batch, int64_t heads,
+                    int64_t kvHeads, int64_t seqQ, int64_t seqKv,
+                    int64_t headDim, int64_t window,
+                    const std::string &sinkDtype) {
+  return "sink-fwd dtype=" + dtype + " batch=" + std::to_string(batch) +
+         " heads=" + std::to_string(heads) + " kv_heads=" +
+         std::to_string(kvHeads) + " seq_q=" + std::to_string(seqQ) +
+         " seq_kv=" + std::to_string(seqKv) + " head_dim=" +
+         std::to_string(headDim) + " window=" + std::to_string(window) +
+         " sink_dtype=" + sinkDtype;
+}
+
+int fail(const rt::Status &status) {
+  std::fprintf(stderr, "error: %s\n", status.message().c_str());
+  return 2;
+}
+
+/// The cache file's entries (empty when it does not exist).
+rt::Expected<rt::JsonValue> readCache(const std::string &file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    return rt::JsonValue::object();
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in)
+    return rt::Status::error("cannot read the tuning cache '" + file + "'");
+  rt::Expected<rt::JsonValue> json = rt::parseJson(text.str());
+  if (!json.ok())
+    return rt::Status::error("the tuning cache '" + file +
+                             "' is not JSON: " + json.status().message());
+  const rt::JsonValue *format = json->find("format");
+  const rt::JsonValue *entries = json->find("entries");
+  if (!json->isObject() || !format || !format->isString() ||
+      format->asString() != kCacheFormat || !entries || !entries->isObject())
+    return rt::Status::error("'" + file + "' is not a tuning cache (format \"" +
+                             std::string(kCacheFormat) + "\" with \"entries\")");
+  return *entries;
+}
+} // namespace
+
+std::string runner::tuneKey(const Options &options) {
+  return makeKey(options.dtype == "f16" ? "f16" : "bf16", options.batch,
+                 options.heads, options.kvHeads, options.seqQ, options.seqKV,
+                 options.headDim, options.window, options.sinkDtype);
+}
+
+rt::Expected<std::string> runner::tuneKey(const rt::Bundle &bundle) {
+  auto integer = [&](const char *key) -> rt::Expected<int64_t> {
+    auto it = bundle.config.find(key);
+    if (it == bundle.config.end() || !std::holds_alternative<int64_t>(it->second))
+      return rt::Status::error(std::string("config has no integer '") + key + "'");
+    return std::get<int64_t>(it->second);
+  };
+  auto text = [&](const char *key, const char *fallback) -> std::string {
+    auto it = bundle.config.find(key);
+    if (it == bundle.config.end() || !std::holds_alternative<std::string>(it->second))
+      return fallback;
+    return std::get<std::string>(it->second);
+  };
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t batch, integer("batch"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t heads, integer("heads"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t kvHeads, integer("kv_heads"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t seqQ, integer("seq_q"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t seqKv, integer("seq_kv"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t headDim, integer("head_dim"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t window, integer("window"));
+  return makeKey(text("dtype", "bf16"), batch, heads, kvHeads, seqQ, seqKv,
+                 headDim, window, text("sink_dtype", "f32"));
+}
+
+rt::Expected<std::optional<TunedChoice>>
+runner::lookupTuned(const std::string &file, const std::string &key) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(rt::JsonValue entries, readCache(file));
+  const rt::JsonValue *entry = entries.find(key);
+  if (!entry)
+    return std::optional<TunedChoice>();
+  const rt::JsonValue *schedule = entry->find("schedule");
+  const rt::JsonValue *stages = entry->find("stages");
+  const rt::JsonValue *ms = entry->find("median_ms");
+  if (!schedule || !schedule->isString() ||
+      (schedule->asString() != "ws" && schedule->asString() != "plain") ||
+      !stages || !stages->isInt() || stages->asInt() < 1 || stages->asInt() > 3)
+    return rt::Status::error("the tuning cache '" + file + "' entry '" + key +
+                             "' needs schedule ws|plain and stages 1..3");
+  return std::optional<TunedChoice>(TunedChoice{
+      schedule->asString(), stages->asInt(),
+      ms && ms->isNumber() ? ms->asDouble() : 0.0});
+}
+
+int runner::runTune(
+    const Options &options,
+    const std::function<rt::Expected<rt::Bundle>(const Options &)> &compile) {
+  // Candidates per problem key, in the order they are timed.
+  std::map<std::string, std::vector<std::pair<std::string, rt::Bundle>>> problems;
+  if (!options.bundlesDir.empty()) {
+    auto bundles = readBundleDirectory(options.bundlesDir);
+    if (!bundles.ok())
+      return fail(bundles.status());
+    for (auto &[name, bundle] : *bundles) {
+      if (bundle.kernel != "sink-fwd")
+        continue;
+      rt::Expected<std::string> key = tuneKey(bundle);
+      if (!key.ok())
+        return fail(rt::Status::error("bundle '" + name + "': " +
+                                      key.status().message()));
+      problems[*key].emplace_back(name, std::move(bundle));
+    }
+    if (problems.empty())
+      return fail(rt::Status::error("no sink-fwd bundle under '" +
+                                    options.bundlesDir + "'"));
+  } else {
+    if (!compile)
+      return fail(rt::Status::error(
+          "this runtime-only build cannot compile the variants; pass "
+          "--bundles DIR"));
+    std::string key = tuneKey(options);
+    for (const char *schedule : {"ws", "plain"})
+      for (int64_t stages = 1; stages <= 3; ++stages) {
+        Options variant = options;
+        variant.schedule = schedule;
+        variant.stages = stages;
+        rt::Expected<rt::Bundle> bundle = compile(variant);
+        if (!bundle.ok())
+          return fail(bundle.status());
+        problems[key].emplace_back(
+            std::string(schedule) + " stages=" + std::to_string(stages),
+            std::move(*bundle));
+      }
+  }
+
+  rt::Expected<rt::JsonValue> cache = readCache(options.tuneCache);
+  if (!cache.ok())
+    return fail(cache.status());
+  rt::JsonValue entries = std::move(*cache);
+  std::string gpu;
+  for (auto &[key, candidates] : problems) {
+    std::printf("tune %s\n", key.c_str());
+    std::printf("  %-8s %6s %10s\n", "schedule", "stages", "median ms");
+    std::optional<TunedChoice> best;
+    rt::JsonValue timed = rt::JsonValue::array({});
+    for (auto &[name, bundle] : candidates) {
+      auto text = [&](const char *k) {
+        auto it = bundle.config.find(k);
+        return it != bundle.config.end() &&
+                       std::holds_alternative<std::string>(it->second)
+                   ? std::get<std::string>(it->second)
+                   : std::string();
+      };
+      auto integer = [&](const char *k) -> int64_t {
+        auto it = bundle.config.find(k);
+        return it != bundle.config.end() &&
+                       std::holds_alternative<int64_t>(it->second)
+                   ? std::get<int64_t>(it->second)
+                   : 0;
+      };
+      TunedChoice choice{text("schedule"), integer("stages"), 0};
+      auto session = Session::open(std::move(bundle), int(options.device),
+                                   options.verbose);
+      if (!session.ok())
+        return fail(session.status());
+      if (rt::Status prepared = (*session)->prepare(options.seed); !prepared.ok())
+        return fail(prepared);
+      rt::Expected<BenchReport> report = (*session)->bench(
+          int(options.warmup), int(options.iters), options.flushL2);
+      if (!report.ok())
+        return fail(report.status());
+      gpu = (*session)->device().name;
+      choice.medianMs = report->medianMs;
+      std::printf("  %-8s %6lld %10.4f\n", choice.schedule.c_str(),
+                  (long long)choice.stages, choice.medianMs);
+      rt::JsonValue row = rt::JsonValue::object();
+      row.set("schedule", choice.schedule);
+      row.set("stages", choice.stages);
+      row.set("median_ms", choice.medianMs);
+      timed.push(std::move(row));
+      if (!best || choice.medianMs < best->medianMs)
+        best = choice;
+    }
+    std::printf("  fastest: schedule=%s stages=%lld (%.4f ms)\n",
+                best->schedule.c_str(), (long long)best->stages,
+                best->medianMs);
+    rt::JsonValue entry = rt::JsonValue::object();
+    entry.set("schedule", best->schedule);
+    entry.set("stages", best->stages);
+    entry.set("median_ms", best->medianMs);
+    entry.set("gpu", gpu);
+    entry.set("timed", std::move(timed));
+    entries.set(key, std::move(entry));
+  }
+  rt::JsonValue file = rt::JsonValue::object();
+  file.set("format", kCacheFormat);
+  file.set("entries", std::move(entries));
+  std::ofstream out(options.tuneCache);
+  out << rt::writeJson(file) << "\n";
+  if (!out)
+    return fail(rt::Status::error("cannot write the tuning cache '" +
+                                  options.tuneCache + "'"));
+  std::printf("wrote %s\n", options.tuneCache.c_str());
+  return 0;
+}
