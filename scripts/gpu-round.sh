@@ -29,6 +29,8 @@ mkdir -p "$out"
 build=${SINKATTN_GPU_BUILD_DIR:-build-gpu}
 case $build in /*) ;; *) build=$(pwd)/$build ;; esac
 bundles=$(realpath -m "${SINKATTN_BUNDLES:-.carry/bundles}")
+# The commit the bundles come from (make-bundles.sh records it).
+commit=$(cat "$bundles/COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
 benches=("$@")
 # The seed table itself comes from `bench --preset seed` (step 4) unless
 # benches are named.
@@ -133,7 +135,7 @@ if python3 -c 'import torch' 2>/dev/null; then
     # The same run's chart and its table (copy both next to docs/PERF.md).
     python3 bench/plot_seed_table.py --sinkattn "$out/bench-preset-$preset.json" \
       --cudnn "$out/sdpa-baselines.json" --date "$(date -u +%F)" \
-      --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+      --commit "$commit" \
       --command "bash scripts/gpu-round.sh" \
       --write-table "$out/perf-seed-table.json" --output "$out/perf-seed-table.png" &&
       note "seed chart: $out/perf-seed-table.png"
@@ -141,6 +143,6 @@ if python3 -c 'import torch' 2>/dev/null; then
 fi
 
 echo
-echo "=== GPU round summary ($(date -u +%F), $(git rev-parse --short HEAD 2>/dev/null || echo no-git)) ==="
+echo "=== GPU round summary ($(date -u +%F), bundles of $commit) ==="
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 exit $((failures > 0))

@@ -16,4 +16,9 @@ while read -r name flags; do
     exit 1
   }
 done < test/GPU/bundles.txt
-echo "bundles in $out: $(ls "$out" | wc -l)"
+# The commit the bundles were compiled from (the GPU machine's checkout may
+# not know it): gpu-round.sh reports it.
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit-dirty"
+echo "$commit" > "$out/COMMIT"
+echo "bundles in $out: $(ls -d "$out"/*/ | wc -l) (commit $commit)"
