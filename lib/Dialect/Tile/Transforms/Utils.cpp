@@ -106,7 +106,8 @@ FailureOr<Value> sinkattn::tile::createExecutionCount(RewriterBase &rewriter,
       continue;
     }
     auto branch = cast<scf::IfOp>(ancestor);
-    Region *childRegion = child->getParentRegion();
+    // Decided before `branch` is replaced (and freed).
+    bool childInThen = child->getParentRegion() == &branch.getThenRegion();
     SmallVector<Type> types(branch.getResultTypes());
     types.push_back(rewriter.getIndexType());
     rewriter.setInsertionPoint(branch);
@@ -130,9 +131,8 @@ FailureOr<Value> sinkattn::tile::createExecutionCount(RewriterBase &rewriter,
                                [&] { yield->insertOperands(yield->getNumOperands(), before); });
     }
     rewriter.replaceOp(branch, grown.getResults().drop_back());
-    Region *newChildRegion = childRegion == &branch.getThenRegion()
-                                 ? &grown.getThenRegion()
-                                 : &grown.getElseRegion();
+    Region *newChildRegion =
+        childInThen ? &grown.getThenRegion() : &grown.getElseRegion();
     levels.push_back({grown, newChildRegion});
     std::replace(ancestors.begin(), ancestors.end(), ancestor,
                  grown.getOperation());
