@@ -63,6 +63,14 @@ bool matches(const rt::Bundle &bundle, const PresetCell &cell) {
            std::holds_alternative<int64_t>(it->second) &&
            std::get<int64_t>(it->second) == value;
   };
+  // Bundles from before sinks could be bf16 have f32 sinks.
+  auto sinkDtype = bundle.config.find("sink_dtype");
+  bool f32Sinks =
+      sinkDtype == bundle.config.end() ||
+      (std::holds_alternative<std::string>(sinkDtype->second) &&
+       std::get<std::string>(sinkDtype->second) == "f32");
+  if (!f32Sinks)
+    return false;
   auto dtype = bundle.config.find("dtype");
   return integer("batch", cell.batch) && integer("heads", cell.heads) &&
          integer("kv_heads", cell.kvHeads) && integer("seq_q", cell.seqQ) &&

@@ -184,6 +184,13 @@ int runner::runTune(
                    : 0;
       };
       TunedChoice choice{text("schedule"), integer("stages"), 0};
+      if ((choice.schedule != "ws" && choice.schedule != "plain") ||
+          choice.stages < 1 || choice.stages > 3)
+        return fail(rt::Status::error(
+            "bundle '" + name + "' is not in the tuning space (schedule ws or "
+            "plain, stages 1 to 3; its config says schedule '" +
+            choice.schedule + "', stages " + std::to_string(choice.stages) +
+            ")"));
       auto session = Session::open(std::move(bundle), int(options.device),
                                    options.verbose);
       if (!session.ok())

@@ -97,3 +97,12 @@ func.func @unknown_engine(%A: memref<64x64xbf16>, %i: index) {
   tile.copy %A[%i, %i], %s {engine = #tile.engine<bulk>} : memref<64x64xbf16>, memref<64x64xbf16, 3>
   return
 }
+
+// -----
+
+func.func @copy_rank0(%A: memref<?xbf16>, %i: index) {
+  %s = memref.alloc() : memref<bf16, 3>
+  // expected-error @+1 {{'tile.copy' op the shared tile must have at least one dimension, got 'memref<bf16, 3>'}}
+  tile.copy %A[%i], %s {engine = #tile.engine<cp_async>} : memref<?xbf16>, memref<bf16, 3>
+  return
+}

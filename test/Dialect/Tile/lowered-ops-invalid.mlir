@@ -168,3 +168,11 @@ func.func @cp_async_arrive_slot(%m: index) {
   tile.cp_async_arrive %b[%c2] : !tile.barriers<2>
   return
 }
+
+// -----
+
+func.func @cp_async_rank0(%A: memref<?xbf16>, %s: memref<bf16, 3>, %i: index) {
+  // expected-error @+1 {{'tile.cp_async' op the shared tile must have at least one dimension, got 'memref<bf16, 3>'}}
+  tile.cp_async %A[%i], %s : memref<?xbf16>, memref<bf16, 3>
+  return
+}

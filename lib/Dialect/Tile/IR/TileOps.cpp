@@ -77,6 +77,10 @@ static LogicalResult verifyGlobalSharedTile(Operation *op, MemRefType global,
   if (!shared.hasStaticShape())
     return op->emitOpError() << "the shared tile must have a static shape, got "
                              << shared;
+  if (shared.getRank() == 0)
+    return op->emitOpError() << "the shared tile must have at least one "
+                                "dimension, got "
+                             << shared;
   if (shared.getRank() > global.getRank())
     return op->emitOpError()
            << "shape mismatch: the shared tile " << formatShape(shared.getShape())

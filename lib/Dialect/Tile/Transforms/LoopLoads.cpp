@@ -3,6 +3,7 @@
 #include "LoopLoads.h"
 #include "Utils.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -138,14 +139,15 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
       if (guarded)
         guardOf[op] = guard;
     } else if (isa<TmaCopyOp, TmaLoadOp, Im2colCopyOp, TmaIm2colLoadOp,
-                   AllocBarrierOp>(op)) {
+                   AllocBarrierOp, CpAsyncOp, CpAsyncArriveOp,
+                   NVVM::CpAsyncCommitGroupOp, NVVM::CpAsyncWaitGroupOp>(op)) {
       unsupported = true;
     }
   });
   if (unsupported) {
     why = "the loop has copies other than global -> shared tile.copy at "
-          "the top of its body or of a guard (user-managed barriers, nested "
-          "or shared -> global copies)";
+          "the top of its body or of a guard (user-managed barriers or "
+          "cp.async groups, nested or shared -> global copies)";
     return failure();
   }
   if (loopCopies.empty()) {

@@ -49,7 +49,7 @@ LogicalResult checkTmaTile(Operation *op, MemRefType tile) {
 
 /// Splits `shared` (a row-major tile that passed checkTmaTile) into chunks
 /// of at most 256 leading rows, each a contiguous block and one TMA box.
-SmallVector<TmaChunk> splitIntoBoxes(PatternRewriter &rewriter, Location loc,
+SmallVector<TmaChunk> splitIntoBoxes(RewriterBase &rewriter, Location loc,
                                      Value shared, ValueRange globalIndices) {
   ArrayRef<int64_t> shape = cast<MemRefType>(shared.getType()).getShape();
   if (shape[0] <= kMaxBoxDim)
@@ -78,7 +78,7 @@ SmallVector<TmaChunk> splitIntoBoxes(PatternRewriter &rewriter, Location loc,
 
 /// Builds `scf.if (first thread of anchor's role) { body }` at the
 /// rewriter's position.
-void buildLeaderRegion(PatternRewriter &rewriter, Location loc,
+void buildLeaderRegion(RewriterBase &rewriter, Location loc,
                        Operation *anchor, function_ref<void()> body) {
   Value leader = createLeaderPredicate(rewriter, loc, anchor);
   auto ifOp = scf::IfOp::create(rewriter, loc, leader, /*withElse=*/false);
@@ -88,7 +88,7 @@ void buildLeaderRegion(PatternRewriter &rewriter, Location loc,
 }
 
 /// Emits the TMA loads of `chunks` on one barrier slot.
-void emitLoads(PatternRewriter &rewriter, Location loc, Value source,
+void emitLoads(RewriterBase &rewriter, Location loc, Value source,
                ArrayRef<TmaChunk> chunks, Value barriers, Value slot) {
   for (const TmaChunk &chunk : chunks)
     TmaLoadOp::create(rewriter, loc, barriers, slot, source,
@@ -119,11 +119,10 @@ bool needsExecutionCount(Operation *op) {
 /// readers of the tile are done, one thread arms it with `bytes`, issues the
 /// load(s) and arrives, then every thread waits for parity
 /// `iteration % 2` of the enclosing loop (0 outside loops), or, for a copy
-/// in nested loops or under a condition, its execution
-/// count % 2, `executionCountOf[op]` being the count).
+/// in nested loops or under a condition, `executionCount % 2`).
 LogicalResult
-lowerSynchronousLoad(Operation *op, int64_t bytes, PatternRewriter &rewriter,
-                     const DenseMap<Operation *, Value> &executionCountOf,
+lowerSynchronousLoad(Operation *op, int64_t bytes, RewriterBase &rewriter,
+                     Value executionCount,
                      function_ref<void(Value barriers, Value slot)> issue) {
   Location loc = op->getLoc();
   auto func = op->getParentOfType<FunctionOpInterface>();
@@ -133,15 +132,20 @@ lowerSynchronousLoad(Operation *op, int64_t bytes, PatternRewriter &rewriter,
   {
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(&func.getFunctionBody().front());
-    barriers = AllocBarrierOp::create(rewriter, loc,
-                                      BarrierArrayType::get(op->getContext(), 1),
-                                      rewriter.getDenseI64ArrayAttr({1}));
+    auto array = AllocBarrierOp::create(
+        rewriter, loc, BarrierArrayType::get(op->getContext(), 1),
+        rewriter.getDenseI64ArrayAttr({1}));
+    // Its phases are counted per execution: multi-versioning must not
+    // replace the parity by a loop's iteration.
+    if (executionCount)
+      array->setAttr(kCountedPhasesAttrName, rewriter.getUnitAttr());
+    barriers = array;
   }
   Value slot = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value parity;
-  if (Value count = executionCountOf.lookup(op)) {
+  if (executionCount) {
     Value two = arith::ConstantIndexOp::create(rewriter, loc, 2);
-    parity = arith::RemUIOp::create(rewriter, loc, count, two);
+    parity = arith::RemUIOp::create(rewriter, loc, executionCount, two);
   } else if (auto loop = op->getParentOfType<scf::ForOp>()) {
     Value iteration = createIterationIndex(rewriter, loop);
     Value two = arith::ConstantIndexOp::create(rewriter, loc, 2);
@@ -331,24 +335,39 @@ LogicalResult lowerSynchronousCpAsync(CopyOp op, PatternRewriter &rewriter) {
   return success();
 }
 
+/// The synchronous lowering of an im2col load.
+LogicalResult lowerIm2colLoad(Im2colCopyOp op, RewriterBase &rewriter,
+                              Value executionCount) {
+  return lowerSynchronousLoad(
+      op, memrefBytes(op.getDest().getType()), rewriter, executionCount,
+      [&](Value barriers, Value slot) {
+        TmaIm2colLoadOp::create(rewriter, op.getLoc(), barriers, slot,
+                                op.getSource(), op.getSourceIndices(),
+                                op.getDest(), op.getOffsets(),
+                                op.getLowerAttr(), op.getUpperAttr());
+      });
+}
+
+/// The synchronous lowering of a TMA tile.copy load.
+LogicalResult lowerCopyLoad(CopyOp op, RewriterBase &rewriter,
+                            Value executionCount) {
+  return lowerSynchronousLoad(
+      op, memrefBytes(op.getDest().getType()), rewriter, executionCount,
+      [&](Value barriers, Value slot) {
+        emitLoads(rewriter, op.getLoc(), op.getSource(),
+                  splitIntoBoxes(rewriter, op.getLoc(), op.getDest(),
+                                 op.getSourceIndices()),
+                  barriers, slot);
+      });
+}
+
 struct LowerIm2colCopy : public OpRewritePattern<Im2colCopyOp> {
-  LowerIm2colCopy(MLIRContext *context,
-                  const DenseMap<Operation *, Value> &executionCountOf)
-      : OpRewritePattern(context), executionCountOf(executionCountOf) {}
+  using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(Im2colCopyOp op,
                                 PatternRewriter &rewriter) const override {
-    return lowerSynchronousLoad(
-        op, memrefBytes(op.getDest().getType()), rewriter, executionCountOf,
-        [&](Value barriers, Value slot) {
-          TmaIm2colLoadOp::create(rewriter, op.getLoc(), barriers, slot,
-                                  op.getSource(), op.getSourceIndices(),
-                                  op.getDest(), op.getOffsets(),
-                                  op.getLowerAttr(), op.getUpperAttr());
-        });
+    return lowerIm2colLoad(op, rewriter, Value());
   }
-
-  const DenseMap<Operation *, Value> &executionCountOf;
 };
 
 struct LowerTmaCopy : public OpRewritePattern<TmaCopyOp> {
@@ -371,8 +390,7 @@ struct LowerTmaCopy : public OpRewritePattern<TmaCopyOp> {
 };
 
 struct LowerCopy : public OpRewritePattern<CopyOp> {
-  LowerCopy(MLIRContext *context, const DenseMap<Operation *, Value> &executionCountOf)
-      : OpRewritePattern(context), executionCountOf(executionCountOf) {}
+  using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(CopyOp op,
                                 PatternRewriter &rewriter) const override {
@@ -381,18 +399,7 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
       return lowerStore(op, rewriter);
     if (op.getCopyEngine() == CopyEngine::cp_async)
       return lowerSynchronousCpAsync(op, rewriter);
-    return lowerLoad(op, rewriter);
-  }
-
-  LogicalResult lowerLoad(CopyOp op, PatternRewriter &rewriter) const {
-    return lowerSynchronousLoad(
-        op, memrefBytes(op.getDest().getType()), rewriter, executionCountOf,
-        [&](Value barriers, Value slot) {
-          emitLoads(rewriter, op.getLoc(), op.getSource(),
-                    splitIntoBoxes(rewriter, op.getLoc(), op.getDest(),
-                                   op.getSourceIndices()),
-                    barriers, slot);
-        });
+    return lowerCopyLoad(op, rewriter, Value());
   }
 
   static LogicalResult lowerStore(CopyOp op, PatternRewriter &rewriter) {
@@ -419,8 +426,6 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
     rewriter.eraseOp(op);
     return success();
   }
-
-  const DenseMap<Operation *, Value> &executionCountOf;
 };
 
 struct TileLowerCopiesPass
@@ -429,9 +434,26 @@ struct TileLowerCopiesPass
     // Reject tiles TMA cannot move first, so the patterns always apply.
     bool invalid = false;
     getOperation()->walk([&](Operation *op) {
+      // cp.async writes a swizzled tile through the 2-D, 16-bit 128B
+      // pattern (as TMA and wgmma see it).
+      Value cpAsyncTile;
+      if (auto cpAsync = dyn_cast<CpAsyncOp>(op))
+        cpAsyncTile = cpAsync.getDest();
       if (auto copy = dyn_cast<CopyOp>(op);
           copy && copy.getCopyEngine() == CopyEngine::cp_async)
+        cpAsyncTile = copy.getDest();
+      if (cpAsyncTile) {
+        auto type = cast<MemRefType>(cpAsyncTile.getType());
+        if (getSwizzleBytes(cpAsyncTile) &&
+            (type.getRank() != 2 || type.getElementTypeBitWidth() != 16)) {
+          op->emitOpError() << "cannot use cp.async into the swizzled tile "
+                            << type
+                            << ": the 128-byte swizzle is laid out for 2-D "
+                               "tiles of 16-bit elements";
+          invalid = true;
+        }
         return;
+      }
       if (auto copy = dyn_cast<CopyOp>(op)) {
         auto source = cast<MemRefType>(copy.getSource().getType());
         Value tile = isSharedMemory(source) ? copy.getSource() : copy.getDest();
@@ -444,8 +466,9 @@ struct TileLowerCopiesPass
       return signalPassFailure();
     // Synchronous TMA loads in nested loops or under a condition: their
     // barrier completes once per execution, not per iteration of one loop,
-    // so the parity comes from a counter of executions.
-    DenseMap<Operation *, Value> executionCountOf;
+    // so the parity comes from a counter of executions. Each is lowered as
+    // soon as it has its counter: threading the next counter rebuilds the
+    // enclosing loops, which updates the uses the lowering created.
     SmallVector<Operation *> counted;
     getOperation()->walk([&](Operation *op) {
       auto copy = dyn_cast<CopyOp>(op);
@@ -465,14 +488,17 @@ struct TileLowerCopiesPass
                              "use scf.for and scf.if around it";
         return signalPassFailure();
       }
-      // The count itself (an iteration argument, or a value the enclosing
-      // scf.if yields): the greedy driver would erase a parity computed
-      // now, which has no users yet.
-      executionCountOf[op] = *count;
+      rewriter.setInsertionPoint(op);
+      LogicalResult lowered =
+          isa<CopyOp>(op) ? lowerCopyLoad(cast<CopyOp>(op), rewriter, *count)
+                          : lowerIm2colLoad(cast<Im2colCopyOp>(op), rewriter,
+                                            *count);
+      if (failed(lowered))
+        return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    patterns.add<LowerTmaCopy, LowerCpAsync>(&getContext());
-    patterns.add<LowerCopy, LowerIm2colCopy>(&getContext(), executionCountOf);
+    patterns.add<LowerTmaCopy, LowerCpAsync, LowerCopy, LowerIm2colCopy>(
+        &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -139,19 +139,37 @@ struct TileMultiVersionBuffersPass
     // Versioned barriers take their parity from this loop's iteration: that
     // only counts their phases when the loop runs once per thread (at the
     // top level; role regions run once) and every wait runs once per
-    // iteration (directly in its body). Other synchronous loads counted
-    // their executions (tile-lower-copies): they keep one barrier.
+    // iteration (directly in its body). Synchronous loads that counted
+    // their executions instead (tile-lower-copies) keep their one barrier;
+    // other barriers there cannot be versioned correctly.
     bool topLevel = true;
     for (Operation *parent = loop->getParentOp();
          parent && !isa<FunctionOpInterface>(parent);
          parent = parent->getParentOp())
       topLevel &= parent->hasAttr(kThreadBaseAttrName);
-    barrierArrays.remove_if([&](AllocBarrierOp array) {
-      return !topLevel || llvm::any_of(array->getUsers(), [&](Operation *user) {
-               return isa<MBarrierWaitParityOp>(user) &&
-                      user->getBlock() != loop.getBody();
-             });
+    barrierArrays.remove_if([](AllocBarrierOp array) {
+      return array->hasAttr(kCountedPhasesAttrName);
     });
+    for (AllocBarrierOp array : barrierArrays) {
+      Operation *conditionalWait = nullptr;
+      for (Operation *user : array->getUsers())
+        if (isa<MBarrierWaitParityOp>(user) && user->getBlock() != loop.getBody())
+          conditionalWait = user;
+      if (topLevel && !conditionalWait)
+        continue;
+      InFlightDiagnostic diag = array.emitOpError()
+                                << "is used in a pipelined loop whose "
+                                   "iterations do not count its phases (";
+      if (!topLevel)
+        diag << "the loop is nested in another loop or region";
+      else
+        diag << "a wait on it is not directly in the loop body";
+      diag << "); pipeline the loop with tile.copy loads, or wait with a "
+              "parity you count yourself and drop tile.num_stages";
+      if (conditionalWait)
+        diag.attachNote(conditionalWait->getLoc()) << "the wait";
+      return failure();
+    }
     if (barrierArrays.empty())
       return success();
     // it = (k - min) / step; version = it % S; parity = (it / S) % 2.

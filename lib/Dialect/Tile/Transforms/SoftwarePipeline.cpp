@@ -189,6 +189,7 @@ void pipeline(gpu::GPUFuncOp func, LoopLoads &loads) {
         });
     loop = grown.back();
     loads.loop = loop;
+    loads.outerLoops.assign(grown.begin(), grown.end() - 1);
     entryCount = loop.getInitArgs().back();
   }
 

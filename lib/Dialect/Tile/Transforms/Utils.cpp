@@ -57,7 +57,12 @@ Value sinkattn::tile::createIterationIndex(OpBuilder &builder,
   Location loc = loop.getLoc();
   Value offset = arith::SubIOp::create(builder, loc, loop.getInductionVar(),
                                        loop.getLowerBound());
-  return arith::DivUIOp::create(builder, loc, offset, loop.getStep());
+  Value iteration = arith::DivUIOp::create(builder, loc, offset, loop.getStep());
+  // Loops may count in any integer type; stages and parities are indices.
+  if (!iteration.getType().isIndex())
+    iteration = arith::IndexCastUIOp::create(builder, loc,
+                                             builder.getIndexType(), iteration);
+  return iteration;
 }
 
 FailureOr<Value> sinkattn::tile::createExecutionCount(RewriterBase &rewriter,

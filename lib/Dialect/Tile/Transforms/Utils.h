@@ -19,6 +19,12 @@ inline constexpr llvm::StringLiteral kThreadRoleAttrName = "tile.role";
 inline constexpr llvm::StringLiteral kThreadBaseAttrName = "tile.thread_base";
 inline constexpr llvm::StringLiteral kThreadCountAttrName = "tile.thread_count";
 
+/// Unit attribute tile-lower-copies puts on the barrier of a synchronous
+/// load whose parity counts the load's executions (nested loops, under a
+/// condition): tile-multi-version-buffers leaves such barriers alone.
+inline constexpr llvm::StringLiteral kCountedPhasesAttrName =
+    "tile.counted_phases";
+
 /// The threads that execute `op`: the innermost enclosing role region of a
 /// warp-specialized kernel, or the whole block (base 0, count 0).
 struct ThreadRole {

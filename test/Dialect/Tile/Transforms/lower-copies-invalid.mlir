@@ -16,3 +16,13 @@ func.func @inner_bytes(%A: memref<64x4096xbf16>, %s: memref<64x4xbf16, 3>, %m: i
   tile.tma_copy %A[%m, %c0], %s, barrier(%b[%c0]) : memref<64x4096xbf16>, memref<64x4xbf16, 3>, !tile.barriers<1>
   return
 }
+
+// -----
+
+// The 128-byte swizzle is a 2-D layout of 16-bit elements.
+func.func @cp_async_swizzled_1d(%A: memref<1024xbf16>, %m: index) {
+  %s = memref.alloc() {tile.swizzle = 128 : i64} : memref<64xbf16, 3>
+  // expected-error @+1 {{'tile.cp_async' op cannot use cp.async into the swizzled tile 'memref<64xbf16, 3>': the 128-byte swizzle is laid out for 2-D tiles of 16-bit elements}}
+  tile.cp_async %A[%m], %s : memref<1024xbf16>, memref<64xbf16, 3>
+  return
+}

@@ -83,3 +83,73 @@ func.func @in_while(%A: memref<?x64xbf16>, %n: index) {
   }
   return
 }
+
+// -----
+
+// Two loads in the same nested loops: each gets its own counter (threading
+// the second rebuilds the loops the first's lowering already uses).
+// CHECK-LABEL: func @two_in_nested_loops
+// CHECK: scf.for {{.*}} iter_args(%[[OA:.*]] = %{{.*}}, %[[OB:.*]] = %{{.*}}) -> (index, index) {
+// CHECK:   scf.for {{.*}} iter_args(%[[A:.*]] = %[[OA]], %[[B:.*]] = %[[OB]]) -> (index, index) {
+// CHECK:     arith.remui %[[A]], %c2
+// CHECK:     tile.mbarrier_wait_parity
+// CHECK:     arith.remui %[[B]], %c2
+// CHECK:     tile.mbarrier_wait_parity
+func.func @two_in_nested_loops(%A: memref<?x64xbf16>, %n: index, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %s = memref.alloc() : memref<64x64xbf16, 3>
+  %t = memref.alloc() : memref<64x64xbf16, 3>
+  scf.for %i = %c0 to %n step %c1 {
+    scf.for %j = %c0 to %m step %c1 {
+      tile.copy %A[%j, %c0], %t : memref<?x64xbf16>, memref<64x64xbf16, 3>
+      tile.copy %A[%j, %c0], %s : memref<?x64xbf16>, memref<64x64xbf16, 3>
+    }
+  }
+  return
+}
+
+// -----
+
+// A conditional load and a nested-loop load under one outer loop.
+// CHECK-LABEL: func @conditional_and_nested
+// CHECK: scf.for {{.*}} iter_args(%[[OA:.*]] = %{{.*}}, %[[OB:.*]] = %{{.*}}) -> (index, index) {
+// CHECK:   scf.if %{{.*}} -> (index) {
+// CHECK:     arith.remui %[[OA]], %c2
+// CHECK:   scf.for {{.*}} iter_args(%[[B:.*]] = %[[OB]]) -> (index) {
+// CHECK:     arith.remui %[[B]], %c2
+func.func @conditional_and_nested(%A: memref<?x64xbf16>, %n: index, %m: index, %p: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %s = memref.alloc() : memref<64x64xbf16, 3>
+  %t = memref.alloc() : memref<64x64xbf16, 3>
+  scf.for %i = %c0 to %n step %c1 {
+    scf.if %p {
+      tile.copy %A[%i, %c0], %t : memref<?x64xbf16>, memref<64x64xbf16, 3>
+    }
+    scf.for %j = %c0 to %m step %c1 {
+      tile.copy %A[%j, %c0], %s : memref<?x64xbf16>, memref<64x64xbf16, 3>
+    }
+  }
+  return
+}
+
+// -----
+
+// A loop counting in i32: the iteration becomes an index for the parity.
+// CHECK-LABEL: func @i32_loop
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
+// CHECK:   %[[ITI:.*]] = arith.index_castui %[[K]] : i32 to index
+// CHECK:   %[[P:.*]] = arith.remui %[[ITI]], %{{.*}} : index
+// CHECK:   tile.mbarrier_wait_parity %{{.*}}[%{{.*}}], %[[P]]
+func.func @i32_loop(%A: memref<?x64xbf16>, %n: i32) {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant 0 : i32
+  %o = arith.constant 1 : i32
+  %s = memref.alloc() : memref<64x64xbf16, 3>
+  scf.for %k = %z to %n step %o : i32 {
+    %ki = arith.index_cast %k : i32 to index
+    tile.copy %A[%ki, %c0], %s : memref<?x64xbf16>, memref<64x64xbf16, 3>
+  }
+  return
+}
