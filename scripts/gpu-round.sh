@@ -43,7 +43,8 @@ sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
            sink-fwd-ws-tiny-d64 sink-fwd-ws-win128-f16-d64 gemm-plain-512x512x1024
            gemm-cpasync-512x512x1024-s3 gemm-mixed-512x512x1024-s2
            gemm-cpasync-plain-256x512x448-s1 gemm-persistent-512x512x192-s2
-           gemm-persistent-plain-512x512x192-s2)
+           gemm-persistent-plain-512x512x192-s2
+           gemm-persistent-plain-s1-512x512x448)
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }
