@@ -188,16 +188,25 @@ def parse_runner_config(text, where):
     return config
 
 
-def read_sinkattn(path, table):
+def read_results(path, table, writer):
+    """The top-level object and its (where, row) results of a bench JSON
+    file written by `writer`; records the file's GPU in `table`."""
     top = expect_object(load_json(path), f"'{path}'")
     results = top.get("results")
     if not isinstance(results, list) or not results:
         raise InputError(f"'{path}': 'results' must be a non-empty list "
-                         f"(a `sinkattn-runner bench --json` file)")
+                         f"(a `{writer}` file)")
     table.set_gpu(get_text(top, "gpu", f"'{path}'"), f"'{path}'")
+    rows = []
     for index, row in enumerate(results):
         where = f"'{path}' results[{index}]"
-        expect_object(row, where)
+        rows.append((where, expect_object(row, where)))
+    return top, rows
+
+
+def read_sinkattn(path, table):
+    top, rows = read_results(path, table, "sinkattn-runner bench --json")
+    for where, row in rows:
         if row.get("kernel") != "sink-fwd":
             raise InputError(f"{where}: kernel is {json.dumps(row.get('kernel'))}, not \"sink-fwd\"")
         config = parse_runner_config(row.get("config"), where)
@@ -219,15 +228,8 @@ def read_sinkattn(path, table):
 
 
 def read_cudnn(path, table):
-    top = expect_object(load_json(path), f"'{path}'")
-    results = top.get("results")
-    if not isinstance(results, list) or not results:
-        raise InputError(f"'{path}': 'results' must be a non-empty list "
-                         f"(a `bench/compare_sdpa.py --json` file)")
-    table.set_gpu(get_text(top, "gpu", f"'{path}'"), f"'{path}'")
-    for index, row in enumerate(results):
-        where = f"'{path}' results[{index}]"
-        expect_object(row, where)
+    _, rows = read_results(path, table, "bench/compare_sdpa.py --json")
+    for where, row in rows:
         key = (get_int(row, "seq", where), get_int(row, "head_dim", where))
         check_seed_cell(*key, where)
         problem = None

@@ -651,6 +651,22 @@ CheckReport runner::compareSinkFwd(const rt::SinkAttentionShape &shape,
   return report;
 }
 
+rt::JsonValue runner::benchJsonRow(const Session &session,
+                                   const BenchReport &report, bool flushL2) {
+  rt::JsonValue row = rt::JsonValue::object();
+  row.set("kernel", session.bundle().kernel);
+  row.set("config", session.describeConfig());
+  row.set("median_ms", report.medianMs);
+  row.set("min_ms", report.minMs);
+  row.set("tflops", report.tflops);
+  row.set("gbps", report.gbps);
+  row.set("iterations", report.iterations);
+  for (const auto &[name, value] : report.metrics)
+    row.set(name, value);
+  row.set("l2_flush", flushL2);
+  return row;
+}
+
 rt::Expected<BenchReport> Session::bench(int warmup, int iterations,
                                          bool flushL2) {
   SINKATTN_RT_ASSIGN_OR_RETURN(

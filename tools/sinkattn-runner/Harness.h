@@ -14,6 +14,7 @@
 #include "SinkAttn/Runtime/Bundle.h"
 #include "SinkAttn/Runtime/Context.h"
 #include "SinkAttn/Runtime/DeviceBuffer.h"
+#include "SinkAttn/Runtime/Json.h"
 #include "SinkAttn/Runtime/Module.h"
 #include "SinkAttn/Runtime/Status.h"
 
@@ -46,6 +47,13 @@ struct BenchReport {
   /// TFLOP/s by the seed's formula next to the exact count in `tflops`.
   std::vector<std::pair<std::string, double>> metrics;
 };
+
+class Session;
+
+/// One timed kernel as a row of `bench --json`: kernel, config, times,
+/// throughput, the kernel's own metrics and whether L2 was flushed.
+rt::JsonValue benchJsonRow(const Session &session, const BenchReport &report,
+                           bool flushL2);
 
 /// One bundle loaded on one GPU, with its buffers.
 class Session {

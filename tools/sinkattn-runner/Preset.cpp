@@ -209,19 +209,10 @@ int runner::runPreset(
                 cell.mask().c_str(), report->medianMs, report->minMs, seedText,
                 report->tflops);
     std::fflush(stdout);
-    rt::JsonValue row = rt::JsonValue::object();
-    row.set("kernel", s.bundle().kernel);
-    row.set("config", s.describeConfig());
+    rt::JsonValue row = benchJsonRow(s, *report, options.flushL2);
     row.set("seq", cell.seqQ);
     row.set("head_dim", cell.headDim);
     row.set("window", cell.window);
-    row.set("median_ms", report->medianMs);
-    row.set("min_ms", report->minMs);
-    row.set("tflops", report->tflops);
-    row.set("iterations", report->iterations);
-    for (const auto &[name, value] : report->metrics)
-      row.set(name, value);
-    row.set("l2_flush", options.flushL2);
     rows.push(std::move(row));
   }
   std::printf("TFLOP/s (seed) = 4*B*H*S*S*D/2 / median time; (exact) counts "

@@ -123,19 +123,9 @@ int runCheckOrBench(const Options &options) {
                 report->medianMs, report->minMs, report->tflops, report->gbps);
     for (const auto &[name, value] : report->metrics)
       std::printf("  %s %.6g\n", name.c_str(), value);
-    rt::JsonValue row = rt::JsonValue::object();
-    row.set("kernel", s.bundle().kernel);
-    row.set("config", s.describeConfig());
-    row.set("median_ms", report->medianMs);
-    row.set("min_ms", report->minMs);
-    row.set("tflops", report->tflops);
-    row.set("gbps", report->gbps);
-    row.set("iterations", report->iterations);
-    for (const auto &[name, value] : report->metrics)
-      row.set(name, value);
-    row.set("l2_flush", options.flushL2);
     json.set("gpu", s.device().name);
-    json.set("results", rt::JsonValue::array({row}));
+    json.set("results", rt::JsonValue::array(
+                            {benchJsonRow(s, *report, options.flushL2)}));
   }
 
   if (!options.saveIoDir.empty()) {

@@ -184,9 +184,9 @@ LogicalResult CopyOp::verify() {
                        << describeSpace(dest);
 }
 
-/// tile.tma_copy and tile.tma_load: global -> shared, one phase's worth of
-/// bytes, an existing barrier slot.
-template <typename TmaOp> static LogicalResult verifyTmaLoad(TmaOp op) {
+/// Loads of a global tile into a shared tile (tile.tma_copy, tile.tma_load,
+/// tile.cp_async): the memory spaces and the tile rules.
+template <typename LoadOp> static LogicalResult verifyGlobalToShared(LoadOp op) {
   MemRefType source = op.getSource().getType();
   MemRefType dest = op.getDest().getType();
   if (!isGlobalMemory(source))
@@ -196,9 +196,16 @@ template <typename TmaOp> static LogicalResult verifyTmaLoad(TmaOp op) {
     return op.emitOpError()
            << "loads global -> shared, but the destination is in "
            << describeSpace(dest) << " memory";
-  if (failed(verifyGlobalSharedTile(op, source, op.getSourceIndices(), dest,
-                                    /*sharedIndices=*/{})))
+  return verifyGlobalSharedTile(op, source, op.getSourceIndices(), dest,
+                                /*sharedIndices=*/{});
+}
+
+/// tile.tma_copy and tile.tma_load: global -> shared, one phase's worth of
+/// bytes, an existing barrier slot.
+template <typename TmaOp> static LogicalResult verifyTmaLoad(TmaOp op) {
+  if (failed(verifyGlobalToShared(op)))
     return failure();
+  MemRefType dest = op.getDest().getType();
   int64_t bytes = dest.getNumElements() * dest.getElementTypeBitWidth() / 8;
   if (bytes > kMaxTxBytes)
     return op.emitOpError()
@@ -212,18 +219,9 @@ template <typename TmaOp> static LogicalResult verifyTmaLoad(TmaOp op) {
 LogicalResult TmaCopyOp::verify() { return verifyTmaLoad(*this); }
 
 LogicalResult CpAsyncOp::verify() {
-  MemRefType source = getSource().getType();
-  MemRefType dest = getDest().getType();
-  if (!isGlobalMemory(source))
-    return emitOpError() << "loads global -> shared, but the source is in "
-                         << describeSpace(source) << " memory";
-  if (!isSharedMemory(dest))
-    return emitOpError() << "loads global -> shared, but the destination is in "
-                         << describeSpace(dest) << " memory";
-  if (failed(verifyGlobalSharedTile(*this, source, getSourceIndices(), dest,
-                                    /*sharedIndices=*/{})))
+  if (failed(verifyGlobalToShared(*this)))
     return failure();
-  return verifyCpAsyncTile(*this, dest);
+  return verifyCpAsyncTile(*this, getDest().getType());
 }
 
 LogicalResult CpAsyncArriveOp::verify() {

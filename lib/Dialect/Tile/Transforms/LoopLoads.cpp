@@ -341,13 +341,7 @@ std::pair<Value, Value> sinkattn::tile::stageAndParity(OpBuilder &builder, scf::
   OpBuilder::InsertionGuard guard(builder);
   Value iteration = createIterationIndex(builder, loop);
   builder.setInsertionPointAfterValue(iteration);
-  Location loc = loop.getLoc();
-  Value stageCount = constantIndex(builder, loc, stages);
-  Value stage = arith::RemUIOp::create(builder, loc, iteration, stageCount);
-  Value round = arith::DivUIOp::create(builder, loc, iteration, stageCount);
-  Value parity =
-      arith::RemUIOp::create(builder, loc, round, constantIndex(builder, loc, 2));
-  return {stage, parity};
+  return stageAndParityOf(builder, loop.getLoc(), iteration, stages);
 }
 
 Value sinkattn::tile::stageView(OpBuilder &builder, Location loc, Value staged, Value stage) {
