@@ -17,7 +17,7 @@
 #
 # usage: scripts/gpu-round.sh [BENCH_BUNDLE...]
 #   default: the gemm (TMA, persistent, cp.async), tma-copy and tma-stream
-#   benches, then `bench --preset seed` (the seed table and its window-128
+#   benches, sink-fwd in BSHD and varlen, then `bench --preset seed` (the seed table and its window-128
 #   rows), the PyTorch baselines and the seed chart
 #   ($OUT/perf-seed-table.png, .json). Named bundles replace all of that
 #   but the baselines.
@@ -36,7 +36,8 @@ benches=("$@")
 # benches are named.
 preset=seed
 ((${#benches[@]})) && preset=
-((${#benches[@]})) || benches=(gemm-4096x4096x4096 gemm-8192x8192x8192 gemm-persistent-4096-s4 gemm-cpasync-4096-s4 gemm-cpasync-plain-4096-s3 tma-copy-8192x8192 tma-stream-8192x8192)
+((${#benches[@]})) || benches=(gemm-4096x4096x4096 gemm-8192x8192x8192 gemm-persistent-4096-s4 gemm-cpasync-4096-s4 gemm-cpasync-plain-4096-s3 tma-copy-8192x8192 tma-stream-8192x8192
+  sink-fwd-seed-bshd-8k-d64 sink-fwd-seed-bshd-8k-d128 sink-fwd-varlen-16k-d64 sink-fwd-varlen-16k-d128)
 # Small sizes, lengths that are not multiples of the blocks included.
 sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
            sink-fwd-tiny-d64 sink-fwd-win128-f16-d64 sink-fwd-past-d128
@@ -44,7 +45,9 @@ sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
            gemm-cpasync-512x512x1024-s3 gemm-mixed-512x512x1024-s2
            gemm-cpasync-plain-256x512x448-s1 gemm-persistent-512x512x192-s2
            gemm-persistent-plain-512x512x192-s2
-           gemm-persistent-plain-s1-512x512x448)
+           gemm-persistent-plain-s1-512x512x448
+           sink-fwd-bshd-plain-s3-d128 sink-fwd-varlen-short-kv-ws-d64
+           sink-fwd-varlen-plain-s3-d128)
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }

@@ -33,6 +33,10 @@ compileSinkFwdReferencePTX(mlir::MLIRContext &context,
                            const KernelConfig &config,
                            PTXTargetOptions target);
 
+/// The attention problem of a sink-fwd config (scale 1/sqrt(headDim); with
+/// varlen the offsets of its lengths). Not validated.
+rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
+
 /// MLIR that defines f32 `result` as `sinks[head]` of a memref<heads x T>
 /// of sink logits stored as f32 or bf16 (extended to f32).
 std::string sinkLoad(const std::string &result, const std::string &sinks,

@@ -21,6 +21,8 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace sinkattn;
 
@@ -132,8 +134,23 @@ LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
     }
     ArrayRef<int64_t> box = cast<DenseI64ArrayAttr>(info.get("box")).asArrayRef();
     auto swizzle = info.getAs<IntegerAttr>("swizzle");
+    // The kernel's view of the buffer: same elements, maybe fewer dims.
+    std::vector<uint64_t> shape = buffer.shape;
+    if (auto view = info.getAs<DenseI64ArrayAttr>("shape")) {
+      uint64_t viewElements = 1, bufferElements = 1;
+      for (int64_t dim : view.asArrayRef())
+        viewElements *= uint64_t(dim);
+      for (uint64_t dim : buffer.shape)
+        bufferElements *= dim;
+      if (viewElements != bufferElements)
+        return func.emitError()
+               << "internal error: tensor map " << index << " views buffer '"
+               << buffer.name << "' with " << viewElements
+               << " elements, but it has " << bufferElements;
+      shape.assign(view.asArrayRef().begin(), view.asArrayRef().end());
+    }
     mapParams.push_back(kernels::tensorMap(
-        name, buffer.name, buffer.dtype, buffer.shape,
+        name, buffer.name, buffer.dtype, shape,
         std::vector<uint32_t>(box.begin(), box.end()),
         swizzle && swizzle.getInt() == 128 ? rt::TensorMapSwizzle::B128
                                            : rt::TensorMapSwizzle::None));
@@ -219,6 +236,25 @@ rt::BundleParam kernels::outputBuffer(std::string name, rt::DType dtype,
       inputBuffer(std::move(name), dtype, std::move(shape), kernelArg);
   param.role = rt::BufferRole::Output;
   return param;
+}
+
+rt::SinkAttentionShape kernels::sinkAttentionShape(const KernelConfig &config) {
+  rt::SinkAttentionShape shape;
+  shape.batch = config.batch;
+  shape.heads = config.heads;
+  shape.kvHeads = config.kvHeads;
+  shape.seqQ = config.seqQ;
+  shape.seqKv = config.seqKv;
+  shape.headDim = config.headDim;
+  shape.window = config.window;
+  shape.scale = config.headDim > 0 ? 1.0 / std::sqrt(double(config.headDim)) : 0;
+  shape.layout = config.layout;
+  if (!config.seqlensQ.empty() || !config.seqlensKv.empty() ||
+      shape.varlen()) {
+    shape.cuSeqlensQ = rt::offsetsOf(config.seqlensQ);
+    shape.cuSeqlensKv = rt::offsetsOf(config.seqlensKv);
+  }
+  return shape;
 }
 
 rt::BundleParam kernels::tensorMap(std::string name, std::string buffer,

@@ -45,12 +45,13 @@ constexpr llvm::StringLiteral kSinkFwdTemplate = R"mlir(
 !O = !tile.fragment<64x@D@xf32>
 !O16 = !tile.fragment<64x@D@x@T@>
 !row = !tile.fragment<64xf32>
-!q = memref<@B@x@H@x@SQ@x@D@x@T@>
-!kv = memref<@B@x@HK@x@SKV@x@D@x@T@>
+!q = @Q_TYPE@
+!kv = @KV_TYPE@
+!lse = @LSE_TYPE@
 module attributes {gpu.container_module} {
   gpu.module @sink_fwd {
     gpu.func @sink_fwd(%Q: !q, %K: !kv, %V: !kv, %sinks: memref<@H@x@ST@>,
-                       %O: !q, %LSE: memref<@B@x@H@x@SQ@xf32>) kernel
+                       %O: !q, %LSE: !lse@SEQUENCE_ARGS@) kernel
         @ATTRIBUTES@ {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -61,8 +62,6 @@ module attributes {gpu.container_module} {
       %cBNm1 = arith.constant @BN_MINUS_1@ : index
       %c63 = arith.constant 63 : index
       %group = arith.constant @GROUP@ : index
-      %past = arith.constant @PAST@ : index
-      %skv = arith.constant @SKV@ : index
       %window = arith.constant @WINDOW@ : index
       %hasWindow = arith.constant @HAS_WINDOW@
       %zero = arith.constant 0.0 : f32
@@ -76,6 +75,10 @@ module attributes {gpu.container_module} {
       %h = gpu.block_id y
       %b = gpu.block_id z
       %hk = arith.divui %h, %group : index
+@SEQUENCE@
+      // Right-aligned causal: query row i sits at key position i + past
+      // (negative when the sequence has more queries than keys).
+      %past = arith.subi %skv, %seqQ : index
       // The block's BM query rows; this warpgroup's 64 of them.
       %mBlock = arith.muli %qb, %cBM : index
       @WARPGROUP_INDEX@
@@ -88,20 +91,25 @@ module attributes {gpu.container_module} {
       %sQ = memref.alloc() : !sQ
       %sK = memref.alloc() : !sKV
       %sV = memref.alloc() : !sKV
-      tile.copy %Q[%b, %h, %mBlock, %c0], %sQ : !q, !sQ
+@LOAD_Q@
       %sQw = memref.subview %sQ[%wgRow, 0] [64, @D@] [1, 1] : !sQ to !sQw
 
       // Key blocks the block's rows can see: up to its last row's position
       // (causal), from its first row's window start. (One warpgroup may
       // find a block fully masked; it then leaves its rows unchanged.)
       %lastKey = arith.addi %pBlock, %cBM : index
-      %hi = arith.minui %lastKey, %skv : index
-      %hiBlocks = arith.ceildivui %hi, %cBN : index
+      %hiKey = arith.minsi %lastKey, %skv : index
+      %hi = arith.maxsi %hiKey, %c0 : index
+      %hiCausal = arith.ceildivui %hi, %cBN : index
       %firstKey = arith.subi %pBlock, %window : index
       %firstKey1 = arith.addi %firstKey, %c1 : index
       %firstKeyPos = arith.maxsi %firstKey1, %c0 : index
       %windowLo = arith.divui %firstKeyPos, %cBN : index
       %loBlocks = arith.select %hasWindow, %windowLo, %c0 : index
+      // Blocks past the end of their sequence (varlen) do no work.
+      %live = arith.cmpi slt, %mBlock, %seqQ : index
+      %hiLive = arith.select %live, %hiCausal, %loBlocks : index
+      %hiBlocks = arith.maxsi %hiLive, %loBlocks : index
 
       @SINK_LOAD@
       %sinkLog2 = arith.mulf %sink, %log2e : f32
@@ -113,8 +121,7 @@ module attributes {gpu.container_module} {
       %res:3 = scf.for %kb = %loBlocks to %hiBlocks step %c1
           iter_args(%m = %mInit, %l = %lInit, %o = %oInit) -> (!row, !row, !O) {
         %n0 = arith.muli %kb, %cBN : index
-        tile.copy %K[%b, %hk, %n0, %c0], %sK : !kv, !sKV
-        tile.copy %V[%b, %hk, %n0, %c0], %sV : !kv, !sKV
+@LOAD_KV@
 @PINGPONG_SYNC@
         %s = tile.gemm %sQw, %sK, %sZero {transpose_b} : !sQw, !sKV, !S
 @PINGPONG_ARRIVE@
@@ -122,10 +129,10 @@ module attributes {gpu.container_module} {
         // blocks that cross the diagonal or the window's edge for some row
         // of this warpgroup need the per-element test.
         %lastKeyOfBlock = arith.addi %n0, %cBNm1 : index
-        %crossesDiagonal = arith.cmpi ugt, %lastKeyOfBlock, %p0 : index
+        %crossesDiagonal = arith.cmpi sgt, %lastKeyOfBlock, %p0 : index
         %pLast = arith.addi %p0, %c63 : index
         %span = arith.subi %pLast, %n0 : index
-        %outOfWindow = arith.cmpi uge, %span, %window : index
+        %outOfWindow = arith.cmpi sge, %span, %window : index
         %windowEdge = arith.andi %hasWindow, %outOfWindow : i1
         %needsMask = arith.ori %crossesDiagonal, %windowEdge : i1
         %masked = scf.if %needsMask -> (!S) {
@@ -133,7 +140,7 @@ module attributes {gpu.container_module} {
         ^bb0(%i: index, %jj: index, %x: f32):
           %j = arith.addi %n0, %jj : index
           %p = arith.addi %p0, %i : index
-          %causal = arith.cmpi ule, %j, %p : index
+          %causal = arith.cmpi sle, %j, %p : index
           %distance = arith.subi %p, %j : index
           %near = arith.cmpi ult, %distance, %window : index
           %keep = arith.andi %causal, %near : i1
@@ -209,8 +216,7 @@ module attributes {gpu.container_module} {
         %r = arith.mulf %t, %ln2 : f32
         tile.yield %r : f32
       }
-      tile.store %out, %O[%b, %h, %m0, %c0] : !O16, !q
-      tile.store %lse, %LSE[%b, %h, %m0] : !row, memref<@B@x@H@x@SQ@xf32>
+@STORE@
       gpu.return
     }
   }
@@ -238,6 +244,107 @@ constexpr const char *kPingPongSync = R"mlir(
         nvvm.barrier id = %myTurn number_of_threads = %threads)mlir";
 constexpr const char *kPingPongArrive = R"mlir(
         nvvm.barrier.arrive id = %otherTurn number_of_threads = %threads)mlir";
+
+/// The parts of the template that depend on the memory layout.
+struct LayoutText {
+  std::string qType, kvType, lseType;
+  /// Extra kernel arguments (varlen: the sequence offsets).
+  std::string sequenceArgs;
+  /// Defines %seqQ and %skv (this sequence's lengths) and, for the layouts
+  /// that view [.., S, H * D], %hD and %hkD (the head's first column); for
+  /// varlen also %qStart and %kStart (the sequence's first tokens).
+  std::string sequence;
+  std::string loadQ, loadKV, store;
+};
+
+LayoutText layoutText(const rt::SinkAttentionShape &shape,
+                      const std::string &type) {
+  auto str = [](int64_t v) { return std::to_string(v); };
+  const std::string d = str(shape.headDim);
+  const std::string hd = str(shape.heads * shape.headDim);
+  const std::string hkd = str(shape.kvHeads * shape.headDim);
+  const std::string headColumns = R"mlir(
+      %cD = arith.constant )mlir" + d + R"mlir( : index
+      %hD = arith.muli %h, %cD : index
+      %hkD = arith.muli %hk, %cD : index)mlir";
+  LayoutText text;
+  switch (shape.layout) {
+  case rt::AttentionLayout::BHSD:
+    text.qType = "memref<" + str(shape.batch) + "x" + str(shape.heads) + "x" +
+                 str(shape.seqQ) + "x" + d + "x" + type + ">";
+    text.kvType = "memref<" + str(shape.batch) + "x" + str(shape.kvHeads) +
+                  "x" + str(shape.seqKv) + "x" + d + "x" + type + ">";
+    text.sequence = "      %seqQ = arith.constant " + str(shape.seqQ) +
+                    " : index\n      %skv = arith.constant " +
+                    str(shape.seqKv) + " : index";
+    text.loadQ = "      tile.copy %Q[%b, %h, %mBlock, %c0], %sQ : !q, !sQ";
+    text.loadKV = "        tile.copy %K[%b, %hk, %n0, %c0], %sK : !kv, !sKV\n"
+                  "        tile.copy %V[%b, %hk, %n0, %c0], %sV : !kv, !sKV";
+    text.store = "      tile.store %out, %O[%b, %h, %m0, %c0] : !O16, !q\n"
+                 "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
+    break;
+  case rt::AttentionLayout::BSHD:
+    // [B, S, H * D]: a head's rows are a 2-D box at column h * D.
+    text.qType = "memref<" + str(shape.batch) + "x" + str(shape.seqQ) + "x" +
+                 hd + "x" + type + ">";
+    text.kvType = "memref<" + str(shape.batch) + "x" + str(shape.seqKv) +
+                  "x" + hkd + "x" + type + ">";
+    text.sequence = "      %seqQ = arith.constant " + str(shape.seqQ) +
+                    " : index\n      %skv = arith.constant " +
+                    str(shape.seqKv) + " : index" + headColumns;
+    text.loadQ = "      tile.copy %Q[%b, %mBlock, %hD], %sQ : !q, !sQ";
+    text.loadKV = "        tile.copy %K[%b, %n0, %hkD], %sK : !kv, !sKV\n"
+                  "        tile.copy %V[%b, %n0, %hkD], %sV : !kv, !sKV";
+    text.store = "      tile.store %out, %O[%b, %m0, %hD] : !O16, !q\n"
+                 "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
+    break;
+  case rt::AttentionLayout::Varlen: {
+    // [T, H * D] over all sequences. Loads may run past the sequence into
+    // the next one (rows that are never stored, keys that the causal mask
+    // hides); stores go through views that end with the sequence.
+    const std::string tq = str(shape.tokensQ());
+    const std::string offsets = "memref<" + str(shape.batch + 1) + "xi32>";
+    text.qType = "memref<" + tq + "x" + hd + "x" + type + ">";
+    text.kvType = "memref<" + str(shape.tokensKv()) + "x" + hkd + "x" + type + ">";
+    text.sequenceArgs = ", %cuQ: " + offsets + ", %cuK: " + offsets;
+    text.sequence = R"mlir(
+      %bNext = arith.addi %b, %c1 : index
+      %qStart32 = memref.load %cuQ[%b] : )mlir" + offsets + R"mlir(
+      %qEnd32 = memref.load %cuQ[%bNext] : )mlir" + offsets + R"mlir(
+      %kStart32 = memref.load %cuK[%b] : )mlir" + offsets + R"mlir(
+      %kEnd32 = memref.load %cuK[%bNext] : )mlir" + offsets + R"mlir(
+      %qStart = arith.index_castui %qStart32 : i32 to index
+      %qEnd = arith.index_castui %qEnd32 : i32 to index
+      %kStart = arith.index_castui %kStart32 : i32 to index
+      %kEnd = arith.index_castui %kEnd32 : i32 to index
+      %seqQ = arith.subi %qEnd, %qStart : index
+      %skv = arith.subi %kEnd, %kStart : index)mlir" + headColumns;
+    text.loadQ = "      %qRow = arith.addi %qStart, %mBlock : index\n"
+                 "      tile.copy %Q[%qRow, %hD], %sQ : !q, !sQ";
+    text.loadKV = "        %kRow = arith.addi %kStart, %n0 : index\n"
+                  "        tile.copy %K[%kRow, %hkD], %sK : !kv, !sKV\n"
+                  "        tile.copy %V[%kRow, %hkD], %sV : !kv, !sKV";
+    const std::string oView = "memref<?x" + hd + "x" + type + ", strided<[" +
+                              hd + ", 1], offset: ?>>";
+    const std::string lseView = "memref<" + str(shape.heads) +
+                                "x?xf32, strided<[" + tq + ", 1], offset: ?>>";
+    text.store = "      %oSeq = memref.subview %O[%qStart, 0] [%seqQ, " + hd +
+                 "] [1, 1] : !q to " + oView +
+                 "\n      tile.store %out, %oSeq[%m0, %hD] : !O16, " + oView +
+                 "\n      %lseSeq = memref.subview %LSE[0, %qStart] [" +
+                 str(shape.heads) + ", %seqQ] [1, 1] : !lse to " + lseView +
+                 "\n      tile.store %lse, %lseSeq[%h, %m0] : !row, " + lseView;
+    break;
+  }
+  }
+  if (shape.layout != rt::AttentionLayout::Varlen)
+    text.lseType = "memref<" + str(shape.batch) + "x" + str(shape.heads) +
+                   "x" + str(shape.seqQ) + "xf32>";
+  else
+    text.lseType = "memref<" + str(shape.heads) + "x" +
+                   str(shape.tokensQ()) + "xf32>";
+  return text;
+}
 } // namespace
 
 FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
@@ -261,11 +368,6 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   if (config.heads % config.kvHeads != 0)
     return fail() << "--kv-heads " << config.kvHeads << " must divide --heads "
                   << config.heads;
-  if (config.seqQ > config.seqKv)
-    return fail() << "--seq-q " << config.seqQ << " > --seq-kv "
-                  << config.seqKv
-                  << " is not supported: queries are right-aligned to the "
-                     "keys (causal with a past), so SQ <= SKV";
   if (config.stages < 1 || config.stages > 3)
     return fail() << "--stages " << config.stages
                   << " is not supported: 1 to 3 (K and V tiles per stage)";
@@ -278,11 +380,12 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   if (config.heads > 65535 || config.batch > 65535)
     return fail() << "heads and batch must each be at most 65535 (grid "
                      "dimensions y and z)";
+  rt::SinkAttentionShape shape = kernels::sinkAttentionShape(config);
+  if (rt::Status valid = rt::validate(shape); !valid.ok())
+    return fail() << valid.message();
   // TMA coordinates and our index math are 32-bit.
-  if (double(config.batch) * config.heads * config.seqKv * config.headDim >
-          double(INT32_MAX) ||
-      double(config.batch) * config.heads * config.seqQ * config.headDim >
-          double(INT32_MAX))
+  if (double(shape.qElements()) > double(INT32_MAX) ||
+      double(shape.kvElements()) > double(INT32_MAX))
     return fail() << "the tensors have more than 2^31-1 elements";
 
   if (config.schedule != "auto" && config.schedule != "ws" &&
@@ -308,6 +411,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   char scaleLog2[64];
   std::snprintf(scaleLog2, sizeof(scaleLog2), "%.9e", scale * 1.4426950408889634);
   bool hasWindow = config.window > 0;
+  LayoutText layout = layoutText(shape, type);
   OwningOpRef<ModuleOp> module = kernels::parseKernelTemplate(
       context, "sink-fwd", kSinkFwdTemplate,
       {{"T", type},
@@ -323,7 +427,14 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"BN", str(kBlockN)},
        {"BN_MINUS_1", str(kBlockN - 1)},
        {"GROUP", str(config.heads / config.kvHeads)},
-       {"PAST", str(config.seqKv - config.seqQ)},
+       {"Q_TYPE", layout.qType},
+       {"KV_TYPE", layout.kvType},
+       {"LSE_TYPE", layout.lseType},
+       {"SEQUENCE_ARGS", layout.sequenceArgs},
+       {"SEQUENCE", layout.sequence},
+       {"LOAD_Q", layout.loadQ},
+       {"LOAD_KV", layout.loadKV},
+       {"STORE", layout.store},
        // Without a window the distance test must always pass.
        {"WINDOW", str(hasWindow ? config.window : config.seqKv + 1)},
        {"HAS_WINDOW", hasWindow ? "true" : "false"},
@@ -352,7 +463,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                  uint32_t(config.heads), uint32_t(config.batch)};
   // The consumers; warp specialization adds its producer warpgroup.
   bundle.block = {uint32_t(warpgroups * 128), 1, 1};
-  bundle.config = {{"batch", config.batch},
+  bundle.config = {{"layout", std::string(rt::layoutName(shape.layout))},
+                   {"batch", config.batch},
                    {"heads", config.heads},
                    {"kv_heads", config.kvHeads},
                    {"seq_q", config.seqQ},
@@ -364,19 +476,26 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                    {"scale", scale},
                    {"dtype", std::string(rt::dtypeName(config.dtype))},
                    {"sink_dtype", std::string(rt::dtypeName(config.sinkDtype))}};
+  if (shape.varlen()) {
+    bundle.config["seqlens_q"] = rt::formatLengths(config.seqlensQ);
+    bundle.config["seqlens_kv"] = rt::formatLengths(config.seqlensKv);
+  }
   auto u = [](int64_t v) { return uint64_t(v); };
-  std::vector<uint64_t> qShape = {u(config.batch), u(config.heads),
-                                  u(config.seqQ), u(config.headDim)};
-  std::vector<uint64_t> kvShape = {u(config.batch), u(config.kvHeads),
-                                   u(config.seqKv), u(config.headDim)};
+  std::vector<uint64_t> qShape = shape.qDims(), kvShape = shape.kvDims();
   bundle.params.push_back(kernels::inputBuffer("q", config.dtype, qShape));
   bundle.params.push_back(kernels::inputBuffer("k", config.dtype, kvShape));
   bundle.params.push_back(kernels::inputBuffer("v", config.dtype, kvShape));
   bundle.params.push_back(
       kernels::inputBuffer("sinks", config.sinkDtype, {u(config.heads)}));
   bundle.params.push_back(kernels::outputBuffer("o", config.dtype, qShape));
-  bundle.params.push_back(kernels::outputBuffer(
-      "lse", rt::DType::F32, {u(config.batch), u(config.heads), u(config.seqQ)}));
+  bundle.params.push_back(
+      kernels::outputBuffer("lse", rt::DType::F32, shape.lseDims()));
+  if (shape.varlen()) {
+    bundle.params.push_back(kernels::inputBuffer("cu_seqlens_q", rt::DType::I32,
+                                                 {u(config.batch + 1)}));
+    bundle.params.push_back(kernels::inputBuffer(
+        "cu_seqlens_kv", rt::DType::I32, {u(config.batch + 1)}));
+  }
   KernelModule kernel{std::move(module), std::move(bundle)};
   kernel.tileIR = true;
   return kernel;

@@ -38,29 +38,32 @@ using namespace sinkattn;
 
 namespace {
 
-// Row r of [B, H, SQ] is (b, h, i) = (r / (H*SQ), (r / SQ) % H, r % SQ).
-// Keys j attended by row i at position p = i + OFFSET are [lo, p + 1) with
-// lo = max(0, p + 1 - WINDOW); without a window WINDOW is SKV, which makes
-// lo 0 for every row.
+// Row r indexes LSE; @ROW@ finds its sequence b, head h and position i,
+// the sequence's lengths %seqQ and %skv, the offset %qBase of the row in q
+// and o, the offset %kBase of key 0 of its kv head in k and v, and the
+// distance %kStride between consecutive keys (all in elements; the buffers
+// are passed flat so that one body serves every layout). Keys j attended by
+// row i at position p = i + SKV_b - SQ_b are [lo, p + 1) with
+// lo = max(0, p + 1 - WINDOW); without a window WINDOW is the longest SKV,
+// which makes lo 0 for every row. p < 0 attends nothing.
 constexpr llvm::StringLiteral kSinkFwdReferenceTemplate = R"mlir(
-!q = memref<@B@x@H@x@SQ@x@D@x@T@>
-!kv = memref<@B@x@HK@x@SKV@x@D@x@T@>
+!q = memref<@Q_ELEMENTS@x@T@>
+!kv = memref<@KV_ELEMENTS@x@T@>
 !sinks = memref<@H@x@ST@>
-!o = memref<@B@x@H@x@SQ@x@D@xf32>
-!lse = memref<@B@x@H@x@SQ@xf32>
+!o = memref<@Q_ELEMENTS@xf32>
+!lse = memref<@ROWS@xf32>
 !row = memref<@D@xf32>
+!offsets = memref<@SEQUENCES@xi32>
 module attributes {gpu.container_module} {
   gpu.module @@ENTRY@ {
-    gpu.func @@ENTRY@(%q: !q, %k: !kv, %v: !kv, %sinks: !sinks, %o: !o, %lse: !lse) kernel {
+    gpu.func @@ENTRY@(%q: !q, %k: !kv, %v: !kv, %sinks: !sinks, %o: !o, %lse: !lse@SEQUENCE_ARGS@) kernel {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %block = arith.constant @BLOCK@ : index
       %rows = arith.constant @ROWS@ : index
-      %seqQ = arith.constant @SQ@ : index
       %heads = arith.constant @H@ : index
       %group = arith.constant @GROUP@ : index
       %dim = arith.constant @D@ : index
-      %offset = arith.constant @OFFSET@ : index
       %window = arith.constant @WINDOW@ : index
       %scale = arith.constant @SCALE@ : f32
       %log2e = arith.constant 1.44269504088896341 : f32
@@ -72,11 +75,8 @@ module attributes {gpu.container_module} {
       %row = arith.addi %first, %tid : index
       %inside = arith.cmpi ult, %row, %rows : index
       scf.if %inside {
-        %i = arith.remui %row, %seqQ : index
-        %bh = arith.divui %row, %seqQ : index
-        %h = arith.remui %bh, %heads : index
-        %b = arith.divui %bh, %heads : index
-        %hk = arith.divui %h, %group : index
+@ROW@
+        %offset = arith.subi %skv, %seqQ : index
         %p = arith.addi %i, %offset : index
         %hi = arith.addi %p, %c1 : index
         %loRaw = arith.subi %hi, %window : index
@@ -85,7 +85,8 @@ module attributes {gpu.container_module} {
         %qRow = memref.alloca() : !row
         %acc = memref.alloca() : !row
         scf.for %d = %c0 to %dim step %c1 {
-          %x = memref.load %q[%b, %h, %i, %d] : !q
+          %at = arith.addi %qBase, %d : index
+          %x = memref.load %q[%at] : !q
           %xf = arith.extf %x : @T@ to f32
           memref.store %xf, %qRow[%d] : !row
           memref.store %zero, %acc[%d] : !row
@@ -94,9 +95,12 @@ module attributes {gpu.container_module} {
 
         // Pass 1: M = max(t, max_j s_j).
         %m = scf.for %j = %lo to %hi step %c1 iter_args(%mj = %t) -> (f32) {
+          %jOffset = arith.muli %j, %kStride : index
+          %kRow = arith.addi %kBase, %jOffset : index
           %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
             %x = memref.load %qRow[%d] : !row
-            %y = memref.load %k[%b, %hk, %j, %d] : !kv
+            %at = arith.addi %kRow, %d : index
+            %y = memref.load %k[%at] : !kv
             %yf = arith.extf %y : @T@ to f32
             %xy = arith.mulf %x, %yf : f32
             %next = arith.addf %sum, %xy : f32
@@ -112,9 +116,12 @@ module attributes {gpu.container_module} {
         %tm2 = arith.mulf %tm, %log2e : f32
         %l0 = llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%tm2) : (f32) -> f32
         %l = scf.for %j = %lo to %hi step %c1 iter_args(%lj = %l0) -> (f32) {
+          %jOffset = arith.muli %j, %kStride : index
+          %kRow = arith.addi %kBase, %jOffset : index
           %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
             %x = memref.load %qRow[%d] : !row
-            %y = memref.load %k[%b, %hk, %j, %d] : !kv
+            %at = arith.addi %kRow, %d : index
+            %y = memref.load %k[%at] : !kv
             %yf = arith.extf %y : @T@ to f32
             %xy = arith.mulf %x, %yf : f32
             %next = arith.addf %sum, %xy : f32
@@ -125,7 +132,8 @@ module attributes {gpu.container_module} {
           %sm2 = arith.mulf %sm, %log2e : f32
           %e = llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%sm2) : (f32) -> f32
           scf.for %d = %c0 to %dim step %c1 {
-            %y = memref.load %v[%b, %hk, %j, %d] : !kv
+            %at = arith.addi %kRow, %d : index
+            %y = memref.load %v[%at] : !kv
             %yf = arith.extf %y : @T@ to f32
             %a = memref.load %acc[%d] : !row
             %ey = arith.mulf %e, %yf : f32
@@ -140,12 +148,13 @@ module attributes {gpu.container_module} {
         scf.for %d = %c0 to %dim step %c1 {
           %a = memref.load %acc[%d] : !row
           %out = arith.divf %a, %l : f32
-          memref.store %out, %o[%b, %h, %i, %d] : !o
+          %at = arith.addi %qBase, %d : index
+          memref.store %out, %o[%at] : !o
         }
         %log2l = llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%l) : (f32) -> f32
         %lnl = arith.mulf %log2l, %ln2 : f32
         %result = arith.addf %m, %lnl : f32
-        memref.store %result, %lse[%b, %h, %i] : !lse
+        memref.store %result, %lse[%row] : !lse
       }
       gpu.return
     }
@@ -160,6 +169,80 @@ std::string f32Literal(double value) {
   return text;
 }
 
+/// The @ROW@ part of the template for the shape's layout (see above).
+std::string rowText(const rt::SinkAttentionShape &s) {
+  auto str = [](int64_t v) { return std::to_string(v); };
+  const int64_t d = s.headDim;
+  std::string text;
+  if (!s.varlen()) {
+    // Element strides of (batch, head, position) in q and in k/v.
+    bool bhsd = s.layout == rt::AttentionLayout::BHSD;
+    int64_t qBatch = s.heads * s.seqQ * d, kvBatch = s.kvHeads * s.seqKv * d;
+    int64_t qHead = bhsd ? s.seqQ * d : d, kvHead = bhsd ? s.seqKv * d : d;
+    int64_t qPos = bhsd ? d : s.heads * d, kvPos = bhsd ? d : s.kvHeads * d;
+    text = R"mlir(
+        %seqQ = arith.constant )mlir" + str(s.seqQ) + R"mlir( : index
+        %skv = arith.constant )mlir" + str(s.seqKv) + R"mlir( : index
+        %i = arith.remui %row, %seqQ : index
+        %bh = arith.divui %row, %seqQ : index
+        %h = arith.remui %bh, %heads : index
+        %b = arith.divui %bh, %heads : index
+        %hk = arith.divui %h, %group : index
+        %qBatch = arith.constant )mlir" + str(qBatch) + R"mlir( : index
+        %qHead = arith.constant )mlir" + str(qHead) + R"mlir( : index
+        %qPos = arith.constant )mlir" + str(qPos) + R"mlir( : index
+        %kvBatch = arith.constant )mlir" + str(kvBatch) + R"mlir( : index
+        %kvHead = arith.constant )mlir" + str(kvHead) + R"mlir( : index
+        %kStride = arith.constant )mlir" + str(kvPos) + R"mlir( : index
+        %qb = arith.muli %b, %qBatch : index
+        %qh = arith.muli %h, %qHead : index
+        %qi = arith.muli %i, %qPos : index
+        %qbh = arith.addi %qb, %qh : index
+        %qBase = arith.addi %qbh, %qi : index
+        %kb = arith.muli %b, %kvBatch : index
+        %kh = arith.muli %hk, %kvHead : index
+        %kBase = arith.addi %kb, %kh : index)mlir";
+    return text;
+  }
+  // Varlen: LSE is [H, TQ]; the sequence of token t is the number of
+  // offsets cu_seqlens_q[1..B] at or below t.
+  return R"mlir(
+        %tokens = arith.constant )mlir" + str(s.tokensQ()) + R"mlir( : index
+        %sequences = arith.constant )mlir" + str(s.batch + 1) + R"mlir( : index
+        %token = arith.remui %row, %tokens : index
+        %h = arith.divui %row, %tokens : index
+        %hk = arith.divui %h, %group : index
+        %b = scf.for %n = %c1 to %sequences step %c1 iter_args(%count = %c0) -> (index) {
+          %end32 = memref.load %cuQ[%n] : !offsets
+          %end = arith.index_castui %end32 : i32 to index
+          %before = arith.cmpi ule, %end, %token : index
+          %more = arith.addi %count, %c1 : index
+          %next = arith.select %before, %more, %count : index
+          scf.yield %next : index
+        }
+        %bNext = arith.addi %b, %c1 : index
+        %qStart32 = memref.load %cuQ[%b] : !offsets
+        %qEnd32 = memref.load %cuQ[%bNext] : !offsets
+        %kStart32 = memref.load %cuK[%b] : !offsets
+        %kEnd32 = memref.load %cuK[%bNext] : !offsets
+        %qStart = arith.index_castui %qStart32 : i32 to index
+        %qEnd = arith.index_castui %qEnd32 : i32 to index
+        %kStart = arith.index_castui %kStart32 : i32 to index
+        %kEnd = arith.index_castui %kEnd32 : i32 to index
+        %seqQ = arith.subi %qEnd, %qStart : index
+        %skv = arith.subi %kEnd, %kStart : index
+        %i = arith.subi %token, %qStart : index
+        %cD = arith.constant )mlir" + str(d) + R"mlir( : index
+        %qPos = arith.constant )mlir" + str(s.heads * d) + R"mlir( : index
+        %kStride = arith.constant )mlir" + str(s.kvHeads * d) + R"mlir( : index
+        %qt = arith.muli %token, %qPos : index
+        %qh = arith.muli %h, %cD : index
+        %qBase = arith.addi %qt, %qh : index
+        %kt = arith.muli %kStart, %kStride : index
+        %kh = arith.muli %hk, %cD : index
+        %kBase = arith.addi %kt, %kh : index)mlir";
+}
+
 } // namespace
 
 FailureOr<OwningOpRef<ModuleOp>>
@@ -171,22 +254,9 @@ kernels::buildSinkFwdReference(MLIRContext &context,
   if (config.dtype != rt::DType::BF16 && config.dtype != rt::DType::F16)
     return fail() << "--dtype " << rt::dtypeName(config.dtype)
                   << " is not supported; use bf16 or fp16";
-  rt::SinkAttentionShape shape;
-  shape.batch = config.batch;
-  shape.heads = config.heads;
-  shape.kvHeads = config.kvHeads;
-  shape.seqQ = config.seqQ;
-  shape.seqKv = config.seqKv;
-  shape.headDim = config.headDim;
-  shape.window = config.window;
-  shape.scale = config.headDim > 0 ? 1.0 / std::sqrt(double(config.headDim)) : 0;
+  rt::SinkAttentionShape shape = sinkAttentionShape(config);
   if (rt::Status valid = rt::validate(shape); !valid.ok())
     return fail() << valid.message();
-  // Right-aligned causal masking: a query longer than the keys would have
-  // rows that attend nothing, which the kernels do not support.
-  if (shape.seqQ > shape.seqKv)
-    return fail() << "seq_q " << shape.seqQ << " exceeds seq_kv "
-                  << shape.seqKv;
   // The per-thread rows live in local memory; keep them small.
   if (shape.headDim > 256)
     return fail() << "head_dim " << shape.headDim
@@ -201,18 +271,18 @@ kernels::buildSinkFwdReference(MLIRContext &context,
        {"T", mlirTypeName(config.dtype)},
        {"ST", mlirTypeName(config.sinkDtype)},
        {"SINK_LOAD", sinkLoad("%t", "%sinks", "%h", shape.heads, config.sinkDtype)},
-       {"B", std::to_string(shape.batch)},
        {"H", std::to_string(shape.heads)},
-       {"HK", std::to_string(shape.kvHeads)},
-       {"SQ", std::to_string(shape.seqQ)},
-       {"SKV", std::to_string(shape.seqKv)},
        {"D", std::to_string(shape.headDim)},
        {"GROUP", std::to_string(shape.heads / shape.kvHeads)},
        {"ROWS", std::to_string(shape.rows())},
+       {"Q_ELEMENTS", std::to_string(shape.qElements())},
+       {"KV_ELEMENTS", std::to_string(shape.kvElements())},
        {"BLOCK", std::to_string(rt::kSinkFwdReferenceBlockSize)},
-       {"OFFSET", std::to_string(shape.seqKv - shape.seqQ)},
        {"WINDOW", std::to_string(shape.window > 0 ? shape.window : shape.seqKv)},
-       {"SCALE", f32Literal(shape.scale)}});
+       {"SCALE", f32Literal(shape.scale)},
+       {"SEQUENCE_ARGS", shape.varlen() ? ", %cuQ: !offsets, %cuK: !offsets" : ""},
+       {"SEQUENCES", std::to_string(shape.batch + 1)},
+       {"ROW", rowText(shape)}});
   if (!module)
     return failure();
   return module;

@@ -8,6 +8,167 @@
 
 namespace sinkattn::rt {
 
+const char *layoutName(AttentionLayout layout) {
+  switch (layout) {
+  case AttentionLayout::BHSD:
+    return "bhsd";
+  case AttentionLayout::BSHD:
+    return "bshd";
+  case AttentionLayout::Varlen:
+    return "varlen";
+  }
+  return "?";
+}
+
+std::optional<AttentionLayout> parseLayout(std::string_view name) {
+  for (AttentionLayout layout : {AttentionLayout::BHSD, AttentionLayout::BSHD,
+                                 AttentionLayout::Varlen})
+    if (name == layoutName(layout))
+      return layout;
+  return std::nullopt;
+}
+
+SinkAttentionShape::Row SinkAttentionShape::rowAt(int64_t row) const {
+  if (!varlen())
+    return {row / (seqQ * heads), (row / seqQ) % heads, row % seqQ};
+  // LSE is [H, TQ]: find the sequence that owns the token.
+  int64_t token = row % tokensQ();
+  auto next = std::upper_bound(cuSeqlensQ.begin(), cuSeqlensQ.end(), token);
+  int64_t b = int64_t(next - cuSeqlensQ.begin()) - 1;
+  return {b, row / tokensQ(), token - cuSeqlensQ[size_t(b)]};
+}
+
+int64_t SinkAttentionShape::qOffset(int64_t b, int64_t h, int64_t i) const {
+  switch (layout) {
+  case AttentionLayout::BHSD:
+    return ((b * heads + h) * seqQ + i) * headDim;
+  case AttentionLayout::BSHD:
+    return ((b * seqQ + i) * heads + h) * headDim;
+  case AttentionLayout::Varlen:
+    return ((cuSeqlensQ[size_t(b)] + i) * heads + h) * headDim;
+  }
+  return 0;
+}
+
+int64_t SinkAttentionShape::kvOffset(int64_t b, int64_t hk, int64_t j) const {
+  switch (layout) {
+  case AttentionLayout::BHSD:
+    return ((b * kvHeads + hk) * seqKv + j) * headDim;
+  case AttentionLayout::BSHD:
+    return ((b * seqKv + j) * kvHeads + hk) * headDim;
+  case AttentionLayout::Varlen:
+    return ((cuSeqlensKv[size_t(b)] + j) * kvHeads + hk) * headDim;
+  }
+  return 0;
+}
+
+std::vector<uint64_t> SinkAttentionShape::qDims() const {
+  auto u = [](int64_t v) { return uint64_t(v); };
+  switch (layout) {
+  case AttentionLayout::BHSD:
+    return {u(batch), u(heads), u(seqQ), u(headDim)};
+  case AttentionLayout::BSHD:
+    return {u(batch), u(seqQ), u(heads), u(headDim)};
+  case AttentionLayout::Varlen:
+    return {u(tokensQ()), u(heads), u(headDim)};
+  }
+  return {};
+}
+
+std::vector<uint64_t> SinkAttentionShape::kvDims() const {
+  auto u = [](int64_t v) { return uint64_t(v); };
+  switch (layout) {
+  case AttentionLayout::BHSD:
+    return {u(batch), u(kvHeads), u(seqKv), u(headDim)};
+  case AttentionLayout::BSHD:
+    return {u(batch), u(seqKv), u(kvHeads), u(headDim)};
+  case AttentionLayout::Varlen:
+    return {u(tokensKv()), u(kvHeads), u(headDim)};
+  }
+  return {};
+}
+
+std::vector<uint64_t> SinkAttentionShape::lseDims() const {
+  if (varlen())
+    return {uint64_t(heads), uint64_t(tokensQ())};
+  return {uint64_t(batch), uint64_t(heads), uint64_t(seqQ)};
+}
+
+Expected<std::vector<int64_t>> parseLengths(std::string_view text,
+                                            const std::string &what) {
+  std::vector<int64_t> lengths;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string_view item = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos
+                                               : comma - start);
+    int64_t value = 0;
+    bool digits = !item.empty() && item.size() <= 12;
+    for (char c : item) {
+      digits = digits && c >= '0' && c <= '9';
+      value = value * 10 + (c - '0');
+    }
+    if (!digits)
+      return Status::error(what + ": '" + std::string(text) +
+                           "' is not a comma-separated list of lengths "
+                           "(non-negative integers below 10^12)");
+    lengths.push_back(value);
+    if (comma == std::string_view::npos)
+      return lengths;
+    start = comma + 1;
+  }
+}
+
+std::string formatLengths(const std::vector<int64_t> &lengths) {
+  std::string text;
+  for (int64_t length : lengths)
+    text += (text.empty() ? "" : ",") + std::to_string(length);
+  return text;
+}
+
+std::vector<int64_t> offsetsOf(const std::vector<int64_t> &lengths) {
+  std::vector<int64_t> offsets = {0};
+  for (int64_t length : lengths)
+    offsets.push_back(offsets.back() + length);
+  return offsets;
+}
+
+std::vector<int64_t> lengthsOf(const std::vector<int64_t> &offsets) {
+  std::vector<int64_t> lengths;
+  for (size_t b = 0; b + 1 < offsets.size(); ++b)
+    lengths.push_back(offsets[b + 1] - offsets[b]);
+  return lengths;
+}
+
+/// Varlen offsets: B + 1 of them from 0, non-decreasing, every length
+/// within `bound` (and the total below 2^40).
+static Status validateOffsets(const char *name, const std::vector<int64_t> &cu,
+                              int64_t batch, int64_t bound,
+                              const char *boundName) {
+  std::string prefix = std::string(name) + ": ";
+  if (int64_t(cu.size()) != batch + 1)
+    return Status::error(prefix + "has " + std::to_string(cu.size()) +
+                         " offsets; " + std::to_string(batch) +
+                         " sequences need " + std::to_string(batch + 1));
+  if (cu[0] != 0)
+    return Status::error(prefix + "starts at " + std::to_string(cu[0]) +
+                         ", not 0");
+  for (size_t b = 0; b + 1 < cu.size(); ++b) {
+    int64_t length = cu[b + 1] - cu[b];
+    if (length < 0)
+      return Status::error(prefix + "decreases after sequence " +
+                           std::to_string(b));
+    if (length > bound)
+      return Status::error(prefix + "sequence " + std::to_string(b) +
+                           " has length " + std::to_string(length) + " > " +
+                           boundName + " " + std::to_string(bound));
+  }
+  if (cu.back() > (int64_t(1) << 40))
+    return Status::error(prefix + "more than 2^40 tokens");
+  return Status();
+}
+
 Status validate(const SinkAttentionShape &s) {
   auto positive = [](const char *name, int64_t value) -> Status {
     if (value < 1)
@@ -29,21 +190,34 @@ Status validate(const SinkAttentionShape &s) {
                          std::to_string(s.window));
   if (!std::isfinite(s.scale))
     return Status::error("scale is not a finite number");
+  if (s.varlen()) {
+    SINKATTN_RT_TRY(validateOffsets("cu_seqlens_q", s.cuSeqlensQ, s.batch,
+                                    s.seqQ, "seq_q"));
+    SINKATTN_RT_TRY(validateOffsets("cu_seqlens_kv", s.cuSeqlensKv, s.batch,
+                                    s.seqKv, "seq_kv"));
+  } else if (!s.cuSeqlensQ.empty() || !s.cuSeqlensKv.empty()) {
+    return Status::error(std::string("sequence offsets need the varlen "
+                                     "layout, not ") +
+                         layoutName(s.layout));
+  }
   // Every product below then stays far from int64 overflow, whatever the
   // individual sizes are.
   const double limit = double(int64_t(1) << 40);
   if (double(s.batch) * double(s.heads) * double(s.seqQ) * double(s.headDim) >
           limit ||
       double(s.batch) * double(s.kvHeads) * double(s.seqKv) *
-              double(s.headDim) > limit)
+              double(s.headDim) > limit ||
+      double(s.tokensQ()) * double(s.heads) * double(s.headDim) > limit ||
+      double(s.tokensKv()) * double(s.kvHeads) * double(s.headDim) > limit)
     return Status::error("the attention tensors have more than 2^40 elements");
   return Status();
 }
 
-KeyRange attendedKeys(const SinkAttentionShape &s, int64_t i) {
-  int64_t p = i + (s.seqKv - s.seqQ);
+KeyRange attendedKeys(const SinkAttentionShape &s, int64_t b, int64_t i) {
+  int64_t seqKv = s.seqKvOf(b);
+  int64_t p = i + (seqKv - s.seqQOf(b));
   KeyRange range;
-  range.end = std::min(p, s.seqKv - 1) + 1;
+  range.end = std::max<int64_t>(std::min(p, seqKv - 1) + 1, 0);
   range.begin = s.window > 0 ? std::max<int64_t>(0, p - s.window + 1) : 0;
   if (range.end < range.begin)
     range.end = range.begin;
@@ -51,9 +225,10 @@ KeyRange attendedKeys(const SinkAttentionShape &s, int64_t i) {
 }
 
 uint64_t attendedPairs(const SinkAttentionShape &s) {
-  // Row i attends min(p + 1, W) keys at position p = i + SKV - SQ >= 0 (no
-  // window: p + 1), none at p < 0. p runs over [SKV - SQ, SKV - 1], so the
-  // total is g(SKV) - g(max(SKV - SQ, 0)) with g(n) = sum over p < n.
+  // In one sequence, row i attends min(p + 1, W) keys at position
+  // p = i + SKV - SQ >= 0 (no window: p + 1), none at p < 0. p runs over
+  // [SKV - SQ, SKV - 1], so the total is g(SKV) - g(max(SKV - SQ, 0)) with
+  // g(n) = sum over p < n.
   using Wide = unsigned __int128;
   auto g = [&](int64_t n) -> Wide {
     Wide count = Wide(n);
@@ -62,8 +237,15 @@ uint64_t attendedPairs(const SinkAttentionShape &s) {
     Wide w = Wide(s.window);
     return w * (w + 1) / 2 + (count - w) * w;
   };
-  int64_t first = std::max<int64_t>(s.seqKv - s.seqQ, 0);
-  Wide pairs = g(s.seqKv) - g(first);
+  auto sequencePairs = [&](int64_t seqQ, int64_t seqKv) {
+    return g(seqKv) - g(std::max<int64_t>(seqKv - seqQ, 0));
+  };
+  Wide pairs = 0;
+  if (s.varlen())
+    for (int64_t b = 0; b < s.batch; ++b)
+      pairs += sequencePairs(s.seqQOf(b), s.seqKvOf(b));
+  else
+    pairs = Wide(s.batch) * sequencePairs(s.seqQ, s.seqKv);
   return pairs > Wide(UINT64_MAX) ? UINT64_MAX : uint64_t(pairs);
 }
 
@@ -71,21 +253,17 @@ void sinkAttentionRow(const SinkAttentionShape &s, const float *q,
                       const float *k, const float *v, const float *sinks,
                       int64_t row, double *o, double *lse) {
   const int64_t d = s.headDim;
-  const int64_t i = row % s.seqQ;
-  const int64_t bh = row / s.seqQ;
-  const int64_t h = bh % s.heads;
-  const int64_t b = bh / s.heads;
+  const auto [b, h, i] = s.rowAt(row);
   const int64_t hk = h / (s.heads / s.kvHeads);
-  const float *qi = q + row * d;
-  const int64_t kvBase = (b * s.kvHeads + hk) * s.seqKv * d;
+  const float *qi = q + s.qOffset(b, h, i);
   const double t = sinks[h];
 
   // Two passes (max, then sum and accumulate) keep every exponent <= 0.
-  KeyRange keys = attendedKeys(s, i);
+  KeyRange keys = attendedKeys(s, b, i);
   std::vector<double> logits(size_t(keys.size()));
   double m = t;
   for (int64_t j = keys.begin; j < keys.end; ++j) {
-    const float *kj = k + kvBase + j * d;
+    const float *kj = k + s.kvOffset(b, hk, j);
     double dot = 0;
     for (int64_t c = 0; c < d; ++c)
       dot += double(qi[c]) * double(kj[c]);
@@ -98,7 +276,7 @@ void sinkAttentionRow(const SinkAttentionShape &s, const float *q,
   for (int64_t j = keys.begin; j < keys.end; ++j) {
     double p = std::exp(logits[size_t(j - keys.begin)] - m);
     l += p;
-    const float *vj = v + kvBase + j * d;
+    const float *vj = v + s.kvOffset(b, hk, j);
     for (int64_t c = 0; c < d; ++c)
       o[c] += p * double(vj[c]);
   }
@@ -128,9 +306,12 @@ Status sinkAttentionForward(const SinkAttentionShape &s,
   SINKATTN_RT_TRY(expect("sinks", sinks.size(), uint64_t(s.heads)));
   o.assign(size_t(s.qElements()), 0.0);
   lse.assign(size_t(s.rows()), 0.0);
-  for (int64_t row = 0; row < s.rows(); ++row)
+  for (int64_t row = 0; row < s.rows(); ++row) {
+    SinkAttentionShape::Row at = s.rowAt(row);
     sinkAttentionRow(s, q.data(), k.data(), v.data(), sinks.data(), row,
-                     &o[size_t(row * s.headDim)], &lse[size_t(row)]);
+                     &o[size_t(s.qOffset(at.batch, at.head, at.i))],
+                     &lse[size_t(row)]);
+  }
   return Status();
 }
 

@@ -1,6 +1,8 @@
 //===- Compile.cpp - The compiler side of sinkattn-runner -----------------===//
 
 #include "Compile.h"
+
+#include "SinkAttn/Runtime/AttentionReference.h"
 #include "Tune.h"
 
 #include "SinkAttn/Kernels/Kernels.h"
@@ -103,6 +105,9 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.headDim = options.headDim;
   config.window = options.window;
   config.sinkDtype = options.sinkDtype == "bf16" ? rt::DType::BF16 : rt::DType::F32;
+  config.layout = *rt::parseLayout(options.layout);
+  config.seqlensQ = options.seqlensQ;
+  config.seqlensKv = options.seqlensKv;
   config.target.chip = options.chip;
   return config;
 }

@@ -133,6 +133,20 @@ std::vector<float> runner::randomInput(const std::string &kernel,
   return rt::randomUniform(count, stream, -1.f, 1.f);
 }
 
+rt::Expected<std::vector<int32_t>>
+runner::integerInput(const rt::Bundle &bundle, const std::string &buffer) {
+  if (bundle.kernel == "sink-fwd" &&
+      (buffer == "cu_seqlens_q" || buffer == "cu_seqlens_kv")) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
+                                 sinkFwdShape(bundle));
+    const std::vector<int64_t> &offsets =
+        buffer == "cu_seqlens_q" ? shape.cuSeqlensQ : shape.cuSeqlensKv;
+    return std::vector<int32_t>(offsets.begin(), offsets.end());
+  }
+  return rt::Status::error("the harness cannot fill the integer buffer '" +
+                           buffer + "' of a " + bundle.kernel + " bundle");
+}
+
 rt::Expected<rt::SinkAttentionShape>
 runner::sinkFwdShape(const rt::Bundle &bundle) {
   auto integer = [&](const char *key) -> rt::Expected<int64_t> {
@@ -162,15 +176,43 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
     else
       return rt::Status::error("sink-fwd bundle: config 'scale' is not a number");
   }
+  auto text = [&](const char *key) -> rt::Expected<std::string> {
+    auto it = bundle.config.find(key);
+    if (it == bundle.config.end())
+      return rt::Status::error(std::string("sink-fwd bundle: config has no '") +
+                               key + "'");
+    if (const std::string *value = std::get_if<std::string>(&it->second))
+      return *value;
+    return rt::Status::error(std::string("sink-fwd bundle: config '") + key +
+                             "' is not text");
+  };
+  // Bundles from before layouts were BHSD.
+  if (bundle.config.count("layout")) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(std::string name, text("layout"));
+    std::optional<rt::AttentionLayout> layout = rt::parseLayout(name);
+    if (!layout)
+      return rt::Status::error("sink-fwd bundle: unknown layout '" + name +
+                               "' (bhsd, bshd or varlen)");
+    shape.layout = *layout;
+  }
+  if (shape.varlen()) {
+    for (auto [key, offsets] :
+         {std::pair{"seqlens_q", &shape.cuSeqlensQ},
+          std::pair{"seqlens_kv", &shape.cuSeqlensKv}}) {
+      SINKATTN_RT_ASSIGN_OR_RETURN(std::string lengths, text(key));
+      SINKATTN_RT_ASSIGN_OR_RETURN(
+          std::vector<int64_t> parsed,
+          rt::parseLengths(lengths, std::string("sink-fwd bundle: config '") +
+                                        key + "'"));
+      *offsets = rt::offsetsOf(parsed);
+    }
+  }
   SINKATTN_RT_TRY(rt::validate(shape).withContext("sink-fwd bundle: "));
 
   // The buffers must be what the config describes: the references index
   // them with these shapes.
   auto u = [](int64_t v) { return uint64_t(v); };
-  std::vector<uint64_t> qShape = {u(shape.batch), u(shape.heads),
-                                  u(shape.seqQ), u(shape.headDim)};
-  std::vector<uint64_t> kvShape = {u(shape.batch), u(shape.kvHeads),
-                                   u(shape.seqKv), u(shape.headDim)};
+  std::vector<uint64_t> qShape = shape.qDims(), kvShape = shape.kvDims();
   auto expect = [&](const char *name, rt::BufferRole role,
                     const std::vector<uint64_t> &dims,
                     std::vector<rt::DType> dtypes) -> rt::Status {
@@ -203,9 +245,17 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
                          {DType::F32, DType::BF16}));
   SINKATTN_RT_TRY(expect("o", BufferRole::Output, qShape,
                          {DType::BF16, DType::F16, DType::F32}));
-  SINKATTN_RT_TRY(expect("lse", BufferRole::Output,
-                         {u(shape.batch), u(shape.heads), u(shape.seqQ)},
+  SINKATTN_RT_TRY(expect("lse", BufferRole::Output, shape.lseDims(),
                          {DType::F32}));
+  if (shape.varlen()) {
+    SINKATTN_RT_TRY(expect("cu_seqlens_q", BufferRole::Input,
+                           {u(shape.batch + 1)}, {DType::I32}));
+    SINKATTN_RT_TRY(expect("cu_seqlens_kv", BufferRole::Input,
+                           {u(shape.batch + 1)}, {DType::I32}));
+    if (shape.tokensQ() > INT32_MAX || shape.tokensKv() > INT32_MAX)
+      return rt::Status::error("sink-fwd bundle: more than 2^31-1 tokens do "
+                               "not fit the i32 sequence offsets");
+  }
   return shape;
 }
 
@@ -286,7 +336,21 @@ rt::Status Session::prepare(uint64_t seed) {
     uint64_t bytes = rt::bufferBytes(param);
     SINKATTN_RT_ASSIGN_OR_RETURN(rt::DeviceBuffer buffer,
                                  rt::DeviceBuffer::allocate(*context_, bytes));
-    if (param.role == rt::BufferRole::Input) {
+    if (param.role == rt::BufferRole::Input &&
+        param.dtype == rt::DType::I32) {
+      // Integer inputs are not random: the sequence offsets of a varlen
+      // sink-fwd come from its config.
+      SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<int32_t> values,
+                                   integerInput(bundle_, param.name));
+      if (values.size() * sizeof(int32_t) != bytes)
+        return rt::Status::error("internal error: buffer '" + param.name +
+                                 "' has the wrong size for its values");
+      std::vector<uint8_t> encoded(bytes);
+      std::memcpy(encoded.data(), values.data(), bytes);
+      inputs_[param.name] = std::vector<float>(values.begin(), values.end());
+      SINKATTN_RT_TRY(buffer.copyFromHost(encoded.data(), encoded.size()));
+      inputBytes_[param.name] = std::move(encoded);
+    } else if (param.role == rt::BufferRole::Input) {
       // Each buffer draws from its own stream of the seed.
       size_t count = bytes / rt::dtypeSize(param.dtype);
       uint64_t stream = seed * 0x9E3779B97F4A7C15ull + index;
@@ -523,6 +587,9 @@ rt::Expected<CheckReport> Session::checkSinkFwd() {
     args.addPointer(buffers_.at(input).address());
   args.addPointer(refO.address());
   args.addPointer(refLse.address());
+  if (shape.varlen())
+    for (const char *offsets : {"cu_seqlens_q", "cu_seqlens_kv"})
+      args.addPointer(buffers_.at(offsets).address());
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::LaunchConfig launch,
                                rt::sinkFwdReferenceLaunch(shape));
   SINKATTN_RT_TRY(rt::launchKernel(*referenceFunction_, launch, args)
@@ -618,8 +685,10 @@ CheckReport runner::compareSinkFwd(const rt::SinkAttentionShape &shape,
   };
   for (size_t r = 0; r < sample.size(); ++r) {
     int64_t row = sample[r];
+    rt::SinkAttentionShape::Row at = shape.rowAt(row);
+    size_t offset = size_t(shape.qOffset(at.batch, at.head, at.i));
     for (int64_t c = 0; c < d; ++c)
-      crossCompare(refO[size_t(row * d + c)], cpuO[r * size_t(d) + c], row);
+      crossCompare(refO[offset + size_t(c)], cpuO[r * size_t(d) + c], row);
     crossCompare(refLse[size_t(row)], cpuLse[r], row);
   }
   std::string rowsText = std::to_string(sample.size()) + " of " +
@@ -697,13 +766,13 @@ rt::Expected<BenchReport> Session::bench(int warmup, int iterations,
     SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
                                  sinkFwdShape(bundle_));
     double pairs = double(rt::attendedPairs(shape));
-    double perPair = 4.0 * double(shape.batch) * double(shape.heads) *
-                     double(shape.headDim);
+    double perPair = 4.0 * double(shape.heads) * double(shape.headDim);
     report.tflops = perPair * pairs / seconds / 1e12;
-    // The seed's formula, 4*B*H*SQ*SKV*D/2 without a window (attended
-    // pairs with one), so numbers compare with the seed's tables.
-    double seedPairs = shape.window == 0
-                           ? 0.5 * double(shape.seqQ) * double(shape.seqKv)
+    // The seed's formula, 4*B*H*SQ*SKV*D/2 without a window or varlen
+    // (attended pairs with them), so numbers compare with the seed's tables.
+    double seedPairs = shape.window == 0 && !shape.varlen()
+                           ? 0.5 * double(shape.batch) * double(shape.seqQ) *
+                                 double(shape.seqKv)
                            : pairs;
     report.metrics.emplace_back("tflops_seed_formula",
                                 perPair * seedPairs / seconds / 1e12);
@@ -722,6 +791,10 @@ rt::Status Session::saveIo(const std::string &directory) const {
       std::vector<float> values(bytes.size() / 4);
       std::memcpy(values.data(), bytes.data(), bytes.size());
       array = rt::makeNpyF32(param->shape, values);
+    } else if (param->dtype == rt::DType::I32) {
+      std::vector<int32_t> values(bytes.size() / 4);
+      std::memcpy(values.data(), bytes.data(), bytes.size());
+      array = rt::makeNpyI32(param->shape, values);
     } else {
       std::vector<uint16_t> bits(bytes.size() / 2);
       std::memcpy(bits.data(), bytes.data(), bytes.size());

@@ -122,10 +122,16 @@ std::vector<float> randomInput(const std::string &kernel,
                                uint64_t stream);
 
 /// sink-fwd: the problem described by the bundle's config (batch, heads,
-/// kv_heads, seq_q, seq_kv, head_dim, window, and scale, 1/sqrt(head_dim)
-/// when absent), after checking that the buffers q, k, v, sinks, o and lse
-/// have the shapes, types and roles it implies. Needs no GPU.
+/// kv_heads, seq_q, seq_kv, head_dim, window, scale (1/sqrt(head_dim) when
+/// absent), layout (bhsd when absent) and, with varlen, seqlens_q and
+/// seqlens_kv), after checking that the buffers q, k, v, sinks, o and lse
+/// (and cu_seqlens_q/kv) have the shapes, types and roles it implies.
+/// Needs no GPU.
 rt::Expected<rt::SinkAttentionShape> sinkFwdShape(const rt::Bundle &bundle);
+/// The values of an integer input buffer: the sequence offsets of a varlen
+/// sink-fwd bundle (from its config); an error for any other.
+rt::Expected<std::vector<int32_t>> integerInput(const rt::Bundle &bundle,
+                                                const std::string &buffer);
 
 /// sink-fwd's inputs as float (after rounding to the kernel's input type).
 struct SinkFwdInputs {

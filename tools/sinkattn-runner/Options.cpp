@@ -2,6 +2,8 @@
 
 #include "Options.h"
 
+#include "SinkAttn/Runtime/AttentionReference.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -36,6 +38,9 @@ const FlagSpec kFlags[] = {
     {"head-dim", "D", "compile check bench tune", "attention: head dimension (64 or 128)"},
     {"window", "W", "compile check bench tune", "attention: sliding window (>= 1)"},
     {"sink-dtype", "T", "compile check bench tune", "attention: how the per-head sink logits are stored: f32 (default) or bf16"},
+    {"layout", "L", "compile check bench tune", "attention: bhsd (default: q/o [B,H,S,D]), bshd (q/o [B,S,H,D]) or varlen (packed sequences, with --seqlens-q)"},
+    {"seqlens-q", "L,L,..", "compile check bench", "attention, varlen: each sequence's query length (sets --layout varlen; the batch is their count)"},
+    {"seqlens-kv", "L,L,..", "compile check bench", "attention, varlen: each sequence's key/value length (default: --seqlens-q)"},
     {"start-tile", "T", "compile check bench", "tma-stream: first 64-column tile of the loop (default 0)"},
     {"dtype", "T", "compile check bench tune", "element type: bf16 (default) or fp16"},
     {"chip", "SM", "compile check bench tune", "PTX target (default sm_90a)"},
@@ -87,9 +92,10 @@ bool Options::wasGiven(const std::string &flag) const {
 }
 
 namespace {
-const char *const kAttentionFlags[] = {"batch",  "heads",    "kv-heads", "seq-q",
-                                       "seq-kv", "head-dim", "window",
-                                       "sink-dtype"};
+const char *const kAttentionFlags[] = {
+    "batch",  "heads",      "kv-heads", "seq-q",     "seq-kv",
+    "head-dim", "window",   "sink-dtype", "layout",  "seqlens-q",
+    "seqlens-kv"};
 } // namespace
 
 std::vector<std::string> Options::attentionFlagsGiven() const {
@@ -258,6 +264,21 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
         return rt::Status::error("--sink-dtype must be f32 or bf16, got '" +
                                  value + "'");
       options.sinkDtype = value;
+    } else if (name == "layout") {
+      if (!rt::parseLayout(value))
+        return rt::Status::error("--layout must be bhsd, bshd or varlen, got '" +
+                                 value + "'");
+      options.layout = value;
+    } else if (name == "seqlens-q" || name == "seqlens-kv") {
+      rt::Expected<std::vector<int64_t>> lengths =
+          rt::parseLengths(value, spelled(name));
+      if (!lengths.ok())
+        return lengths.status();
+      for (int64_t length : *lengths)
+        if (length > kMaxDim)
+          return rt::Status::error(spelled(name) + ": length " +
+                                   std::to_string(length) + " is above 2^31");
+      (name == "seqlens-q" ? options.seqlensQ : options.seqlensKv) = *lengths;
     } else if (name == "tune-cache") {
       options.tuneCache = value;
     } else if (name == "preset") {
@@ -295,6 +316,36 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       return number.status();
   }
 
+  // Varlen: the lengths fix the batch and the longest sequences.
+  if (!options.seqlensKv.empty() && options.seqlensQ.empty())
+    return rt::Status::error("--seqlens-kv needs --seqlens-q");
+  if (!options.seqlensQ.empty()) {
+    for (const char *flag : {"batch", "seq-q", "seq-kv"})
+      if (options.wasGiven(flag))
+        return rt::Status::error(std::string("--") + flag +
+                                 " cannot be combined with --seqlens-q (the "
+                                 "lengths give the batch and the longest "
+                                 "sequences)");
+    if (options.wasGiven("layout") && options.layout != "varlen")
+      return rt::Status::error("--seqlens-q packs the sequences (--layout "
+                               "varlen), not --layout " + options.layout);
+    options.layout = "varlen";
+    if (options.seqlensKv.empty())
+      options.seqlensKv = options.seqlensQ;
+    if (options.seqlensKv.size() != options.seqlensQ.size())
+      return rt::Status::error(
+          "--seqlens-q has " + std::to_string(options.seqlensQ.size()) +
+          " sequences but --seqlens-kv " +
+          std::to_string(options.seqlensKv.size()));
+    options.batch = int64_t(options.seqlensQ.size());
+    options.seqQ = std::max<int64_t>(
+        1, *std::max_element(options.seqlensQ.begin(), options.seqlensQ.end()));
+    options.seqKV = std::max<int64_t>(
+        1, *std::max_element(options.seqlensKv.begin(), options.seqlensKv.end()));
+  } else if (options.layout == "varlen") {
+    return rt::Status::error("--layout varlen needs --seqlens-q (each "
+                             "sequence's length)");
+  }
   if (options.heads % options.kvHeads != 0)
     return rt::Status::error("--kv-heads " + std::to_string(options.kvHeads) +
                              " must divide --heads " +
@@ -303,7 +354,16 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
   auto elements = [](int64_t a, int64_t b, int64_t c, int64_t d) {
     return double(a) * double(b) * double(c) * double(d);
   };
+  auto total = [](const std::vector<int64_t> &lengths) {
+    double sum = 0;
+    for (int64_t length : lengths)
+      sum += double(length);
+    return sum;
+  };
   if (elements(options.batch, options.heads, std::max(options.seqQ, options.seqKV),
+               options.headDim) > double(INT32_MAX) ||
+      elements(1, options.heads,
+               std::max(total(options.seqlensQ), total(options.seqlensKv)),
                options.headDim) > double(INT32_MAX))
     return rt::Status::error(
         "the attention tensors have more than 2^31-1 elements (batch x heads "
@@ -357,7 +417,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
          {"bundle", "m", "n", "k", "dtype", "chip", "stages", "schedule",
           "copy-engine", "persistent", "start-tile", "batch", "heads",
           "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
-          "save-io"})
+          "layout", "seqlens-q", "seqlens-kv", "save-io"})
       if (options.wasGiven(flag))
         return rt::Status::error(std::string("--") + flag +
                                  " cannot be combined with --preset (the "
@@ -384,7 +444,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       for (const char *flag :
            {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "persistent", "start-tile",
             "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
-            "tune-cache"})
+            "layout", "seqlens-q", "seqlens-kv", "tune-cache"})
         if (options.wasGiven(flag))
           return rt::Status::error(
               std::string("--") + flag +

@@ -28,6 +28,10 @@ struct Options {
   int64_t batch = 1, heads = 64, kvHeads = 8, seqQ = 4096, seqKV = 4096;
   int64_t headDim = 128, window = 0; ///< window 0: no sliding window
   std::string sinkDtype = "f32";     ///< f32 | bf16
+  std::string layout = "bhsd";       ///< bhsd | bshd | varlen
+  /// Varlen: each sequence's query and key lengths (layout varlen; batch,
+  /// seqQ and seqKV then hold their count and maxima).
+  std::vector<int64_t> seqlensQ, seqlensKv;
   std::string emit;   ///< tile | gpu | llvm | ptx | bundle
   std::string output; ///< -o
   std::string chip = "sm_90a";

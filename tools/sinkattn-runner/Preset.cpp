@@ -71,6 +71,12 @@ bool matches(const rt::Bundle &bundle, const PresetCell &cell) {
        std::get<std::string>(sinkDtype->second) == "f32");
   if (!f32Sinks)
     return false;
+  // The seed table is BHSD (bundles from before layouts are).
+  auto layout = bundle.config.find("layout");
+  if (layout != bundle.config.end() &&
+      !(std::holds_alternative<std::string>(layout->second) &&
+        std::get<std::string>(layout->second) == "bhsd"))
+    return false;
   auto dtype = bundle.config.find("dtype");
   return integer("batch", cell.batch) && integer("heads", cell.heads) &&
          integer("kv_heads", cell.kvHeads) && integer("seq_q", cell.seqQ) &&

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Tune.h"
+
+#include "SinkAttn/Runtime/AttentionReference.h"
 #include "Harness.h"
 #include "Preset.h"
 
@@ -27,16 +29,25 @@ using namespace sinkattn::runner;
 namespace {
 constexpr const char *kCacheFormat = "sinkattn-tune-cache-1";
 
+/// The problem's key; the layout (and varlen lengths) only when not the
+/// default BHSD, so caches written before layouts existed stay valid.
 std::string makeKey(const std::string &dtype, int64_t batch, int64_t heads,
                     int64_t kvHeads, int64_t seqQ, int64_t seqKv,
                     int64_t headDim, int64_t window,
-                    const std::string &sinkDtype) {
-  return "sink-fwd dtype=" + dtype + " batch=" + std::to_string(batch) +
-         " heads=" + std::to_string(heads) + " kv_heads=" +
-         std::to_string(kvHeads) + " seq_q=" + std::to_string(seqQ) +
-         " seq_kv=" + std::to_string(seqKv) + " head_dim=" +
-         std::to_string(headDim) + " window=" + std::to_string(window) +
-         " sink_dtype=" + sinkDtype;
+                    const std::string &sinkDtype, const std::string &layout,
+                    const std::string &seqlensQ, const std::string &seqlensKv) {
+  std::string key =
+      "sink-fwd dtype=" + dtype + " batch=" + std::to_string(batch) +
+      " heads=" + std::to_string(heads) + " kv_heads=" +
+      std::to_string(kvHeads) + " seq_q=" + std::to_string(seqQ) +
+      " seq_kv=" + std::to_string(seqKv) + " head_dim=" +
+      std::to_string(headDim) + " window=" + std::to_string(window) +
+      " sink_dtype=" + sinkDtype;
+  if (layout != "bhsd")
+    key += " layout=" + layout;
+  if (layout == "varlen")
+    key += " seqlens_q=" + seqlensQ + " seqlens_kv=" + seqlensKv;
+  return key;
 }
 
 int fail(const rt::Status &status) {
@@ -71,7 +82,9 @@ rt::Expected<rt::JsonValue> readCache(const std::string &file) {
 std::string runner::tuneKey(const Options &options) {
   return makeKey(options.dtype == "f16" ? "f16" : "bf16", options.batch,
                  options.heads, options.kvHeads, options.seqQ, options.seqKV,
-                 options.headDim, options.window, options.sinkDtype);
+                 options.headDim, options.window, options.sinkDtype,
+                 options.layout, rt::formatLengths(options.seqlensQ),
+                 rt::formatLengths(options.seqlensKv));
 }
 
 rt::Expected<std::string> runner::tuneKey(const rt::Bundle &bundle) {
@@ -95,7 +108,9 @@ rt::Expected<std::string> runner::tuneKey(const rt::Bundle &bundle) {
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t headDim, integer("head_dim"));
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t window, integer("window"));
   return makeKey(text("dtype", "bf16"), batch, heads, kvHeads, seqQ, seqKv,
-                 headDim, window, text("sink_dtype", "f32"));
+                 headDim, window, text("sink_dtype", "f32"),
+                 text("layout", "bhsd"), text("seqlens_q", ""),
+                 text("seqlens_kv", ""));
 }
 
 rt::Expected<std::optional<TunedChoice>>

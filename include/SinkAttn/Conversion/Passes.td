@@ -30,8 +30,10 @@ def ConvertTileToNVGPU : Pass<"convert-tile-to-nvgpu", "::mlir::gpu::GPUModuleOp
       grid constant (listed in `sinkattn.tensor_map_args` for
       `sinkattn-tensor-maps-by-value`) and described for the host in
       `sinkattn.tensor_maps`, an array of dictionaries `{source = <argument>,
-      box = array<i64: ...>}`
-      (box outermost first; dense, no swizzle, zero fill out of bounds).
+      box = array<i64: ...>, shape = array<i64: ...>}` (box and the global
+      memref's shape outermost first; `swizzle = 128` when swizzled; zero
+      fill out of bounds). The shape is the kernel's view of the buffer: a
+      `[B, S, H * D]` argument may be passed a `[B, S, H, D]` buffer.
       The global operand must be a kernel argument.
     * **Barriers and TMA.** `!tile.barriers<N>` becomes
       `!nvgpu.mbarrier.group<..., num_barriers = N>`; `alloc_barrier`,

@@ -11,6 +11,7 @@
 #define SINKATTN_KERNELS_KERNELS_H
 
 #include "SinkAttn/Pipelines/Pipelines.h"
+#include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/Bundle.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -51,6 +52,11 @@ struct KernelConfig {
   /// [batch, kvHeads, seqKv, headDim]; window 0 means no sliding window.
   int64_t batch = 1, heads = 1, kvHeads = 1, seqQ = 128, seqKv = 128,
           headDim = 128, window = 0;
+  /// sink-fwd: memory layout (rt::AttentionLayout: BHSD as above, BSHD,
+  /// or varlen: packed sequences with these lengths; batch, seqQ and seqKv
+  /// are then their count and maxima).
+  rt::AttentionLayout layout = rt::AttentionLayout::BHSD;
+  std::vector<int64_t> seqlensQ, seqlensKv;
   PTXTargetOptions target;
 };
 

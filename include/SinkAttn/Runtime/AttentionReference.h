@@ -7,11 +7,17 @@
 // the compiler builds (lib/Kernels/SinkFwdReference.cpp) and the runner
 // launches: both sides take them from here.
 //
-// Semantics. Q is [B, H, SQ, D], K and V are [B, HK, SKV, D], sinks [H]
-// (f32), O [B, H, SQ, D], LSE [B, H, SQ] (f32). Query row i sits at position
-// p = i + (SKV - SQ) (right-aligned causal); key j is attended iff j <= p
-// and (W == 0 or j > p - W). Head h reads kv head h / (H / HK). With
-// s_j = scale * dot(q_i, k_j) and the sink logit t = sinks[h]:
+// Semantics. Three layouts (AttentionLayout): BHSD (Q and O [B, H, SQ, D],
+// K and V [B, HK, SKV, D]), BSHD (Q and O [B, SQ, H, D], K and V
+// [B, SKV, HK, D]), both with LSE [B, H, SQ]; and varlen, B sequences of
+// their own lengths packed along the token axis (Q and O [TQ, H, D], K and
+// V [TKV, HK, D], LSE [H, TQ]; sequence b owns query tokens
+// [cu_seqlens_q[b], cu_seqlens_q[b+1]) and key tokens likewise). Sinks are
+// [H] (f32). In sequence b with lengths SQ_b and SKV_b, query row i sits at
+// position p = i + (SKV_b - SQ_b) (right-aligned causal); key j is attended
+// iff 0 <= j <= p and (W == 0 or j > p - W). Head h reads kv head
+// h / (H / HK). With s_j = scale * dot(q_i, k_j) and the sink logit
+// t = sinks[h]:
 //   M = max(t, max_j s_j),  L = exp(t - M) + sum_j exp(s_j - M),
 //   O_i = sum_j exp(s_j - M) v_j / L,  LSE_i = M + ln(L).
 // A row that attends no key has O = 0 and LSE = t.
@@ -25,54 +31,107 @@
 #include "SinkAttn/Runtime/Status.h"
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace sinkattn::rt {
 
+/// How Q/O, K/V and LSE are laid out in memory (see the file comment).
+enum class AttentionLayout { BHSD, BSHD, Varlen };
+/// "bhsd", "bshd", "varlen".
+const char *layoutName(AttentionLayout layout);
+std::optional<AttentionLayout> parseLayout(std::string_view name);
+
 /// One attention-sink forward problem.
 struct SinkAttentionShape {
+  /// With varlen: B sequences; seqQ and seqKv are upper bounds of their
+  /// lengths (the kernel's grid covers seqQ rows per sequence).
   int64_t batch = 1, heads = 1, kvHeads = 1, seqQ = 1, seqKv = 1;
   int64_t headDim = 64;
   int64_t window = 0; ///< 0: no sliding window.
   double scale = 0;   ///< Softmax scale (the kernels use 1/sqrt(headDim)).
+  AttentionLayout layout = AttentionLayout::BHSD;
+  /// Varlen only: B + 1 token offsets each, starting at 0, non-decreasing.
+  std::vector<int64_t> cuSeqlensQ, cuSeqlensKv;
 
-  /// Number of query rows, B * H * SQ.
-  int64_t rows() const { return batch * heads * seqQ; }
+  bool varlen() const { return layout == AttentionLayout::Varlen; }
+  /// Query and key lengths of sequence b, and its first token.
+  int64_t seqQOf(int64_t b) const {
+    return varlen() ? cuSeqlensQ[size_t(b + 1)] - cuSeqlensQ[size_t(b)] : seqQ;
+  }
+  int64_t seqKvOf(int64_t b) const {
+    return varlen() ? cuSeqlensKv[size_t(b + 1)] - cuSeqlensKv[size_t(b)]
+                    : seqKv;
+  }
+  /// Query and key tokens over all sequences (TQ, TKV).
+  int64_t tokensQ() const {
+    return varlen() ? cuSeqlensQ.back() : batch * seqQ;
+  }
+  int64_t tokensKv() const {
+    return varlen() ? cuSeqlensKv.back() : batch * seqKv;
+  }
+  /// Number of query rows, H * TQ: the elements of LSE, in its order.
+  int64_t rows() const { return heads * tokensQ(); }
   /// Element counts of q/o, k/v and lse.
   uint64_t qElements() const { return uint64_t(rows()) * uint64_t(headDim); }
   uint64_t kvElements() const {
-    return uint64_t(batch) * uint64_t(kvHeads) * uint64_t(seqKv) *
-           uint64_t(headDim);
+    return uint64_t(kvHeads) * uint64_t(tokensKv()) * uint64_t(headDim);
   }
+  /// Sequence, head and position in the sequence of LSE element `row`.
+  struct Row {
+    int64_t batch, head, i;
+  };
+  Row rowAt(int64_t row) const;
+  /// Offset of the first element of query row i of (b, h) in q and o, and
+  /// of key row j of (b, hk) in k and v.
+  int64_t qOffset(int64_t b, int64_t h, int64_t i) const;
+  int64_t kvOffset(int64_t b, int64_t hk, int64_t j) const;
+  /// Dimensions of q and o, of k and v, and of lse, outermost first.
+  std::vector<uint64_t> qDims() const;
+  std::vector<uint64_t> kvDims() const;
+  std::vector<uint64_t> lseDims() const;
 };
+
+/// Varlen lengths as written in flags and bundle configs: "100,1000,513"
+/// (each >= 0, at least one). The error names `what`.
+Expected<std::vector<int64_t>> parseLengths(std::string_view text,
+                                            const std::string &what);
+std::string formatLengths(const std::vector<int64_t> &lengths);
+/// Offsets 0, l0, l0 + l1, ... of lengths, and the lengths of offsets.
+std::vector<int64_t> offsetsOf(const std::vector<int64_t> &lengths);
+std::vector<int64_t> lengthsOf(const std::vector<int64_t> &offsets);
 
 /// Positive sizes, kvHeads dividing heads, window >= 0, a finite scale, and
 /// every tensor below 2^40 elements (so that index arithmetic cannot
-/// overflow). SQ > SKV is allowed here (leading rows then attend nothing).
+/// overflow); varlen offsets as described above, within seqQ and seqKv.
+/// SQ > SKV is allowed here (leading rows then attend nothing).
 Status validate(const SinkAttentionShape &shape);
 
-/// The keys query row i attends: [begin, end), empty when begin >= end.
+/// The keys query row i of sequence b attends: [begin, end), empty when
+/// begin >= end.
 struct KeyRange {
   int64_t begin = 0, end = 0;
   int64_t size() const { return end > begin ? end - begin : 0; }
 };
-KeyRange attendedKeys(const SinkAttentionShape &shape, int64_t i);
+KeyRange attendedKeys(const SinkAttentionShape &shape, int64_t b, int64_t i);
 
-/// Exact number of attended (i, j) pairs of one (batch, head), in closed
-/// form (no loop over rows). FLOPs of the forward pass are
-/// 4 * B * H * D * attendedPairs(shape).
+/// Exact number of attended (i, j) pairs of one head over all sequences, in
+/// closed form per sequence (no loop over rows). FLOPs of the forward pass
+/// are 4 * H * D * attendedPairs(shape).
 uint64_t attendedPairs(const SinkAttentionShape &shape);
 
-/// Float64 reference for one query row. `row` indexes [B, H, SQ] row-major;
-/// q, k, v and sinks are the inputs as float (already rounded to the
-/// kernel's input type), laid out as above. Writes headDim values to `o`
-/// and one to `lse`. The caller validated the shape and the sizes.
+/// Float64 reference for one query row. `row` indexes LSE (rowAt()); q, k,
+/// v and sinks are the inputs as float (already rounded to the kernel's
+/// input type), laid out as the shape's layout says. Writes headDim values
+/// to `o` and one to `lse`. The caller validated the shape and the sizes.
 void sinkAttentionRow(const SinkAttentionShape &shape, const float *q,
                       const float *k, const float *v, const float *sinks,
                       int64_t row, double *o, double *lse);
 
 /// The whole problem; checks the shape and the input sizes. `o` and `lse`
-/// are resized to [B, H, SQ, D] and [B, H, SQ].
+/// are resized to q's and LSE's sizes and laid out as q and LSE are.
 Status sinkAttentionForward(const SinkAttentionShape &shape,
                             const std::vector<float> &q,
                             const std::vector<float> &k,
@@ -82,8 +141,9 @@ Status sinkAttentionForward(const SinkAttentionShape &shape,
 
 /// The fp32 GPU reference kernel of `sink-fwd` (carried in the bundle as its
 /// reference): entry name, and its fixed ABI and launch shape. Arguments,
-/// all device pointers: q, k, v (input dtype), sinks (f32), o [B,H,SQ,D] f32,
-/// lse [B,H,SQ] f32. One thread per query row, rows in [B, H, SQ] order.
+/// all device pointers: q, k, v (input dtype), sinks (f32 or bf16), o (f32,
+/// q's layout), lse (f32), and with varlen cu_seqlens_q and cu_seqlens_kv
+/// (i32). One thread per query row, rows in LSE order.
 inline constexpr const char *kSinkFwdReferenceEntry = "sink_fwd_reference";
 inline constexpr uint32_t kSinkFwdReferenceBlockSize = 128;
 /// Block (128, 1, 1) and grid (ceil(rows / 128), 1, 1); fails when the grid

@@ -261,9 +261,14 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
     keys.push_back(key);
     keyDescriptors.push_back(descriptor);
     descriptors[use.op] = descriptor;
+    // The map describes the tensor as the kernel indexes it, which may be
+    // a view of the buffer with fewer dimensions ([B, S, H * D] of a
+    // [B, S, H, D] buffer).
     SmallVector<NamedAttribute> info = {
         builder.getNamedAttr("source", builder.getI64IntegerAttr(use.source)),
-        builder.getNamedAttr("box", builder.getDenseI64ArrayAttr(use.box))};
+        builder.getNamedAttr("box", builder.getDenseI64ArrayAttr(use.box)),
+        builder.getNamedAttr("shape",
+                             builder.getDenseI64ArrayAttr(use.global.getShape()))};
     if (use.swizzle)
       info.push_back(builder.getNamedAttr(
           "swizzle", builder.getI64IntegerAttr(use.swizzle)));

@@ -7,7 +7,7 @@
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     // CHECK-LABEL: gpu.func @load_swizzled
-    // CHECK-SAME: sinkattn.tensor_maps = [{box = array<i64: 1, 64, 64>, source = 0 : i64, swizzle = 128 : i64}]
+    // CHECK-SAME: sinkattn.tensor_maps = [{box = array<i64: 1, 64, 64>, shape = array<i64: 4, 256, 128>, source = 0 : i64, swizzle = 128 : i64}]
     // CHECK: !nvgpu.tensormap.descriptor<tensor = memref<1x64x64xbf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
     // CHECK: %[[BASE:.*]], %[[OFFSET:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[TILE:.*]] :
     // CHECK: %[[P0:.*]] = arith.addi %[[OFFSET]], %c0

@@ -11,7 +11,7 @@ module attributes {gpu.container_module} {
     // CHECK-SAME: (%[[A:.*]]: memref<8x1024x64xbf16>, %[[O:.*]]: memref<1024x64xbf16>, %[[MAPA:.*]]: !llvm.ptr, %[[MAPO:.*]]: !llvm.ptr) kernel
     // CHECK-SAME: sinkattn.dynamic_shared_memory_bytes = 9232 : i64
     // CHECK-SAME: sinkattn.tensor_map_args = array<i64: 2, 3>
-    // CHECK-SAME: sinkattn.tensor_maps = [{box = array<i64: 1, 64, 64>, source = 0 : i64}, {box = array<i64: 64, 64>, source = 1 : i64}]
+    // CHECK-SAME: sinkattn.tensor_maps = [{box = array<i64: 1, 64, 64>, shape = array<i64: 8, 1024, 64>, source = 0 : i64}, {box = array<i64: 64, 64>, shape = array<i64: 1024, 64>, source = 1 : i64}]
     // CHECK: %[[DA:.*]] = builtin.unrealized_conversion_cast %[[MAPA]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x64x64xbf16, #gpu.address_space<workgroup>>, swizzle = none, l2promo = none, oob = zero, interleave = none>
     // CHECK: %[[DO:.*]] = builtin.unrealized_conversion_cast %[[MAPO]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<64x64xbf16, #gpu.address_space<workgroup>>
     // Shared allocations are views of the dynamic window, rounded up to

@@ -37,6 +37,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -86,17 +87,28 @@ KernelConfig configOf(int64_t batch, int64_t heads, int64_t kvHeads,
   return config;
 }
 
+/// A varlen config of sequences with these lengths.
+KernelConfig varlenConfigOf(int64_t heads, int64_t kvHeads,
+                            std::vector<int64_t> seqlensQ,
+                            std::vector<int64_t> seqlensKv, int64_t headDim,
+                            int64_t window) {
+  KernelConfig config = configOf(
+      int64_t(seqlensQ.size()), heads, kvHeads,
+      *std::max_element(seqlensQ.begin(), seqlensQ.end()),
+      *std::max_element(seqlensKv.begin(), seqlensKv.end()), headDim, window);
+  config.layout = rt::AttentionLayout::Varlen;
+  config.seqlensQ = std::move(seqlensQ);
+  config.seqlensKv = std::move(seqlensKv);
+  return config;
+}
+
+KernelConfig bshdConfigOf(KernelConfig config) {
+  config.layout = rt::AttentionLayout::BSHD;
+  return config;
+}
+
 rt::SinkAttentionShape shapeOf(const KernelConfig &c) {
-  rt::SinkAttentionShape s;
-  s.batch = c.batch;
-  s.heads = c.heads;
-  s.kvHeads = c.kvHeads;
-  s.seqQ = c.seqQ;
-  s.seqKv = c.seqKv;
-  s.headDim = c.headDim;
-  s.window = c.window;
-  s.scale = 1.0 / std::sqrt(double(c.headDim));
-  return s;
+  return kernels::sinkAttentionShape(c);
 }
 
 size_t count(const std::string &text, const std::string &needle) {
@@ -129,20 +141,34 @@ TEST_F(SinkFwdReferenceTest, PlainSimtModule) {
   ASSERT_TRUE(kernel);
   EXPECT_EQ(kernel.getName(), rt::kSinkFwdReferenceEntry);
   EXPECT_TRUE(kernel.isKernel());
-  // q, k, v, sinks, o, lse with the config's static shapes.
+  // q, k, v, sinks, o, lse, flat (one body serves every layout), with the
+  // config's sizes.
   ASSERT_EQ(kernel.getNumArguments(), 6u);
   auto type = [&](unsigned i) {
     return cast<MemRefType>(kernel.getArgument(i).getType());
   };
-  EXPECT_EQ(type(0).getShape(), (ArrayRef<int64_t>{2, 4, 64, 128}));
+  EXPECT_EQ(type(0).getShape(), (ArrayRef<int64_t>{2 * 4 * 64 * 128}));
   EXPECT_TRUE(type(0).getElementType().isBF16());
-  EXPECT_EQ(type(1).getShape(), (ArrayRef<int64_t>{2, 2, 128, 128}));
-  EXPECT_EQ(type(2).getShape(), (ArrayRef<int64_t>{2, 2, 128, 128}));
+  EXPECT_EQ(type(1).getShape(), (ArrayRef<int64_t>{2 * 2 * 128 * 128}));
+  EXPECT_EQ(type(2).getShape(), (ArrayRef<int64_t>{2 * 2 * 128 * 128}));
   EXPECT_EQ(type(3).getShape(), (ArrayRef<int64_t>{4}));
   EXPECT_TRUE(type(3).getElementType().isF32());
-  EXPECT_EQ(type(4).getShape(), (ArrayRef<int64_t>{2, 4, 64, 128}));
+  EXPECT_EQ(type(4).getShape(), (ArrayRef<int64_t>{2 * 4 * 64 * 128}));
   EXPECT_TRUE(type(4).getElementType().isF32());
-  EXPECT_EQ(type(5).getShape(), (ArrayRef<int64_t>{2, 4, 64}));
+  EXPECT_EQ(type(5).getShape(), (ArrayRef<int64_t>{2 * 4 * 64}));
+
+  // Varlen adds the two i32 offset vectors (B + 1 each).
+  auto varlen = kernels::buildSinkFwdReference(
+      context, varlenConfigOf(4, 2, {5, 0, 9}, {7, 3, 9}, 64, 0));
+  ASSERT_TRUE(succeeded(varlen));
+  (**varlen).walk([&](gpu::GPUFuncOp f) { kernel = f; });
+  ASSERT_EQ(kernel.getNumArguments(), 8u);
+  EXPECT_EQ(type(0).getShape(), (ArrayRef<int64_t>{14 * 4 * 64}));
+  EXPECT_EQ(type(1).getShape(), (ArrayRef<int64_t>{19 * 2 * 64}));
+  EXPECT_EQ(type(5).getShape(), (ArrayRef<int64_t>{4 * 14}));
+  EXPECT_EQ(type(6).getShape(), (ArrayRef<int64_t>{4}));
+  EXPECT_TRUE(type(6).getElementType().isInteger(32));
+  EXPECT_EQ(type(7).getShape(), (ArrayRef<int64_t>{4}));
 }
 
 TEST_F(SinkFwdReferenceTest, CompilesToPTX) {
@@ -190,8 +216,15 @@ TEST_F(SinkFwdReferenceTest, RejectsUnsupportedConfigs) {
   EXPECT_NE(error(configOf(1, 6, 4, 8, 8, 64, 0)).find(
                 "sink-fwd reference: kv_heads 4 does not divide heads 6"),
             std::string::npos);
-  EXPECT_NE(error(configOf(1, 1, 1, 16, 8, 64, 0))
-                .find("seq_q 16 exceeds seq_kv 8"),
+  KernelConfig badOffsets = varlenConfigOf(1, 1, {4, 9}, {4, 9}, 64, 0);
+  badOffsets.seqQ = 8; // below the longest sequence
+  EXPECT_NE(error(badOffsets).find(
+                "cu_seqlens_q: sequence 1 has length 9 > seq_q 8"),
+            std::string::npos);
+  KernelConfig lengthsWithoutVarlen = configOf(1, 1, 1, 8, 8, 64, 0);
+  lengthsWithoutVarlen.seqlensQ = lengthsWithoutVarlen.seqlensKv = {8};
+  EXPECT_NE(error(lengthsWithoutVarlen)
+                .find("sequence offsets need the varlen layout, not bhsd"),
             std::string::npos);
   EXPECT_NE(error(configOf(1, 1, 1, 8, 8, 64, 0, rt::DType::F32))
                 .find("--dtype f32 is not supported"),
@@ -312,10 +345,23 @@ TEST_F(SinkFwdReferenceTest, KernelCodeMatchesFloat64ReferenceOnCpu) {
       configOf(1, 2, 2, 7, 19, 64, 12, rt::DType::F16),
       // Decode-like: a single query row per head.
       configOf(3, 2, 1, 1, 50, 8, 0),
+      // More queries than keys: the first rows attend nothing.
+      configOf(2, 2, 1, 9, 4, 8, 0),
+      // BSHD, GQA, window.
+      bshdConfigOf(configOf(2, 4, 2, 13, 21, 16, 6)),
+      // Varlen: an empty sequence, one with more queries than keys, GQA,
+      // window; and fp16 without a window.
+      varlenConfigOf(4, 2, {5, 0, 9, 3}, {7, 3, 4, 12}, 16, 5),
+      [] {
+        KernelConfig c = varlenConfigOf(2, 1, {17, 1}, {17, 30}, 8, 0);
+        c.dtype = rt::DType::F16;
+        return c;
+      }(),
   };
   uint64_t seed = 11;
   for (const KernelConfig &config : configs) {
-    SCOPED_TRACE("B=" + std::to_string(config.batch) + " H=" +
+    SCOPED_TRACE(std::string(rt::layoutName(config.layout)) + " B=" +
+                 std::to_string(config.batch) + " H=" +
                  std::to_string(config.heads) + " HK=" +
                  std::to_string(config.kvHeads) + " SQ=" +
                  std::to_string(config.seqQ) + " SKV=" +
@@ -348,14 +394,23 @@ TEST_F(SinkFwdReferenceTest, KernelCodeMatchesFloat64ReferenceOnCpu) {
     (*engine)->initialize();
     auto address = (*engine)->lookup("host");
     ASSERT_TRUE(bool(address)) << llvm::toString(address.takeError());
-    using HostFn = void (*)(void *, void *, void *, void *, void *, void *);
-    auto run = reinterpret_cast<HostFn>(*address);
-
     Inputs in = randomInputs(shape, config.dtype, seed += 10);
     // Poisoned outputs: a row the kernel skips stays NaN and fails.
     std::vector<float> o(shape.qElements(), NAN), lse(size_t(shape.rows()), NAN);
-    run(in.q.data(), in.k.data(), in.v.data(), in.sinks.data(), o.data(),
-        lse.data());
+    if (shape.varlen()) {
+      using HostFn = void (*)(void *, void *, void *, void *, void *, void *,
+                              void *, void *);
+      std::vector<int32_t> cuQ(shape.cuSeqlensQ.begin(), shape.cuSeqlensQ.end());
+      std::vector<int32_t> cuK(shape.cuSeqlensKv.begin(),
+                               shape.cuSeqlensKv.end());
+      reinterpret_cast<HostFn>(*address)(in.q.data(), in.k.data(), in.v.data(),
+                                         in.sinks.data(), o.data(), lse.data(),
+                                         cuQ.data(), cuK.data());
+    } else {
+      using HostFn = void (*)(void *, void *, void *, void *, void *, void *);
+      reinterpret_cast<HostFn>(*address)(in.q.data(), in.k.data(), in.v.data(),
+                                         in.sinks.data(), o.data(), lse.data());
+    }
 
     std::vector<double> refO, refLse;
     rt::Status st = rt::sinkAttentionForward(shape, in.qf, in.kf, in.vf,

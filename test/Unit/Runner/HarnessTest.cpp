@@ -277,4 +277,86 @@ TEST(SinkFwdShape, ContradictionsAreErrors) {
             "sink-fwd bundle: buffer 'sinks' is missing");
 }
 
+/// sinkFwdBundle() as a varlen problem: sequences of 40 and 64 query rows
+/// (128 and 64 keys), packed.
+rt::Bundle varlenBundle() {
+  rt::Bundle b = sinkFwdBundle();
+  b.config["layout"] = std::string("varlen");
+  b.config["seqlens_q"] = std::string("40,64");
+  b.config["seqlens_kv"] = std::string("128,64");
+  auto find = [&](const char *name) -> rt::BundleParam & {
+    for (rt::BundleParam &p : b.params)
+      if (p.name == name)
+        return p;
+    std::abort();
+  };
+  find("q").shape = find("o").shape = {104, 8, 64};
+  find("k").shape = find("v").shape = {192, 2, 64};
+  find("lse").shape = {8, 104};
+  for (const char *name : {"cu_seqlens_q", "cu_seqlens_kv"}) {
+    rt::BundleParam p = find("sinks");
+    p.name = name;
+    p.dtype = rt::DType::I32;
+    p.shape = {3};
+    b.params.push_back(p);
+  }
+  return b;
+}
+
+TEST(SinkFwdShape, LayoutsFromConfig) {
+  rt::Bundle bshd = sinkFwdBundle();
+  bshd.config["layout"] = std::string("bshd");
+  EXPECT_EQ(sinkFwdShape(bshd).message(),
+            "sink-fwd bundle: buffer 'q' does not have the shape [2, 64, 8, "
+            "64] that the config implies");
+  bshd.params[0].shape = bshd.params[4].shape = {2, 64, 8, 64};
+  bshd.params[1].shape = bshd.params[2].shape = {2, 128, 2, 64};
+  rt::Expected<rt::SinkAttentionShape> s = sinkFwdShape(bshd);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s->layout, rt::AttentionLayout::BSHD);
+  bshd.config["layout"] = std::string("thd");
+  EXPECT_EQ(sinkFwdShape(bshd).message(),
+            "sink-fwd bundle: unknown layout 'thd' (bhsd, bshd or varlen)");
+
+  s = sinkFwdShape(varlenBundle());
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(s->varlen());
+  EXPECT_EQ(s->cuSeqlensQ, (std::vector<int64_t>{0, 40, 104}));
+  EXPECT_EQ(s->cuSeqlensKv, (std::vector<int64_t>{0, 128, 192}));
+  // The offsets the harness uploads come from the config.
+  rt::Expected<std::vector<int32_t>> offsets =
+      integerInput(varlenBundle(), "cu_seqlens_kv");
+  ASSERT_TRUE(offsets.ok()) << offsets.message();
+  EXPECT_EQ(*offsets, (std::vector<int32_t>{0, 128, 192}));
+  EXPECT_EQ(integerInput(sinkFwdBundle(), "q").message(),
+            "the harness cannot fill the integer buffer 'q' of a sink-fwd "
+            "bundle");
+
+  auto error = [](auto edit) {
+    rt::Bundle b = varlenBundle();
+    edit(b);
+    rt::Expected<rt::SinkAttentionShape> shape = sinkFwdShape(b);
+    EXPECT_FALSE(shape.ok());
+    return shape.ok() ? std::string() : shape.message();
+  };
+  EXPECT_EQ(error([](rt::Bundle &b) { b.config.erase("seqlens_kv"); }),
+            "sink-fwd bundle: config has no 'seqlens_kv'");
+  EXPECT_EQ(error([](rt::Bundle &b) {
+              b.config["seqlens_q"] = std::string("40,x");
+            }),
+            "sink-fwd bundle: config 'seqlens_q': '40,x' is not a "
+            "comma-separated list of lengths (non-negative integers below "
+            "10^12)");
+  EXPECT_EQ(error([](rt::Bundle &b) {
+              b.config["seqlens_q"] = std::string("40,65");
+            }),
+            "sink-fwd bundle: cu_seqlens_q: sequence 1 has length 65 > seq_q "
+            "64");
+  EXPECT_EQ(error([](rt::Bundle &b) { b.params.pop_back(); }),
+            "sink-fwd bundle: buffer 'cu_seqlens_kv' is missing");
+  EXPECT_EQ(error([](rt::Bundle &b) { b.params.back().dtype = rt::DType::F32; }),
+            "sink-fwd bundle: buffer 'cu_seqlens_kv' has the unsupported dtype "
+            "f32");
+}
+
 } // namespace

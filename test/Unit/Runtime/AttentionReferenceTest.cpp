@@ -81,7 +81,7 @@ TEST(AttentionReference, RowsWithoutKeys) {
   // (O = 0, LSE = t); row 1 attends key 0; row 2 keys 0 and 1.
   SinkAttentionShape s = shapeOf(1, 1, 3, 2, 1, 0, 1.0);
   Result r = run(s, {0, 0, 0}, {0, 0}, {2, 4}, {0.5f});
-  EXPECT_EQ(attendedKeys(s, 0).size(), 0);
+  EXPECT_EQ(attendedKeys(s, 0, 0).size(), 0);
   EXPECT_EQ(r.o[0], 0.0);
   EXPECT_EQ(r.lse[0], 0.5);
   double t = std::exp(0.5);
@@ -115,8 +115,8 @@ TEST(AttentionReference, CausalAndWindowMasks) {
   r = run(decode, {0, 0}, std::vector<float>(5, 0), {0, 1, 2, 3, 4}, {-1000});
   EXPECT_NEAR(r.o[0], 1.5, 1e-14);
   EXPECT_NEAR(r.o[1], 2.0, 1e-14);
-  EXPECT_EQ(attendedKeys(decode, 0).begin, 0);
-  EXPECT_EQ(attendedKeys(decode, 0).end, 4);
+  EXPECT_EQ(attendedKeys(decode, 0, 0).begin, 0);
+  EXPECT_EQ(attendedKeys(decode, 0, 0).end, 4);
 }
 
 TEST(AttentionReference, GroupedQueryHeads) {
@@ -155,7 +155,7 @@ TEST(AttentionReference, AttendedPairsMatchesCounting) {
             if (j <= p && (window == 0 || j > p - window))
               ++counted;
           // attendedKeys agrees with the definition row by row.
-          KeyRange keys = attendedKeys(s, i);
+          KeyRange keys = attendedKeys(s, 0, i);
           for (int64_t j = 0; j < seqKv; ++j) {
             bool in = j >= keys.begin && j < keys.end;
             EXPECT_EQ(in, j <= p && (window == 0 || j > p - window));
@@ -190,6 +190,163 @@ TEST(AttentionReference, Validation) {
   Status st = sinkAttentionForward(shapeOf(2, 1, 1, 1, 1), {0, 0}, {0}, {0},
                                    {0}, o, lse);
   EXPECT_EQ(st.message(), "sinks has 1 elements; the shape needs 2");
+}
+
+TEST(AttentionReference, LayoutsAddressTheSameRows) {
+  // One problem in BHSD and in BSHD (the same values, transposed): the same
+  // answers, each in its own layout.
+  SinkAttentionShape bhsd = shapeOf(4, 2, 3, 5, 2, 0, 0.7);
+  bhsd.batch = 2;
+  SinkAttentionShape bshd = bhsd;
+  bshd.layout = AttentionLayout::BSHD;
+  EXPECT_EQ(bhsd.qDims(), (std::vector<uint64_t>{2, 4, 3, 2}));
+  EXPECT_EQ(bshd.qDims(), (std::vector<uint64_t>{2, 3, 4, 2}));
+  EXPECT_EQ(bshd.kvDims(), (std::vector<uint64_t>{2, 5, 2, 2}));
+  EXPECT_EQ(bshd.lseDims(), (std::vector<uint64_t>{2, 4, 3}));
+  // Batch 1, head 2, row 1: BSHD offset ((1*3 + 1)*4 + 2)*2 = 36.
+  EXPECT_EQ(bshd.qOffset(1, 2, 1), 36);
+  EXPECT_EQ(bhsd.qOffset(1, 2, 1), ((1 * 4 + 2) * 3 + 1) * 2);
+  EXPECT_EQ(bshd.kvOffset(1, 1, 4), ((1 * 5 + 4) * 2 + 1) * 2);
+  std::vector<float> q(bhsd.qElements()), k(bhsd.kvElements()),
+      v(bhsd.kvElements());
+  for (size_t e = 0; e < q.size(); ++e)
+    q[e] = float(std::sin(double(e)));
+  for (size_t e = 0; e < k.size(); ++e) {
+    k[e] = float(std::cos(double(e)));
+    v[e] = float(e % 7) - 3;
+  }
+  auto transpose = [](const SinkAttentionShape &from,
+                      const SinkAttentionShape &to, const std::vector<float> &x,
+                      int64_t heads, int64_t seq, bool isQ) {
+    std::vector<float> y(x.size());
+    for (int64_t b = 0; b < from.batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < seq; ++i)
+          for (int64_t c = 0; c < from.headDim; ++c) {
+            int64_t src = isQ ? from.qOffset(b, h, i) : from.kvOffset(b, h, i);
+            int64_t dst = isQ ? to.qOffset(b, h, i) : to.kvOffset(b, h, i);
+            y[size_t(dst + c)] = x[size_t(src + c)];
+          }
+    return y;
+  };
+  std::vector<float> sinks = {0.5f, -1, 2, 0};
+  Result a = run(bhsd, q, k, v, sinks);
+  Result b = run(bshd, transpose(bhsd, bshd, q, 4, 3, true),
+                 transpose(bhsd, bshd, k, 2, 5, false),
+                 transpose(bhsd, bshd, v, 2, 5, false), sinks);
+  EXPECT_EQ(a.lse, b.lse);
+  for (int64_t row = 0; row < bhsd.rows(); ++row) {
+    SinkAttentionShape::Row at = bhsd.rowAt(row);
+    for (int64_t c = 0; c < 2; ++c)
+      EXPECT_EQ(a.o[size_t(bhsd.qOffset(at.batch, at.head, at.i) + c)],
+                b.o[size_t(bshd.qOffset(at.batch, at.head, at.i) + c)]);
+  }
+}
+
+TEST(AttentionReference, VarlenIsEachSequenceAlone) {
+  // Sequences of (SQ, SKV) = (2, 3), (0, 2), (3, 1), (1, 4) packed: each
+  // row equals the same row of its sequence computed as a BHSD problem of
+  // its own; the third has more queries than keys, so its first two rows
+  // attend nothing (O = 0, LSE = sink).
+  const std::vector<int64_t> lengthsQ = {2, 0, 3, 1}, lengthsKv = {3, 2, 1, 4};
+  SinkAttentionShape s = shapeOf(2, 1, 3, 4, 2, 0, 0.9);
+  s.batch = 4;
+  s.layout = AttentionLayout::Varlen;
+  s.cuSeqlensQ = offsetsOf(lengthsQ);
+  s.cuSeqlensKv = offsetsOf(lengthsKv);
+  ASSERT_TRUE(validate(s).ok()) << validate(s).message();
+  EXPECT_EQ(s.tokensQ(), 6);
+  EXPECT_EQ(s.rows(), 12);
+  EXPECT_EQ(s.qDims(), (std::vector<uint64_t>{6, 2, 2}));
+  EXPECT_EQ(s.kvDims(), (std::vector<uint64_t>{10, 1, 2}));
+  EXPECT_EQ(s.lseDims(), (std::vector<uint64_t>{2, 6}));
+  // LSE row 8 = head 1, token 2 = sequence 2 (the empty one is skipped).
+  SinkAttentionShape::Row at = s.rowAt(8);
+  EXPECT_EQ(at.batch, 2);
+  EXPECT_EQ(at.head, 1);
+  EXPECT_EQ(at.i, 0);
+  EXPECT_EQ(attendedKeys(s, 2, 0).size(), 0);
+  EXPECT_EQ(attendedKeys(s, 2, 2).size(), 1);
+  // Pairs: 2+3, 0, 1, 4.
+  EXPECT_EQ(attendedPairs(s), 10u);
+
+  std::vector<float> q(s.qElements()), k(s.kvElements()), v(s.kvElements());
+  for (size_t e = 0; e < q.size(); ++e)
+    q[e] = float(std::sin(0.7 * double(e)));
+  for (size_t e = 0; e < k.size(); ++e) {
+    k[e] = float(std::cos(1.3 * double(e)));
+    v[e] = float(e % 5) - 2;
+  }
+  std::vector<float> sinks = {0.25f, 1.5f};
+  Result all = run(s, q, k, v, sinks);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    if (lengthsQ[size_t(b)] == 0)
+      continue;
+    SinkAttentionShape one =
+        shapeOf(2, 1, lengthsQ[size_t(b)], lengthsKv[size_t(b)], 2, 0, 0.9);
+    std::vector<float> q1, k1, v1;
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < one.seqQ; ++i)
+        for (int64_t c = 0; c < 2; ++c)
+          q1.push_back(q[size_t(s.qOffset(b, h, i) + c)]);
+    for (int64_t j = 0; j < one.seqKv; ++j)
+      for (int64_t c = 0; c < 2; ++c) {
+        k1.push_back(k[size_t(s.kvOffset(b, 0, j) + c)]);
+        v1.push_back(v[size_t(s.kvOffset(b, 0, j) + c)]);
+      }
+    Result alone = run(one, q1, k1, v1, sinks);
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < one.seqQ; ++i) {
+        int64_t row = h * s.tokensQ() + s.cuSeqlensQ[size_t(b)] + i;
+        EXPECT_EQ(all.lse[size_t(row)], alone.lse[size_t(h * one.seqQ + i)]);
+        for (int64_t c = 0; c < 2; ++c)
+          EXPECT_EQ(all.o[size_t(s.qOffset(b, h, i) + c)],
+                    alone.o[size_t((h * one.seqQ + i) * 2 + c)]);
+      }
+  }
+  // Rows with no key: O = 0, LSE = the sink.
+  EXPECT_EQ(all.lse[size_t(0 * 6 + 2)], 0.25);
+  EXPECT_EQ(all.o[size_t(s.qOffset(2, 1, 1))], 0.0);
+  EXPECT_EQ(all.lse[size_t(1 * 6 + 3)], 1.5);
+}
+
+TEST(AttentionReference, VarlenValidationAndLengths) {
+  Expected<std::vector<int64_t>> lengths = parseLengths("100,0,513", "--x");
+  ASSERT_TRUE(lengths.ok());
+  EXPECT_EQ(*lengths, (std::vector<int64_t>{100, 0, 513}));
+  EXPECT_EQ(formatLengths(*lengths), "100,0,513");
+  EXPECT_EQ(offsetsOf(*lengths), (std::vector<int64_t>{0, 100, 100, 613}));
+  EXPECT_EQ(lengthsOf(offsetsOf(*lengths)), *lengths);
+  for (const char *bad : {"", "1,,2", "1,", "-3", "1 2", "12x"})
+    EXPECT_EQ(parseLengths(bad, "--x").message(),
+              "--x: '" + std::string(bad) +
+                  "' is not a comma-separated list of lengths (non-negative "
+                  "integers below 10^12)");
+  EXPECT_EQ(parseLayout("bshd"), AttentionLayout::BSHD);
+  EXPECT_EQ(parseLayout("varlen"), AttentionLayout::Varlen);
+  EXPECT_FALSE(parseLayout("thd"));
+
+  SinkAttentionShape s = shapeOf(1, 1, 4, 4, 8);
+  s.batch = 2;
+  s.layout = AttentionLayout::Varlen;
+  s.cuSeqlensQ = {0, 3, 7};
+  s.cuSeqlensKv = {0, 4, 8};
+  EXPECT_TRUE(validate(s).ok());
+  s.cuSeqlensQ = {0, 3};
+  EXPECT_EQ(validate(s).message(),
+            "cu_seqlens_q: has 2 offsets; 2 sequences need 3");
+  s.cuSeqlensQ = {1, 3, 7};
+  EXPECT_EQ(validate(s).message(), "cu_seqlens_q: starts at 1, not 0");
+  s.cuSeqlensQ = {0, 3, 2};
+  EXPECT_EQ(validate(s).message(),
+            "cu_seqlens_q: decreases after sequence 1");
+  s.cuSeqlensQ = {0, 3, 7};
+  s.cuSeqlensKv = {0, 5, 8};
+  EXPECT_EQ(validate(s).message(),
+            "cu_seqlens_kv: sequence 0 has length 5 > seq_kv 4");
+  s.layout = AttentionLayout::BSHD;
+  EXPECT_EQ(validate(s).message(),
+            "sequence offsets need the varlen layout, not bshd");
 }
 
 TEST(AttentionReference, GpuReferenceLaunchShape) {

@@ -21,10 +21,26 @@ Operation *ancestorIn(Block &block, Operation *op) {
   return block.findAncestorOpInBlock(*op);
 }
 
+/// A load the producer may repeat: it reads a kernel argument in global
+/// memory that the kernel only ever loads from (a varlen kernel's sequence
+/// offsets), so every thread reads the same value whenever it loads.
+bool isReadOnlyArgumentLoad(Operation *op) {
+  auto load = dyn_cast<memref::LoadOp>(op);
+  if (!load || isSharedMemory(load.getMemRefType()))
+    return false;
+  auto argument = dyn_cast<BlockArgument>(load.getMemRef());
+  if (!argument || !isa<gpu::GPUFuncOp>(argument.getOwner()->getParentOp()) ||
+      !argument.getOwner()->isEntryBlock())
+    return false;
+  return llvm::all_of(argument.getUsers(),
+                      [](Operation *user) { return isa<memref::LoadOp>(user); });
+}
+
 /// Collects, in program order, the ops of `block` that `roots` depend on
 /// (transitively, through operands), stopping at values defined outside the
-/// block. Fails with `why` if one is not a pure op without regions or reads
-/// a value `forbidden` rejects (a loop-carried value).
+/// block. Fails with `why` if one is not a pure op without regions (or a
+/// read-only argument load) or reads a value `forbidden` rejects (a
+/// loop-carried value).
 LogicalResult collectSlice(Block &block, ArrayRef<Value> roots,
                            function_ref<bool(Value)> forbidden,
                            llvm::SetVector<Operation *> &slice,
@@ -54,7 +70,8 @@ LogicalResult collectSlice(Block &block, ArrayRef<Value> roots,
             "(the producer's threads are not the consumers')";
       return failure();
     }
-    if (!isPure(def) || def->getNumRegions() != 0) {
+    if ((!isPure(def) && !isReadOnlyArgumentLoad(def)) ||
+        def->getNumRegions() != 0) {
       why = "a copy index or loop bound is computed by '" +
             def->getName().getStringRef().str() +
             "', which is not a pure op the producer could repeat";

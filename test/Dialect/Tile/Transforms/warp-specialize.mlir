@@ -187,3 +187,50 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Varlen-shaped: the loop bounds and a copy index come from sequence
+// offsets the kernel only reads, so the producer repeats those loads.
+// CHECK-LABEL: gpu.func @read_only_offsets
+// CHECK: scf.if
+// CHECK:   memref.load %{{.*}} : memref<3xi32>
+// CHECK:   memref.load %{{.*}} : memref<3xi32>
+// CHECK:   scf.for
+// CHECK:     tile.tma_copy
+// CHECK:   tile.role = "producer"
+// CHECK: scf.if
+// CHECK:   memref.load %{{.*}} : memref<3xi32>
+// CHECK:   memref.load %{{.*}} : memref<3xi32>
+// CHECK:   tile.role = "consumer"
+!sK = memref<64x64xbf16, #gpu.address_space<workgroup>>
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @read_only_offsets(%K: memref<1024x64xbf16>, %cu: memref<3xi32>, %out: memref<64x64xf32>) kernel
+        attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %b = gpu.block_id x
+      %bNext = arith.addi %b, %c1 : index
+      %start32 = memref.load %cu[%b] : memref<3xi32>
+      %end32 = memref.load %cu[%bNext] : memref<3xi32>
+      %start = arith.index_castui %start32 : i32 to index
+      %end = arith.index_castui %end32 : i32 to index
+      %length = arith.subi %end, %start : index
+      %blocks = arith.ceildivui %length, %c64 : index
+      %sK = memref.alloc() : !sK
+      %init = tile.fill %zero : !tile.fragment<64x64xf32>
+      %res = scf.for %kb = %c0 to %blocks step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+        %n0 = arith.muli %kb, %c64 : index
+        %row = arith.addi %start, %n0 : index
+        tile.copy %K[%row, %c0], %sK : memref<1024x64xbf16>, !sK
+        %next = tile.gemm %sK, %sK, %acc {transpose_b} : !sK, !sK, !tile.fragment<64x64xf32>
+        scf.yield %next : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      tile.store %res, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}
