@@ -43,6 +43,8 @@ kernels=(
   "tma-copy|tma-copy 8192x8192 S=3|--kernel tma-copy --m 8192 --n 8192 --stages 3"
   "tma-stream|tma-stream 8192x8192 S=3|--kernel tma-stream --m 8192 --k 8192 --stages 3"
   "sink-fwd-check|sink-fwd GQA8 S=1000 B=2 W=128|--kernel sink-fwd --batch 2 --heads 16 --kv-heads 2 --seq-q 1000 --seq-kv 1000 --head-dim 128 --window 128"
+  "sink-fwd-bshd|sink-fwd BSHD GQA8 S=1000 B=2|--kernel sink-fwd --layout bshd --batch 2 --heads 16 --kv-heads 2 --seq-q 1000 --seq-kv 1000 --head-dim 128"
+  "sink-fwd-varlen|sink-fwd varlen 100,0,513,1000|--kernel sink-fwd --seqlens-q 100,0,513,1000 --heads 16 --kv-heads 2 --head-dim 128"
 )
 # The seed benchmark: bf16, B=1, H=64, HK=8, causal (timed, not checked:
 # the check matrix is test/GPU/sink-fwd.test).
