@@ -36,6 +36,40 @@ bool isReadOnlyArgumentLoad(Operation *op) {
                       [](Operation *user) { return isa<memref::LoadOp>(user); });
 }
 
+/// The `tile.gemm_wait` that completes an async gemm: the user of its
+/// result in its block (following async gemms that take it as their
+/// accumulator), provided the wait's `pending` count is at most the number
+/// of async gemms issued after this one and before the wait (each is one
+/// wgmma group; the oldest groups complete first). Null otherwise.
+GemmWaitOp completingWait(GemmOp gemm) {
+  Value result = gemm.getResult();
+  while (true) {
+    if (!result.hasOneUse())
+      return {};
+    Operation *user = *result.getUsers().begin();
+    if (user->getBlock() != gemm->getBlock())
+      return {};
+    if (auto wait = dyn_cast<GemmWaitOp>(user)) {
+      int64_t later = 0;
+      for (Operation *op = gemm->getNextNode(); op != wait;
+           op = op->getNextNode()) {
+        // A gemm inside a region may or may not issue: do not count on it.
+        if (op->getNumRegions() != 0 &&
+            op->walk([](GemmOp) { return WalkResult::interrupt(); })
+                .wasInterrupted())
+          return {};
+        if (auto other = dyn_cast<GemmOp>(op); other && other.getAsync())
+          ++later;
+      }
+      return int64_t(wait.getPending()) <= later ? wait : GemmWaitOp();
+    }
+    auto next = dyn_cast<GemmOp>(user);
+    if (!next || !next.getAsync() || next.getAcc() != result)
+      return {};
+    result = next.getResult();
+  }
+}
+
 /// Collects, in program order, the ops of `block` that `roots` depend on
 /// (transitively, through operands), stopping at values defined outside the
 /// block. Fails with `why` if one is not a pure op without regions (or a
@@ -182,18 +216,19 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
             "the kernel";
       return failure();
     }
-    // Synchronous tile.gemm only: an async one still reads the stage after
-    // it returns, so the stage could be released too early.
-    auto syncGemm = [](Operation *user) {
+    // tile.gemm: a synchronous one, or an async one whose completing wait
+    // is in its block (it reads the stage until then, so that wait is the
+    // last use the stage's release follows).
+    auto gemmReader = [](Operation *user) {
       auto gemm = dyn_cast<GemmOp>(user);
-      return gemm && !gemm.getAsync();
+      return gemm && (!gemm.getAsync() || completingWait(gemm));
     };
     auto readsOnly = [&](Operation *user) {
       // tile.gemm, or a subview (a warpgroup's rows) that only gemms read.
-      if (isa<CopyOp>(user) || syncGemm(user))
+      if (isa<CopyOp>(user) || gemmReader(user))
         return true;
       auto subview = dyn_cast<memref::SubViewOp>(user);
-      return subview && llvm::all_of(subview->getUsers(), syncGemm);
+      return subview && llvm::all_of(subview->getUsers(), gemmReader);
     };
     // The producer reads the source too: a kernel argument.
     auto source = dyn_cast<BlockArgument>(copy.getSource());
@@ -204,8 +239,9 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
     for (Operation *user : alloc->getUsers())
       if (!plan.loop->isAncestor(user) || !readsOnly(user)) {
         why = "a buffer the loop fills is also used outside the loop or by "
-              "an op other than a synchronous tile.gemm (directly or through "
-              "a subview)";
+              "an op other than a tile.gemm (synchronous, or async with a "
+              "tile.gemm_wait in its block that completes it; directly or "
+              "through a subview)";
         return failure();
       }
     if (llvm::count_if(alloc->getUsers(), [](Operation *user) {
@@ -231,6 +267,10 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
       else
         readers.push_back(user);
     }
+    // An async gemm reads until its wait: the stage is in use up to there.
+    for (size_t r = 0, e = readers.size(); r < e; ++r)
+      if (auto gemm = dyn_cast<GemmOp>(readers[r]); gemm && gemm.getAsync())
+        readers.push_back(completingWait(gemm));
     scf::IfOp guard = guardOf.lookup(copy);
     Block &scope = guard ? guard.getThenRegion().front() : body;
     for (Operation *user : readers) {

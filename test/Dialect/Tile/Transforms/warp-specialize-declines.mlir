@@ -113,7 +113,7 @@ module attributes {gpu.container_module} {
 
 module attributes {gpu.container_module} {
   gpu.module @m {
-    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a synchronous tile.gemm (directly or through a subview)}}
+    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it; directly or through a subview)}}
     gpu.func @buffer_after_loop(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -164,7 +164,7 @@ module attributes {gpu.container_module} {
 
 module attributes {gpu.container_module} {
   gpu.module @m {
-    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a synchronous tile.gemm (directly or through a subview)}}
+    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it; directly or through a subview)}}
     gpu.func @async_reader(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -174,7 +174,8 @@ module attributes {gpu.container_module} {
       %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %acc0) -> (!tile.fragment<64x64xf32>) {
         tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
         %d = tile.gemm %s, %s, %acc {transpose_b, async} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
-        %w = tile.gemm_wait %d pending 0 : !tile.fragment<64x64xf32>
+        // Waiting with one gemm still pending does not say this one is done.
+        %w = tile.gemm_wait %d pending 1 : !tile.fragment<64x64xf32>
         scf.yield %w : !tile.fragment<64x64xf32>
       } {tile.num_stages = 2}
       gpu.return

@@ -234,3 +234,81 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// An async gemm reads its stage until the wait that completes it: the
+// consumers release the stage after that wait, not after the gemm, so other
+// work (the ping-pong hand-over of sink-fwd) can sit between the two.
+// CHECK-LABEL: gpu.func @async_reader
+// CHECK: tile.role = "producer"
+// CHECK: tile.mbarrier_wait_parity
+// CHECK: tile.gemm {{.*}}async
+// CHECK-NEXT: nvvm.barrier.arrive
+// CHECK-NEXT: tile.gemm_wait
+// CHECK-NEXT: tile.mbarrier_arrive
+// CHECK: tile.role = "consumer"
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @async_reader(%A: memref<1024x64xbf16>, %n: index, %out: memref<64x64xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %id = arith.constant 3 : i32
+      %count = arith.constant 256 : i32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %acc0 = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %acc0) -> (!tile.fragment<64x64xf32>) {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc {transpose_b, async} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        nvvm.barrier.arrive id = %id number_of_threads = %count
+        %w = tile.gemm_wait %d pending 0 : !tile.fragment<64x64xf32>
+        scf.yield %w : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      tile.store %r, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// Two async gemms in flight: `pending 1` completes the older one (A's
+// reader), `pending 0` the younger one (B's), and each stage is released
+// right after the wait that completes its reader.
+// CHECK-LABEL: gpu.func @two_in_flight
+// CHECK: tile.role = "producer"
+// CHECK: tile.mbarrier_wait_parity
+// CHECK: tile.gemm {{.*}}async
+// CHECK: tile.mbarrier_wait_parity
+// CHECK: tile.gemm {{.*}}async
+// CHECK-NEXT: tile.gemm_wait %{{.*}} pending 1
+// CHECK-NEXT: tile.mbarrier_arrive
+// CHECK-NEXT: tile.gemm_wait %{{.*}} pending 0
+// CHECK-NEXT: tile.mbarrier_arrive
+// CHECK: tile.role = "consumer"
+!sT = memref<64x64xbf16, #gpu.address_space<workgroup>>
+!f = !tile.fragment<64x64xf32>
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @two_in_flight(%A: memref<1024x64xbf16>, %B: memref<1024x64xbf16>, %n: index, %out: memref<64x64xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %sA = memref.alloc() : !sT
+      %sB = memref.alloc() : !sT
+      %acc0 = tile.fill %zero : !f
+      %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%x = %acc0, %y = %acc0) -> (!f, !f) {
+        tile.copy %A[%i, %c0], %sA : memref<1024x64xbf16>, !sT
+        tile.copy %B[%i, %c0], %sB : memref<1024x64xbf16>, !sT
+        %a = tile.gemm %sA, %sA, %x {transpose_b, async} : !sT, !sT, !f
+        %b = tile.gemm %sB, %sB, %y {transpose_b, async} : !sT, !sT, !f
+        %aReady = tile.gemm_wait %a pending 1 : !f
+        %bReady = tile.gemm_wait %b pending 0 : !f
+        scf.yield %aReady, %bReady : !f, !f
+      } {tile.num_stages = 2}
+      tile.store %r#0, %out[%c0, %c0] : !f, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}

@@ -57,7 +57,10 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
     * **Consumers** (threads 128 …): the original kernel with thread ids
       renumbered from 0; each pre-loop copy becomes a wait on its barrier;
       in the loop, a wait on `full` (parity `(it/S) % 2`) before a group's
-      first reader and an arrive on `empty` after its last user. Everything
+      first reader and an arrive on `empty` after its last user (for an
+      async `tile.gemm`, the `tile.gemm_wait` that completes it, one whose
+      `pending` count is at most the async gemms issued after it: the
+      tensor cores read the stage until then). Everything
       after the loop stays with the consumers.
     * `known_block_size` becomes C + 128; the role regions are `scf.if`s
       marked `tile.role`, `tile.thread_base`, `tile.thread_count`, which
@@ -75,7 +78,8 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
     Declining is not an error: a remark says why (no known block size,
     `threadIdx.y/z`, not whole warpgroups, no or several pipelined loops, a
     loop inside something other than `scf.for`, no global → shared copy, user-managed
-    barriers, buffers used outside the loop or read by an async gemm, copy
+    barriers, buffers used outside the loop or read by an async gemm that no
+    `tile.gemm_wait` in its block completes, copy
     indices, guards or bounds that depend on loop-carried values, impure ops
     or the thread id, copy sources that are not kernel arguments, a kernel
     that reads its block size or warp numbering, a loop not counting in
