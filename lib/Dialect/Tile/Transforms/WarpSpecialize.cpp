@@ -105,9 +105,9 @@ FailureOr<Plan> analyze(gpu::GPUFuncOp func, std::string &why) {
                 return anyCpAsync(group.copies);
               });
   // A cp.async producer keeps its whole warpgroup busy copying. It does
-  // not grow to the consumers' thread count (the seed's rule): ptxas caps
-  // every thread's registers at 64K / maxntid whatever setmaxnreg says, so
-  // 256 consumers + 256 producers would leave a wgmma consumer 128.
+  // not grow to the consumers' thread count (the seed's rule): with 256
+  // consumers + 256 producers the wgmma consumers fail to compile under
+  // ptxas (C7602, measured; docs/design.md).
   if (simt)
     plan.producerRegisters = kSimtProducerRegisters;
   else if (!plan.outerLoops.empty())

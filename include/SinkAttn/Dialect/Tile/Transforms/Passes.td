@@ -46,9 +46,8 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       consumers fence (`fence.proxy.async`) after waiting for such a group:
       cp.async writes through the generic proxy, wgmma reads through the
       async one. The producer stays one warpgroup rather than taking the
-      consumers' thread count: ptxas caps every thread's registers at
-      64K / `.maxntid` whatever `setmaxnreg` says, so 2·C threads would
-      leave C = 256 consumers 128 registers.
+      consumers' thread count: with 2·C threads (C = 256) the wgmma
+      consumers fail to compile under ptxas (C7602, measured).
     * **Loops around the pipelined one** (a persistent kernel's loop over
       tiles): the barriers' phases run on across their iterations, so both
       roles carry a counter of the pipelined loop's iterations through all
