@@ -315,6 +315,131 @@ Status sinkAttentionForward(const SinkAttentionShape &s,
   return Status();
 }
 
+namespace {
+/// The row's attended logits, LSE and O in float64 (sink logit `t`).
+struct RowForward {
+  KeyRange keys;
+  std::vector<double> logits; ///< s_j for j in keys
+  double lse = 0;
+  std::vector<double> o;
+};
+
+RowForward forwardRow(const SinkAttentionShape &s, const float *q,
+                      const float *k, const float *v, double t, int64_t b,
+                      int64_t h, int64_t i) {
+  const int64_t d = s.headDim;
+  const int64_t hk = h / (s.heads / s.kvHeads);
+  const float *qi = q + s.qOffset(b, h, i);
+  RowForward row;
+  row.keys = attendedKeys(s, b, i);
+  double m = t;
+  for (int64_t j = row.keys.begin; j < row.keys.end; ++j) {
+    const float *kj = k + s.kvOffset(b, hk, j);
+    double dot = 0;
+    for (int64_t c = 0; c < d; ++c)
+      dot += double(qi[c]) * double(kj[c]);
+    row.logits.push_back(s.scale * dot);
+    m = std::max(m, row.logits.back());
+  }
+  double l = std::exp(t - m);
+  for (double logit : row.logits)
+    l += std::exp(logit - m);
+  row.lse = m + std::log(l);
+  row.o.assign(size_t(d), 0.0);
+  for (int64_t j = row.keys.begin; j < row.keys.end; ++j) {
+    double p = std::exp(row.logits[size_t(j - row.keys.begin)] - row.lse);
+    const float *vj = v + s.kvOffset(b, hk, j);
+    for (int64_t c = 0; c < d; ++c)
+      row.o[size_t(c)] += p * double(vj[c]);
+  }
+  return row;
+}
+
+Status checkSizes(const SinkAttentionShape &s, size_t q, size_t k, size_t v,
+                  size_t sinks, size_t dO) {
+  auto expect = [](const char *name, size_t got, uint64_t want) -> Status {
+    if (got != want)
+      return Status::error(std::string(name) + " has " + std::to_string(got) +
+                           " elements; the shape needs " +
+                           std::to_string(want));
+    return Status();
+  };
+  SINKATTN_RT_TRY(expect("q", q, s.qElements()));
+  SINKATTN_RT_TRY(expect("k", k, s.kvElements()));
+  SINKATTN_RT_TRY(expect("v", v, s.kvElements()));
+  SINKATTN_RT_TRY(expect("sinks", sinks, uint64_t(s.heads)));
+  SINKATTN_RT_TRY(expect("do", dO, s.qElements()));
+  return Status();
+}
+} // namespace
+
+Status sinkAttentionBackward(const SinkAttentionShape &s,
+                             const std::vector<float> &q,
+                             const std::vector<float> &k,
+                             const std::vector<float> &v,
+                             const std::vector<float> &sinks,
+                             const std::vector<float> &dO,
+                             SinkAttentionGradients &g) {
+  SINKATTN_RT_TRY(validate(s));
+  SINKATTN_RT_TRY(
+      checkSizes(s, q.size(), k.size(), v.size(), sinks.size(), dO.size()));
+  const int64_t d = s.headDim;
+  g.dq.assign(size_t(s.qElements()), 0.0);
+  g.dk.assign(size_t(s.kvElements()), 0.0);
+  g.dv.assign(size_t(s.kvElements()), 0.0);
+  g.dsinks.assign(size_t(s.heads), 0.0);
+  for (int64_t r = 0; r < s.rows(); ++r) {
+    const auto [b, h, i] = s.rowAt(r);
+    const int64_t hk = h / (s.heads / s.kvHeads);
+    const double t = sinks[size_t(h)];
+    RowForward row = forwardRow(s, q.data(), k.data(), v.data(), t, b, h, i);
+    const int64_t qAt = s.qOffset(b, h, i);
+    const float *dOi = dO.data() + qAt;
+    const float *qi = q.data() + qAt;
+    double delta = 0;
+    for (int64_t c = 0; c < d; ++c)
+      delta += double(dOi[c]) * row.o[size_t(c)];
+    g.dsinks[size_t(h)] -= std::exp(t - row.lse) * delta;
+    for (int64_t j = row.keys.begin; j < row.keys.end; ++j) {
+      const int64_t kvAt = s.kvOffset(b, hk, j);
+      const float *kj = k.data() + kvAt;
+      const float *vj = v.data() + kvAt;
+      double p = std::exp(row.logits[size_t(j - row.keys.begin)] - row.lse);
+      double dp = 0;
+      for (int64_t c = 0; c < d; ++c)
+        dp += double(dOi[c]) * double(vj[c]);
+      double ds = p * (dp - delta);
+      for (int64_t c = 0; c < d; ++c) {
+        g.dq[size_t(qAt + c)] += s.scale * ds * double(kj[c]);
+        g.dk[size_t(kvAt + c)] += s.scale * ds * double(qi[c]);
+        g.dv[size_t(kvAt + c)] += p * double(dOi[c]);
+      }
+    }
+  }
+  return Status();
+}
+
+Status sinkAttentionLoss(const SinkAttentionShape &s,
+                         const std::vector<float> &q,
+                         const std::vector<float> &k,
+                         const std::vector<float> &v,
+                         const std::vector<double> &sinks,
+                         const std::vector<float> &dO, double &loss) {
+  SINKATTN_RT_TRY(validate(s));
+  SINKATTN_RT_TRY(
+      checkSizes(s, q.size(), k.size(), v.size(), sinks.size(), dO.size()));
+  loss = 0;
+  for (int64_t r = 0; r < s.rows(); ++r) {
+    const auto [b, h, i] = s.rowAt(r);
+    RowForward row =
+        forwardRow(s, q.data(), k.data(), v.data(), sinks[size_t(h)], b, h, i);
+    const float *dOi = dO.data() + s.qOffset(b, h, i);
+    for (int64_t c = 0; c < s.headDim; ++c)
+      loss += row.o[size_t(c)] * double(dOi[c]);
+  }
+  return Status();
+}
+
 Expected<LaunchConfig> sinkFwdReferenceLaunch(const SinkAttentionShape &s,
                                               CUstream stream) {
   SINKATTN_RT_TRY(validate(s));

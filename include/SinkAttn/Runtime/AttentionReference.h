@@ -139,6 +139,33 @@ Status sinkAttentionForward(const SinkAttentionShape &shape,
                             const std::vector<float> &sinks,
                             std::vector<double> &o, std::vector<double> &lse);
 
+/// Gradients of the attention-sink forward for an upstream gradient dO
+/// (laid out as o), in float64: dq (q's layout), dk and dv (k's layout;
+/// a kv head sums over the query heads that read it), dsinks [H]. With
+/// P_ij = exp(s_ij - LSE_i), P_i,sink = exp(t - LSE_i), D_i = dO_i . O_i:
+///   dV_j = sum_i P_ij dO_i,  dS_ij = P_ij (dO_i . v_j - D_i),
+///   dQ_i = scale sum_j dS_ij k_j,  dK_j = scale sum_i dS_ij q_i,
+///   dsink_h = -sum_{b,i} P_i,sink D_i   (the sink has no value).
+struct SinkAttentionGradients {
+  std::vector<double> dq, dk, dv, dsinks;
+};
+Status sinkAttentionBackward(const SinkAttentionShape &shape,
+                             const std::vector<float> &q,
+                             const std::vector<float> &k,
+                             const std::vector<float> &v,
+                             const std::vector<float> &sinks,
+                             const std::vector<float> &dO,
+                             SinkAttentionGradients &gradients);
+
+/// sum(O . dO) of the forward in float64: the scalar whose gradients
+/// sinkAttentionBackward computes (for finite-difference checks).
+Status sinkAttentionLoss(const SinkAttentionShape &shape,
+                         const std::vector<float> &q,
+                         const std::vector<float> &k,
+                         const std::vector<float> &v,
+                         const std::vector<double> &sinks,
+                         const std::vector<float> &dO, double &loss);
+
 /// The fp32 GPU reference kernel of `sink-fwd` (carried in the bundle as its
 /// reference): entry name, and its fixed ABI and launch shape. Arguments,
 /// all device pointers: q, k, v (input dtype), sinks (f32 or bf16), o (f32,

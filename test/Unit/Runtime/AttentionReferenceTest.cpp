@@ -364,3 +364,104 @@ TEST(AttentionReference, GpuReferenceLaunchShape) {
 }
 
 } // namespace
+
+namespace {
+
+/// Central differences of sinkAttentionLoss against every input element,
+/// with the perturbation actually applied (q + eps rounded to float).
+void expectGradientsMatchFiniteDifferences(const SinkAttentionShape &s,
+                                           uint64_t seed) {
+  auto fill = [&](size_t n, double scale, uint64_t stream) {
+    std::vector<float> x(n);
+    for (size_t e = 0; e < n; ++e)
+      x[e] = float(scale * std::sin(1.7 * double(e) + 0.37 * double(stream) +
+                                    double(seed)));
+    return x;
+  };
+  std::vector<float> q = fill(s.qElements(), 1.2, 1), k = fill(s.kvElements(), 1.1, 2),
+                     v = fill(s.kvElements(), 1.0, 3), dO = fill(s.qElements(), 1.0, 4),
+                     sinks = fill(size_t(s.heads), 1.5, 5);
+  SinkAttentionGradients g;
+  Status st = sinkAttentionBackward(s, q, k, v, sinks, dO, g);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::vector<double> sinks64(sinks.begin(), sinks.end());
+  auto loss = [&]() {
+    double value = 0;
+    Status status = sinkAttentionLoss(s, q, k, v, sinks64, dO, value);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return value;
+  };
+  double largest = 0;
+  auto check = [&](const char *name, std::vector<float> &x,
+                   const std::vector<double> &grad) {
+    ASSERT_EQ(grad.size(), x.size());
+    for (size_t e = 0; e < x.size(); ++e) {
+      float original = x[e];
+      float up = float(double(original) + 1e-3), down = float(double(original) - 1e-3);
+      x[e] = up;
+      double lUp = loss();
+      x[e] = down;
+      double lDown = loss();
+      x[e] = original;
+      double fd = (lUp - lDown) / (double(up) - double(down));
+      largest = std::max(largest, std::fabs(fd));
+      EXPECT_NEAR(grad[e], fd, 1e-5 + 1e-4 * std::fabs(fd)) << name << "[" << e << "]";
+    }
+  };
+  check("dq", q, g.dq);
+  check("dk", k, g.dk);
+  check("dv", v, g.dv);
+  for (int64_t h = 0; h < s.heads; ++h) {
+    double original = sinks64[size_t(h)];
+    sinks64[size_t(h)] = original + 1e-4;
+    double lUp = loss();
+    sinks64[size_t(h)] = original - 1e-4;
+    double lDown = loss();
+    sinks64[size_t(h)] = original;
+    double fd = (lUp - lDown) / 2e-4;
+    EXPECT_NEAR(g.dsinks[size_t(h)], fd, 1e-7 + 1e-5 * std::fabs(fd))
+        << "dsinks[" << h << "]";
+    EXPECT_GT(std::fabs(g.dsinks[size_t(h)]), 1e-3) << "a sink that matters";
+  }
+  // Not vacuous: the gradients are far from zero.
+  EXPECT_GT(largest, 0.05);
+}
+
+TEST(AttentionReferenceBackward, MatchesFiniteDifferences) {
+  // GQA 4:2, a past (SQ < SKV), D 3.
+  SinkAttentionShape gqa = shapeOf(4, 2, 3, 5, 3, 0, 0.6);
+  expectGradientsMatchFiniteDifferences(gqa, 1);
+  // Window 2, two batches, BSHD.
+  SinkAttentionShape window = shapeOf(2, 1, 4, 4, 2, 2, 0.8);
+  window.batch = 2;
+  window.layout = AttentionLayout::BSHD;
+  expectGradientsMatchFiniteDifferences(window, 2);
+  // More queries than keys: the first rows see only the sink.
+  expectGradientsMatchFiniteDifferences(shapeOf(2, 2, 4, 2, 2, 0, 0.9), 3);
+  // Varlen with an empty sequence.
+  SinkAttentionShape varlen = shapeOf(2, 1, 3, 4, 2, 0, 0.7);
+  varlen.batch = 3;
+  varlen.layout = AttentionLayout::Varlen;
+  varlen.cuSeqlensQ = offsetsOf({2, 0, 3});
+  varlen.cuSeqlensKv = offsetsOf({4, 1, 3});
+  expectGradientsMatchFiniteDifferences(varlen, 4);
+}
+
+TEST(AttentionReferenceBackward, SinkGradientByHand) {
+  // One row, one key with value v, score 0, sink t: P = e^0/(e^t + 1),
+  // P_sink = e^t/(e^t + 1), O = P v, D = dO O, dsink = -P_sink D.
+  SinkAttentionShape s = shapeOf(1, 1, 1, 1, 1, 0, 1.0);
+  SinkAttentionGradients g;
+  ASSERT_TRUE(sinkAttentionBackward(s, {0}, {0}, {2}, {0.5f}, {3}, g).ok());
+  double pSink = std::exp(0.5) / (std::exp(0.5) + 1), p = 1 - pSink;
+  EXPECT_NEAR(g.dsinks[0], -pSink * 3 * p * 2, 1e-15);
+  EXPECT_NEAR(g.dv[0], p * 3, 1e-15);
+  std::vector<double> sinks = {0.5};
+  double loss = 0;
+  ASSERT_TRUE(sinkAttentionLoss(s, {0}, {0}, {2}, sinks, {3}, loss).ok());
+  EXPECT_NEAR(loss, p * 2 * 3, 1e-15);
+  EXPECT_EQ(sinkAttentionBackward(s, {0}, {0}, {2}, {0.5f}, {3, 4}, g).message(),
+            "do has 2 elements; the shape needs 1");
+}
+
+} // namespace
