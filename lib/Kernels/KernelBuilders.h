@@ -37,6 +37,19 @@ compileSinkFwdReferencePTX(mlir::MLIRContext &context,
 /// varlen the offsets of its lengths). Not validated.
 rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
 
+/// The row part shared by the attention reference kernels: from `%row`
+/// (an index into LSE's order) it defines %b, %h, %hk, %i, the sequence's
+/// lengths %seqQ and %skv, %qBase (the row's offset in q/o/dO), %kBase
+/// (key 0 of its kv head in k/v) and %kStride (between keys), all elements
+/// of flat buffers. Needs %c0, %c1, %heads and %group, and with varlen
+/// %cuQ/%cuK of type !offsets.
+std::string referenceRowText(const rt::SinkAttentionShape &shape);
+
+/// The fp32 SIMT reference of the attention-sink backward (three kernels,
+/// ABI and launches in SinkAttn/Runtime/AttentionReference.h).
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildSinkBwdReference(mlir::MLIRContext &context, const KernelConfig &config);
+
 /// MLIR that defines f32 `result` as `sinks[head]` of a memref<heads x T>
 /// of sink logits stored as f32 or bf16 (extended to f32).
 std::string sinkLoad(const std::string &result, const std::string &sinks,

@@ -169,8 +169,9 @@ std::string f32Literal(double value) {
   return text;
 }
 
-/// The @ROW@ part of the template for the shape's layout (see above).
-std::string rowText(const rt::SinkAttentionShape &s) {
+} // namespace
+
+std::string kernels::referenceRowText(const rt::SinkAttentionShape &s) {
   auto str = [](int64_t v) { return std::to_string(v); };
   const int64_t d = s.headDim;
   std::string text;
@@ -243,8 +244,6 @@ std::string rowText(const rt::SinkAttentionShape &s) {
         %kBase = arith.addi %kt, %kh : index)mlir";
 }
 
-} // namespace
-
 FailureOr<OwningOpRef<ModuleOp>>
 kernels::buildSinkFwdReference(MLIRContext &context,
                                const KernelConfig &config) {
@@ -282,7 +281,7 @@ kernels::buildSinkFwdReference(MLIRContext &context,
        {"SCALE", f32Literal(shape.scale)},
        {"SEQUENCE_ARGS", shape.varlen() ? ", %cuQ: !offsets, %cuK: !offsets" : ""},
        {"SEQUENCES", std::to_string(shape.batch + 1)},
-       {"ROW", rowText(shape)}});
+       {"ROW", referenceRowText(shape)}});
   if (!module)
     return failure();
   return module;

@@ -456,4 +456,28 @@ Expected<LaunchConfig> sinkFwdReferenceLaunch(const SinkAttentionShape &s,
   return config;
 }
 
+Expected<SinkBwdReferenceLaunches>
+sinkBwdReferenceLaunches(const SinkAttentionShape &s, CUstream stream) {
+  SINKATTN_RT_TRY(validate(s));
+  auto over = [&](int64_t threads, const char *what) -> Expected<LaunchConfig> {
+    int64_t blocks = std::max<int64_t>(
+        1, (threads + kSinkFwdReferenceBlockSize - 1) / kSinkFwdReferenceBlockSize);
+    if (blocks > INT32_MAX)
+      return Status::error(std::string("the sink-bwd reference needs ") +
+                           std::to_string(blocks) + " blocks over " + what +
+                           "; a grid holds at most 2^31-1");
+    LaunchConfig config;
+    config.grid = {uint32_t(blocks), 1, 1};
+    config.block = {kSinkFwdReferenceBlockSize, 1, 1};
+    config.stream = stream;
+    return config;
+  };
+  SinkBwdReferenceLaunches launches;
+  SINKATTN_RT_ASSIGN_OR_RETURN(launches.rows, over(s.rows(), "query rows"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(launches.keys,
+                               over(s.kvHeads * s.tokensKv(), "key rows"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(launches.sinks, over(s.heads, "heads"));
+  return launches;
+}
+
 } // namespace sinkattn::rt

@@ -178,6 +178,31 @@ inline constexpr uint32_t kSinkFwdReferenceBlockSize = 128;
 Expected<LaunchConfig> sinkFwdReferenceLaunch(const SinkAttentionShape &shape,
                                               CUstream stream = nullptr);
 
+/// The fp32 GPU reference of the backward: three kernels of one module,
+/// launched in this order with the same arguments, all device pointers:
+/// q, k, v (input dtype), sinks (f32 or bf16), do (input dtype, o's
+/// layout), dq (f32, q's layout), dk, dv (f32, k's layout), dsinks (f32
+/// [H]), then three f32 [rows] scratch buffers lse, delta and sink_terms,
+/// and with varlen cu_seqlens_q and cu_seqlens_kv (i32).
+///   rows:  one thread per query row: LSE, O, delta = dO . O, its dQ row,
+///          and its sink term -exp(t - LSE) delta;
+///   keys:  one thread per key row (kv head, token): its dK and dV rows
+///          over every query row of every head of the group that sees it;
+///   sinks: one thread per head: dsinks[h], the sum of its rows' terms in
+///          a fixed order.
+/// Deterministic: every output element has one writer.
+inline constexpr const char *kSinkBwdReferenceRowsEntry = "sink_bwd_reference_rows";
+inline constexpr const char *kSinkBwdReferenceKeysEntry = "sink_bwd_reference_keys";
+inline constexpr const char *kSinkBwdReferenceSinksEntry = "sink_bwd_reference_sinks";
+struct SinkBwdReferenceLaunches {
+  LaunchConfig rows, keys, sinks;
+};
+/// Blocks of kSinkFwdReferenceBlockSize threads over rows(), kvHeads *
+/// tokensKv() and heads.
+Expected<SinkBwdReferenceLaunches>
+sinkBwdReferenceLaunches(const SinkAttentionShape &shape,
+                         CUstream stream = nullptr);
+
 } // namespace sinkattn::rt
 
 #endif // SINKATTN_RUNTIME_ATTENTIONREFERENCE_H

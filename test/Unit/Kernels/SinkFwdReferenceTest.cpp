@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../../../lib/Kernels/KernelBuilders.h"
+#include "HostEmulation.h"
 
 #include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/Float16.h"
@@ -239,78 +240,6 @@ TEST_F(SinkFwdReferenceTest, RejectsUnsupportedConfigs) {
 // Running the kernel's code on the CPU
 //===----------------------------------------------------------------------===//
 
-/// Moves the kernel into a host function @host (same arguments) that runs
-/// every (block, thread) of the launch in loops; ex2/lg2 approximations
-/// become math.exp2/math.log2. The gpu.module is dropped.
-LogicalResult emulateOnHost(ModuleOp module, int64_t blocks) {
-  gpu::GPUFuncOp kernel;
-  gpu::GPUModuleOp gpuModule;
-  module.walk([&](gpu::GPUFuncOp f) { kernel = f; });
-  module.walk([&](gpu::GPUModuleOp m) { gpuModule = m; });
-  if (!kernel || !gpuModule)
-    return failure();
-  Location loc = kernel.getLoc();
-  OpBuilder b(module.getContext());
-  b.setInsertionPointToEnd(module.getBody());
-  auto host = func::FuncOp::create(
-      b, loc, "host", b.getFunctionType(kernel.getArgumentTypes(), {}));
-  Block *entry = host.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-  Value grid = arith::ConstantIndexOp::create(b, loc, blocks);
-  Value block =
-      arith::ConstantIndexOp::create(b, loc, rt::kSinkFwdReferenceBlockSize);
-  auto blockLoop = scf::ForOp::create(b, loc, c0, grid, c1);
-  b.setInsertionPointToStart(blockLoop.getBody());
-  auto threadLoop = scf::ForOp::create(b, loc, c0, block, c1);
-  b.setInsertionPointToStart(threadLoop.getBody());
-  IRMapping map;
-  for (auto [from, to] : llvm::zip(kernel.getArguments(), host.getArguments()))
-    map.map(from, to);
-  for (Operation &op : kernel.getBody().front().without_terminator())
-    b.clone(op, map);
-  b.setInsertionPointToEnd(entry);
-  func::ReturnOp::create(b, loc);
-
-  SmallVector<Operation *> replaced;
-  bool unknown = false;
-  host.walk([&](Operation *op) {
-    if (isa<gpu::ThreadIdOp>(op)) {
-      op->getResult(0).replaceAllUsesWith(threadLoop.getInductionVar());
-      replaced.push_back(op);
-    } else if (isa<gpu::BlockIdOp>(op)) {
-      op->getResult(0).replaceAllUsesWith(blockLoop.getInductionVar());
-      replaced.push_back(op);
-    } else if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op)) {
-      OpBuilder at(op);
-      Value x = call.getArgs()[0];
-      Value result;
-      if (call.getIntrin() == "llvm.nvvm.ex2.approx.f32")
-        result = math::Exp2Op::create(at, op->getLoc(), x);
-      else if (call.getIntrin() == "llvm.nvvm.lg2.approx.f")
-        result = math::Log2Op::create(at, op->getLoc(), x);
-      else
-        unknown = true;
-      if (result) {
-        op->getResult(0).replaceAllUsesWith(result);
-        replaced.push_back(op);
-      }
-    }
-  });
-  for (Operation *op : replaced)
-    op->erase();
-  // The per-thread arrays (static allocas) move to the function's entry: one
-  // stack slot reused by every emulated thread, which initializes it before
-  // reading, instead of a fresh slot per loop iteration.
-  SmallVector<memref::AllocaOp> allocas;
-  host.walk([&](memref::AllocaOp alloca) { allocas.push_back(alloca); });
-  for (memref::AllocaOp alloca : allocas)
-    alloca->moveBefore(&entry->front());
-  gpuModule.erase();
-  return failure(unknown);
-}
-
 /// Inputs as uploaded (bits of the input type) and as float.
 struct Inputs {
   std::vector<uint16_t> q, k, v;
@@ -334,8 +263,6 @@ Inputs randomInputs(const rt::SinkAttentionShape &s, rt::DType dtype,
 }
 
 TEST_F(SinkFwdReferenceTest, KernelCodeMatchesFloat64ReferenceOnCpu) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
   const KernelConfig configs[] = {
       // GQA, right-aligned causal (SQ < SKV), more rows than one block.
       configOf(2, 4, 2, 20, 33, 16, 0),
@@ -373,26 +300,12 @@ TEST_F(SinkFwdReferenceTest, KernelCodeMatchesFloat64ReferenceOnCpu) {
     ASSERT_TRUE(succeeded(module));
     rt::Expected<rt::LaunchConfig> launch = rt::sinkFwdReferenceLaunch(shape);
     ASSERT_TRUE(launch.ok());
-    ASSERT_TRUE(succeeded(emulateOnHost(**module, launch->grid.x)));
-
-    PassManager pm = PassManager::on<ModuleOp>(&context);
-    pm.addPass(memref::createExpandStridedMetadataPass());
-    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-    pm.addPass(createSCFToControlFlowPass());
-    pm.addPass(createConvertMathToLLVMPass());
-    pm.addPass(createArithToLLVMConversionPass());
-    pm.addPass(createConvertIndexToLLVMPass());
-    ConvertFuncToLLVMPassOptions funcOptions;
-    funcOptions.useBarePtrCallConv = true; // the kernel's ABI: one pointer each
-    pm.addPass(createConvertFuncToLLVMPass(funcOptions));
-    pm.addPass(createConvertControlFlowToLLVMPass());
-    pm.addPass(createReconcileUnrealizedCastsPass());
-    ASSERT_TRUE(succeeded(pm.run(**module)));
-
-    auto engine = ExecutionEngine::create(**module);
+    ASSERT_TRUE(succeeded(test::emulateOnHost(
+        **module, {{rt::kSinkFwdReferenceEntry, int64_t(launch->grid.x)}})));
+    auto engine = test::jitForHost(**module);
     ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
-    (*engine)->initialize();
-    auto address = (*engine)->lookup("host");
+    auto address = (*engine)->lookup(std::string("host_") +
+                                     rt::kSinkFwdReferenceEntry);
     ASSERT_TRUE(bool(address)) << llvm::toString(address.takeError());
     Inputs in = randomInputs(shape, config.dtype, seed += 10);
     // Poisoned outputs: a row the kernel skips stays NaN and fails.

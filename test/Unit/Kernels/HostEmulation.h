@@ -1,0 +1,38 @@
+//===- HostEmulation.h - Run reference kernels' code on the CPU -*- C++ -*-===//
+//
+// The reference kernels are plain gpu/scf/arith/memref code; the tests run
+// that code on the CPU (JIT-compiled for the host) against the float64
+// references of SinkAttn/Runtime/AttentionReference.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SINKATTN_TEST_UNIT_KERNELS_HOSTEMULATION_H
+#define SINKATTN_TEST_UNIT_KERNELS_HOSTEMULATION_H
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace sinkattn::test {
+
+/// Moves each listed kernel (name, grid blocks; block size
+/// rt::kSinkFwdReferenceBlockSize) into a host function @host_<name> with
+/// the same arguments that runs every (block, thread) of the launch in
+/// loops. The gpu.module's other functions move to the top level, the
+/// ex2/lg2 approximations become math.exp2/math.log2, and the gpu.module
+/// is dropped.
+mlir::LogicalResult
+emulateOnHost(mlir::ModuleOp module,
+              llvm::ArrayRef<std::pair<std::string, int64_t>> kernels);
+
+/// Lowers an emulated module to LLVM (bare pointers: one per memref, the
+/// kernels' ABI) and JIT-compiles it.
+llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
+jitForHost(mlir::ModuleOp module);
+
+} // namespace sinkattn::test
+
+#endif // SINKATTN_TEST_UNIT_KERNELS_HOSTEMULATION_H
