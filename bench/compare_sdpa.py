@@ -10,6 +10,10 @@ median of the timed calls, fresh random inputs.
 
 TFLOP/s use the seed's causal formula 4*B*H*S*S*D / 2, and also the exact
 attended-pair count 4*B*H*D*S(S+1)/2 (what sinkattn-runner bench reports).
+
+The backward (vanilla causal, cuDNN) is timed the same way: one forward,
+then torch.autograd.grad(out, (q, k, v), dO) with the graph retained, its
+FLOPs 2.5x the forward's (the convention of issue 8 and FlashAttention).
 """
 import argparse
 import json
@@ -47,7 +51,21 @@ def main():
         results.append(row)
         print(f"cudnn sdpa causal fwd B={b} H={h} S={s} D={d}: {ms:.4f} ms "
               f"{row['tflops_seed']:.1f} TFLOP/s (seed formula)")
-        del q, k, v
+        for t in (q, k, v):
+            t.requires_grad_(True)
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            grad_out = torch.randn_like(out)
+            ms = time_ms(lambda: torch.autograd.grad(out, (q, k, v), grad_out,
+                                                     retain_graph=True), iters=30)
+        row = {"name": "cudnn_sdpa_causal_bwd", "batch": b, "heads": h, "kv_heads": hk,
+               "seq": s, "head_dim": d, "median_ms": ms,
+               "tflops_seed": 2.5 * seed_flops / (ms * 1e-3) / 1e12,
+               "tflops_exact": 2.5 * exact_flops / (ms * 1e-3) / 1e12}
+        results.append(row)
+        print(f"cudnn sdpa causal bwd B={b} H={h} S={s} D={d}: {ms:.4f} ms "
+              f"{row['tflops_seed']:.1f} TFLOP/s (seed formula, 2.5x forward)")
+        del q, k, v, out, grad_out
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
