@@ -55,6 +55,31 @@ uint64_t bufferBytes(const BundleParam &param) {
   return bytes;
 }
 
+Expected<int64_t> configInteger(const Bundle &bundle, const std::string &key) {
+  auto it = bundle.config.find(key);
+  if (it == bundle.config.end())
+    return Status::error("config has no '" + key + "'");
+  if (const int64_t *value = std::get_if<int64_t>(&it->second))
+    return *value;
+  return Status::error("config '" + key + "' is not an integer");
+}
+
+Expected<std::string> configText(const Bundle &bundle, const std::string &key) {
+  auto it = bundle.config.find(key);
+  if (it == bundle.config.end())
+    return Status::error("config has no '" + key + "'");
+  if (const std::string *value = std::get_if<std::string>(&it->second))
+    return *value;
+  return Status::error("config '" + key + "' is not text");
+}
+
+Expected<std::string> configTextOr(const Bundle &bundle, const std::string &key,
+                                   const std::string &fallback) {
+  if (!bundle.config.count(key))
+    return fallback;
+  return configText(bundle, key);
+}
+
 const BundleParam *findParam(const Bundle &bundle, std::string_view name) {
   for (const BundleParam &p : bundle.params)
     if (p.name == name)

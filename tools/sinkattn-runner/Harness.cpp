@@ -150,14 +150,10 @@ runner::integerInput(const rt::Bundle &bundle, const std::string &buffer) {
 rt::Expected<rt::SinkAttentionShape>
 runner::sinkFwdShape(const rt::Bundle &bundle) {
   auto integer = [&](const char *key) -> rt::Expected<int64_t> {
-    auto it = bundle.config.find(key);
-    if (it == bundle.config.end())
-      return rt::Status::error(std::string("sink-fwd bundle: config has no '") +
-                               key + "'");
-    if (const int64_t *value = std::get_if<int64_t>(&it->second))
-      return *value;
-    return rt::Status::error(std::string("sink-fwd bundle: config '") + key +
-                             "' is not an integer");
+    rt::Expected<int64_t> value = rt::configInteger(bundle, key);
+    if (!value.ok())
+      return value.status().withContext("sink-fwd bundle: ");
+    return value;
   };
   rt::SinkAttentionShape shape;
   SINKATTN_RT_ASSIGN_OR_RETURN(shape.batch, integer("batch"));
@@ -177,14 +173,10 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
       return rt::Status::error("sink-fwd bundle: config 'scale' is not a number");
   }
   auto text = [&](const char *key) -> rt::Expected<std::string> {
-    auto it = bundle.config.find(key);
-    if (it == bundle.config.end())
-      return rt::Status::error(std::string("sink-fwd bundle: config has no '") +
-                               key + "'");
-    if (const std::string *value = std::get_if<std::string>(&it->second))
-      return *value;
-    return rt::Status::error(std::string("sink-fwd bundle: config '") + key +
-                             "' is not text");
+    rt::Expected<std::string> value = rt::configText(bundle, key);
+    if (!value.ok())
+      return value.status().withContext("sink-fwd bundle: ");
+    return value;
   };
   // Bundles from before layouts were BHSD.
   if (bundle.config.count("layout")) {

@@ -58,32 +58,20 @@ bool matches(const rt::Bundle &bundle, const PresetCell &cell) {
   if (bundle.kernel != cell.kernel)
     return false;
   auto integer = [&](const char *key, int64_t value) {
-    auto it = bundle.config.find(key);
-    return it != bundle.config.end() &&
-           std::holds_alternative<int64_t>(it->second) &&
-           std::get<int64_t>(it->second) == value;
+    rt::Expected<int64_t> got = rt::configInteger(bundle, key);
+    return got.ok() && *got == value;
   };
-  // Bundles from before sinks could be bf16 have f32 sinks.
-  auto sinkDtype = bundle.config.find("sink_dtype");
-  bool f32Sinks =
-      sinkDtype == bundle.config.end() ||
-      (std::holds_alternative<std::string>(sinkDtype->second) &&
-       std::get<std::string>(sinkDtype->second) == "f32");
-  if (!f32Sinks)
-    return false;
-  // The seed table is BHSD (bundles from before layouts are).
-  auto layout = bundle.config.find("layout");
-  if (layout != bundle.config.end() &&
-      !(std::holds_alternative<std::string>(layout->second) &&
-        std::get<std::string>(layout->second) == "bhsd"))
-    return false;
-  auto dtype = bundle.config.find("dtype");
-  return integer("batch", cell.batch) && integer("heads", cell.heads) &&
-         integer("kv_heads", cell.kvHeads) && integer("seq_q", cell.seqQ) &&
-         integer("seq_kv", cell.seqKv) && integer("head_dim", cell.headDim) &&
-         integer("window", cell.window) && dtype != bundle.config.end() &&
-         std::holds_alternative<std::string>(dtype->second) &&
-         std::get<std::string>(dtype->second) == cell.dtype;
+  auto text = [&](const char *key, const char *fallback, const std::string &value) {
+    rt::Expected<std::string> got = rt::configTextOr(bundle, key, fallback);
+    return got.ok() && *got == value;
+  };
+  // Bundles from before sinks could be bf16 have f32 sinks; from before
+  // layouts, BHSD (the seed table's layout). dtype has always been there.
+  return text("sink_dtype", "f32", "f32") && text("layout", "bhsd", "bhsd") &&
+         text("dtype", "", cell.dtype) && integer("batch", cell.batch) &&
+         integer("heads", cell.heads) && integer("kv_heads", cell.kvHeads) &&
+         integer("seq_q", cell.seqQ) && integer("seq_kv", cell.seqKv) &&
+         integer("head_dim", cell.headDim) && integer("window", cell.window);
 }
 
 int fail(const rt::Status &status) {

@@ -88,29 +88,22 @@ std::string runner::tuneKey(const Options &options) {
 }
 
 rt::Expected<std::string> runner::tuneKey(const rt::Bundle &bundle) {
-  auto integer = [&](const char *key) -> rt::Expected<int64_t> {
-    auto it = bundle.config.find(key);
-    if (it == bundle.config.end() || !std::holds_alternative<int64_t>(it->second))
-      return rt::Status::error(std::string("config has no integer '") + key + "'");
-    return std::get<int64_t>(it->second);
-  };
-  auto text = [&](const char *key, const char *fallback) -> std::string {
-    auto it = bundle.config.find(key);
-    if (it == bundle.config.end() || !std::holds_alternative<std::string>(it->second))
-      return fallback;
-    return std::get<std::string>(it->second);
-  };
-  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t batch, integer("batch"));
-  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t heads, integer("heads"));
-  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t kvHeads, integer("kv_heads"));
-  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t seqQ, integer("seq_q"));
-  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t seqKv, integer("seq_kv"));
-  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t headDim, integer("head_dim"));
-  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t window, integer("window"));
-  return makeKey(text("dtype", "bf16"), batch, heads, kvHeads, seqQ, seqKv,
-                 headDim, window, text("sink_dtype", "f32"),
-                 text("layout", "bhsd"), text("seqlens_q", ""),
-                 text("seqlens_kv", ""));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t batch, rt::configInteger(bundle, "batch"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t heads, rt::configInteger(bundle, "heads"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t kvHeads, rt::configInteger(bundle, "kv_heads"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t seqQ, rt::configInteger(bundle, "seq_q"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t seqKv, rt::configInteger(bundle, "seq_kv"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t headDim, rt::configInteger(bundle, "head_dim"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t window, rt::configInteger(bundle, "window"));
+  // Bundles from before these keys existed: bf16, f32 sinks, BHSD.
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::string dtype, rt::configTextOr(bundle, "dtype", "bf16"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::string sinkDtype,
+                               rt::configTextOr(bundle, "sink_dtype", "f32"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::string layout, rt::configTextOr(bundle, "layout", "bhsd"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::string seqlensQ, rt::configTextOr(bundle, "seqlens_q", ""));
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::string seqlensKv, rt::configTextOr(bundle, "seqlens_kv", ""));
+  return makeKey(dtype, batch, heads, kvHeads, seqQ, seqKv, headDim, window,
+                 sinkDtype, layout, seqlensQ, seqlensKv);
 }
 
 rt::Expected<std::optional<TunedChoice>>

@@ -125,6 +125,15 @@ uint64_t bufferBytes(const BundleParam &param);
 /// The param called `name`, or nullptr.
 const BundleParam *findParam(const Bundle &bundle, std::string_view name);
 
+/// The config value `key` as an integer or as text; errors "config has no
+/// 'key'" and "config 'key' is not an integer" / "... is not text".
+Expected<int64_t> configInteger(const Bundle &bundle, const std::string &key);
+Expected<std::string> configText(const Bundle &bundle, const std::string &key);
+/// The text value of `key`, or `fallback` when the config has none (an
+/// error when it is not text).
+Expected<std::string> configTextOr(const Bundle &bundle, const std::string &key,
+                                   const std::string &fallback);
+
 /// Semantic checks shared by reader and writer: format version (1 or 2;
 /// a reference kernel and floating config values need 2), non-empty
 /// kernel/entry, launch shape (validateLaunchConfig), finite config numbers,
