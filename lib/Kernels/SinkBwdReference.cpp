@@ -85,11 +85,16 @@ module attributes {gpu.container_module} {
           scf.yield %mNext : f32
         }
         // L = exp(t - M) + sum_j exp(s_j - M); acc = sum_j exp(s_j - M) v_j.
-        %tm = arith.subf %t, %m : f32
+        // M is -inf only for a row with no key and a -inf sink: then L = 0.
+        %ninf = arith.constant 0xFF800000 : f32
+        %one = arith.constant 1.0 : f32
+        %mIsInf = arith.cmpf oeq, %m, %ninf : f32
+        %mSafe = arith.select %mIsInf, %zero, %m : f32
+        %tm = arith.subf %t, %mSafe : f32
         %l0 = func.call @exp(%tm) : (f32) -> f32
         %l = scf.for %j = %lo to %hi step %c1 iter_args(%lj = %l0) -> (f32) {
           %s = func.call @score(%qRow, %k, %kBase, %kStride, %j) : (!row, !kv, index, index, index) -> f32
-          %sm = arith.subf %s, %m : f32
+          %sm = arith.subf %s, %mSafe : f32
           %e = func.call @exp(%sm) : (f32) -> f32
           %jOffset = arith.muli %j, %kStride : index
           %vRow = arith.addi %kBase, %jOffset : index
@@ -109,9 +114,11 @@ module attributes {gpu.container_module} {
         %log2l = llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%l) : (f32) -> f32
         %lnl = arith.mulf %log2l, %ln2 : f32
         %rowLse = arith.addf %m, %lnl : f32
+        %lIsZero = arith.cmpf oeq, %l, %zero : f32
+        %lSafe = arith.select %lIsZero, %one, %l : f32
         %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
           %a = memref.load %acc[%d] : !row
-          %o = arith.divf %a, %l : f32
+          %o = arith.divf %a, %lSafe : f32
           %g = memref.load %doRow[%d] : !row
           %go = arith.mulf %g, %o : f32
           %next = arith.addf %sum, %go : f32
@@ -145,7 +152,10 @@ module attributes {gpu.container_module} {
         }
         // The row's share of dsink: -exp(t - LSE) delta.
         %tl = arith.subf %t, %rowLse : f32
-        %pSink = func.call @exp(%tl) : (f32) -> f32
+        %pSinkRaw = func.call @exp(%tl) : (f32) -> f32
+        // A -inf sink takes no probability (and exp(-inf - -inf) is NaN).
+        %tIsInf = arith.cmpf oeq, %t, %ninf : f32
+        %pSink = arith.select %tIsInf, %zero, %pSinkRaw : f32
         %share = arith.mulf %pSink, %dot : f32
         %term = arith.negf %share : f32
         memref.store %rowLse, %lse[%row] : !rows

@@ -112,7 +112,11 @@ module attributes {gpu.container_module} {
         }
 
         // Pass 2: L = exp(t - M) + sum_j exp(s_j - M), acc = sum_j exp(s_j - M) v_j.
-        %tm = arith.subf %t, %m : f32
+        // M is -inf only for a row with no key and a -inf sink: then L = 0.
+        %ninf = arith.constant 0xFF800000 : f32
+        %mIsInf = arith.cmpf oeq, %m, %ninf : f32
+        %mSafe = arith.select %mIsInf, %zero, %m : f32
+        %tm = arith.subf %t, %mSafe : f32
         %tm2 = arith.mulf %tm, %log2e : f32
         %l0 = llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%tm2) : (f32) -> f32
         %l = scf.for %j = %lo to %hi step %c1 iter_args(%lj = %l0) -> (f32) {
@@ -128,7 +132,7 @@ module attributes {gpu.container_module} {
             scf.yield %next : f32
           }
           %s = arith.mulf %dot, %scale : f32
-          %sm = arith.subf %s, %m : f32
+          %sm = arith.subf %s, %mSafe : f32
           %sm2 = arith.mulf %sm, %log2e : f32
           %e = llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%sm2) : (f32) -> f32
           scf.for %d = %c0 to %dim step %c1 {
@@ -144,10 +148,14 @@ module attributes {gpu.container_module} {
           scf.yield %lNext : f32
         }
 
-        // O = acc / L (L >= 1: its largest term is exp(0)); LSE = M + ln(L).
+        // O = acc / L (L >= 1: its largest term is exp(0), unless L = 0 and
+        // O = 0); LSE = M + ln(L).
+        %one = arith.constant 1.0 : f32
+        %lIsZero = arith.cmpf oeq, %l, %zero : f32
+        %lSafe = arith.select %lIsZero, %one, %l : f32
         scf.for %d = %c0 to %dim step %c1 {
           %a = memref.load %acc[%d] : !row
-          %out = arith.divf %a, %l : f32
+          %out = arith.divf %a, %lSafe : f32
           %at = arith.addi %qBase, %d : index
           memref.store %out, %o[%at] : !o
         }

@@ -195,6 +195,11 @@ Status validate(const SinkAttentionShape &s) {
                                     s.seqQ, "seq_q"));
     SINKATTN_RT_TRY(validateOffsets("cu_seqlens_kv", s.cuSeqlensKv, s.batch,
                                     s.seqKv, "seq_kv"));
+    // Tensors of no elements have no tensor maps (and nothing to compute).
+    if (s.tokensQ() == 0 || s.tokensKv() == 0)
+      return Status::error(std::string(s.tokensQ() == 0 ? "cu_seqlens_q"
+                                                        : "cu_seqlens_kv") +
+                           ": no tokens at all (every sequence is empty)");
   } else if (!s.cuSeqlensQ.empty() || !s.cuSeqlensKv.empty()) {
     return Status::error(std::string("sequence offsets need the varlen "
                                      "layout, not ") +
@@ -271,6 +276,12 @@ void sinkAttentionRow(const SinkAttentionShape &s, const float *q,
     logits[size_t(j - keys.begin)] = logit;
     m = std::max(m, logit);
   }
+  // A row with neither keys nor a finite sink: O = 0, LSE = t (= -inf).
+  if (keys.size() == 0 && std::isinf(t) && t < 0) {
+    std::fill(o, o + d, 0.0);
+    *lse = t;
+    return;
+  }
   double l = std::exp(t - m);
   std::fill(o, o + d, 0.0);
   for (int64_t j = keys.begin; j < keys.end; ++j) {
@@ -341,11 +352,16 @@ RowForward forwardRow(const SinkAttentionShape &s, const float *q,
     row.logits.push_back(s.scale * dot);
     m = std::max(m, row.logits.back());
   }
+  row.o.assign(size_t(d), 0.0);
+  // A row with neither keys nor a finite sink: O = 0, LSE = t (= -inf).
+  if (row.keys.size() == 0 && std::isinf(t) && t < 0) {
+    row.lse = t;
+    return row;
+  }
   double l = std::exp(t - m);
   for (double logit : row.logits)
     l += std::exp(logit - m);
   row.lse = m + std::log(l);
-  row.o.assign(size_t(d), 0.0);
   for (int64_t j = row.keys.begin; j < row.keys.end; ++j) {
     double p = std::exp(row.logits[size_t(j - row.keys.begin)] - row.lse);
     const float *vj = v + s.kvOffset(b, hk, j);
@@ -399,7 +415,9 @@ Status sinkAttentionBackward(const SinkAttentionShape &s,
     double delta = 0;
     for (int64_t c = 0; c < d; ++c)
       delta += double(dOi[c]) * row.o[size_t(c)];
-    g.dsinks[size_t(h)] -= std::exp(t - row.lse) * delta;
+    // A -inf sink takes no probability (and has no gradient).
+    if (!(std::isinf(t) && t < 0))
+      g.dsinks[size_t(h)] -= std::exp(t - row.lse) * delta;
     for (int64_t j = row.keys.begin; j < row.keys.end; ++j) {
       const int64_t kvAt = s.kvOffset(b, hk, j);
       const float *kj = k.data() + kvAt;

@@ -360,14 +360,21 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       sum += double(length);
     return sum;
   };
-  if (elements(options.batch, options.heads, std::max(options.seqQ, options.seqKV),
-               options.headDim) > double(INT32_MAX) ||
-      elements(1, options.heads,
-               std::max(total(options.seqlensQ), total(options.seqlensKv)),
-               options.headDim) > double(INT32_MAX))
+  // Packed (varlen) tensors hold the sum of the lengths, padded ones batch
+  // x the longest.
+  double tokens = options.seqlensQ.empty()
+                      ? double(options.batch) *
+                            double(std::max(options.seqQ, options.seqKV))
+                      : std::max(total(options.seqlensQ), total(options.seqlensKv));
+  if (elements(1, options.heads, 1, options.headDim) * tokens > double(INT32_MAX))
     return rt::Status::error(
-        "the attention tensors have more than 2^31-1 elements (batch x heads "
-        "x length x head-dim); 32-bit indices cannot address them");
+        "the attention tensors have more than 2^31-1 elements (heads x tokens "
+        "x head-dim); 32-bit indices cannot address them");
+  if (!options.seqlensQ.empty() &&
+      (total(options.seqlensQ) == 0 || total(options.seqlensKv) == 0))
+    return rt::Status::error(
+        std::string(total(options.seqlensQ) == 0 ? "--seqlens-q" : "--seqlens-kv") +
+        " has no tokens at all (every sequence is empty)");
 
   if (options.command == "compile") {
     if (options.kernel.empty())

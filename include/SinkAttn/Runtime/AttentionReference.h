@@ -12,15 +12,17 @@
 // [B, SKV, HK, D]), both with LSE [B, H, SQ]; and varlen, B sequences of
 // their own lengths packed along the token axis (Q and O [TQ, H, D], K and
 // V [TKV, HK, D], LSE [H, TQ]; sequence b owns query tokens
-// [cu_seqlens_q[b], cu_seqlens_q[b+1]) and key tokens likewise). Sinks are
-// [H] (f32). In sequence b with lengths SQ_b and SKV_b, query row i sits at
-// position p = i + (SKV_b - SQ_b) (right-aligned causal); key j is attended
-// iff 0 <= j <= p and (W == 0 or j > p - W). Head h reads kv head
+// [cu_seqlens_q[b], cu_seqlens_q[b+1]) and key tokens likewise; neither
+// side may be empty as a whole). Sinks are [H] (f32 or bf16 in memory).
+// In sequence b with lengths SQ_b and SKV_b, query row i sits at position
+// p = i + (SKV_b - SQ_b) (right-aligned causal); key j is attended iff
+// 0 <= j <= p and (W == 0 or j > p - W). Head h reads kv head
 // h / (H / HK). With s_j = scale * dot(q_i, k_j) and the sink logit
 // t = sinks[h]:
 //   M = max(t, max_j s_j),  L = exp(t - M) + sum_j exp(s_j - M),
 //   O_i = sum_j exp(s_j - M) v_j / L,  LSE_i = M + ln(L).
-// A row that attends no key has O = 0 and LSE = t.
+// A row that attends no key has O = 0 and LSE = t (also for t = -inf; a
+// -inf sink has dsink = 0).
 //
 //===----------------------------------------------------------------------===//
 

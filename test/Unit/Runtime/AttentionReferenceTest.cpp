@@ -447,6 +447,38 @@ TEST(AttentionReferenceBackward, MatchesFiniteDifferences) {
   expectGradientsMatchFiniteDifferences(varlen, 4);
 }
 
+TEST(AttentionReferenceBackward, InfiniteSinkOnRowsWithoutKeys) {
+  // Three queries, one key: rows 0 and 1 sit before the key. With a -inf
+  // sink they see nothing: O = 0, LSE = -inf, and no NaN anywhere.
+  SinkAttentionShape s = shapeOf(1, 1, 3, 1, 1, 0, 1.0);
+  Result r = run(s, {1, 2, 3}, {0.5f}, {4}, {-INFINITY});
+  EXPECT_EQ(r.o[0], 0.0);
+  EXPECT_EQ(r.lse[0], -INFINITY);
+  EXPECT_EQ(r.o[2], 4.0); // the last row: its one key takes everything
+  SinkAttentionGradients g;
+  ASSERT_TRUE(sinkAttentionBackward(s, {1, 2, 3}, {0.5f}, {4}, {-INFINITY},
+                                    {1, 1, 1}, g).ok());
+  EXPECT_EQ(g.dsinks[0], 0.0);
+  for (const std::vector<double> *x : {&g.dq, &g.dk, &g.dv})
+    for (double value : *x)
+      EXPECT_TRUE(std::isfinite(value));
+  EXPECT_EQ(g.dv[0], 1.0); // row 2's P = 1 times its dO
+}
+
+TEST(AttentionReference, VarlenNeedsTokens) {
+  SinkAttentionShape s = shapeOf(1, 1, 4, 4, 8);
+  s.batch = 2;
+  s.layout = AttentionLayout::Varlen;
+  s.cuSeqlensQ = {0, 0, 0};
+  s.cuSeqlensKv = {0, 4, 8};
+  EXPECT_EQ(validate(s).message(),
+            "cu_seqlens_q: no tokens at all (every sequence is empty)");
+  s.cuSeqlensQ = {0, 3, 7};
+  s.cuSeqlensKv = {0, 0, 0};
+  EXPECT_EQ(validate(s).message(),
+            "cu_seqlens_kv: no tokens at all (every sequence is empty)");
+}
+
 TEST(AttentionReferenceBackward, SinkGradientByHand) {
   // One row, one key with value v, score 0, sink t: P = e^0/(e^t + 1),
   // P_sink = e^t/(e^t + 1), O = P v, D = dO O, dsink = -P_sink D.

@@ -251,3 +251,68 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A gemm inside a region between an async reader and its wait may or may
+// not issue: the wait's `pending 1` cannot be counted on to complete it.
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it; directly or through a subview)}}
+    gpu.func @gemm_in_region(%A: memref<1024x64xbf16>, %n: index, %flag: i1, %out: memref<64x64xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %t = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %acc0 = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %acc0) -> (!tile.fragment<64x64xf32>) {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc {transpose_b, async} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        %e = scf.if %flag -> (!tile.fragment<64x64xf32>) {
+          %g = tile.gemm %t, %t, %acc0 {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %g : !tile.fragment<64x64xf32>
+        } else {
+          scf.yield %acc0 : !tile.fragment<64x64xf32>
+        }
+        %w = tile.gemm_wait %d pending 1 : !tile.fragment<64x64xf32>
+        scf.yield %w : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      tile.store %r, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A synchronous gemm between an async one and its `pending 1` wait: the
+// analysis counts only async gemms as issued after it, so it does not rely
+// on the synchronous gemm's own wait and declines (conservatively).
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it; directly or through a subview)}}
+    gpu.func @sync_between(%A: memref<1024x64xbf16>, %n: index, %out: memref<64x64xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %t = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %acc0 = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %acc0) -> (!tile.fragment<64x64xf32>) {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc {transpose_b, async} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        %g = tile.gemm %t, %t, %acc0 {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        %w = tile.gemm_wait %d pending 1 : !tile.fragment<64x64xf32>
+        %sum = tile.map (%w, %g) : (!tile.fragment<64x64xf32>, !tile.fragment<64x64xf32>) -> !tile.fragment<64x64xf32> {
+        ^bb0(%ii: index, %jj: index, %x: f32, %y: f32):
+          %z = arith.addf %x, %y : f32
+          tile.yield %z : f32
+        }
+        scf.yield %sum : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      tile.store %r, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}

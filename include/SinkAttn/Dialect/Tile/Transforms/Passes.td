@@ -34,7 +34,9 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       honour `setmaxnreg`.
     * **Producer** (threads 0–127): repeats the pure
       index computations the copies and the loop bounds need (nothing else
-      of the kernel), issues the pre-loop loads with their own barriers, and
+      of the kernel; `memref.load`s of kernel arguments the kernel only
+      loads from count as pure, such as varlen sequence offsets, which
+      assumes the host does not pass one buffer as two arguments), issues the pre-loop loads with their own barriers, and
       per iteration and group waits `empty` with parity `((it/S) % 2) ^ 1`
       (a fresh barrier passes phase 1, so the first S waits are free), issues
       `tile.tma_copy` into the stage, and one thread arrives on `full`.
@@ -99,8 +101,8 @@ def TileSoftwarePipeline : Pass<"tile-software-pipeline"> {
     For a kernel that `tile-warp-specialize` left alone whose pipelined loop
     (`tile.num_stages = S`) has the shape that pass accepts (top-level
     global → shared `tile.copy`s filling whole allocations that only
-    `tile.gemm` reads, indices from pure computations of the induction
-    variable; the loop at the kernel's top level or in `scf.for` loops
+    `tile.gemm` reads, indices from pure computations (and loads of
+    read-only kernel arguments) of the induction variable; the loop at the kernel's top level or in `scf.for` loops
     that are): every thread keeps computing. TMA copies (S ≥ 2):
 
     * the buffers get a leading dimension S; one barrier per version (one
