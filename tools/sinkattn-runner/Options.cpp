@@ -369,7 +369,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
   if (elements(1, options.heads, 1, options.headDim) * tokens > double(INT32_MAX))
     return rt::Status::error(
         "the attention tensors have more than 2^31-1 elements (heads x tokens "
-        "x head-dim); 32-bit indices cannot address them");
+        "x head-dim, tokens = batch x length or the varlen total); 32-bit "
+        "indices cannot address them");
   if (!options.seqlensQ.empty() &&
       (total(options.seqlensQ) == 0 || total(options.seqlensKv) == 0))
     return rt::Status::error(
