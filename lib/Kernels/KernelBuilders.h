@@ -45,6 +45,14 @@ rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
 /// %cuQ/%cuK of type !offsets.
 std::string referenceRowText(const rt::SinkAttentionShape &shape);
 
+/// Varlen reference kernels: from %token, a token of the side whose
+/// offsets are `scanOffsets` (%cuQ or %cuK), the sequence %b that owns it
+/// (the number of offsets [1..B] at or below it), %bNext, that sequence's
+/// first tokens %qStart/%kStart, ends %qEnd/%kEnd and lengths %seqQ/%skv.
+/// Needs %c0, %c1, %cuQ and %cuK of type !offsets.
+std::string referenceSequenceText(const std::string &scanOffsets,
+                                  int64_t batch);
+
 /// The fp32 SIMT reference of the attention-sink backward (three kernels,
 /// ABI and launches in SinkAttn/Runtime/AttentionReference.h).
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>

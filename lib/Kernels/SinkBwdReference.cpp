@@ -385,28 +385,9 @@ std::string keyRowText(const rt::SinkAttentionShape &s) {
   // cu_seqlens_kv[1..B] at or below t.
   return R"mlir(
         %tokens = arith.constant )mlir" + str(s.tokensKv()) + R"mlir( : index
-        %sequences = arith.constant )mlir" + str(s.batch + 1) + R"mlir( : index
         %token = arith.remui %keyRow, %tokens : index
-        %hk = arith.divui %keyRow, %tokens : index
-        %b = scf.for %n = %c1 to %sequences step %c1 iter_args(%count = %c0) -> (index) {
-          %end32 = memref.load %cuK[%n] : !offsets
-          %end = arith.index_castui %end32 : i32 to index
-          %before = arith.cmpi ule, %end, %token : index
-          %more = arith.addi %count, %c1 : index
-          %next = arith.select %before, %more, %count : index
-          scf.yield %next : index
-        }
-        %bNext = arith.addi %b, %c1 : index
-        %qStart32 = memref.load %cuQ[%b] : !offsets
-        %qEnd32 = memref.load %cuQ[%bNext] : !offsets
-        %kStart32 = memref.load %cuK[%b] : !offsets
-        %kEnd32 = memref.load %cuK[%bNext] : !offsets
-        %qStart = arith.index_castui %qStart32 : i32 to index
-        %qEnd = arith.index_castui %qEnd32 : i32 to index
-        %kStart = arith.index_castui %kStart32 : i32 to index
-        %kEnd = arith.index_castui %kEnd32 : i32 to index
-        %seqQ = arith.subi %qEnd, %qStart : index
-        %skv = arith.subi %kEnd, %kStart : index
+        %hk = arith.divui %keyRow, %tokens : index)mlir" +
+         kernels::referenceSequenceText("%cuK", s.batch) + R"mlir(
         %j = arith.subi %token, %kStart : index
         %cD = arith.constant )mlir" + str(d) + R"mlir( : index
         %kvPos = arith.constant )mlir" + str(s.kvHeads * d) + R"mlir( : index

@@ -179,6 +179,31 @@ std::string f32Literal(double value) {
 
 } // namespace
 
+std::string kernels::referenceSequenceText(const std::string &scanOffsets,
+                                           int64_t batch) {
+  return R"mlir(
+        %sequences = arith.constant )mlir" + std::to_string(batch + 1) + R"mlir( : index
+        %b = scf.for %n = %c1 to %sequences step %c1 iter_args(%count = %c0) -> (index) {
+          %end32 = memref.load )mlir" + scanOffsets + R"mlir([%n] : !offsets
+          %end = arith.index_castui %end32 : i32 to index
+          %before = arith.cmpi ule, %end, %token : index
+          %more = arith.addi %count, %c1 : index
+          %next = arith.select %before, %more, %count : index
+          scf.yield %next : index
+        }
+        %bNext = arith.addi %b, %c1 : index
+        %qStart32 = memref.load %cuQ[%b] : !offsets
+        %qEnd32 = memref.load %cuQ[%bNext] : !offsets
+        %kStart32 = memref.load %cuK[%b] : !offsets
+        %kEnd32 = memref.load %cuK[%bNext] : !offsets
+        %qStart = arith.index_castui %qStart32 : i32 to index
+        %qEnd = arith.index_castui %qEnd32 : i32 to index
+        %kStart = arith.index_castui %kStart32 : i32 to index
+        %kEnd = arith.index_castui %kEnd32 : i32 to index
+        %seqQ = arith.subi %qEnd, %qStart : index
+        %skv = arith.subi %kEnd, %kStart : index)mlir";
+}
+
 std::string kernels::referenceRowText(const rt::SinkAttentionShape &s) {
   auto str = [](int64_t v) { return std::to_string(v); };
   const int64_t d = s.headDim;
@@ -217,29 +242,10 @@ std::string kernels::referenceRowText(const rt::SinkAttentionShape &s) {
   // offsets cu_seqlens_q[1..B] at or below t.
   return R"mlir(
         %tokens = arith.constant )mlir" + str(s.tokensQ()) + R"mlir( : index
-        %sequences = arith.constant )mlir" + str(s.batch + 1) + R"mlir( : index
         %token = arith.remui %row, %tokens : index
         %h = arith.divui %row, %tokens : index
-        %hk = arith.divui %h, %group : index
-        %b = scf.for %n = %c1 to %sequences step %c1 iter_args(%count = %c0) -> (index) {
-          %end32 = memref.load %cuQ[%n] : !offsets
-          %end = arith.index_castui %end32 : i32 to index
-          %before = arith.cmpi ule, %end, %token : index
-          %more = arith.addi %count, %c1 : index
-          %next = arith.select %before, %more, %count : index
-          scf.yield %next : index
-        }
-        %bNext = arith.addi %b, %c1 : index
-        %qStart32 = memref.load %cuQ[%b] : !offsets
-        %qEnd32 = memref.load %cuQ[%bNext] : !offsets
-        %kStart32 = memref.load %cuK[%b] : !offsets
-        %kEnd32 = memref.load %cuK[%bNext] : !offsets
-        %qStart = arith.index_castui %qStart32 : i32 to index
-        %qEnd = arith.index_castui %qEnd32 : i32 to index
-        %kStart = arith.index_castui %kStart32 : i32 to index
-        %kEnd = arith.index_castui %kEnd32 : i32 to index
-        %seqQ = arith.subi %qEnd, %qStart : index
-        %skv = arith.subi %kEnd, %kStart : index
+        %hk = arith.divui %h, %group : index)mlir" +
+         referenceSequenceText("%cuQ", s.batch) + R"mlir(
         %i = arith.subi %token, %qStart : index
         %cD = arith.constant )mlir" + str(d) + R"mlir( : index
         %qPos = arith.constant )mlir" + str(s.heads * d) + R"mlir( : index
