@@ -45,11 +45,16 @@ rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
 /// %cuQ/%cuK of type !offsets.
 std::string referenceRowText(const rt::SinkAttentionShape &shape);
 
+/// Varlen: from the sequence index %b, %bNext and the sequence's first
+/// tokens %qStart/%kStart, ends %qEnd/%kEnd and lengths %seqQ/%skv, loaded
+/// from %cuQ and %cuK (of type `offsetsType`). Needs %c1.
+std::string sequenceBoundsText(const std::string &offsetsType);
+
 /// Varlen reference kernels: from %token, a token of the side whose
 /// offsets are `scanOffsets` (%cuQ or %cuK), the sequence %b that owns it
 /// (the number of offsets [1..B] at or below it), %bNext, that sequence's
-/// first tokens %qStart/%kStart, ends %qEnd/%kEnd and lengths %seqQ/%skv.
-/// Needs %c0, %c1, %cuQ and %cuK of type !offsets.
+/// first tokens %qStart/%kStart, ends %qEnd/%kEnd and lengths %seqQ/%skv
+/// (sequenceBoundsText). Needs %c0, %c1, %cuQ and %cuK of type !offsets.
 std::string referenceSequenceText(const std::string &scanOffsets,
                                   int64_t batch);
 

@@ -47,9 +47,7 @@ constexpr llvm::StringLiteral kSinkBwdReferenceTemplate = R"mlir(
 !offsets = memref<@SEQUENCES@xi32>
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd_reference {
-    gpu.func @sink_bwd_reference_rows(%q: !q, %k: !kv, %v: !kv, %sinks: !sinks, %do: !q,
-        %dq: !dq, %dk: !dkv, %dv: !dkv, %dsinks: !dsinks,
-        %lse: !rows, %delta: !rows, %terms: !rows@SEQUENCE_ARGS@) kernel {
+    gpu.func @sink_bwd_reference_rows@KERNEL_ARGS@ kernel {
 @CONSTANTS@
       %row = arith.addi %first, %tid : index
       %inside = arith.cmpi ult, %row, %rows : index
@@ -165,9 +163,7 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
-    gpu.func @sink_bwd_reference_keys(%q: !q, %k: !kv, %v: !kv, %sinks: !sinks, %do: !q,
-        %dq: !dq, %dk: !dkv, %dv: !dkv, %dsinks: !dsinks,
-        %lse: !rows, %delta: !rows, %terms: !rows@SEQUENCE_ARGS@) kernel {
+    gpu.func @sink_bwd_reference_keys@KERNEL_ARGS@ kernel {
 @CONSTANTS@
       %keyRows = arith.constant @KEY_ROWS@ : index
       %keyRow = arith.addi %first, %tid : index
@@ -245,9 +241,7 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
-    gpu.func @sink_bwd_reference_sinks(%q: !q, %k: !kv, %v: !kv, %sinks: !sinks, %do: !q,
-        %dq: !dq, %dk: !dkv, %dv: !dkv, %dsinks: !dsinks,
-        %lse: !rows, %delta: !rows, %terms: !rows@SEQUENCE_ARGS@) kernel {
+    gpu.func @sink_bwd_reference_sinks@KERNEL_ARGS@ kernel {
 @CONSTANTS@
       %h = arith.addi %first, %tid : index
       %inside = arith.cmpi ult, %h, %heads : index
@@ -327,6 +321,12 @@ module attributes {gpu.container_module} {
   }
 }
 )mlir";
+
+// The arguments every kernel of the module takes (one ABI, launched in
+// order with the same values).
+constexpr llvm::StringLiteral kKernelArgs = R"mlir((%q: !q, %k: !kv, %v: !kv, %sinks: !sinks, %do: !q,
+        %dq: !dq, %dk: !dkv, %dv: !dkv, %dsinks: !dsinks,
+        %lse: !rows, %delta: !rows, %terms: !rows@SEQUENCE_ARGS@))mlir";
 
 constexpr llvm::StringLiteral kConstants = R"mlir(
       %c0 = arith.constant 0 : index
@@ -434,6 +434,7 @@ kernels::buildSinkBwdReference(MLIRContext &context,
   std::string text = kSinkBwdReferenceTemplate.str();
   for (auto [key, value] :
        {std::pair<std::string, std::string>{"@CONSTANTS@", kConstants.str()},
+        {"@KERNEL_ARGS@", kKernelArgs.str()},
         {"@ROW@", referenceRowText(shape)},
         {"@KEY_ROW@", keyRowText(shape)}})
     for (size_t at = text.find(key); at != std::string::npos;

@@ -307,18 +307,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.qType = "memref<" + tq + "x" + hd + "x" + type + ">";
     text.kvType = "memref<" + str(shape.tokensKv()) + "x" + hkd + "x" + type + ">";
     text.sequenceArgs = ", %cuQ: " + offsets + ", %cuK: " + offsets;
-    text.sequence = R"mlir(
-      %bNext = arith.addi %b, %c1 : index
-      %qStart32 = memref.load %cuQ[%b] : )mlir" + offsets + R"mlir(
-      %qEnd32 = memref.load %cuQ[%bNext] : )mlir" + offsets + R"mlir(
-      %kStart32 = memref.load %cuK[%b] : )mlir" + offsets + R"mlir(
-      %kEnd32 = memref.load %cuK[%bNext] : )mlir" + offsets + R"mlir(
-      %qStart = arith.index_castui %qStart32 : i32 to index
-      %qEnd = arith.index_castui %qEnd32 : i32 to index
-      %kStart = arith.index_castui %kStart32 : i32 to index
-      %kEnd = arith.index_castui %kEnd32 : i32 to index
-      %seqQ = arith.subi %qEnd, %qStart : index
-      %skv = arith.subi %kEnd, %kStart : index)mlir" + headColumns;
+    text.sequence = kernels::sequenceBoundsText(offsets) + headColumns;
     text.loadQ = "      %qRow = arith.addi %qStart, %mBlock : index\n"
                  "      tile.copy %Q[%qRow, %hD], %sQ : !q, !sQ";
     text.loadKV = "        %kRow = arith.addi %kStart, %n0 : index\n"

@@ -179,6 +179,22 @@ std::string f32Literal(double value) {
 
 } // namespace
 
+std::string kernels::sequenceBoundsText(const std::string &offsetsType) {
+  const std::string &t = offsetsType;
+  return R"mlir(
+      %bNext = arith.addi %b, %c1 : index
+      %qStart32 = memref.load %cuQ[%b] : )mlir" + t + R"mlir(
+      %qEnd32 = memref.load %cuQ[%bNext] : )mlir" + t + R"mlir(
+      %kStart32 = memref.load %cuK[%b] : )mlir" + t + R"mlir(
+      %kEnd32 = memref.load %cuK[%bNext] : )mlir" + t + R"mlir(
+      %qStart = arith.index_castui %qStart32 : i32 to index
+      %qEnd = arith.index_castui %qEnd32 : i32 to index
+      %kStart = arith.index_castui %kStart32 : i32 to index
+      %kEnd = arith.index_castui %kEnd32 : i32 to index
+      %seqQ = arith.subi %qEnd, %qStart : index
+      %skv = arith.subi %kEnd, %kStart : index)mlir";
+}
+
 std::string kernels::referenceSequenceText(const std::string &scanOffsets,
                                            int64_t batch) {
   return R"mlir(
@@ -190,18 +206,7 @@ std::string kernels::referenceSequenceText(const std::string &scanOffsets,
           %more = arith.addi %count, %c1 : index
           %next = arith.select %before, %more, %count : index
           scf.yield %next : index
-        }
-        %bNext = arith.addi %b, %c1 : index
-        %qStart32 = memref.load %cuQ[%b] : !offsets
-        %qEnd32 = memref.load %cuQ[%bNext] : !offsets
-        %kStart32 = memref.load %cuK[%b] : !offsets
-        %kEnd32 = memref.load %cuK[%bNext] : !offsets
-        %qStart = arith.index_castui %qStart32 : i32 to index
-        %qEnd = arith.index_castui %qEnd32 : i32 to index
-        %kStart = arith.index_castui %kStart32 : i32 to index
-        %kEnd = arith.index_castui %kEnd32 : i32 to index
-        %seqQ = arith.subi %qEnd, %qStart : index
-        %skv = arith.subi %kEnd, %kStart : index)mlir";
+        })mlir" + sequenceBoundsText("!offsets");
 }
 
 std::string kernels::referenceRowText(const rt::SinkAttentionShape &s) {

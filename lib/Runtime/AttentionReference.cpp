@@ -62,30 +62,28 @@ int64_t SinkAttentionShape::kvOffset(int64_t b, int64_t hk, int64_t j) const {
   return 0;
 }
 
-std::vector<uint64_t> SinkAttentionShape::qDims() const {
+/// [B, heads, seq, D], [B, seq, heads, D] or [tokens, heads, D].
+static std::vector<uint64_t> tensorDims(AttentionLayout layout, int64_t batch,
+                                        int64_t heads, int64_t seq,
+                                        int64_t tokens, int64_t headDim) {
   auto u = [](int64_t v) { return uint64_t(v); };
   switch (layout) {
   case AttentionLayout::BHSD:
-    return {u(batch), u(heads), u(seqQ), u(headDim)};
+    return {u(batch), u(heads), u(seq), u(headDim)};
   case AttentionLayout::BSHD:
-    return {u(batch), u(seqQ), u(heads), u(headDim)};
+    return {u(batch), u(seq), u(heads), u(headDim)};
   case AttentionLayout::Varlen:
-    return {u(tokensQ()), u(heads), u(headDim)};
+    return {u(tokens), u(heads), u(headDim)};
   }
   return {};
 }
 
+std::vector<uint64_t> SinkAttentionShape::qDims() const {
+  return tensorDims(layout, batch, heads, seqQ, tokensQ(), headDim);
+}
+
 std::vector<uint64_t> SinkAttentionShape::kvDims() const {
-  auto u = [](int64_t v) { return uint64_t(v); };
-  switch (layout) {
-  case AttentionLayout::BHSD:
-    return {u(batch), u(kvHeads), u(seqKv), u(headDim)};
-  case AttentionLayout::BSHD:
-    return {u(batch), u(seqKv), u(kvHeads), u(headDim)};
-  case AttentionLayout::Varlen:
-    return {u(tokensKv()), u(kvHeads), u(headDim)};
-  }
-  return {};
+  return tensorDims(layout, batch, kvHeads, seqKv, tokensKv(), headDim);
 }
 
 std::vector<uint64_t> SinkAttentionShape::lseDims() const {
