@@ -12,6 +12,7 @@
 
 #include "../../../lib/Kernels/KernelBuilders.h"
 #include "HostEmulation.h"
+#include "ReferenceTestSupport.h"
 
 #include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/Float16.h"
@@ -31,57 +32,13 @@
 
 using namespace mlir;
 using namespace sinkattn;
+using sinkattn::test::configOf;
+using sinkattn::test::count;
+using sinkattn::test::varlenConfigOf;
 
 namespace {
 
-class SinkBwdReferenceTest : public ::testing::Test {
-protected:
-  SinkBwdReferenceTest() {
-    DialectRegistry registry;
-    registerKernelDialects(registry);
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
-  }
-  MLIRContext context;
-};
-
-KernelConfig configOf(int64_t batch, int64_t heads, int64_t kvHeads,
-                      int64_t seqQ, int64_t seqKv, int64_t headDim,
-                      int64_t window, rt::DType dtype = rt::DType::BF16) {
-  KernelConfig config;
-  config.kernel = "sink-bwd";
-  config.batch = batch;
-  config.heads = heads;
-  config.kvHeads = kvHeads;
-  config.seqQ = seqQ;
-  config.seqKv = seqKv;
-  config.headDim = headDim;
-  config.window = window;
-  config.dtype = dtype;
-  return config;
-}
-
-KernelConfig varlenConfigOf(int64_t heads, int64_t kvHeads,
-                            std::vector<int64_t> seqlensQ,
-                            std::vector<int64_t> seqlensKv, int64_t headDim,
-                            int64_t window) {
-  KernelConfig config = configOf(
-      int64_t(seqlensQ.size()), heads, kvHeads,
-      *std::max_element(seqlensQ.begin(), seqlensQ.end()),
-      *std::max_element(seqlensKv.begin(), seqlensKv.end()), headDim, window);
-  config.layout = rt::AttentionLayout::Varlen;
-  config.seqlensQ = std::move(seqlensQ);
-  config.seqlensKv = std::move(seqlensKv);
-  return config;
-}
-
-size_t count(const std::string &text, const std::string &needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos;
-       at = text.find(needle, at + 1))
-    ++n;
-  return n;
-}
+class SinkBwdReferenceTest : public test::KernelContextTest {};
 
 TEST_F(SinkBwdReferenceTest, ThreeKernelsInOnePtxModule) {
   for (const KernelConfig &config :

@@ -15,6 +15,7 @@
 
 #include "../../../lib/Kernels/KernelBuilders.h"
 #include "HostEmulation.h"
+#include "ReferenceTestSupport.h"
 
 #include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/Float16.h"
@@ -46,18 +47,14 @@
 
 using namespace mlir;
 using namespace sinkattn;
+using sinkattn::test::configOf;
+using sinkattn::test::count;
+using sinkattn::test::varlenConfigOf;
 
 namespace {
 
-class SinkFwdReferenceTest : public ::testing::Test {
+class SinkFwdReferenceTest : public test::KernelContextTest {
 protected:
-  SinkFwdReferenceTest() {
-    DialectRegistry registry;
-    registerKernelDialects(registry);
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
-  }
-
   /// Runs `body`, returning the diagnostics it emitted.
   template <typename Fn> std::string diagnosticsOf(Fn body) {
     std::string text;
@@ -68,40 +65,7 @@ protected:
     body();
     return text;
   }
-
-  MLIRContext context;
 };
-
-KernelConfig configOf(int64_t batch, int64_t heads, int64_t kvHeads,
-                      int64_t seqQ, int64_t seqKv, int64_t headDim,
-                      int64_t window, rt::DType dtype = rt::DType::BF16) {
-  KernelConfig config;
-  config.kernel = "sink-fwd";
-  config.batch = batch;
-  config.heads = heads;
-  config.kvHeads = kvHeads;
-  config.seqQ = seqQ;
-  config.seqKv = seqKv;
-  config.headDim = headDim;
-  config.window = window;
-  config.dtype = dtype;
-  return config;
-}
-
-/// A varlen config of sequences with these lengths.
-KernelConfig varlenConfigOf(int64_t heads, int64_t kvHeads,
-                            std::vector<int64_t> seqlensQ,
-                            std::vector<int64_t> seqlensKv, int64_t headDim,
-                            int64_t window) {
-  KernelConfig config = configOf(
-      int64_t(seqlensQ.size()), heads, kvHeads,
-      *std::max_element(seqlensQ.begin(), seqlensQ.end()),
-      *std::max_element(seqlensKv.begin(), seqlensKv.end()), headDim, window);
-  config.layout = rt::AttentionLayout::Varlen;
-  config.seqlensQ = std::move(seqlensQ);
-  config.seqlensKv = std::move(seqlensKv);
-  return config;
-}
 
 KernelConfig bshdConfigOf(KernelConfig config) {
   config.layout = rt::AttentionLayout::BSHD;
@@ -110,14 +74,6 @@ KernelConfig bshdConfigOf(KernelConfig config) {
 
 rt::SinkAttentionShape shapeOf(const KernelConfig &c) {
   return kernels::sinkAttentionShape(c);
-}
-
-size_t count(const std::string &text, const std::string &needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos;
-       at = text.find(needle, at + 1))
-    ++n;
-  return n;
 }
 
 TEST_F(SinkFwdReferenceTest, PlainSimtModule) {
