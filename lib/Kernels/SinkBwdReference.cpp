@@ -353,10 +353,11 @@ std::string keyRowText(const rt::SinkAttentionShape &s) {
   auto str = [](int64_t v) { return std::to_string(v); };
   const int64_t d = s.headDim;
   if (!s.varlen()) {
-    bool bhsd = s.layout == rt::AttentionLayout::BHSD;
-    int64_t qBatch = s.heads * s.seqQ * d, kvBatch = s.kvHeads * s.seqKv * d;
-    int64_t qHead = bhsd ? s.seqQ * d : d, kvHead = bhsd ? s.seqKv * d : d;
-    int64_t qPos = bhsd ? d : s.heads * d, kvPos = bhsd ? d : s.kvHeads * d;
+    // Element strides of (batch, head, position) in q and in k/v.
+    int64_t qBatch = s.qOffset(1, 0, 0), qHead = s.qOffset(0, 1, 0),
+            qPos = s.qOffset(0, 0, 1);
+    int64_t kvBatch = s.kvOffset(1, 0, 0), kvHead = s.kvOffset(0, 1, 0),
+            kvPos = s.kvOffset(0, 0, 1);
     return R"mlir(
         %seqQ = arith.constant )mlir" + str(s.seqQ) + R"mlir( : index
         %skv = arith.constant )mlir" + str(s.seqKv) + R"mlir( : index

@@ -215,10 +215,10 @@ std::string kernels::referenceRowText(const rt::SinkAttentionShape &s) {
   std::string text;
   if (!s.varlen()) {
     // Element strides of (batch, head, position) in q and in k/v.
-    bool bhsd = s.layout == rt::AttentionLayout::BHSD;
-    int64_t qBatch = s.heads * s.seqQ * d, kvBatch = s.kvHeads * s.seqKv * d;
-    int64_t qHead = bhsd ? s.seqQ * d : d, kvHead = bhsd ? s.seqKv * d : d;
-    int64_t qPos = bhsd ? d : s.heads * d, kvPos = bhsd ? d : s.kvHeads * d;
+    int64_t qBatch = s.qOffset(1, 0, 0), qHead = s.qOffset(0, 1, 0),
+            qPos = s.qOffset(0, 0, 1);
+    int64_t kvBatch = s.kvOffset(1, 0, 0), kvHead = s.kvOffset(0, 1, 0),
+            kvPos = s.kvOffset(0, 0, 1);
     text = R"mlir(
         %seqQ = arith.constant )mlir" + str(s.seqQ) + R"mlir( : index
         %skv = arith.constant )mlir" + str(s.seqKv) + R"mlir( : index

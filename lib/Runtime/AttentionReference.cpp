@@ -38,28 +38,31 @@ SinkAttentionShape::Row SinkAttentionShape::rowAt(int64_t row) const {
   return {b, row / tokensQ(), token - cuSeqlensQ[size_t(b)]};
 }
 
-int64_t SinkAttentionShape::qOffset(int64_t b, int64_t h, int64_t i) const {
+/// Offset of row `pos` of head `head` in sequence b of a q- or k-like
+/// tensor with `heads` heads and padded length `seq`; varlen sequences
+/// start at token `start`.
+static int64_t rowOffset(AttentionLayout layout, int64_t b, int64_t head,
+                         int64_t pos, int64_t heads, int64_t seq,
+                         int64_t start, int64_t headDim) {
   switch (layout) {
   case AttentionLayout::BHSD:
-    return ((b * heads + h) * seqQ + i) * headDim;
+    return ((b * heads + head) * seq + pos) * headDim;
   case AttentionLayout::BSHD:
-    return ((b * seqQ + i) * heads + h) * headDim;
+    return ((b * seq + pos) * heads + head) * headDim;
   case AttentionLayout::Varlen:
-    return ((cuSeqlensQ[size_t(b)] + i) * heads + h) * headDim;
+    return ((start + pos) * heads + head) * headDim;
   }
   return 0;
 }
 
+int64_t SinkAttentionShape::qOffset(int64_t b, int64_t h, int64_t i) const {
+  return rowOffset(layout, b, h, i, heads, seqQ,
+                   varlen() ? cuSeqlensQ[size_t(b)] : 0, headDim);
+}
+
 int64_t SinkAttentionShape::kvOffset(int64_t b, int64_t hk, int64_t j) const {
-  switch (layout) {
-  case AttentionLayout::BHSD:
-    return ((b * kvHeads + hk) * seqKv + j) * headDim;
-  case AttentionLayout::BSHD:
-    return ((b * seqKv + j) * kvHeads + hk) * headDim;
-  case AttentionLayout::Varlen:
-    return ((cuSeqlensKv[size_t(b)] + j) * kvHeads + hk) * headDim;
-  }
-  return 0;
+  return rowOffset(layout, b, hk, j, kvHeads, seqKv,
+                   varlen() ? cuSeqlensKv[size_t(b)] : 0, headDim);
 }
 
 /// [B, heads, seq, D], [B, seq, heads, D] or [tokens, heads, D].
