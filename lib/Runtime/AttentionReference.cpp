@@ -104,12 +104,14 @@ Expected<std::vector<int64_t>> parseLengths(std::string_view text,
     std::string_view item = text.substr(
         start, comma == std::string_view::npos ? std::string_view::npos
                                                : comma - start);
+    // At most 12 digits, so the value cannot overflow; anything else is
+    // rejected before it is accumulated.
+    bool digits = !item.empty() && item.size() <= 12 &&
+                  std::all_of(item.begin(), item.end(),
+                              [](char c) { return c >= '0' && c <= '9'; });
     int64_t value = 0;
-    bool digits = !item.empty() && item.size() <= 12;
-    for (char c : item) {
-      digits = digits && c >= '0' && c <= '9';
+    for (char c : digits ? item : std::string_view())
       value = value * 10 + (c - '0');
-    }
     if (!digits)
       return Status::error(what + ": '" + std::string(text) +
                            "' is not a comma-separated list of lengths "

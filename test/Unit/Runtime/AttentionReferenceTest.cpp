@@ -317,7 +317,11 @@ TEST(AttentionReference, VarlenValidationAndLengths) {
   EXPECT_EQ(formatLengths(*lengths), "100,0,513");
   EXPECT_EQ(offsetsOf(*lengths), (std::vector<int64_t>{0, 100, 100, 613}));
   EXPECT_EQ(lengthsOf(offsetsOf(*lengths)), *lengths);
-  for (const char *bad : {"", "1,,2", "1,", "-3", "1 2", "12x"})
+  // Long runs of digits or of other characters are rejected without
+  // overflowing (found by the bundle fuzzer under UBSan).
+  for (const char *bad : {"", "1,,2", "1,", "-3", "1 2", "12x",
+                          "1000000000000", "99999999999999999999999",
+                          "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx20"})
     EXPECT_EQ(parseLengths(bad, "--x").message(),
               "--x: '" + std::string(bad) +
                   "' is not a comma-separated list of lengths (non-negative "
