@@ -3,6 +3,7 @@
 #include "SinkAttn/Runtime/Bundle.h"
 #include "SinkAttn/Runtime/Float16.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -37,12 +38,33 @@ bool BundleParam::operator==(const BundleParam &o) const {
          tensorMap == o.tensorMap;
 }
 
+bool BundleLaunch::operator==(const BundleLaunch &o) const {
+  return entry == o.entry && grid == o.grid && block == o.block &&
+         cluster == o.cluster && sharedMemoryBytes == o.sharedMemoryBytes &&
+         args == o.args && setup == o.setup;
+}
+
 bool Bundle::operator==(const Bundle &o) const {
   return formatVersion == o.formatVersion && kernel == o.kernel &&
          entry == o.entry && grid == o.grid && block == o.block &&
          cluster == o.cluster && sharedMemoryBytes == o.sharedMemoryBytes &&
-         config == o.config && params == o.params && ptx == o.ptx &&
-         reference == o.reference;
+         launches == o.launches && config == o.config && params == o.params &&
+         ptx == o.ptx && reference == o.reference;
+}
+
+std::vector<BundleLaunch> launchesOf(const Bundle &bundle) {
+  if (!bundle.launches.empty())
+    return bundle.launches;
+  BundleLaunch launch;
+  launch.entry = bundle.entry;
+  launch.grid = bundle.grid;
+  launch.block = bundle.block;
+  launch.cluster = bundle.cluster;
+  launch.sharedMemoryBytes = bundle.sharedMemoryBytes;
+  for (const BundleParam &param : bundle.params)
+    if (param.kind != ParamKind::Buffer || param.kernelArg)
+      launch.args.push_back(param.name);
+  return {launch};
 }
 
 uint64_t bufferBytes(const BundleParam &param) {
@@ -218,11 +240,43 @@ Status validateBundle(const Bundle &b) {
   SINKATTN_RT_TRY(checkFormatVersion(b.formatVersion));
   if (b.kernel.empty())
     return Status::error("kernel: must be a non-empty string");
-  if (!isPtxIdentifier(b.entry))
-    return Status::error("entry: '" + b.entry +
-                         "' is not a valid PTX identifier");
-  LaunchConfig lc = launchConfigFor(b);
-  SINKATTN_RT_TRY(validateLaunchConfig(lc));
+  if (b.launches.empty()) {
+    if (!isPtxIdentifier(b.entry))
+      return Status::error("entry: '" + b.entry +
+                           "' is not a valid PTX identifier");
+    SINKATTN_RT_TRY(validateLaunchConfig(launchConfigFor(b)));
+  } else {
+    if (b.formatVersion < kBundleLaunchesFormatVersion)
+      return Status::error("launches: several kernels per bundle need "
+                           "format_version " +
+                           std::to_string(kBundleLaunchesFormatVersion));
+    if (!b.entry.empty())
+      return Status::error("entry: a bundle with launches has no top-level "
+                           "entry (each launch names its own)");
+    bool timed = false;
+    for (size_t i = 0; i < b.launches.size(); ++i) {
+      const BundleLaunch &launch = b.launches[i];
+      std::string where = "launches[" + std::to_string(i) + "]";
+      if (!isPtxIdentifier(launch.entry))
+        return Status::error(where + ".entry: '" + launch.entry +
+                             "' is not a valid PTX identifier");
+      SINKATTN_RT_TRY(validateLaunchConfig(launchConfigFor(launch))
+                          .withContext(where + " ('" + launch.entry + "'): "));
+      for (size_t a = 0; a < launch.args.size(); ++a) {
+        const BundleParam *param = findParam(b, launch.args[a]);
+        std::string argWhere =
+            where + ".args[" + std::to_string(a) + "]: '" + launch.args[a] + "' ";
+        if (!param)
+          return Status::error(argWhere + "is not a param of this bundle");
+        if (param->kind == ParamKind::Buffer && !param->kernelArg)
+          return Status::error(argWhere + "is a buffer with kernel_arg false");
+      }
+      timed = timed || !launch.setup;
+    }
+    if (!timed)
+      return Status::error("launches: every launch is a setup launch; at "
+                           "least one must be the kernel itself");
+  }
   for (const auto &[key, value] : b.config) {
     if (key.empty())
       return Status::error("config: keys must be non-empty");
@@ -310,9 +364,14 @@ Status validateBundle(const Bundle &b) {
     }
     }
   }
-  if (!b.ptx.empty() && !ptxDeclaresEntry(b.ptx, b.entry))
-    return Status::error(std::string(kBundlePtxFile) + " declares no '.entry " +
-                         b.entry + "' (the manifest's entry)");
+  if (!b.ptx.empty())
+    for (const BundleLaunch &launch : launchesOf(b))
+      if (!ptxDeclaresEntry(b.ptx, launch.entry))
+        return Status::error(std::string(kBundlePtxFile) +
+                             " declares no '.entry " + launch.entry + "' (" +
+                             (b.launches.empty() ? "the manifest's entry"
+                                                 : "a launch's entry") +
+                             ")");
   return Status();
 }
 
@@ -335,11 +394,31 @@ JsonValue manifestToJson(const Bundle &b) {
   JsonValue m = JsonValue::object();
   m.set("format_version", b.formatVersion);
   m.set("kernel", b.kernel);
-  m.set("entry", b.entry);
-  m.set("grid", dimToJson(b.grid));
-  m.set("block", dimToJson(b.block));
-  m.set("cluster", dimToJson(b.cluster));
-  m.set("shared_memory_bytes", b.sharedMemoryBytes);
+  if (b.launches.empty()) {
+    m.set("entry", b.entry);
+    m.set("grid", dimToJson(b.grid));
+    m.set("block", dimToJson(b.block));
+    m.set("cluster", dimToJson(b.cluster));
+    m.set("shared_memory_bytes", b.sharedMemoryBytes);
+  } else {
+    JsonValue launches = JsonValue::array();
+    for (const BundleLaunch &launch : b.launches) {
+      JsonValue l = JsonValue::object();
+      l.set("entry", launch.entry);
+      l.set("grid", dimToJson(launch.grid));
+      l.set("block", dimToJson(launch.block));
+      l.set("cluster", dimToJson(launch.cluster));
+      l.set("shared_memory_bytes", launch.sharedMemoryBytes);
+      JsonValue args = JsonValue::array();
+      for (const std::string &arg : launch.args)
+        args.push(JsonValue(arg));
+      l.set("args", std::move(args));
+      if (launch.setup)
+        l.set("setup", true);
+      launches.push(std::move(l));
+    }
+    m.set("launches", std::move(launches));
+  }
   JsonValue config = JsonValue::object();
   for (const auto &[key, value] : b.config) {
     if (const auto *s = std::get_if<std::string>(&value))
@@ -650,6 +729,48 @@ Status readParam(const JsonValue &j, size_t index, BundleParam &p) {
   return r.finish(std::string(" for a ") + paramKindName(p.kind) + " param");
 }
 
+/// entry, grid, block, optional cluster, shared_memory_bytes.
+Status readLaunchShape(ObjectReader &r, std::string &entry, Dim3 &grid,
+                       Dim3 &block, Dim3 &cluster, uint32_t &sharedMemoryBytes) {
+  SINKATTN_RT_TRY(r.readString("entry", entry));
+  SINKATTN_RT_TRY(r.readDim3("grid", grid));
+  SINKATTN_RT_TRY(r.readDim3("block", block));
+  SINKATTN_RT_TRY(r.readDim3("cluster", cluster, /*required=*/false));
+  int64_t smem = 0;
+  SINKATTN_RT_TRY(r.readInt("shared_memory_bytes", smem, 0, UINT32_MAX));
+  sharedMemoryBytes = static_cast<uint32_t>(smem);
+  return Status();
+}
+
+Status readLaunch(const JsonValue &j, size_t index, Bundle &b) {
+  std::string where = "launches[" + std::to_string(index) + "]";
+  if (!j.isObject())
+    return Status::error(where + ": expected an object, got " +
+                         std::string(jsonKindName(j.kind())));
+  ObjectReader r(j, where);
+  BundleLaunch launch;
+  SINKATTN_RT_TRY(readLaunchShape(r, launch.entry, launch.grid, launch.block,
+                                  launch.cluster, launch.sharedMemoryBytes));
+  SINKATTN_RT_ASSIGN_OR_RETURN(const JsonValue *args, r.require("args"));
+  if (!args->isArray())
+    return r.wrongType("args", "an array of param names", *args);
+  for (size_t a = 0; a < args->asArray().size(); ++a) {
+    const JsonValue &arg = args->asArray()[a];
+    if (!arg.isString())
+      return r.wrongType("args[" + std::to_string(a) + "]", "a param name",
+                         arg);
+    launch.args.push_back(arg.asString());
+  }
+  if (const JsonValue *setup = r.get("setup")) {
+    if (!setup->isBool())
+      return r.wrongType("setup", "a boolean", *setup);
+    launch.setup = setup->asBool();
+  }
+  SINKATTN_RT_TRY(r.finish(""));
+  b.launches.push_back(std::move(launch));
+  return Status();
+}
+
 Expected<Bundle> readManifestObject(const JsonValue &root) {
   if (!root.isObject())
     return Status::error("expected a JSON object at the top level, got " +
@@ -662,13 +783,25 @@ Expected<Bundle> readManifestObject(const JsonValue &root) {
                             INT64_MAX));
   SINKATTN_RT_TRY(checkFormatVersion(b.formatVersion));
   SINKATTN_RT_TRY(r.readString("kernel", b.kernel));
-  SINKATTN_RT_TRY(r.readString("entry", b.entry));
-  SINKATTN_RT_TRY(r.readDim3("grid", b.grid));
-  SINKATTN_RT_TRY(r.readDim3("block", b.block));
-  SINKATTN_RT_TRY(r.readDim3("cluster", b.cluster, /*required=*/false));
-  int64_t smem = 0;
-  SINKATTN_RT_TRY(r.readInt("shared_memory_bytes", smem, 0, UINT32_MAX));
-  b.sharedMemoryBytes = static_cast<uint32_t>(smem);
+  if (const JsonValue *launches = r.get("launches")) {
+    if (b.formatVersion < kBundleLaunchesFormatVersion)
+      return Status::error("launches: several kernels per bundle need "
+                           "format_version " +
+                           std::to_string(kBundleLaunchesFormatVersion));
+    if (!launches->isArray() || launches->asArray().empty())
+      return r.wrongType("launches", "a non-empty array", *launches);
+    for (const char *field :
+         {"entry", "grid", "block", "cluster", "shared_memory_bytes"})
+      if (root.find(field))
+        return Status::error(std::string(field) +
+                             ": not allowed next to 'launches' (each launch "
+                             "has its own)");
+    for (size_t i = 0; i < launches->asArray().size(); ++i)
+      SINKATTN_RT_TRY(readLaunch(launches->asArray()[i], i, b));
+  } else {
+    SINKATTN_RT_TRY(readLaunchShape(r, b.entry, b.grid, b.block, b.cluster,
+                                    b.sharedMemoryBytes));
+  }
 
   SINKATTN_RT_ASSIGN_OR_RETURN(const JsonValue *config, r.require("config"));
   if (!config->isObject())
@@ -819,8 +952,26 @@ LaunchConfig launchConfigFor(const Bundle &bundle, CUstream stream) {
   return c;
 }
 
+LaunchConfig launchConfigFor(const BundleLaunch &launch, CUstream stream) {
+  LaunchConfig c;
+  c.grid = launch.grid;
+  c.block = launch.block;
+  c.cluster = launch.cluster;
+  c.dynamicSharedMemoryBytes = launch.sharedMemoryBytes;
+  c.stream = stream;
+  return c;
+}
+
 Expected<KernelArgs>
 buildKernelArgs(const Bundle &bundle,
+                const std::map<std::string, CUdeviceptr> &bufferAddresses,
+                const CudaDriver *driver) {
+  return buildKernelArgs(bundle, launchesOf(bundle).front(), bufferAddresses,
+                         driver);
+}
+
+Expected<KernelArgs>
+buildKernelArgs(const Bundle &bundle, const BundleLaunch &launch,
                 const std::map<std::string, CUdeviceptr> &bufferAddresses,
                 const CudaDriver *driver) {
   KernelArgs args;
@@ -831,12 +982,20 @@ buildKernelArgs(const Bundle &bundle,
                            "'");
     return it->second;
   };
-  for (size_t i = 0; i < bundle.params.size(); ++i) {
-    const BundleParam &p = bundle.params[i];
+  for (const std::string &name : launch.args) {
+    auto found = std::find_if(
+        bundle.params.begin(), bundle.params.end(),
+        [&](const BundleParam &param) { return param.name == name; });
+    if (found == bundle.params.end())
+      return Status::error("launch of '" + launch.entry + "': no param '" +
+                           name + "'");
+    size_t i = size_t(found - bundle.params.begin());
+    const BundleParam &p = *found;
     switch (p.kind) {
     case ParamKind::Buffer: {
       if (!p.kernelArg)
-        break;
+        return Status::error(paramWhere(i, p) +
+                             "a buffer with kernel_arg false is no argument");
       Expected<CUdeviceptr> address = addressOf(p.name);
       if (!address.ok())
         return address.status().withContext(paramWhere(i, p));

@@ -28,10 +28,15 @@
 
 namespace sinkattn::rt {
 
-/// The manifest format version this runtime writes (new bundles default to
-/// it).  Version 2 added the optional `reference` kernel and floating-point
-/// config values.
-inline constexpr int64_t kBundleFormatVersion = 2;
+/// The newest manifest format version this runtime reads and writes.
+/// Version 2 added the optional `reference` kernel and floating-point
+/// config values; version 3 added `launches` (several kernels per bundle).
+inline constexpr int64_t kBundleFormatVersion = 3;
+/// The version new bundles default to: a single-kernel bundle needs nothing
+/// newer, so older runtimes still read it.
+inline constexpr int64_t kBundleDefaultFormatVersion = 2;
+/// The version a bundle with `launches` needs.
+inline constexpr int64_t kBundleLaunchesFormatVersion = 3;
 /// The oldest version it still reads: version-1 manifests are version 2
 /// without those two features.
 inline constexpr int64_t kBundleOldestFormatVersion = 1;
@@ -100,14 +105,41 @@ struct BundleReference {
   bool operator!=(const BundleReference &o) const { return !(*this == o); }
 };
 
+/// One kernel launch of a multi-kernel bundle (manifest field "launches",
+/// format version 3). The launches run in order on one stream, each with the
+/// arguments it names.
+struct BundleLaunch {
+  std::string entry; ///< PTX .entry symbol.
+  Dim3 grid;
+  Dim3 block;
+  Dim3 cluster; ///< (1,1,1) = no clusters.
+  uint32_t sharedMemoryBytes = 0;
+  /// The kernel's parameters in ABI order, by param name: buffers (as
+  /// device pointers), scalars and tensor maps of the bundle.
+  std::vector<std::string> args;
+  /// A setup launch computes inputs of the launches after it (the forward
+  /// pass whose O and LSE a backward reads): the runner runs it once after
+  /// filling the inputs and does not time it. Manifest field "setup".
+  bool setup = false;
+
+  bool operator==(const BundleLaunch &o) const;
+  bool operator!=(const BundleLaunch &o) const { return !(*this == o); }
+};
+
 struct Bundle {
-  int64_t formatVersion = kBundleFormatVersion;
+  int64_t formatVersion = kBundleDefaultFormatVersion;
   std::string kernel; ///< Kernel kind, e.g. "gemm", "attention_fwd".
-  std::string entry;  ///< PTX .entry symbol.
+  /// A single-kernel bundle: its PTX .entry symbol and launch shape (the
+  /// kernel takes every param in order). Unused (entry empty) when
+  /// `launches` is not empty.
+  std::string entry;
   Dim3 grid;
   Dim3 block;
   Dim3 cluster; ///< (1,1,1) = no clusters.
   uint32_t sharedMemoryBytes = 0; ///< Dynamic shared memory per block.
+  /// A multi-kernel bundle (format version 3): the kernels of kernel.ptx,
+  /// launched in this order.
+  std::vector<BundleLaunch> launches;
   std::map<std::string, ConfigValue> config; ///< Compile options.
   std::vector<BundleParam> params;
   /// Contents of kernel.ptx (not part of the manifest).
@@ -134,13 +166,15 @@ Expected<std::string> configText(const Bundle &bundle, const std::string &key);
 Expected<std::string> configTextOr(const Bundle &bundle, const std::string &key,
                                    const std::string &fallback);
 
-/// Semantic checks shared by reader and writer: format version (1 or 2;
-/// a reference kernel and floating config values need 2), non-empty
-/// kernel/entry, launch shape (validateLaunchConfig), finite config numbers,
-/// unique param names, scalar values in range for their dtype, buffers with
-/// 1..8 non-zero dims, tensor maps that pass validate(), reference an
-/// existing buffer, and stay inside it; when `ptx` is non-empty it must
-/// declare `.entry <entry>`. A reference needs a valid entry and a plain
+/// Semantic checks shared by reader and writer: format version (1 to 3;
+/// a reference kernel and floating config values need 2, launches 3),
+/// non-empty kernel/entry and launch shape (validateLaunchConfig), or with
+/// launches: no top-level entry, valid entries and shapes, args that name
+/// kernel-argument params, at least one launch that is not setup; finite
+/// config numbers, unique param names, scalar values in range for their
+/// dtype, buffers with 1..8 non-zero dims, tensor maps that pass
+/// validate(), reference an existing buffer, and stay inside it; when `ptx`
+/// is non-empty it must declare every launched `.entry`. A reference needs a valid entry and a plain
 /// file name, and its PTX, when non-empty, must declare its entry.
 Status validateBundle(const Bundle &bundle);
 
@@ -160,8 +194,15 @@ Status writeBundle(const std::string &directory, const Bundle &bundle);
 /// file when the manifest names one.
 Expected<Bundle> readBundle(const std::string &directory);
 
-/// Builds the launch configuration from the bundle.
+/// The bundle's launches: `launches`, or for a single-kernel bundle one
+/// launch of `entry` with every kernel-argument param in order.
+std::vector<BundleLaunch> launchesOf(const Bundle &bundle);
+
+/// Builds the launch configuration of a single-kernel bundle, or of one
+/// launch.
 LaunchConfig launchConfigFor(const Bundle &bundle, CUstream stream = nullptr);
+LaunchConfig launchConfigFor(const BundleLaunch &launch,
+                             CUstream stream = nullptr);
 
 /// Kernel arguments in ABI order: buffers as device pointers from
 /// `bufferAddresses` (keyed by param name; buffers with kernelArg == false
@@ -171,6 +212,11 @@ LaunchConfig launchConfigFor(const Bundle &bundle, CUstream stream = nullptr);
 /// no tensor maps.
 Expected<KernelArgs>
 buildKernelArgs(const Bundle &bundle,
+                const std::map<std::string, CUdeviceptr> &bufferAddresses,
+                const CudaDriver *driver);
+/// The arguments of one launch (its `args`, in order).
+Expected<KernelArgs>
+buildKernelArgs(const Bundle &bundle, const BundleLaunch &launch,
                 const std::map<std::string, CUdeviceptr> &bufferAddresses,
                 const CudaDriver *driver);
 

@@ -220,12 +220,12 @@ TEST(Bundle, MalformedManifests) {
                   "missing required field 'format_version'");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
-          [](JsonValue &m) { m.set("format_version", 3); })),
-      "unsupported format_version 3; this runtime reads versions 1 to 2");
+          [](JsonValue &m) { m.set("format_version", 4); })),
+      "unsupported format_version 4; this runtime reads versions 1 to 3");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
           [](JsonValue &m) { m.set("format_version", 0); })),
-      "unsupported format_version 0; this runtime reads versions 1 to 2");
+      "unsupported format_version 0; this runtime reads versions 1 to 3");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
           [](JsonValue &m) { m.set("format_version", "1"); })),
@@ -675,3 +675,130 @@ TEST(Bundle, MutatedManifestsNeverCrash) {
 }
 
 } // namespace
+
+/// The sample as a two-kernel bundle (format version 3): a setup launch
+/// and the kernel, each taking some of the params.
+Bundle sampleWithLaunches() {
+  Bundle b = sampleBundle();
+  b.formatVersion = 3;
+  // The top-level launch fields are unused with launches.
+  b.entry.clear();
+  b.grid = b.block = b.cluster = Dim3();
+  b.sharedMemoryBytes = 0;
+  b.ptx += "\n.visible .entry attn_bwd(\n  .param .u64 p0\n)\n{\n  ret;\n}\n";
+  BundleLaunch setup;
+  setup.entry = "attn_fwd";
+  setup.grid = {4, 1, 1};
+  setup.block = {128, 1, 1};
+  setup.args = {"q", "o"};
+  setup.setup = true;
+  BundleLaunch kernel;
+  kernel.entry = "attn_bwd";
+  kernel.grid = {8, 2, 1};
+  kernel.block = {256, 1, 1};
+  kernel.sharedMemoryBytes = 1024;
+  kernel.args = {"o", "seq_len", "q"};
+  b.launches = {setup, kernel};
+  return b;
+}
+
+TEST(Bundle, LaunchesRoundTripAndArgs) {
+  Bundle b = sampleWithLaunches();
+  Status st = validateBundle(b);
+  ASSERT_TRUE(st.ok()) << st.message();
+  Expected<Bundle> parsed = parseManifest(writeJson(manifestToJson(b)));
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  parsed->ptx = b.ptx;
+  EXPECT_EQ(*parsed, b);
+  EXPECT_EQ(launchesOf(b), b.launches);
+
+  // Each launch gets its own arguments, in its order.
+  std::map<std::string, CUdeviceptr> addrs = {
+      {"q", 0x10000}, {"o", 0x20000}, {"img", 0x30000}};
+  Expected<KernelArgs> args = buildKernelArgs(b, b.launches[1], addrs, nullptr);
+  ASSERT_TRUE(args.ok()) << args.message();
+  auto e = args->entries();
+  ASSERT_EQ(e.size(), 3u);
+  CUdeviceptr p;
+  std::memcpy(&p, e[0].first, 8);
+  EXPECT_EQ(p, 0x20000u);
+  int32_t seq;
+  std::memcpy(&seq, e[1].first, 4);
+  EXPECT_EQ(seq, 1024);
+  std::memcpy(&p, e[2].first, 8);
+  EXPECT_EQ(p, 0x10000u);
+  LaunchConfig lc = launchConfigFor(b.launches[1]);
+  EXPECT_EQ(lc.grid, (Dim3{8, 2, 1}));
+  EXPECT_EQ(lc.dynamicSharedMemoryBytes, 1024u);
+
+  // A single-kernel bundle is one launch of every kernel argument.
+  std::vector<BundleLaunch> single = launchesOf(sampleBundle());
+  ASSERT_EQ(single.size(), 1u);
+  EXPECT_EQ(single[0].entry, "attn_fwd");
+  EXPECT_EQ(single[0].args,
+            (std::vector<std::string>{"q", "o", "scale", "seq_len",
+                                      "half_scale", "q_tma", "img_tma"}));
+}
+
+TEST(Bundle, MalformedLaunches) {
+  auto invalid = [](auto edit) {
+    Bundle b = sampleWithLaunches();
+    edit(b);
+    Status st = validateBundle(b);
+    EXPECT_FALSE(st.ok());
+    return st.message();
+  };
+  EXPECT_EQ(invalid([](Bundle &b) { b.formatVersion = 2; }),
+            "launches: several kernels per bundle need format_version 3");
+  EXPECT_EQ(invalid([](Bundle &b) { b.entry = "attn_fwd"; }),
+            "entry: a bundle with launches has no top-level entry (each "
+            "launch names its own)");
+  EXPECT_EQ(invalid([](Bundle &b) { b.launches[1].entry = "9x"; }),
+            "launches[1].entry: '9x' is not a valid PTX identifier");
+  EXPECT_CONTAINS(invalid([](Bundle &b) { b.launches[0].block = {2048, 1, 1}; }),
+                  "launches[0] ('attn_fwd'): block (2048, 1, 1)");
+  EXPECT_EQ(invalid([](Bundle &b) { b.launches[1].args.push_back("dq"); }),
+            "launches[1].args[3]: 'dq' is not a param of this bundle");
+  EXPECT_EQ(invalid([](Bundle &b) { b.launches[0].args.push_back("img"); }),
+            "launches[0].args[2]: 'img' is a buffer with kernel_arg false");
+  EXPECT_EQ(invalid([](Bundle &b) { b.launches[1].setup = true; }),
+            "launches: every launch is a setup launch; at least one must be "
+            "the kernel itself");
+  EXPECT_EQ(invalid([](Bundle &b) { b.launches[1].entry = "attn_dq"; }),
+            "kernel.ptx declares no '.entry attn_dq' (a launch's entry)");
+
+  // The manifest: launches replace the top-level launch fields.
+  JsonValue good = manifestToJson(sampleWithLaunches());
+  auto edited = [&](auto edit) {
+    JsonValue m = good;
+    edit(m);
+    return manifestError(writeJson(m));
+  };
+  EXPECT_EQ(edited([](JsonValue &m) { m.set("grid", JsonValue::array()); }),
+            "manifest.json: grid: not allowed next to 'launches' (each launch has its own)");
+  EXPECT_EQ(edited([](JsonValue &m) { m.set("launches", JsonValue::array()); }),
+            "manifest.json: launches: expected a non-empty array, got array");
+  EXPECT_EQ(edited([](JsonValue &m) { m.set("format_version", 2); }),
+            "manifest.json: launches: several kernels per bundle need format_version 3");
+  EXPECT_EQ(edited([](JsonValue &m) {
+              JsonValue launches = JsonValue::array();
+              launches.push(JsonValue(3));
+              m.set("launches", launches);
+            }),
+            "manifest.json: launches[0]: expected an object, got integer");
+  EXPECT_EQ(edited([](JsonValue &m) {
+              JsonValue launch = m.find("launches")->asArray()[0];
+              launch.set("setup", 1);
+              JsonValue launches = JsonValue::array();
+              launches.push(launch);
+              m.set("launches", launches);
+            }),
+            "manifest.json: launches[0].setup: expected a boolean, got integer");
+  EXPECT_EQ(edited([](JsonValue &m) {
+              JsonValue launch = without(m.find("launches")->asArray()[0], "args");
+              JsonValue launches = JsonValue::array();
+              launches.push(launch);
+              m.set("launches", launches);
+            }),
+            "manifest.json: launches[0]: missing required field 'args'");
+}
