@@ -11,6 +11,8 @@ mlir::FailureOr<KernelModule> buildGemm(mlir::MLIRContext &context,
                                         const KernelConfig &config);
 mlir::FailureOr<KernelModule> buildSinkFwd(mlir::MLIRContext &context,
                                            const KernelConfig &config);
+mlir::FailureOr<KernelModule> buildSinkBwd(mlir::MLIRContext &context,
+                                           const KernelConfig &config);
 mlir::FailureOr<KernelModule> buildTmaCopy(mlir::MLIRContext &context,
                                            const KernelConfig &config);
 mlir::FailureOr<KernelModule> buildTmaStream(mlir::MLIRContext &context,

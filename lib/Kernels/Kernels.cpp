@@ -40,6 +40,11 @@ const KernelEntry kKernels[] = {
      "attention-sink forward (GPT-OSS sinks): causal, optional sliding "
      "window, MHA/GQA, D 64/128; O and LSE (tile IR, wgmma)",
      kernels::buildSinkFwd},
+    {"sink-bwd",
+     "attention-sink backward: dQ, dK, dV and dsinks (the forward as setup, "
+     "then preprocess, dK/dV, dQ and dsinks kernels; tile IR, wgmma; "
+     "deterministic)",
+     kernels::buildSinkBwd},
     {"tma-copy",
      "out = in through shared memory: pipelined tile.copy loads and stores "
      "of 64x64 tiles (tile IR)",
@@ -74,38 +79,32 @@ FailureOr<KernelModule> sinkattn::buildKernel(MLIRContext &context,
          << "unknown kernel '" << config.kernel << "' (known: " << known << ")";
 }
 
-LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
-  if (!kernel.tileIR)
-    return success();
-  ModuleOp module = *kernel.module;
-  PassManager pm = PassManager::on<ModuleOp>(module.getContext());
-  buildTileToNVGPUPipeline(pm);
-  if (failed(pm.run(module)))
-    return failure();
-  kernel.tileIR = false;
-
-  gpu::GPUFuncOp func;
-  module.walk([&](gpu::GPUFuncOp candidate) {
-    if (candidate.isKernel())
-      func = candidate;
-  });
-  if (!func)
-    return module.emitError("internal error: the kernel module has no kernel");
-  rt::Bundle &bundle = kernel.bundle;
-  // Warp specialization adds a producer warpgroup to the block.
+namespace {
+/// Copies what the tile passes decided for `func` into its launch: the block
+/// size (warp specialization adds a producer warpgroup), the dynamic shared
+/// memory and the tensor maps, which become params named
+/// `<mapPrefix><buffer>_map<i>` appended to `args`. Before lowering, kernel
+/// argument i is the buffer param named args[i].
+LogicalResult recordLaunchResources(gpu::GPUFuncOp func, rt::Bundle &bundle,
+                                    std::vector<std::string> &args,
+                                    rt::Dim3 &block, uint32_t &sharedMemoryBytes,
+                                    const std::string &mapPrefix) {
   if (DenseI32ArrayAttr blockSize = func.getKnownBlockSizeAttr())
-    bundle.block = {uint32_t(blockSize[0]), uint32_t(blockSize[1]),
-                    uint32_t(blockSize[2])};
+    block = {uint32_t(blockSize[0]), uint32_t(blockSize[1]),
+             uint32_t(blockSize[2])};
   if (auto bytes = func->getAttrOfType<IntegerAttr>(kDynamicSharedMemoryAttrName))
-    bundle.sharedMemoryBytes = uint32_t(bytes.getInt());
+    sharedMemoryBytes = uint32_t(bytes.getInt());
   auto maps = func->getAttrOfType<ArrayAttr>(kTensorMapsAttrName);
   if (!maps)
     return success();
-  // Kernel argument i is the i-th buffer passed to the kernel.
-  std::vector<const rt::BundleParam *> arguments;
-  for (const rt::BundleParam &param : bundle.params)
-    if (param.kind == rt::ParamKind::Buffer && param.kernelArg)
-      arguments.push_back(&param);
+  std::vector<rt::BundleParam> arguments;
+  for (const std::string &name : args) {
+    const rt::BundleParam *param = rt::findParam(bundle, name);
+    if (!param || param->kind != rt::ParamKind::Buffer)
+      return func.emitError() << "internal error: kernel argument '" << name
+                              << "' is not a buffer of the bundle";
+    arguments.push_back(*param);
+  }
   std::vector<rt::BundleParam> mapParams;
   for (auto [index, attr] : llvm::enumerate(maps)) {
     auto info = cast<DictionaryAttr>(attr);
@@ -114,8 +113,8 @@ LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
       return func.emitError() << "internal error: tensor map " << index
                               << " reads argument " << source
                               << ", which is not a buffer of the bundle";
-    const rt::BundleParam &buffer = *arguments[source];
-    std::string name = buffer.name + "_map" + std::to_string(index);
+    const rt::BundleParam &buffer = arguments[source];
+    std::string name = mapPrefix + buffer.name + "_map" + std::to_string(index);
     if (auto mode = info.getAs<StringAttr>("mode"); mode && mode == "im2col") {
       mapParams.push_back(kernels::tensorMap(name, buffer.name, buffer.dtype,
                                              buffer.shape, {},
@@ -155,8 +154,57 @@ LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
         swizzle && swizzle.getInt() == 128 ? rt::TensorMapSwizzle::B128
                                            : rt::TensorMapSwizzle::None));
   }
+  for (const rt::BundleParam &map : mapParams)
+    args.push_back(map.name);
   bundle.params.insert(bundle.params.end(), mapParams.begin(), mapParams.end());
   return success();
+}
+} // namespace
+
+LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
+  if (!kernel.tileIR)
+    return success();
+  ModuleOp module = *kernel.module;
+  PassManager pm = PassManager::on<ModuleOp>(module.getContext());
+  buildTileToNVGPUPipeline(pm);
+  if (failed(pm.run(module)))
+    return failure();
+  kernel.tileIR = false;
+
+  rt::Bundle &bundle = kernel.bundle;
+  if (!bundle.launches.empty()) {
+    // Several kernels: each launch's resources, its maps named after it.
+    for (rt::BundleLaunch &launch : bundle.launches) {
+      gpu::GPUFuncOp func;
+      module.walk([&](gpu::GPUFuncOp candidate) {
+        if (candidate.isKernel() && candidate.getName() == launch.entry)
+          func = candidate;
+      });
+      if (!func)
+        return module.emitError("internal error: the kernel module has no "
+                                "kernel '")
+               << launch.entry << "'";
+      if (failed(recordLaunchResources(func, bundle, launch.args, launch.block,
+                                       launch.sharedMemoryBytes,
+                                       launch.entry + "_")))
+        return failure();
+    }
+    return success();
+  }
+  gpu::GPUFuncOp func;
+  module.walk([&](gpu::GPUFuncOp candidate) {
+    if (candidate.isKernel())
+      func = candidate;
+  });
+  if (!func)
+    return module.emitError("internal error: the kernel module has no kernel");
+  // Kernel argument i is the i-th buffer passed to the kernel.
+  std::vector<std::string> args;
+  for (const rt::BundleParam &param : bundle.params)
+    if (param.kind == rt::ParamKind::Buffer && param.kernelArg)
+      args.push_back(param.name);
+  return recordLaunchResources(func, bundle, args, bundle.block,
+                               bundle.sharedMemoryBytes, "");
 }
 
 FailureOr<rt::Bundle> sinkattn::compileKernel(MLIRContext &context,
@@ -189,6 +237,26 @@ FailureOr<rt::Bundle> sinkattn::compileKernel(MLIRContext &context,
     rt::BundleReference ref;
     ref.entry = rt::kSinkFwdReferenceEntry;
     ref.ptx = std::move(*reference);
+    bundle.reference = std::move(ref);
+  }
+  if (config.kernel == "sink-bwd") {
+    // Three kernels in one PTX; the manifest names the first (the rest of
+    // the ABI is fixed in AttentionReference.h).
+    FailureOr<OwningOpRef<ModuleOp>> module =
+        kernels::buildSinkBwdReference(context, config);
+    if (failed(module))
+      return failure();
+    FailureOr<std::map<std::string, std::string>> reference =
+        compileToPTX(**module, target);
+    if (failed(reference))
+      return failure();
+    if (reference->size() != 1)
+      return emitError(UnknownLoc::get(&context))
+             << "internal error: the sink-bwd reference produced "
+             << reference->size() << " PTX modules, expected 1";
+    rt::BundleReference ref;
+    ref.entry = rt::kSinkBwdReferenceRowsEntry;
+    ref.ptx = std::move(reference->begin()->second);
     bundle.reference = std::move(ref);
   }
   return bundle;

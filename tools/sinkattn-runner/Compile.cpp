@@ -49,17 +49,18 @@ struct CompilerContext {
 rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   // Only the attention kernels take an attention shape: say so rather than
   // ignoring the flags.
-  bool attentionKernel = options.kernel == "sink-fwd";
+  bool attentionKernel =
+      options.kernel == "sink-fwd" || options.kernel == "sink-bwd";
   std::vector<std::string> attention = options.attentionFlagsGiven();
   if (!attentionKernel && !attention.empty())
     return rt::Status::error(attention.front() + " does not apply to kernel '" +
                              options.kernel +
                              "': it is a parameter of the attention kernels");
   if (options.wasGiven("schedule") && options.kernel != "gemm" &&
-      options.kernel != "sink-fwd")
+      options.kernel != "sink-fwd" && options.kernel != "sink-bwd")
     return rt::Status::error("--schedule does not apply to kernel '" +
-                             options.kernel + "': only gemm and sink-fwd have "
-                             "schedules");
+                             options.kernel + "': only gemm and the attention "
+                             "kernels have schedules");
   if (options.wasGiven("tune-cache") && options.kernel != "sink-fwd")
     return rt::Status::error("--tune-cache does not apply to kernel '" +
                              options.kernel + "': only sink-fwd is tuned");

@@ -112,20 +112,21 @@ struct Comparison {
 
 bool runner::harnessSupports(const std::string &kernel) {
   return kernel == "gemm" || kernel == "tma-copy" || kernel == "tma-stream" ||
-         kernel == "tma-im2col" || kernel == "sink-fwd";
+         kernel == "tma-im2col" || kernel == "sink-fwd" || kernel == "sink-bwd";
 }
 
 std::vector<float> runner::randomInput(const std::string &kernel,
                                       const std::string &buffer, size_t count,
                                       uint64_t stream) {
-  if (kernel == "sink-fwd" && (buffer == "q" || buffer == "k")) {
+  bool attention = kernel == "sink-fwd" || kernel == "sink-bwd";
+  if (attention && (buffer == "q" || buffer == "k")) {
     // Logits s = q.k/sqrt(D) with standard deviation 1.5^2 = 2.25: the
     // softmax's effective number of keys is about SKV/150 (26 at 4096), so
     // outputs stay far from 0 (an all-zero or mis-masked output breaks the
     // tolerance) instead of averaging to noise.
     return rt::randomNormal(count, stream, 0.f, 1.5f);
   }
-  if (kernel == "sink-fwd" && buffer == "sinks") {
+  if (attention && buffer == "sinks") {
     // Sink logits comparable to the scores: the sink takes a visible share
     // of the short (early causal, windowed) rows.
     return rt::randomUniform(count, stream, -1.f, 3.f);
@@ -135,7 +136,7 @@ std::vector<float> runner::randomInput(const std::string &kernel,
 
 rt::Expected<std::vector<int32_t>>
 runner::integerInput(const rt::Bundle &bundle, const std::string &buffer) {
-  if (bundle.kernel == "sink-fwd" &&
+  if ((bundle.kernel == "sink-fwd" || bundle.kernel == "sink-bwd") &&
       (buffer == "cu_seqlens_q" || buffer == "cu_seqlens_kv")) {
     SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
                                  sinkFwdShape(bundle));
@@ -149,10 +150,11 @@ runner::integerInput(const rt::Bundle &bundle, const std::string &buffer) {
 
 rt::Expected<rt::SinkAttentionShape>
 runner::sinkFwdShape(const rt::Bundle &bundle) {
+  const std::string prefix = bundle.kernel + " bundle: ";
   auto integer = [&](const char *key) -> rt::Expected<int64_t> {
     rt::Expected<int64_t> value = rt::configInteger(bundle, key);
     if (!value.ok())
-      return value.status().withContext("sink-fwd bundle: ");
+      return value.status().withContext(prefix);
     return value;
   };
   rt::SinkAttentionShape shape;
@@ -170,12 +172,12 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
     else if (const int64_t *value = std::get_if<int64_t>(&it->second))
       shape.scale = double(*value);
     else
-      return rt::Status::error("sink-fwd bundle: config 'scale' is not a number");
+      return rt::Status::error(prefix + "config 'scale' is not a number");
   }
   auto text = [&](const char *key) -> rt::Expected<std::string> {
     rt::Expected<std::string> value = rt::configText(bundle, key);
     if (!value.ok())
-      return value.status().withContext("sink-fwd bundle: ");
+      return value.status().withContext(prefix);
     return value;
   };
   // Bundles from before layouts were BHSD.
@@ -183,7 +185,7 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
     SINKATTN_RT_ASSIGN_OR_RETURN(std::string name, text("layout"));
     std::optional<rt::AttentionLayout> layout = rt::parseLayout(name);
     if (!layout)
-      return rt::Status::error("sink-fwd bundle: unknown layout '" + name +
+      return rt::Status::error(prefix + "unknown layout '" + name +
                                "' (bhsd, bshd or varlen)");
     shape.layout = *layout;
   }
@@ -194,12 +196,12 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
       SINKATTN_RT_ASSIGN_OR_RETURN(std::string lengths, text(key));
       SINKATTN_RT_ASSIGN_OR_RETURN(
           std::vector<int64_t> parsed,
-          rt::parseLengths(lengths, std::string("sink-fwd bundle: config '") +
+          rt::parseLengths(lengths, prefix + "config '" +
                                         key + "'"));
       *offsets = rt::offsetsOf(parsed);
     }
   }
-  SINKATTN_RT_TRY(rt::validate(shape).withContext("sink-fwd bundle: "));
+  SINKATTN_RT_TRY(rt::validate(shape).withContext(prefix));
 
   // The buffers must be what the config describes: the references index
   // them with these shapes.
@@ -209,7 +211,7 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
                     const std::vector<uint64_t> &dims,
                     std::vector<rt::DType> dtypes) -> rt::Status {
     const rt::BundleParam *p = rt::findParam(bundle, name);
-    std::string where = std::string("sink-fwd bundle: buffer '") + name + "' ";
+    std::string where = prefix + "buffer '" + name + "' ";
     if (!p || p->kind != rt::ParamKind::Buffer)
       return rt::Status::error(where + "is missing");
     if (p->role != role)
@@ -239,13 +241,21 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
                          {DType::BF16, DType::F16, DType::F32}));
   SINKATTN_RT_TRY(expect("lse", BufferRole::Output, shape.lseDims(),
                          {DType::F32}));
+  if (bundle.kernel == "sink-bwd") {
+    SINKATTN_RT_TRY(expect("do", BufferRole::Input, qShape, {inputType}));
+    SINKATTN_RT_TRY(expect("dq", BufferRole::Output, qShape, {inputType}));
+    SINKATTN_RT_TRY(expect("dk", BufferRole::Output, kvShape, {inputType}));
+    SINKATTN_RT_TRY(expect("dv", BufferRole::Output, kvShape, {inputType}));
+    SINKATTN_RT_TRY(expect("dsinks", BufferRole::Output, {u(shape.heads)},
+                           {DType::F32}));
+  }
   if (shape.varlen()) {
     SINKATTN_RT_TRY(expect("cu_seqlens_q", BufferRole::Input,
                            {u(shape.batch + 1)}, {DType::I32}));
     SINKATTN_RT_TRY(expect("cu_seqlens_kv", BufferRole::Input,
                            {u(shape.batch + 1)}, {DType::I32}));
     if (shape.tokensQ() > INT32_MAX || shape.tokensKv() > INT32_MAX)
-      return rt::Status::error("sink-fwd bundle: more than 2^31-1 tokens do "
+      return rt::Status::error(prefix + "more than 2^31-1 tokens do "
                                "not fit the i32 sequence offsets");
   }
   return shape;
@@ -258,7 +268,7 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
                              "kind '" + bundle.kernel + "'");
   // A config that contradicts the buffers is a broken bundle: say so before
   // anything else (check and bench alike, with or without a GPU).
-  if (bundle.kernel == "sink-fwd")
+  if (bundle.kernel == "sink-fwd" || bundle.kernel == "sink-bwd")
     SINKATTN_RT_TRY(sinkFwdShape(bundle).status());
   SINKATTN_RT_ASSIGN_OR_RETURN(auto driver, rt::CudaDriver::load());
   SINKATTN_RT_ASSIGN_OR_RETURN(int count, rt::deviceCount(*driver));
@@ -271,17 +281,24 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
                                rt::Context::create(driver, device));
   session->context_ = std::make_unique<rt::Context>(std::move(context));
   SINKATTN_RT_TRY(rt::checkHopperOrNewer(session->context_->info()));
+  session->launches_ = rt::launchesOf(bundle);
+  const std::string &name = session->launches_.front().entry;
   SINKATTN_RT_ASSIGN_OR_RETURN(
       rt::Module module,
       rt::Module::loadPtx(*session->context_, bundle.ptx, rt::JitOptions(),
-                          bundle.entry + ".ptx"));
+                          (bundle.launches.empty() ? name : bundle.kernel) +
+                              ".ptx"));
   if (verbose)
-    std::fprintf(stderr, "JIT log of %s:\n%s\n", bundle.entry.c_str(),
+    std::fprintf(stderr, "JIT log of %s:\n%s\n",
+                 (bundle.launches.empty() ? name : bundle.kernel).c_str(),
                  module.infoLog().c_str());
   session->module_ = std::make_unique<rt::Module>(std::move(module));
-  SINKATTN_RT_ASSIGN_OR_RETURN(rt::Function function,
-                               session->module_->getFunction(bundle.entry));
-  session->function_ = std::make_unique<rt::Function>(std::move(function));
+  for (const rt::BundleLaunch &launch : session->launches_) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(rt::Function function,
+                                 session->module_->getFunction(launch.entry));
+    session->functions_.push_back(
+        std::make_unique<rt::Function>(std::move(function)));
+  }
   session->bundle_ = std::move(bundle);
   session->verbose_ = verbose;
   return session;
@@ -367,15 +384,34 @@ rt::Status Session::prepare(uint64_t seed) {
   return context_->synchronize();
 }
 
-rt::Status Session::launch(CUstream stream) {
+rt::Status Session::runLaunches(CUstream stream, bool setup) {
   std::map<std::string, CUdeviceptr> addresses;
   for (const auto &[name, buffer] : buffers_)
     addresses[name] = buffer.address();
-  SINKATTN_RT_ASSIGN_OR_RETURN(
-      rt::KernelArgs args,
-      rt::buildKernelArgs(bundle_, addresses, &context_->driver()));
-  return rt::launchKernel(*function_, rt::launchConfigFor(bundle_, stream),
-                          args);
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const rt::BundleLaunch &launch = launches_[i];
+    if (launch.setup != setup)
+      continue;
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        rt::KernelArgs args,
+        rt::buildKernelArgs(bundle_, launch, addresses, &context_->driver()));
+    rt::Status launched = rt::launchKernel(
+        *functions_[i], rt::launchConfigFor(launch, stream), args);
+    if (!launched.ok())
+      return launches_.size() == 1
+                 ? launched
+                 : launched.withContext("launch of " + launch.entry + ": ");
+  }
+  return rt::Status();
+}
+
+rt::Status Session::launch(CUstream stream) {
+  return runLaunches(stream, /*setup=*/false);
+}
+
+rt::Status Session::setup() {
+  SINKATTN_RT_TRY(runLaunches(nullptr, /*setup=*/true));
+  return context_->synchronize();
 }
 
 rt::Expected<std::vector<float>>
@@ -393,11 +429,14 @@ rt::Expected<CheckReport> Session::check() {
   for (auto &[name, buffer] : buffers_)
     if (rt::findParam(bundle_, name)->role == rt::BufferRole::Output)
       SINKATTN_RT_TRY(buffer.poison());
+  SINKATTN_RT_TRY(setup());
   SINKATTN_RT_TRY(launch(nullptr));
   SINKATTN_RT_TRY(context_->synchronize());
 
   if (bundle_.kernel == "sink-fwd")
     return checkSinkFwd();
+  if (bundle_.kernel == "sink-bwd")
+    return checkSinkBwd();
 
   CheckReport report;
   Comparison comparison;
@@ -604,6 +643,188 @@ rt::Expected<CheckReport> Session::checkSinkFwd() {
   return report;
 }
 
+rt::Expected<CheckReport> Session::checkSinkBwd() {
+  // The kernels have run (check()); now the backward's fp32 GPU reference
+  // (rows, keys, sinks kernels of one module) on the same inputs.
+  SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
+                               sinkFwdShape(bundle_));
+  double builtIn = 1.0 / std::sqrt(double(shape.headDim));
+  if (!(std::fabs(shape.scale - builtIn) <= 1e-6 * builtIn))
+    return rt::Status::error(
+        "sink-bwd bundle: config scale " + format("%.9g", shape.scale) +
+        " differs from the 1/sqrt(head_dim) = " + format("%.9g", builtIn) +
+        " that the reference kernel computes with");
+  SINKATTN_RT_TRY(loadReference());
+  rt::Function *rows = referenceFunction_.get();
+  std::unique_ptr<rt::Function> keys, sinks;
+  for (auto [entry, function] :
+       {std::pair{rt::kSinkBwdReferenceKeysEntry, &keys},
+        std::pair{rt::kSinkBwdReferenceSinksEntry, &sinks}}) {
+    rt::Expected<rt::Function> found = referenceModule_->getFunction(entry);
+    if (!found.ok())
+      return found.status().withContext("reference kernel: ");
+    *function = std::make_unique<rt::Function>(found.take());
+  }
+  // Its outputs and scratch: dq, dk, dv, dsinks, lse, delta, sink terms.
+  const size_t rowCount = size_t(shape.rows());
+  const std::pair<const char *, size_t> refBuffers[] = {
+      {"dq", shape.qElements()}, {"dk", shape.kvElements()},
+      {"dv", shape.kvElements()}, {"dsinks", size_t(shape.heads)},
+      {"lse", rowCount}, {"delta", rowCount}, {"sink_terms", rowCount}};
+  std::map<std::string, rt::DeviceBuffer> ref;
+  rt::KernelArgs args;
+  for (const char *input : {"q", "k", "v", "sinks", "do"})
+    args.addPointer(buffers_.at(input).address());
+  for (const auto &[name, count] : refBuffers) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        rt::DeviceBuffer buffer,
+        rt::DeviceBuffer::allocate(*context_, count * sizeof(float)));
+    SINKATTN_RT_TRY(buffer.poison());
+    args.addPointer(buffer.address());
+    ref.emplace(name, std::move(buffer));
+  }
+  if (shape.varlen())
+    for (const char *offsets : {"cu_seqlens_q", "cu_seqlens_kv"})
+      args.addPointer(buffers_.at(offsets).address());
+  SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkBwdReferenceLaunches launches,
+                               rt::sinkBwdReferenceLaunches(shape));
+  for (auto [function, launch] : {std::pair{rows, &launches.rows},
+                                  std::pair{keys.get(), &launches.keys},
+                                  std::pair{sinks.get(), &launches.sinks}})
+    SINKATTN_RT_TRY(rt::launchKernel(*function, *launch, args)
+                        .withContext("reference kernel: "));
+  SINKATTN_RT_TRY(context_->synchronize().withContext("reference kernel: "));
+
+  CheckReport report;
+  std::map<std::string, std::vector<float>> refValues, outValues;
+  for (const char *name : {"dq", "dk", "dv", "dsinks"}) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(refValues[name], ref.at(name).download<float>());
+    SINKATTN_RT_ASSIGN_OR_RETURN(outValues[name], downloadAsFloat(name));
+  }
+  // The kernel against the GPU reference, per gradient: every element
+  // within 2e-2 (|ref| + max|ref|) (bf16 rounds P and dS before their
+  // GEMMs, so small elements of long sums carry the error of large ones)
+  // and the whole tensor within rel-L2 1e-2 (bf16 noise is about 3e-3).
+  uint64_t refNonFinite = 0;
+  Comparison all;
+  std::string stats;
+  bool tensorsClose = true;
+  for (const char *name : {"dq", "dk", "dv", "dsinks"}) {
+    const std::vector<float> &out = outValues[name], &r = refValues[name];
+    double largest = 0;
+    for (float value : r)
+      if (std::isfinite(value))
+        largest = std::max(largest, double(std::fabs(value)));
+    Comparison one;
+    for (size_t e = 0; e < out.size(); ++e) {
+      double x = out[e], y = r[e];
+      if (!std::isfinite(y)) {
+        ++refNonFinite;
+        continue;
+      }
+      one.add(x, y);
+      all.add(x, y);
+      if (std::isfinite(x) &&
+          !(std::fabs(x - y) <= 2e-2 * (std::fabs(y) + largest)))
+        ++report.mismatches;
+    }
+    CheckReport part;
+    one.fill(part);
+    tensorsClose = tensorsClose && part.relL2 <= 1e-2;
+    stats += format("%s%s: rel-L2 %.3e max-abs %.3e max|ref| %.3g",
+                    stats.empty() ? "" : "; ", name, part.relL2, part.maxAbs,
+                    largest);
+    referenceOutputs_[name] = {rt::findParam(bundle_, name)->shape, r};
+  }
+  all.fill(report);
+  report.notes.push_back(stats + " (vs the fp32 GPU reference)");
+
+  // The GPU reference against the float64 CPU backward, when that is cheap;
+  // on the smallest problems also dsinks against central differences of
+  // the loss sum(O . dO).
+  double work = double(shape.rows()) * double(shape.seqKv) * double(shape.headDim);
+  uint64_t disagreements = 0, crossChecked = 0;
+  std::string crossText = "reference cross-check: skipped (the float64 CPU "
+                          "backward is too slow for this size)";
+  if (work <= double(1 << 28)) {
+    rt::SinkAttentionGradients cpu;
+    SINKATTN_RT_TRY(rt::sinkAttentionBackward(
+        shape, inputs_.at("q"), inputs_.at("k"), inputs_.at("v"),
+        inputs_.at("sinks"), inputs_.at("do"), cpu));
+    double crossMaxAbs = 0;
+    for (auto [name, values] :
+         {std::pair{"dq", &cpu.dq}, std::pair{"dk", &cpu.dk},
+          std::pair{"dv", &cpu.dv}, std::pair{"dsinks", &cpu.dsinks}}) {
+      const std::vector<float> &r = refValues[name];
+      for (size_t e = 0; e < r.size(); ++e) {
+        ++crossChecked;
+        double diff = std::fabs(double(r[e]) - (*values)[e]);
+        if (!(diff <= 1e-3 + 1e-3 * std::fabs((*values)[e])))
+          ++disagreements;
+        if (!(diff <= crossMaxAbs))
+          crossMaxAbs = diff;
+      }
+    }
+    crossText = "reference cross-check: fp32 GPU reference vs float64 CPU "
+                "backward, every gradient element: max-abs " +
+                format("%.3e", crossMaxAbs) + ", " +
+                std::to_string(disagreements) + " of " +
+                std::to_string(crossChecked) +
+                " values outside 1e-3 + 1e-3*|ref|";
+    if (work <= double(1 << 22)) {
+      // Central differences in float64 (step 1e-3; the loss is smooth).
+      std::vector<double> sinkValues(inputs_.at("sinks").begin(),
+                                     inputs_.at("sinks").end());
+      double worst = 0;
+      uint64_t fdFailures = 0;
+      for (int64_t h = 0; h < shape.heads; ++h) {
+        if (!std::isfinite(sinkValues[size_t(h)]))
+          continue;
+        double losses[2];
+        for (int side = 0; side < 2; ++side) {
+          std::vector<double> moved = sinkValues;
+          moved[size_t(h)] += side ? -1e-3 : 1e-3;
+          SINKATTN_RT_TRY(rt::sinkAttentionLoss(
+              shape, inputs_.at("q"), inputs_.at("k"), inputs_.at("v"), moved,
+              inputs_.at("do"), losses[side]));
+        }
+        double fd = (losses[0] - losses[1]) / 2e-3;
+        double kernel = outValues["dsinks"][size_t(h)];
+        double diff = std::fabs(kernel - fd);
+        worst = std::max(worst, diff);
+        if (!(diff <= 2e-2 * (std::fabs(fd) + 1e-2)) ||
+            !(std::fabs(cpu.dsinks[size_t(h)] - fd) <= 1e-5 + 1e-4 * std::fabs(fd)))
+          ++fdFailures;
+      }
+      disagreements += fdFailures;
+      crossText += format("; dsinks vs central differences of sum(O.dO): "
+                          "max-abs %.3e, %llu of %lld heads outside tolerance",
+                          worst, (unsigned long long)fdFailures,
+                          (long long)shape.heads);
+    }
+  }
+  report.notes.push_back(crossText);
+  if (refNonFinite)
+    report.notes.push_back(
+        "FAIL: the GPU reference kernel produced " +
+        std::to_string(refNonFinite) +
+        " non-finite gradients; the kernel was not compared at those elements");
+  if (disagreements)
+    report.notes.push_back(
+        "FAIL: the references disagree (" + std::to_string(disagreements) +
+        " values): the GPU reference or the float64 backward, not "
+        "necessarily the kernel, is wrong");
+  report.criterion =
+      "|out - ref| <= 2e-2 * (|ref| + max|ref|) for every element and "
+      "rel-L2 <= 1e-2 for each of dq, dk, dv and dsinks vs the fp32 GPU "
+      "reference kernel (itself checked "
+      "against the float64 CPU backward on small problems, dsinks also "
+      "against finite differences on tiny ones); rel-L2/max-abs over all";
+  report.passed = disagreements == 0 && refNonFinite == 0 && tensorsClose &&
+                  report.mismatches == 0 && report.nonFinite == 0;
+  return report;
+}
+
 CheckReport runner::compareSinkFwd(const rt::SinkAttentionShape &shape,
                                    const SinkFwdInputs &in,
                                    const std::vector<float> &o,
@@ -730,6 +951,8 @@ rt::JsonValue runner::benchJsonRow(const Session &session,
 
 rt::Expected<BenchReport> Session::bench(int warmup, int iterations,
                                          bool flushL2) {
+  // What the timed kernels read (the backward: the forward's O and LSE).
+  SINKATTN_RT_TRY(setup());
   SINKATTN_RT_ASSIGN_OR_RETURN(
       rt::TimingStats stats,
       rt::benchmark(
@@ -752,13 +975,16 @@ rt::Expected<BenchReport> Session::bench(int warmup, int iterations,
     double bytes = double(rt::bufferBytes(*rt::findParam(bundle_, "a"))) +
                    double(rt::bufferBytes(*rt::findParam(bundle_, "b")));
     report.gbps = bytes / seconds / 1e9;
-  } else if (bundle_.kernel == "sink-fwd") {
+  } else if (bundle_.kernel == "sink-fwd" || bundle_.kernel == "sink-bwd") {
     // Two GEMMs (QK^T and PV) of 2 * D flops per attended (i, j) pair,
-    // counted exactly (causal and window masks included).
+    // counted exactly (causal and window masks included); the backward
+    // counts 2.5 times the forward (FlashAttention's convention: five
+    // GEMMs, one of them the recomputed S).
     SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
                                  sinkFwdShape(bundle_));
     double pairs = double(rt::attendedPairs(shape));
-    double perPair = 4.0 * double(shape.heads) * double(shape.headDim);
+    double perPair = 4.0 * double(shape.heads) * double(shape.headDim) *
+                     (bundle_.kernel == "sink-bwd" ? 2.5 : 1.0);
     report.tflops = perPair * pairs / seconds / 1e12;
     // The seed's formula, 4*B*H*SQ*SKV*D/2 without a window or varlen
     // (attended pairs with them), so numbers compare with the seed's tables.

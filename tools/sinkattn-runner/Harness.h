@@ -67,9 +67,14 @@ public:
   /// Allocates every buffer, fills inputs from `seed` (fresh data for each
   /// seed, never all zeros), poisons outputs.
   rt::Status prepare(uint64_t seed);
-  /// One launch on `stream` (asynchronous).
+  /// The bundle's kernels, except setup launches, on `stream`
+  /// (asynchronous): what bench times.
   rt::Status launch(CUstream stream);
-  /// Poisons outputs, launches once, synchronizes and compares.
+  /// The setup launches (they compute inputs of the kernels, such as the
+  /// forward's O and LSE that a backward reads), then synchronizes.
+  rt::Status setup();
+  /// Poisons outputs, runs the setup launches and the kernels once,
+  /// synchronizes and compares.
   rt::Expected<CheckReport> check();
   rt::Expected<BenchReport> bench(int warmup, int iterations, bool flushL2);
   /// Writes each buffer as <dir>/<name>.npy (outputs as last computed), and
@@ -88,13 +93,20 @@ private:
   /// sink-fwd: runs the bundle's reference kernel on the same inputs and
   /// compares (after check() launched the kernel).
   rt::Expected<CheckReport> checkSinkFwd();
+  /// sink-bwd: the same with the backward's reference (three kernels) and
+  /// the float64 CPU backward and finite differences on small problems.
+  rt::Expected<CheckReport> checkSinkBwd();
+  /// Runs the setup launches (setup == true) or the others, in order.
+  rt::Status runLaunches(CUstream stream, bool setup);
   /// JIT-links the bundle's reference kernel on first use.
   rt::Status loadReference();
 
   rt::Bundle bundle_;
   std::unique_ptr<rt::Context> context_;
   std::unique_ptr<rt::Module> module_;
-  std::unique_ptr<rt::Function> function_;
+  /// The bundle's launches and their functions, in order.
+  std::vector<rt::BundleLaunch> launches_;
+  std::vector<std::unique_ptr<rt::Function>> functions_;
   std::map<std::string, rt::DeviceBuffer> buffers_;
   /// Input values as float (after rounding to the buffer's dtype).
   std::map<std::string, std::vector<float>> inputs_;

@@ -1,0 +1,470 @@
+//===- SinkBwdKernel.cpp - Attention-sink backward in tile IR -------------===//
+//
+// The gradients of O = softmax([Q Kᵀ · scale, sink]) V (the forward in
+// SinkFwdKernel.cpp) with respect to Q, K, V and the per-head sink logits,
+// as one bundle of five kernels in one module, launched in order:
+//
+//   sink_fwd              (setup) the forward: O and the LSE the others read.
+//   sink_bwd_preprocess   per block of 64 query rows: Delta = rowsum(dO ⊙ O)
+//                         and the row's sink term -exp(sink - LSE) · Delta.
+//   sink_bwd_dkdv         per block of 64 keys of one kv head: loops over the
+//                         query blocks of every query head of its group that
+//                         see those keys, in the transposed form
+//                           Sᵀ = K Qᵀ, Pᵀ = exp(Sᵀ·scale - LSE) (masked),
+//                           dV += Pᵀ dO, dPᵀ = V dOᵀ, dSᵀ = Pᵀ ⊙ (dPᵀ - Delta),
+//                           dK += dSᵀ Q · scale,
+//                         so K, V, dK and dV stay in registers/shared memory
+//                         and GQA sums the group's heads without repeating
+//                         K/V. LSE and Delta are per column here: the map
+//                         bodies read them from global memory.
+//   sink_bwd_dq           per block of 64 query rows: loops over the key
+//                         blocks its rows see, S = Q Kᵀ, P, dP = dO Vᵀ, dS,
+//                         dQ += dS K · scale, accumulated in fp32 registers
+//                         and converted once at the end.
+//   sink_bwd_sinks        one warp per head: dsink_h, the sum of the head's
+//                         sink terms in a fixed order, then a butterfly.
+//
+// Every output element has exactly one writer and every sum a fixed order
+// (no atomics): the gradients are bit-identical from run to run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilders.h"
+#include "KernelTemplate.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+using namespace sinkattn;
+
+namespace {
+/// Query rows, and keys, per block (one warpgroup: wgmma's M).
+constexpr int64_t kBlock = 64;
+
+constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
+!tileT = memref<64x@D@x@T@, #gpu.address_space<workgroup>>
+!S = !tile.fragment<64x64xf32>
+!P = !tile.fragment<64x64x@T@>
+!acc = !tile.fragment<64x@D@xf32>
+!acc16 = !tile.fragment<64x@D@x@T@>
+!row = !tile.fragment<64xf32>
+!q = @Q_TYPE@
+!kv = @KV_TYPE@
+!lse = @LSE_TYPE@
+!terms = memref<@ROWS@xf32>
+module attributes {gpu.container_module} {
+  gpu.module @sink_bwd {
+    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %LSE: !lse,
+                                  %sinks: memref<@H@x@ST@>, %Delta: !lse,
+                                  %Terms: !lse) kernel {
+@CONSTANTS@
+      %qb = gpu.block_id x
+      %h = gpu.block_id y
+      %b = gpu.block_id z
+      %m0 = arith.muli %qb, %c64 : index
+      // Rows past the end read the last row (and are not stored).
+      %prod = tile.map () : () -> !acc {
+      ^bb0(%i: index, %j: index):
+        %row = arith.addi %m0, %i : index
+        %r = arith.minui %row, %lastRow : index
+        %o = memref.load %O[%b, %h, %r, %j] : !q
+        %d = memref.load %dO[%b, %h, %r, %j] : !q
+        %of = arith.extf %o : @T@ to f32
+        %df = arith.extf %d : @T@ to f32
+        %x = arith.mulf %of, %df : f32
+        tile.yield %x : f32
+      }
+      %delta = tile.reduce sum %prod along 1 : !acc -> !row
+      @SINK_LOAD@
+      // The sink's probability exp(sink - LSE) times Delta; 0 for a row
+      // with neither keys nor a finite sink (LSE = -inf).
+      %term = tile.map (%delta) : (!row) -> !row {
+      ^bb0(%i: index, %dl: f32):
+        %row = arith.addi %m0, %i : index
+        %r = arith.minui %row, %lastRow : index
+        %lse = memref.load %LSE[%b, %h, %r] : !lse
+        %noKey = arith.cmpf oeq, %lse, %ninf : f32
+        %x = arith.subf %sink, %lse : f32
+        %x2 = arith.mulf %x, %log2e : f32
+        %e = math.exp2 %x2 : f32
+        %t = arith.mulf %e, %dl : f32
+        %nt = arith.negf %t : f32
+        %v = arith.select %noKey, %zero, %nt : f32
+        tile.yield %v : f32
+      }
+      tile.store %delta, %Delta[%b, %h, %m0] : !row, !lse
+      tile.store %term, %Terms[%b, %h, %m0] : !row, !lse
+      gpu.return
+    }
+
+    gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
+                            %Delta: !lse, %dK: !kv, %dV: !kv) kernel {
+@CONSTANTS@
+      %kb = gpu.block_id x
+      %hk = gpu.block_id y
+      %b = gpu.block_id z
+      %n0 = arith.muli %kb, %c64 : index
+      %sK = memref.alloc() : !tileT
+      %sV = memref.alloc() : !tileT
+      %sQ = memref.alloc() : !tileT
+      %sdO = memref.alloc() : !tileT
+      tile.copy %K[%b, %hk, %n0, %c0], %sK : !kv, !tileT
+      tile.copy %V[%b, %hk, %n0, %c0], %sV : !kv, !tileT
+      // Query rows that attend a key of the block: i + past >= n0 (causal)
+      // and, with a window, i + past < n0 + 63 + W.
+      %firstRowRaw = arith.subi %n0, %past : index
+      %firstRow = arith.maxsi %firstRowRaw, %c0 : index
+      %loQ = arith.divui %firstRow, %c64 : index
+      %endRowBlock = arith.addi %firstRowRaw, %c63 : index
+      %endRowWindow = arith.addi %endRowBlock, %window : index
+      %endRowPos = arith.maxsi %endRowWindow, %c0 : index
+      %endRowIn = arith.minsi %endRowPos, %seqQ : index
+      %endRow = arith.select %hasWindow, %endRowIn, %seqQ : index
+      %hiQ = arith.ceildivui %endRow, %c64 : index
+      %nqRaw = arith.subi %hiQ, %loQ : index
+      %nq = arith.maxsi %nqRaw, %c0 : index
+      %nqDiv = arith.maxsi %nq, %c1 : index
+      %total = arith.muli %nq, %group : index
+      %hkFirst = arith.muli %hk, %group : index
+      %accZero = tile.fill %zero : !acc
+      %sZero = tile.fill %zero : !S
+      // One loop over (query head of the group, query block).
+      %res:2 = scf.for %t = %c0 to %total step %c1
+          iter_args(%dk = %accZero, %dv = %accZero) -> (!acc, !acc) {
+        %g = arith.divui %t, %nqDiv : index
+        %qi = arith.remui %t, %nqDiv : index
+        %h = arith.addi %hkFirst, %g : index
+        %qBlock = arith.addi %loQ, %qi : index
+        %m0 = arith.muli %qBlock, %c64 : index
+        tile.copy %Q[%b, %h, %m0, %c0], %sQ : !q, !tileT
+        tile.copy %dO[%b, %h, %m0, %c0], %sdO : !q, !tileT
+        %sT = tile.gemm %sK, %sQ, %sZero {transpose_b} : !tileT, !tileT, !S
+        %pT = tile.map (%sT) : (!S) -> !S {
+        ^bb0(%jj: index, %ii: index, %x: f32):
+          %j = arith.addi %n0, %jj : index
+          %i = arith.addi %m0, %ii : index
+          %p = arith.addi %i, %past : index
+          %causal = arith.cmpi sle, %j, %p : index
+          %distance = arith.subi %p, %j : index
+          %near = arith.cmpi ult, %distance, %window : index
+          %inside = arith.cmpi ult, %i, %seqQ : index
+          %keepNear = arith.andi %causal, %near : i1
+          %keep = arith.andi %keepNear, %inside : i1
+          %r = arith.minui %i, %lastRow : index
+          %lse = memref.load %LSE[%b, %h, %r] : !lse
+          %lse2 = arith.mulf %lse, %log2e : f32
+          %negLse2 = arith.negf %lse2 : f32
+          %y = math.fma %x, %scaleLog2, %negLse2 : f32
+          %e = math.exp2 %y : f32
+          %v = arith.select %keep, %e, %zero : f32
+          tile.yield %v : f32
+        }
+        %pT16 = tile.cast %pT : !S to !P
+        %dvNew = tile.gemm %pT16, %sdO, %dv : !P, !tileT, !acc
+        %dpT = tile.gemm %sV, %sdO, %sZero {transpose_b} : !tileT, !tileT, !S
+        %dsT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
+        ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
+          %i = arith.addi %m0, %ii : index
+          %r = arith.minui %i, %lastRow : index
+          %delta = memref.load %Delta[%b, %h, %r] : !lse
+          %d = arith.subf %dp, %delta : f32
+          %v = arith.mulf %pv, %d : f32
+          tile.yield %v : f32
+        }
+        %dsT16 = tile.cast %dsT : !S to !P
+        %dkNew = tile.gemm %dsT16, %sQ, %dk : !P, !tileT, !acc
+        scf.yield %dkNew, %dvNew : !acc, !acc
+      } {tile.num_stages = @STAGES@}
+      %dk16 = tile.map (%res#0) : (!acc) -> !acc16 {
+      ^bb0(%i: index, %j: index, %x: f32):
+        %y = arith.mulf %x, %scale : f32
+        %v = arith.truncf %y : f32 to @T@
+        tile.yield %v : @T@
+      }
+      %dv16 = tile.cast %res#1 : !acc to !acc16
+      tile.store %dk16, %dK[%b, %hk, %n0, %c0] : !acc16, !kv
+      tile.store %dv16, %dV[%b, %hk, %n0, %c0] : !acc16, !kv
+      gpu.return
+    }
+
+    gpu.func @sink_bwd_dq(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
+                          %Delta: !lse, %dQ: !q) kernel {
+@CONSTANTS@
+      %qb = gpu.block_id x
+      %h = gpu.block_id y
+      %b = gpu.block_id z
+      %hk = arith.divui %h, %group : index
+      %m0 = arith.muli %qb, %c64 : index
+      %sQ = memref.alloc() : !tileT
+      %sdO = memref.alloc() : !tileT
+      %sK = memref.alloc() : !tileT
+      %sV = memref.alloc() : !tileT
+      tile.copy %Q[%b, %h, %m0, %c0], %sQ : !q, !tileT
+      tile.copy %dO[%b, %h, %m0, %c0], %sdO : !q, !tileT
+      %lse2 = tile.map () : () -> !row {
+      ^bb0(%i: index):
+        %row = arith.addi %m0, %i : index
+        %r = arith.minui %row, %lastRow : index
+        %lse = memref.load %LSE[%b, %h, %r] : !lse
+        %v = arith.mulf %lse, %log2e : f32
+        tile.yield %v : f32
+      }
+      %deltaRow = tile.map () : () -> !row {
+      ^bb0(%i: index):
+        %row = arith.addi %m0, %i : index
+        %r = arith.minui %row, %lastRow : index
+        %v = memref.load %Delta[%b, %h, %r] : !lse
+        tile.yield %v : f32
+      }
+      // Key blocks the rows see: up to the last row's position (causal),
+      // from the first row's window start.
+      %pFirst = arith.addi %m0, %past : index
+      %lastKey = arith.addi %pFirst, %c64 : index
+      %hiKey = arith.minsi %lastKey, %skv : index
+      %hi = arith.maxsi %hiKey, %c0 : index
+      %hiCausal = arith.ceildivui %hi, %c64 : index
+      %firstKey = arith.subi %pFirst, %window : index
+      %firstKey1 = arith.addi %firstKey, %c1 : index
+      %firstKeyPos = arith.maxsi %firstKey1, %c0 : index
+      %windowLo = arith.divui %firstKeyPos, %c64 : index
+      %lo = arith.select %hasWindow, %windowLo, %c0 : index
+      %hiBlocks = arith.maxsi %hiCausal, %lo : index
+      %accZero = tile.fill %zero : !acc
+      %sZero = tile.fill %zero : !S
+      %dq = scf.for %kb = %lo to %hiBlocks step %c1
+          iter_args(%acc = %accZero) -> (!acc) {
+        %n0 = arith.muli %kb, %c64 : index
+        tile.copy %K[%b, %hk, %n0, %c0], %sK : !kv, !tileT
+        tile.copy %V[%b, %hk, %n0, %c0], %sV : !kv, !tileT
+        %s = tile.gemm %sQ, %sK, %sZero {transpose_b} : !tileT, !tileT, !S
+        %p = tile.map (%s, %lse2) : (!S, !row) -> !S {
+        ^bb0(%ii: index, %jj: index, %x: f32, %l: f32):
+          %i = arith.addi %m0, %ii : index
+          %j = arith.addi %n0, %jj : index
+          %pos = arith.addi %i, %past : index
+          %causal = arith.cmpi sle, %j, %pos : index
+          %distance = arith.subi %pos, %j : index
+          %near = arith.cmpi ult, %distance, %window : index
+          %keep = arith.andi %causal, %near : i1
+          %negL = arith.negf %l : f32
+          %y = math.fma %x, %scaleLog2, %negL : f32
+          %e = math.exp2 %y : f32
+          %v = arith.select %keep, %e, %zero : f32
+          tile.yield %v : f32
+        }
+        %dp = tile.gemm %sdO, %sV, %sZero {transpose_b} : !tileT, !tileT, !S
+        %ds = tile.map (%p, %dp, %deltaRow) : (!S, !S, !row) -> !S {
+        ^bb0(%ii: index, %jj: index, %pv: f32, %dpv: f32, %d: f32):
+          %x = arith.subf %dpv, %d : f32
+          %v = arith.mulf %pv, %x : f32
+          tile.yield %v : f32
+        }
+        %ds16 = tile.cast %ds : !S to !P
+        %accNew = tile.gemm %ds16, %sK, %acc : !P, !tileT, !acc
+        scf.yield %accNew : !acc
+      } {tile.num_stages = @STAGES@}
+      %dq16 = tile.map (%dq) : (!acc) -> !acc16 {
+      ^bb0(%i: index, %j: index, %x: f32):
+        %y = arith.mulf %x, %scale : f32
+        %v = arith.truncf %y : f32 to @T@
+        tile.yield %v : @T@
+      }
+      tile.store %dq16, %dQ[%b, %h, %m0, %c0] : !acc16, !q
+      gpu.return
+    }
+
+    // One warp per head; lane l sums rows l, l + 32, ... of each run of the
+    // head's rows, then the lanes combine in a fixed butterfly.
+    gpu.func @sink_bwd_sinks(%Terms: !terms, %dsinks: memref<@H@xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c32 = arith.constant 32 : index
+      %zero = arith.constant 0.0 : f32
+      %width = arith.constant 32 : i32
+      %run = arith.constant @RUN@ : index
+      %runs = arith.constant @RUN_BATCHES@ : index
+      %batchRows = arith.constant @BATCH_ROWS@ : index
+      %h = gpu.block_id x
+      %lane = gpu.thread_id x
+      %headBase = arith.muli %h, %run : index
+      %sum = scf.for %r = %c0 to %runs step %c1 iter_args(%acc0 = %zero) -> (f32) {
+        %runBase = arith.muli %r, %batchRows : index
+        %base = arith.addi %runBase, %headBase : index
+        %s = scf.for %k = %lane to %run step %c32 iter_args(%acc = %acc0) -> (f32) {
+          %at = arith.addi %base, %k : index
+          %v = memref.load %Terms[%at] : !terms
+          %a = arith.addf %acc, %v : f32
+          scf.yield %a : f32
+        }
+        scf.yield %s : f32
+      }
+@BUTTERFLY@
+      %first = arith.cmpi eq, %lane, %c0 : index
+      scf.if %first {
+        memref.store %total, %dsinks[%h] : memref<@H@xf32>
+      }
+      gpu.return
+    }
+  }
+}
+)mlir";
+
+/// The constants and sequence bounds every tile kernel of the module uses.
+constexpr llvm::StringLiteral kConstants = R"mlir(
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c63 = arith.constant 63 : index
+      %c64 = arith.constant 64 : index
+      %group = arith.constant @GROUP@ : index
+      %window = arith.constant @WINDOW@ : index
+      %hasWindow = arith.constant @HAS_WINDOW@
+      %zero = arith.constant 0.0 : f32
+      %ninf = arith.constant 0xFF800000 : f32
+      %log2e = arith.constant 1.44269504088896340736 : f32
+      %scale = arith.constant @SCALE@ : f32
+      %scaleLog2 = arith.constant @SCALE_LOG2@ : f32
+      %seqQ = arith.constant @SQ@ : index
+      %skv = arith.constant @SKV@ : index
+      %lastRow = arith.subi %seqQ, %c1 : index
+      // Right-aligned causal: query row i sits at key position i + past.
+      %past = arith.subi %skv, %seqQ : index)mlir";
+
+std::string butterflyText() {
+  std::string text;
+  std::string value = "%sum";
+  int step = 0;
+  for (int offset : {16, 8, 4, 2, 1}) {
+    std::string s = std::to_string(step++);
+    text += "      %offset" + s + " = arith.constant " + std::to_string(offset) +
+            " : i32\n      %other" + s + ", %valid" + s +
+            " = gpu.shuffle xor " + value + ", %offset" + s +
+            ", %width : f32\n      %sum" + s + " = arith.addf " + value +
+            ", %other" + s + " : f32\n";
+    value = "%sum" + s;
+  }
+  text += "      %total = arith.addf " + value + ", %zero : f32";
+  return text;
+}
+
+std::string f32Text(double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.9e", double(float(value)));
+  return text;
+}
+} // namespace
+
+FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
+                                              const KernelConfig &config) {
+  auto fail = [&]() {
+    return emitError(UnknownLoc::get(&context)) << "sink-bwd: ";
+  };
+  if (config.layout != rt::AttentionLayout::BHSD)
+    return fail() << "--layout " << rt::layoutName(config.layout)
+                  << " is not supported yet; the backward takes bhsd";
+  // The forward's checks (dtype, head dim, shapes, window, stages) apply.
+  KernelConfig forwardConfig = config;
+  forwardConfig.kernel = "sink-fwd";
+  FailureOr<KernelModule> forward = buildSinkFwd(context, forwardConfig);
+  if (failed(forward))
+    return failure();
+  rt::SinkAttentionShape shape = sinkAttentionShape(config);
+
+  auto str = [](int64_t v) { return std::to_string(v); };
+  std::string type = mlirTypeName(config.dtype);
+  const std::string d = str(shape.headDim);
+  bool hasWindow = config.window > 0;
+  std::string text = kSinkBwdTemplate.str();
+  for (auto [key, value] :
+       {std::pair<std::string, std::string>{"@CONSTANTS@", kConstants.str()},
+        {"@BUTTERFLY@", butterflyText()}})
+    for (size_t at = text.find(key); at != std::string::npos;
+         at = text.find(key, at + value.size()))
+      text.replace(at, key.size(), value);
+  OwningOpRef<ModuleOp> module = parseKernelTemplate(
+      context, "sink-bwd", text,
+      {{"T", type},
+       {"ST", mlirTypeName(config.sinkDtype)},
+       {"SINK_LOAD", sinkLoad("%sink", "%sinks", "%h", shape.heads,
+                              config.sinkDtype)},
+       {"H", str(shape.heads)},
+       {"D", d},
+       {"SQ", str(shape.seqQ)},
+       {"SKV", str(shape.seqKv)},
+       {"GROUP", str(shape.heads / shape.kvHeads)},
+       {"ROWS", str(shape.rows())},
+       {"Q_TYPE", "memref<" + str(shape.batch) + "x" + str(shape.heads) + "x" +
+                      str(shape.seqQ) + "x" + d + "x" + type + ">"},
+       {"KV_TYPE", "memref<" + str(shape.batch) + "x" + str(shape.kvHeads) +
+                       "x" + str(shape.seqKv) + "x" + d + "x" + type + ">"},
+       {"LSE_TYPE", "memref<" + str(shape.batch) + "x" + str(shape.heads) +
+                        "x" + str(shape.seqQ) + "xf32>"},
+       {"WINDOW", str(hasWindow ? config.window : shape.seqKv + 1)},
+       {"HAS_WINDOW", hasWindow ? "true" : "false"},
+       {"SCALE", f32Text(shape.scale)},
+       {"SCALE_LOG2", f32Text(shape.scale * 1.4426950408889634)},
+       {"STAGES", str(config.stages)},
+       // dsinks: a head's rows come in runs of SQ, one per batch.
+       {"RUN", str(shape.seqQ)},
+       {"RUN_BATCHES", str(shape.batch)},
+       {"BATCH_ROWS", str(shape.heads * shape.seqQ)}});
+  if (!module)
+    return failure();
+
+  // The forward joins the module as the setup launch.
+  gpu::GPUModuleOp gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
+  gpu::GPUFuncOp forwardFunc;
+  forward->module->walk([&](gpu::GPUFuncOp func) { forwardFunc = func; });
+  if (!forwardFunc)
+    return fail() << "internal error: the forward module has no kernel";
+  forwardFunc->moveBefore(&gpuModule.getBody()->front());
+
+  rt::Bundle bundle;
+  bundle.formatVersion = rt::kBundleLaunchesFormatVersion;
+  bundle.kernel = "sink-bwd";
+  bundle.config = forward->bundle.config;
+  bundle.params = forward->bundle.params;
+  auto u = [](int64_t v) { return uint64_t(v); };
+  std::vector<uint64_t> qShape = shape.qDims(), kvShape = shape.kvDims();
+  bundle.params.push_back(inputBuffer("do", config.dtype, qShape));
+  bundle.params.push_back(outputBuffer("dq", config.dtype, qShape));
+  bundle.params.push_back(outputBuffer("dk", config.dtype, kvShape));
+  bundle.params.push_back(outputBuffer("dv", config.dtype, kvShape));
+  bundle.params.push_back(outputBuffer("dsinks", rt::DType::F32, {u(shape.heads)}));
+  // Scratch the kernels hand each other (outputs: the runner poisons them).
+  bundle.params.push_back(outputBuffer("delta", rt::DType::F32, shape.lseDims()));
+  bundle.params.push_back(
+      outputBuffer("sink_terms", rt::DType::F32, shape.lseDims()));
+
+  uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
+  uint32_t keyBlocks = uint32_t((shape.seqKv + kBlock - 1) / kBlock);
+  auto launch = [](std::string entry, rt::Dim3 grid, uint32_t threads,
+                   std::vector<std::string> args) {
+    rt::BundleLaunch l;
+    l.entry = std::move(entry);
+    l.grid = grid;
+    l.block = {threads, 1, 1};
+    l.args = std::move(args);
+    return l;
+  };
+  rt::BundleLaunch forwardLaunch = launch(
+      forward->bundle.entry, forward->bundle.grid, forward->bundle.block.x,
+      rt::launchesOf(forward->bundle).front().args);
+  forwardLaunch.setup = true;
+  uint32_t heads = uint32_t(shape.heads), batch = uint32_t(shape.batch);
+  bundle.launches = {
+      forwardLaunch,
+      launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
+             {"o", "do", "lse", "sinks", "delta", "sink_terms"}),
+      launch("sink_bwd_dkdv", {keyBlocks, uint32_t(shape.kvHeads), batch}, 128,
+             {"q", "k", "v", "do", "lse", "delta", "dk", "dv"}),
+      launch("sink_bwd_dq", {queryBlocks, heads, batch}, 128,
+             {"q", "k", "v", "do", "lse", "delta", "dq"}),
+      launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"})};
+  KernelModule kernel{std::move(module), std::move(bundle)};
+  kernel.tileIR = true;
+  return kernel;
+}
