@@ -7,16 +7,21 @@
 //   sink_fwd              (setup) the forward: O and the LSE the others read.
 //   sink_bwd_preprocess   per block of 64 query rows: Delta = rowsum(dO ⊙ O)
 //                         and the row's sink term -exp(sink - LSE) · Delta.
-//   sink_bwd_dkdv         per block of 64 keys of one kv head: loops over the
-//                         query blocks of every query head of its group that
-//                         see those keys, in the transposed form
+//   sink_bwd_dkdv         per block of 64 keys and one query head: loops over
+//                         the query blocks that see those keys, in the
+//                         transposed form
 //                           Sᵀ = K Qᵀ, Pᵀ = exp(Sᵀ·scale - LSE) (masked),
 //                           dV += Pᵀ dO, dPᵀ = V dOᵀ, dSᵀ = Pᵀ ⊙ (dPᵀ - Delta),
 //                           dK += dSᵀ Q · scale,
-//                         so K, V, dK and dV stay in registers/shared memory
-//                         and GQA sums the group's heads without repeating
-//                         K/V. LSE and Delta are per column here: the map
-//                         bodies read them from global memory.
+//                         so K, V, dK and dV stay in registers/shared memory.
+//                         LSE and Delta are per column here: the map bodies
+//                         read them from global memory. With GQA each query
+//                         head writes its fp32 share of its kv head's dK/dV
+//                         and
+//   sink_bwd_dkdv_sum     adds the group's shares in head order: K/V are
+//                         never repeated, and blocks per query head (not per
+//                         kv head) keep the causal triangle's work balanced
+//                         over the SMs.
 //   sink_bwd_dq           per block of 64 query rows: loops over the key
 //                         blocks its rows see, S = Q Kᵀ, P, dP = dO Vᵀ, dS,
 //                         dQ += dS K · scale, accumulated in fp32 registers
@@ -56,6 +61,7 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !kv = @KV_TYPE@
 !lse = @LSE_TYPE@
 !terms = memref<@ROWS@xf32>
+!dkv = @DKV_TYPE@
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
     gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %LSE: !lse,
@@ -102,11 +108,13 @@ module attributes {gpu.container_module} {
     }
 
     gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
-                            %Delta: !lse, %dK: !kv, %dV: !kv) kernel {
+                            %Delta: !lse, %dK: !dkv, %dV: !dkv) kernel
+        @ATTRIBUTES@ {
 @CONSTANTS@
       %kb = gpu.block_id x
-      %hk = gpu.block_id y
+      %h = gpu.block_id y
       %b = gpu.block_id z
+      %hk = arith.divui %h, %group : index
       %n0 = arith.muli %kb, %c64 : index
       %sK = memref.alloc() : !tileT
       %sV = memref.alloc() : !tileT
@@ -125,20 +133,11 @@ module attributes {gpu.container_module} {
       %endRowIn = arith.minsi %endRowPos, %seqQ : index
       %endRow = arith.select %hasWindow, %endRowIn, %seqQ : index
       %hiQ = arith.ceildivui %endRow, %c64 : index
-      %nqRaw = arith.subi %hiQ, %loQ : index
-      %nq = arith.maxsi %nqRaw, %c0 : index
-      %nqDiv = arith.maxsi %nq, %c1 : index
-      %total = arith.muli %nq, %group : index
-      %hkFirst = arith.muli %hk, %group : index
+      %hiBlocks = arith.maxsi %hiQ, %loQ : index
       %accZero = tile.fill %zero : !acc
       %sZero = tile.fill %zero : !S
-      // One loop over (query head of the group, query block).
-      %res:2 = scf.for %t = %c0 to %total step %c1
+      %res:2 = scf.for %qBlock = %loQ to %hiBlocks step %c1
           iter_args(%dk = %accZero, %dv = %accZero) -> (!acc, !acc) {
-        %g = arith.divui %t, %nqDiv : index
-        %qi = arith.remui %t, %nqDiv : index
-        %h = arith.addi %hkFirst, %g : index
-        %qBlock = arith.addi %loQ, %qi : index
         %m0 = arith.muli %qBlock, %c64 : index
         tile.copy %Q[%b, %h, %m0, %c0], %sQ : !q, !tileT
         tile.copy %dO[%b, %h, %m0, %c0], %sdO : !q, !tileT
@@ -179,20 +178,14 @@ module attributes {gpu.container_module} {
         %dkNew = tile.gemm %dsT16, %sQ, %dk : !P, !tileT, !acc
         scf.yield %dkNew, %dvNew : !acc, !acc
       } {tile.num_stages = @STAGES@}
-      %dk16 = tile.map (%res#0) : (!acc) -> !acc16 {
-      ^bb0(%i: index, %j: index, %x: f32):
-        %y = arith.mulf %x, %scale : f32
-        %v = arith.truncf %y : f32 to @T@
-        tile.yield %v : @T@
-      }
-      %dv16 = tile.cast %res#1 : !acc to !acc16
-      tile.store %dk16, %dK[%b, %hk, %n0, %c0] : !acc16, !kv
-      tile.store %dv16, %dV[%b, %hk, %n0, %c0] : !acc16, !kv
+@DKDV_STORE@
       gpu.return
     }
+@DKDV_SUM@
 
     gpu.func @sink_bwd_dq(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
-                          %Delta: !lse, %dQ: !q) kernel {
+                          %Delta: !lse, %dQ: !q) kernel
+        @ATTRIBUTES@ {
 @CONSTANTS@
       %qb = gpu.block_id x
       %h = gpu.block_id y
@@ -350,6 +343,75 @@ std::string butterflyText() {
   return text;
 }
 
+/// dkdv's epilogue: bf16 dK/dV of the kv head (MHA), or the query head's
+/// fp32 shares (GQA, summed by sink_bwd_dkdv_sum).
+constexpr llvm::StringLiteral kStoreGradients = R"mlir(
+      %dk16 = tile.map (%res#0) : (!acc) -> !acc16 {
+      ^bb0(%i: index, %j: index, %x: f32):
+        %y = arith.mulf %x, %scale : f32
+        %v = arith.truncf %y : f32 to @T@
+        tile.yield %v : @T@
+      }
+      %dv16 = tile.cast %res#1 : !acc to !acc16
+      tile.store %dk16, %dK[%b, %hk, %n0, %c0] : !acc16, !dkv
+      tile.store %dv16, %dV[%b, %hk, %n0, %c0] : !acc16, !dkv)mlir";
+constexpr llvm::StringLiteral kStoreShares = R"mlir(
+      %dkScaled = tile.map (%res#0) : (!acc) -> !acc {
+      ^bb0(%i: index, %j: index, %x: f32):
+        %y = arith.mulf %x, %scale : f32
+        tile.yield %y : f32
+      }
+      tile.store %dkScaled, %dK[%b, %h, %n0, %c0] : !acc, !dkv
+      tile.store %res#1, %dV[%b, %h, %n0, %c0] : !acc, !dkv)mlir";
+constexpr llvm::StringLiteral kSumShares = R"mlir(
+    // dK and dV of a kv head: its query heads' shares added in head order,
+    // one thread per element.
+    gpu.func @sink_bwd_dkdv_sum(%dKp: memref<@SHARES@xf32>,
+                                %dVp: memref<@SHARES@xf32>,
+                                %dK: memref<@KV_ELEMENTS@x@T@>,
+                                %dV: memref<@KV_ELEMENTS@x@T@>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c256 = arith.constant 256 : index
+      %zero = arith.constant 0.0 : f32
+      %count = arith.constant @KV_ELEMENTS@ : index
+      %slab = arith.constant @SLAB@ : index
+      %kvHeads = arith.constant @HK@ : index
+      %heads = arith.constant @H@ : index
+      %group = arith.constant @GROUP@ : index
+      %block = gpu.block_id x
+      %tid = gpu.thread_id x
+      %base = arith.muli %block, %c256 : index
+      %e = arith.addi %base, %tid : index
+      %inside = arith.cmpi ult, %e, %count : index
+      scf.if %inside {
+        %within = arith.remui %e, %slab : index
+        %bhk = arith.divui %e, %slab : index
+        %hk = arith.remui %bhk, %kvHeads : index
+        %b = arith.divui %bhk, %kvHeads : index
+        %bHeads = arith.muli %b, %heads : index
+        %hFirst = arith.muli %hk, %group : index
+        %bh = arith.addi %bHeads, %hFirst : index
+        %slabStart = arith.muli %bh, %slab : index
+        %first = arith.addi %slabStart, %within : index
+        %sums:2 = scf.for %g = %c0 to %group step %c1
+            iter_args(%sk = %zero, %sv = %zero) -> (f32, f32) {
+          %offset = arith.muli %g, %slab : index
+          %at = arith.addi %first, %offset : index
+          %k = memref.load %dKp[%at] : memref<@SHARES@xf32>
+          %v = memref.load %dVp[%at] : memref<@SHARES@xf32>
+          %sk1 = arith.addf %sk, %k : f32
+          %sv1 = arith.addf %sv, %v : f32
+          scf.yield %sk1, %sv1 : f32, f32
+        }
+        %k16 = arith.truncf %sums#0 : f32 to @T@
+        %v16 = arith.truncf %sums#1 : f32 to @T@
+        memref.store %k16, %dK[%e] : memref<@KV_ELEMENTS@x@T@>
+        memref.store %v16, %dV[%e] : memref<@KV_ELEMENTS@x@T@>
+      }
+      gpu.return
+    })mlir";
+
 std::string f32Text(double value) {
   char text[64];
   std::snprintf(text, sizeof(text), "%.9e", double(float(value)));
@@ -377,10 +439,19 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   std::string type = mlirTypeName(config.dtype);
   const std::string d = str(shape.headDim);
   bool hasWindow = config.window > 0;
+  // ws: a TMA producer warpgroup feeds the Q/dO (dK/dV kernel) or K/V
+  // (dQ kernel) tiles to the one consumer warpgroup; plain: the consumers
+  // load them themselves, S - 1 blocks ahead.
+  bool warpSpecialized = config.schedule == "ws";
+  // GQA: per query head fp32 shares of dK/dV, then their sum.
+  const int64_t group = shape.heads / shape.kvHeads;
+  const bool shares = group > 1;
   std::string text = kSinkBwdTemplate.str();
   for (auto [key, value] :
        {std::pair<std::string, std::string>{"@CONSTANTS@", kConstants.str()},
-        {"@BUTTERFLY@", butterflyText()}})
+        {"@BUTTERFLY@", butterflyText()},
+        {"@DKDV_STORE@", shares ? kStoreShares.str() : kStoreGradients.str()},
+        {"@DKDV_SUM@", shares ? kSumShares.str() : ""}})
     for (size_t at = text.find(key); at != std::string::npos;
          at = text.find(key, at + value.size()))
       text.replace(at, key.size(), value);
@@ -394,7 +465,15 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"D", d},
        {"SQ", str(shape.seqQ)},
        {"SKV", str(shape.seqKv)},
-       {"GROUP", str(shape.heads / shape.kvHeads)},
+       {"GROUP", str(group)},
+       {"HK", str(shape.kvHeads)},
+       {"KV_ELEMENTS", str(shape.kvElements())},
+       {"SHARES", str(shape.batch * shape.heads * shape.seqKv * shape.headDim)},
+       {"SLAB", str(shape.seqKv * shape.headDim)},
+       {"DKV_TYPE", shares ? "memref<" + str(shape.batch) + "x" +
+                                 str(shape.heads) + "x" + str(shape.seqKv) +
+                                 "x" + d + "xf32>"
+                           : "!kv"},
        {"ROWS", str(shape.rows())},
        {"Q_TYPE", "memref<" + str(shape.batch) + "x" + str(shape.heads) + "x" +
                       str(shape.seqQ) + "x" + d + "x" + type + ">"},
@@ -407,6 +486,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"SCALE", f32Text(shape.scale)},
        {"SCALE_LOG2", f32Text(shape.scale * 1.4426950408889634)},
        {"STAGES", str(config.stages)},
+       {"ATTRIBUTES", warpSpecialized
+                          ? "attributes {known_block_size = array<i32: 128, 1, 1>}"
+                          : ""},
        // dsinks: a head's rows come in runs of SQ, one per batch.
        {"RUN", str(shape.seqQ)},
        {"RUN_BATCHES", str(shape.batch)},
@@ -438,6 +520,12 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.params.push_back(outputBuffer("delta", rt::DType::F32, shape.lseDims()));
   bundle.params.push_back(
       outputBuffer("sink_terms", rt::DType::F32, shape.lseDims()));
+  std::vector<uint64_t> sharesShape = {u(shape.batch), u(shape.heads),
+                                       u(shape.seqKv), u(shape.headDim)};
+  if (shares) {
+    bundle.params.push_back(outputBuffer("dk_shares", rt::DType::F32, sharesShape));
+    bundle.params.push_back(outputBuffer("dv_shares", rt::DType::F32, sharesShape));
+  }
 
   uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
   uint32_t keyBlocks = uint32_t((shape.seqKv + kBlock - 1) / kBlock);
@@ -459,11 +547,19 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       forwardLaunch,
       launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
              {"o", "do", "lse", "sinks", "delta", "sink_terms"}),
-      launch("sink_bwd_dkdv", {keyBlocks, uint32_t(shape.kvHeads), batch}, 128,
-             {"q", "k", "v", "do", "lse", "delta", "dk", "dv"}),
-      launch("sink_bwd_dq", {queryBlocks, heads, batch}, 128,
-             {"q", "k", "v", "do", "lse", "delta", "dq"}),
-      launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"})};
+      launch("sink_bwd_dkdv", {keyBlocks, heads, batch}, 128,
+             {"q", "k", "v", "do", "lse", "delta",
+              shares ? "dk_shares" : "dk", shares ? "dv_shares" : "dv"})};
+  if (shares)
+    bundle.launches.push_back(launch(
+        "sink_bwd_dkdv_sum",
+        {uint32_t((shape.kvElements() + 255) / 256), 1, 1}, 256,
+        {"dk_shares", "dv_shares", "dk", "dv"}));
+  bundle.launches.push_back(launch("sink_bwd_dq", {queryBlocks, heads, batch},
+                                   128,
+                                   {"q", "k", "v", "do", "lse", "delta", "dq"}));
+  bundle.launches.push_back(
+      launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"}));
   KernelModule kernel{std::move(module), std::move(bundle)};
   kernel.tileIR = true;
   return kernel;
