@@ -66,19 +66,23 @@ module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
     gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %LSE: !lse,
                                   %sinks: memref<@H@x@ST@>, %Delta: !lse,
-                                  %Terms: !lse) kernel {
+                                  %Terms: !lse@SEQUENCE_ARGS@) kernel {
 @CONSTANTS@
       %qb = gpu.block_id x
       %h = gpu.block_id y
       %b = gpu.block_id z
+      %hk = arith.divui %h, %group : index
+@SEQUENCE@
       %m0 = arith.muli %qb, %c64 : index
       // Rows past the end read the last row (and are not stored).
       %prod = tile.map () : () -> !acc {
       ^bb0(%i: index, %j: index):
         %row = arith.addi %m0, %i : index
-        %r = arith.minui %row, %lastRow : index
-        %o = memref.load %O[%b, %h, %r, %j] : !q
-        %d = memref.load %dO[%b, %h, %r, %j] : !q
+        %token = arith.addi %qStart, %row : index
+        %r = arith.minui %token, %lastRow : index
+        %col = arith.addi %hD, %j : index
+        %o = memref.load %O[@O_AT@] : !q
+        %d = memref.load %dO[@O_AT@] : !q
         %of = arith.extf %o : @T@ to f32
         %df = arith.extf %d : @T@ to f32
         %x = arith.mulf %of, %df : f32
@@ -91,8 +95,9 @@ module attributes {gpu.container_module} {
       %term = tile.map (%delta) : (!row) -> !row {
       ^bb0(%i: index, %dl: f32):
         %row = arith.addi %m0, %i : index
-        %r = arith.minui %row, %lastRow : index
-        %lse = memref.load %LSE[%b, %h, %r] : !lse
+        %token = arith.addi %qStart, %row : index
+        %r = arith.minui %token, %lastRow : index
+        %lse = memref.load %LSE[@LSE_AT@] : !lse
         %noKey = arith.cmpf oeq, %lse, %ninf : f32
         %x = arith.subf %sink, %lse : f32
         %x2 = arith.mulf %x, %log2e : f32
@@ -102,26 +107,27 @@ module attributes {gpu.container_module} {
         %v = arith.select %noKey, %zero, %nt : f32
         tile.yield %v : f32
       }
-      tile.store %delta, %Delta[%b, %h, %m0] : !row, !lse
-      tile.store %term, %Terms[%b, %h, %m0] : !row, !lse
+@STORE_ROWS@
       gpu.return
     }
 
     gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
-                            %Delta: !lse, %dK: !dkv, %dV: !dkv) kernel
+                            %Delta: !lse, %dK: !dkv, %dV: !dkv@SEQUENCE_ARGS@) kernel
         @ATTRIBUTES@ {
 @CONSTANTS@
       %kb = gpu.block_id x
       %h = gpu.block_id y
       %b = gpu.block_id z
       %hk = arith.divui %h, %group : index
+@SEQUENCE@
       %n0 = arith.muli %kb, %c64 : index
       %sK = memref.alloc() : !tileT
       %sV = memref.alloc() : !tileT
       %sQ = memref.alloc() : !tileT
       %sdO = memref.alloc() : !tileT
-      tile.copy %K[%b, %hk, %n0, %c0], %sK : !kv, !tileT
-      tile.copy %V[%b, %hk, %n0, %c0], %sV : !kv, !tileT
+      %kRow = arith.addi %kStart, %n0 : index
+      tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
+      tile.copy %V[@KV_TILE@], %sV : !kv, !tileT
       // Query rows that attend a key of the block: i + past >= n0 (causal)
       // and, with a window, i + past < n0 + 63 + W.
       %firstRowRaw = arith.subi %n0, %past : index
@@ -133,14 +139,18 @@ module attributes {gpu.container_module} {
       %endRowIn = arith.minsi %endRowPos, %seqQ : index
       %endRow = arith.select %hasWindow, %endRowIn, %seqQ : index
       %hiQ = arith.ceildivui %endRow, %c64 : index
-      %hiBlocks = arith.maxsi %hiQ, %loQ : index
+      %hiQLo = arith.maxsi %hiQ, %loQ : index
+      // Blocks past the end of their sequence (varlen) do no work.
+      %live = arith.cmpi slt, %n0, %skv : index
+      %hiBlocks = arith.select %live, %hiQLo, %loQ : index
       %accZero = tile.fill %zero : !acc
       %sZero = tile.fill %zero : !S
       %res:2 = scf.for %qBlock = %loQ to %hiBlocks step %c1
           iter_args(%dk = %accZero, %dv = %accZero) -> (!acc, !acc) {
         %m0 = arith.muli %qBlock, %c64 : index
-        tile.copy %Q[%b, %h, %m0, %c0], %sQ : !q, !tileT
-        tile.copy %dO[%b, %h, %m0, %c0], %sdO : !q, !tileT
+        %qRow = arith.addi %qStart, %m0 : index
+        tile.copy %Q[@Q_TILE@], %sQ : !q, !tileT
+        tile.copy %dO[@Q_TILE@], %sdO : !q, !tileT
         %sT = tile.gemm %sK, %sQ, %sZero {transpose_b} : !tileT, !tileT, !S
         %pT = tile.map (%sT) : (!S) -> !S {
         ^bb0(%jj: index, %ii: index, %x: f32):
@@ -153,8 +163,9 @@ module attributes {gpu.container_module} {
           %inside = arith.cmpi ult, %i, %seqQ : index
           %keepNear = arith.andi %causal, %near : i1
           %keep = arith.andi %keepNear, %inside : i1
-          %r = arith.minui %i, %lastRow : index
-          %lse = memref.load %LSE[%b, %h, %r] : !lse
+          %token = arith.addi %qStart, %i : index
+          %r = arith.minui %token, %lastRow : index
+          %lse = memref.load %LSE[@LSE_AT@] : !lse
           %lse2 = arith.mulf %lse, %log2e : f32
           %negLse2 = arith.negf %lse2 : f32
           %y = math.fma %x, %scaleLog2, %negLse2 : f32
@@ -168,8 +179,9 @@ module attributes {gpu.container_module} {
         %dsT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
         ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
           %i = arith.addi %m0, %ii : index
-          %r = arith.minui %i, %lastRow : index
-          %delta = memref.load %Delta[%b, %h, %r] : !lse
+          %token = arith.addi %qStart, %i : index
+          %r = arith.minui %token, %lastRow : index
+          %delta = memref.load %Delta[@LSE_AT@] : !lse
           %d = arith.subf %dp, %delta : f32
           %v = arith.mulf %pv, %d : f32
           tile.yield %v : f32
@@ -184,33 +196,37 @@ module attributes {gpu.container_module} {
 @DKDV_SUM@
 
     gpu.func @sink_bwd_dq(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
-                          %Delta: !lse, %dQ: !q) kernel
+                          %Delta: !lse, %dQ: !q@SEQUENCE_ARGS@) kernel
         @ATTRIBUTES@ {
 @CONSTANTS@
       %qb = gpu.block_id x
       %h = gpu.block_id y
       %b = gpu.block_id z
       %hk = arith.divui %h, %group : index
+@SEQUENCE@
       %m0 = arith.muli %qb, %c64 : index
+      %qRow = arith.addi %qStart, %m0 : index
       %sQ = memref.alloc() : !tileT
       %sdO = memref.alloc() : !tileT
       %sK = memref.alloc() : !tileT
       %sV = memref.alloc() : !tileT
-      tile.copy %Q[%b, %h, %m0, %c0], %sQ : !q, !tileT
-      tile.copy %dO[%b, %h, %m0, %c0], %sdO : !q, !tileT
+      tile.copy %Q[@Q_TILE@], %sQ : !q, !tileT
+      tile.copy %dO[@Q_TILE@], %sdO : !q, !tileT
       %lse2 = tile.map () : () -> !row {
       ^bb0(%i: index):
         %row = arith.addi %m0, %i : index
-        %r = arith.minui %row, %lastRow : index
-        %lse = memref.load %LSE[%b, %h, %r] : !lse
+        %token = arith.addi %qStart, %row : index
+        %r = arith.minui %token, %lastRow : index
+        %lse = memref.load %LSE[@LSE_AT@] : !lse
         %v = arith.mulf %lse, %log2e : f32
         tile.yield %v : f32
       }
       %deltaRow = tile.map () : () -> !row {
       ^bb0(%i: index):
         %row = arith.addi %m0, %i : index
-        %r = arith.minui %row, %lastRow : index
-        %v = memref.load %Delta[%b, %h, %r] : !lse
+        %token = arith.addi %qStart, %row : index
+        %r = arith.minui %token, %lastRow : index
+        %v = memref.load %Delta[@LSE_AT@] : !lse
         tile.yield %v : f32
       }
       // Key blocks the rows see: up to the last row's position (causal),
@@ -225,14 +241,18 @@ module attributes {gpu.container_module} {
       %firstKeyPos = arith.maxsi %firstKey1, %c0 : index
       %windowLo = arith.divui %firstKeyPos, %c64 : index
       %lo = arith.select %hasWindow, %windowLo, %c0 : index
-      %hiBlocks = arith.maxsi %hiCausal, %lo : index
+      // Blocks past the end of their sequence (varlen) do no work.
+      %live = arith.cmpi slt, %m0, %seqQ : index
+      %hiLive = arith.select %live, %hiCausal, %lo : index
+      %hiBlocks = arith.maxsi %hiLive, %lo : index
       %accZero = tile.fill %zero : !acc
       %sZero = tile.fill %zero : !S
       %dq = scf.for %kb = %lo to %hiBlocks step %c1
           iter_args(%acc = %accZero) -> (!acc) {
         %n0 = arith.muli %kb, %c64 : index
-        tile.copy %K[%b, %hk, %n0, %c0], %sK : !kv, !tileT
-        tile.copy %V[%b, %hk, %n0, %c0], %sV : !kv, !tileT
+        %kRow = arith.addi %kStart, %n0 : index
+        tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
+        tile.copy %V[@KV_TILE@], %sV : !kv, !tileT
         %s = tile.gemm %sQ, %sK, %sZero {transpose_b} : !tileT, !tileT, !S
         %p = tile.map (%s, %lse2) : (!S, !row) -> !S {
         ^bb0(%ii: index, %jj: index, %x: f32, %l: f32):
@@ -266,7 +286,7 @@ module attributes {gpu.container_module} {
         %v = arith.truncf %y : f32 to @T@
         tile.yield %v : @T@
       }
-      tile.store %dq16, %dQ[%b, %h, %m0, %c0] : !acc16, !q
+@STORE_DQ@
       gpu.return
     }
 
@@ -319,12 +339,7 @@ constexpr llvm::StringLiteral kConstants = R"mlir(
       %ninf = arith.constant 0xFF800000 : f32
       %log2e = arith.constant 1.44269504088896340736 : f32
       %scale = arith.constant @SCALE@ : f32
-      %scaleLog2 = arith.constant @SCALE_LOG2@ : f32
-      %seqQ = arith.constant @SQ@ : index
-      %skv = arith.constant @SKV@ : index
-      %lastRow = arith.subi %seqQ, %c1 : index
-      // Right-aligned causal: query row i sits at key position i + past.
-      %past = arith.subi %skv, %seqQ : index)mlir";
+      %scaleLog2 = arith.constant @SCALE_LOG2@ : f32)mlir";
 
 std::string butterflyText() {
   std::string text;
@@ -343,26 +358,9 @@ std::string butterflyText() {
   return text;
 }
 
-/// dkdv's epilogue: bf16 dK/dV of the kv head (MHA), or the query head's
-/// fp32 shares (GQA, summed by sink_bwd_dkdv_sum).
-constexpr llvm::StringLiteral kStoreGradients = R"mlir(
-      %dk16 = tile.map (%res#0) : (!acc) -> !acc16 {
-      ^bb0(%i: index, %j: index, %x: f32):
-        %y = arith.mulf %x, %scale : f32
-        %v = arith.truncf %y : f32 to @T@
-        tile.yield %v : @T@
-      }
-      %dv16 = tile.cast %res#1 : !acc to !acc16
-      tile.store %dk16, %dK[%b, %hk, %n0, %c0] : !acc16, !dkv
-      tile.store %dv16, %dV[%b, %hk, %n0, %c0] : !acc16, !dkv)mlir";
-constexpr llvm::StringLiteral kStoreShares = R"mlir(
-      %dkScaled = tile.map (%res#0) : (!acc) -> !acc {
-      ^bb0(%i: index, %j: index, %x: f32):
-        %y = arith.mulf %x, %scale : f32
-        tile.yield %y : f32
-      }
-      tile.store %dkScaled, %dK[%b, %h, %n0, %c0] : !acc, !dkv
-      tile.store %res#1, %dV[%b, %h, %n0, %c0] : !acc, !dkv)mlir";
+/// dK/dV's sum over a GQA group: one thread per element of dK in its layout
+/// (@DECODE@ finds the element's %token (b * SKV + position, or the packed
+/// token), %hk and %d); the shares are [H, tokens, D] in fp32.
 constexpr llvm::StringLiteral kSumShares = R"mlir(
     // dK and dV of a kv head: its query heads' shares added in head order,
     // one thread per element.
@@ -375,25 +373,26 @@ constexpr llvm::StringLiteral kSumShares = R"mlir(
       %c256 = arith.constant 256 : index
       %zero = arith.constant 0.0 : f32
       %count = arith.constant @KV_ELEMENTS@ : index
-      %slab = arith.constant @SLAB@ : index
+      %cD = arith.constant @D@ : index
       %kvHeads = arith.constant @HK@ : index
-      %heads = arith.constant @H@ : index
+      %seqKv = arith.constant @SKV@ : index
       %group = arith.constant @GROUP@ : index
+      // Elements of one query head's share.
+      %slab = arith.constant @SLAB@ : index
       %block = gpu.block_id x
       %tid = gpu.thread_id x
       %base = arith.muli %block, %c256 : index
       %e = arith.addi %base, %tid : index
       %inside = arith.cmpi ult, %e, %count : index
       scf.if %inside {
-        %within = arith.remui %e, %slab : index
-        %bhk = arith.divui %e, %slab : index
-        %hk = arith.remui %bhk, %kvHeads : index
-        %b = arith.divui %bhk, %kvHeads : index
-        %bHeads = arith.muli %b, %heads : index
+        %d = arith.remui %e, %cD : index
+        %rows = arith.divui %e, %cD : index
+@DECODE@
         %hFirst = arith.muli %hk, %group : index
-        %bh = arith.addi %bHeads, %hFirst : index
-        %slabStart = arith.muli %bh, %slab : index
-        %first = arith.addi %slabStart, %within : index
+        %headStart = arith.muli %hFirst, %slab : index
+        %tokenStart = arith.muli %token, %cD : index
+        %at0 = arith.addi %headStart, %tokenStart : index
+        %first = arith.addi %at0, %d : index
         %sums:2 = scf.for %g = %c0 to %group step %c1
             iter_args(%sk = %zero, %sv = %zero) -> (f32, f32) {
           %offset = arith.muli %g, %slab : index
@@ -412,6 +411,193 @@ constexpr llvm::StringLiteral kSumShares = R"mlir(
       gpu.return
     })mlir";
 
+/// The parts of the template that depend on the memory layout (as in
+/// SinkFwdKernel.cpp: BHSD, BSHD viewed as [B, S, H * D], varlen packed
+/// [T, H * D] with the sequence offsets as arguments).
+struct LayoutText {
+  std::string qType, kvType, lseType, sharesType;
+  std::string sequenceArgs;
+  /// After %b, %h and %hk: %seqQ, %skv (this sequence's lengths), %qStart,
+  /// %kStart (its first rows in the q and kv row coordinates of the
+  /// buffers), %hD, %hkD (head columns), %lastRow (the last row of LSE's
+  /// row coordinate) and %past.
+  std::string sequence;
+  /// Indices: LSE/Delta at clamped row %r; O/dO element at row %r, column
+  /// %j (or %col = %hD + %j); q-side tile at row %qRow; kv-side at %kRow.
+  std::string lseAt, oAt, qTile, kvTile;
+  std::string storeRows, storeDq, storeDkdv, storeShares;
+  /// dkdv_sum: %token and %hk from %rows (element index / D).
+  std::string decode;
+  /// dsinks: a head's rows come in RUN_BATCHES runs of RUN rows, BATCH_ROWS
+  /// apart.
+  int64_t run = 0, runBatches = 0, batchRows = 0;
+  /// Rows of the shares' token coordinate.
+  int64_t shareTokens = 0;
+};
+
+LayoutText layoutText(const rt::SinkAttentionShape &shape,
+                      const std::string &type) {
+  auto str = [](int64_t v) { return std::to_string(v); };
+  const std::string d = str(shape.headDim);
+  const std::string hd = str(shape.heads * shape.headDim);
+  const std::string hkd = str(shape.kvHeads * shape.headDim);
+  const std::string heads = str(shape.heads);
+  LayoutText text;
+  std::string columns = R"mlir(
+      %cD = arith.constant )mlir" + d + R"mlir( : index
+      %hD = arith.muli %h, %cD : index
+      %hkD = arith.muli %hk, %cD : index)mlir";
+  std::string fixedLengths =
+      "      %seqQ = arith.constant " + str(shape.seqQ) +
+      " : index\n      %skv = arith.constant " + str(shape.seqKv) +
+      " : index\n      %qStart = arith.constant 0 : index\n      %kStart = "
+      "arith.constant 0 : index\n      %lastRow = arith.constant " +
+      str(shape.seqQ - 1) + " : index";
+  std::string past = "\n      // Right-aligned causal: query row i sits at "
+                     "key position i + past.\n      %past = arith.subi %skv, "
+                     "%seqQ : index";
+  // GQA shares of dK and dV, fp32 [H, tokens, D].
+  std::string dkShare = R"mlir(
+      %dkScaled = tile.map (%res#0) : (!acc) -> !acc {
+      ^bb0(%i: index, %j: index, %x: f32):
+        %y = arith.mulf %x, %scale : f32
+        tile.yield %y : f32
+      })mlir";
+  std::string dkGradient = R"mlir(
+      %dk16 = tile.map (%res#0) : (!acc) -> !acc16 {
+      ^bb0(%i: index, %j: index, %x: f32):
+        %y = arith.mulf %x, %scale : f32
+        %v = arith.truncf %y : f32 to @T@
+        tile.yield %v : @T@
+      }
+      %dv16 = tile.cast %res#1 : !acc to !acc16)mlir";
+  switch (shape.layout) {
+  case rt::AttentionLayout::BHSD:
+  case rt::AttentionLayout::BSHD: {
+    bool bhsd = shape.layout == rt::AttentionLayout::BHSD;
+    if (bhsd) {
+      text.qType = "memref<" + str(shape.batch) + "x" + heads + "x" +
+                   str(shape.seqQ) + "x" + d + "x" + type + ">";
+      text.kvType = "memref<" + str(shape.batch) + "x" + str(shape.kvHeads) +
+                    "x" + str(shape.seqKv) + "x" + d + "x" + type + ">";
+      text.oAt = "%b, %h, %r, %j";
+      text.qTile = "%b, %h, %qRow, %c0";
+      text.kvTile = "%b, %hk, %kRow, %c0";
+      text.storeDq = "      tile.store %dq16, %dQ[%b, %h, %m0, %c0] : !acc16, !q";
+      text.storeDkdv = dkGradient +
+                       "\n      tile.store %dk16, %dK[%b, %hk, %n0, %c0] : "
+                       "!acc16, !dkv\n      tile.store %dv16, %dV[%b, %hk, "
+                       "%n0, %c0] : !acc16, !dkv";
+      // dK element ((b * HK + hk) * SKV + n) * D + d.
+      text.decode = R"mlir(
+        %n = arith.remui %rows, %seqKv : index
+        %bhk = arith.divui %rows, %seqKv : index
+        %hk = arith.remui %bhk, %kvHeads : index
+        %b = arith.divui %bhk, %kvHeads : index
+        %bTokens = arith.muli %b, %seqKv : index
+        %token = arith.addi %bTokens, %n : index)mlir";
+    } else {
+      text.qType = "memref<" + str(shape.batch) + "x" + str(shape.seqQ) +
+                   "x" + hd + "x" + type + ">";
+      text.kvType = "memref<" + str(shape.batch) + "x" + str(shape.seqKv) +
+                    "x" + hkd + "x" + type + ">";
+      text.oAt = "%b, %r, %col";
+      text.qTile = "%b, %qRow, %hD";
+      text.kvTile = "%b, %kRow, %hkD";
+      text.storeDq = "      tile.store %dq16, %dQ[%b, %m0, %hD] : !acc16, !q";
+      text.storeDkdv = dkGradient +
+                       "\n      tile.store %dk16, %dK[%b, %n0, %hkD] : "
+                       "!acc16, !dkv\n      tile.store %dv16, %dV[%b, %n0, "
+                       "%hkD] : !acc16, !dkv";
+      // dK element ((b * SKV + n) * HK + hk) * D + d.
+      text.decode = R"mlir(
+        %hk = arith.remui %rows, %kvHeads : index
+        %token = arith.divui %rows, %kvHeads : index)mlir";
+    }
+    text.lseType = "memref<" + str(shape.batch) + "x" + heads + "x" +
+                   str(shape.seqQ) + "xf32>";
+    text.sequence = fixedLengths + columns + past;
+    text.lseAt = "%b, %h, %r";
+    text.storeRows = "      tile.store %delta, %Delta[%b, %h, %m0] : !row, "
+                     "!lse\n      tile.store %term, %Terms[%b, %h, %m0] : "
+                     "!row, !lse";
+    // The shares as [H, B, SKV, D]: a tile overhanging its sequence is cut
+    // at SKV instead of running into the next batch's rows.
+    text.sharesType = "memref<" + heads + "x" + str(shape.batch) + "x" +
+                      str(shape.seqKv) + "x" + d + "xf32>";
+    text.storeShares = dkShare +
+                       "\n      tile.store %dkScaled, %dK[%h, %b, %n0, %c0] "
+                       ": !acc, !dkv\n      tile.store %res#1, %dV[%h, %b, "
+                       "%n0, %c0] : !acc, !dkv";
+    text.run = shape.seqQ;
+    text.runBatches = shape.batch;
+    text.batchRows = shape.heads * shape.seqQ;
+    text.shareTokens = shape.batch * shape.seqKv;
+    break;
+  }
+  case rt::AttentionLayout::Varlen: {
+    const std::string tq = str(shape.tokensQ()), tk = str(shape.tokensKv());
+    const std::string offsets = "memref<" + str(shape.batch + 1) + "xi32>";
+    text.qType = "memref<" + tq + "x" + hd + "x" + type + ">";
+    text.kvType = "memref<" + tk + "x" + hkd + "x" + type + ">";
+    text.lseType = "memref<" + heads + "x" + tq + "xf32>";
+    text.sequenceArgs = ", %cuQ: " + offsets + ", %cuK: " + offsets;
+    text.sequence = kernels::sequenceBoundsText(offsets) + columns +
+                    "\n      %lastRow = arith.constant " +
+                    str(shape.tokensQ() - 1) + " : index" + past;
+    text.lseAt = "%h, %r";
+    text.oAt = "%r, %col";
+    text.qTile = "%qRow, %hD";
+    text.kvTile = "%kRow, %hkD";
+    // Stores go through views that end with the sequence.
+    const std::string qView = "memref<?x" + hd + "x" + type + ", strided<[" +
+                              hd + ", 1], offset: ?>>";
+    const std::string kvView = "memref<?x" + hkd + "x" + type + ", strided<[" +
+                               hkd + ", 1], offset: ?>>";
+    const std::string rowsView = "memref<" + heads + "x?xf32, strided<[" + tq +
+                                 ", 1], offset: ?>>";
+    const std::string sharesView = "memref<" + heads + "x?x" + d +
+                                   "xf32, strided<[" + str(shape.tokensKv() * shape.headDim) +
+                                   ", " + d + ", 1], offset: ?>>";
+    text.storeRows =
+        "      %deltaSeq = memref.subview %Delta[0, %qStart] [" + heads +
+        ", %seqQ] [1, 1] : !lse to " + rowsView +
+        "\n      tile.store %delta, %deltaSeq[%h, %m0] : !row, " + rowsView +
+        "\n      %termsSeq = memref.subview %Terms[0, %qStart] [" + heads +
+        ", %seqQ] [1, 1] : !lse to " + rowsView +
+        "\n      tile.store %term, %termsSeq[%h, %m0] : !row, " + rowsView;
+    text.storeDq = "      %dqSeq = memref.subview %dQ[%qStart, 0] [%seqQ, " + hd +
+                   "] [1, 1] : !q to " + qView +
+                   "\n      tile.store %dq16, %dqSeq[%m0, %hD] : !acc16, " + qView;
+    text.storeDkdv =
+        dkGradient + "\n      %dkSeq = memref.subview %dK[%kStart, 0] [%skv, " +
+        hkd + "] [1, 1] : !dkv to " + kvView +
+        "\n      tile.store %dk16, %dkSeq[%n0, %hkD] : !acc16, " + kvView +
+        "\n      %dvSeq = memref.subview %dV[%kStart, 0] [%skv, " + hkd +
+        "] [1, 1] : !dkv to " + kvView +
+        "\n      tile.store %dv16, %dvSeq[%n0, %hkD] : !acc16, " + kvView;
+    text.sharesType = "memref<" + heads + "x" + tk + "x" + d + "xf32>";
+    text.storeShares =
+        dkShare + "\n      %dkSeq = memref.subview %dK[0, %kStart, 0] [" +
+        heads + ", %skv, " + d + "] [1, 1, 1] : !dkv to " + sharesView +
+        "\n      tile.store %dkScaled, %dkSeq[%h, %n0, %c0] : !acc, " +
+        sharesView + "\n      %dvSeq = memref.subview %dV[0, %kStart, 0] [" +
+        heads + ", %skv, " + d + "] [1, 1, 1] : !dkv to " + sharesView +
+        "\n      tile.store %res#1, %dvSeq[%h, %n0, %c0] : !acc, " + sharesView;
+    // dK element (t * HK + hk) * D + d.
+    text.decode = R"mlir(
+        %hk = arith.remui %rows, %kvHeads : index
+        %token = arith.divui %rows, %kvHeads : index)mlir";
+    text.run = shape.tokensQ();
+    text.runBatches = 1;
+    text.batchRows = 0;
+    text.shareTokens = shape.tokensKv();
+    break;
+  }
+  }
+  return text;
+}
+
 std::string f32Text(double value) {
   char text[64];
   std::snprintf(text, sizeof(text), "%.9e", double(float(value)));
@@ -424,9 +610,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   auto fail = [&]() {
     return emitError(UnknownLoc::get(&context)) << "sink-bwd: ";
   };
-  if (config.layout != rt::AttentionLayout::BHSD)
-    return fail() << "--layout " << rt::layoutName(config.layout)
-                  << " is not supported yet; the backward takes bhsd";
   // The forward's checks (dtype, head dim, shapes, window, stages) apply.
   KernelConfig forwardConfig = config;
   forwardConfig.kernel = "sink-fwd";
@@ -446,11 +629,15 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // GQA: per query head fp32 shares of dK/dV, then their sum.
   const int64_t group = shape.heads / shape.kvHeads;
   const bool shares = group > 1;
+  LayoutText layout = layoutText(shape, type);
+  // Substituted in two rounds: the shared pieces first (they hold
+  // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
   for (auto [key, value] :
        {std::pair<std::string, std::string>{"@CONSTANTS@", kConstants.str()},
+        {"@SEQUENCE@", layout.sequence},
         {"@BUTTERFLY@", butterflyText()},
-        {"@DKDV_STORE@", shares ? kStoreShares.str() : kStoreGradients.str()},
+        {"@DKDV_STORE@", shares ? layout.storeShares : layout.storeDkdv},
         {"@DKDV_SUM@", shares ? kSumShares.str() : ""}})
     for (size_t at = text.find(key); at != std::string::npos;
          at = text.find(key, at + value.size()))
@@ -468,19 +655,21 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"GROUP", str(group)},
        {"HK", str(shape.kvHeads)},
        {"KV_ELEMENTS", str(shape.kvElements())},
-       {"SHARES", str(shape.batch * shape.heads * shape.seqKv * shape.headDim)},
-       {"SLAB", str(shape.seqKv * shape.headDim)},
-       {"DKV_TYPE", shares ? "memref<" + str(shape.batch) + "x" +
-                                 str(shape.heads) + "x" + str(shape.seqKv) +
-                                 "x" + d + "xf32>"
-                           : "!kv"},
+       {"SHARES", str(shape.heads * layout.shareTokens * shape.headDim)},
+       {"SLAB", str(layout.shareTokens * shape.headDim)},
+       {"DKV_TYPE", shares ? layout.sharesType : "!kv"},
        {"ROWS", str(shape.rows())},
-       {"Q_TYPE", "memref<" + str(shape.batch) + "x" + str(shape.heads) + "x" +
-                      str(shape.seqQ) + "x" + d + "x" + type + ">"},
-       {"KV_TYPE", "memref<" + str(shape.batch) + "x" + str(shape.kvHeads) +
-                       "x" + str(shape.seqKv) + "x" + d + "x" + type + ">"},
-       {"LSE_TYPE", "memref<" + str(shape.batch) + "x" + str(shape.heads) +
-                        "x" + str(shape.seqQ) + "xf32>"},
+       {"Q_TYPE", layout.qType},
+       {"KV_TYPE", layout.kvType},
+       {"LSE_TYPE", layout.lseType},
+       {"SEQUENCE_ARGS", layout.sequenceArgs},
+       {"LSE_AT", layout.lseAt},
+       {"O_AT", layout.oAt},
+       {"Q_TILE", layout.qTile},
+       {"KV_TILE", layout.kvTile},
+       {"STORE_ROWS", layout.storeRows},
+       {"STORE_DQ", layout.storeDq},
+       {"DECODE", layout.decode},
        {"WINDOW", str(hasWindow ? config.window : shape.seqKv + 1)},
        {"HAS_WINDOW", hasWindow ? "true" : "false"},
        {"SCALE", f32Text(shape.scale)},
@@ -489,10 +678,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"ATTRIBUTES", warpSpecialized
                           ? "attributes {known_block_size = array<i32: 128, 1, 1>}"
                           : ""},
-       // dsinks: a head's rows come in runs of SQ, one per batch.
-       {"RUN", str(shape.seqQ)},
-       {"RUN_BATCHES", str(shape.batch)},
-       {"BATCH_ROWS", str(shape.heads * shape.seqQ)}});
+       {"RUN", str(layout.run)},
+       {"RUN_BATCHES", str(layout.runBatches)},
+       {"BATCH_ROWS", str(layout.batchRows)}});
   if (!module)
     return failure();
 
@@ -520,8 +708,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.params.push_back(outputBuffer("delta", rt::DType::F32, shape.lseDims()));
   bundle.params.push_back(
       outputBuffer("sink_terms", rt::DType::F32, shape.lseDims()));
-  std::vector<uint64_t> sharesShape = {u(shape.batch), u(shape.heads),
-                                       u(shape.seqKv), u(shape.headDim)};
+  std::vector<uint64_t> sharesShape = {u(shape.heads), u(layout.shareTokens),
+                                       u(shape.headDim)};
   if (shares) {
     bundle.params.push_back(outputBuffer("dk_shares", rt::DType::F32, sharesShape));
     bundle.params.push_back(outputBuffer("dv_shares", rt::DType::F32, sharesShape));
@@ -543,21 +731,30 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       rt::launchesOf(forward->bundle).front().args);
   forwardLaunch.setup = true;
   uint32_t heads = uint32_t(shape.heads), batch = uint32_t(shape.batch);
+  // Varlen kernels also take the sequence offsets.
+  auto withSequences = [&](std::vector<std::string> args) {
+    if (shape.varlen()) {
+      args.push_back("cu_seqlens_q");
+      args.push_back("cu_seqlens_kv");
+    }
+    return args;
+  };
   bundle.launches = {
       forwardLaunch,
       launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
-             {"o", "do", "lse", "sinks", "delta", "sink_terms"}),
+             withSequences({"o", "do", "lse", "sinks", "delta", "sink_terms"})),
       launch("sink_bwd_dkdv", {keyBlocks, heads, batch}, 128,
-             {"q", "k", "v", "do", "lse", "delta",
-              shares ? "dk_shares" : "dk", shares ? "dv_shares" : "dv"})};
+             withSequences({"q", "k", "v", "do", "lse", "delta",
+                            shares ? "dk_shares" : "dk",
+                            shares ? "dv_shares" : "dv"}))};
   if (shares)
     bundle.launches.push_back(launch(
         "sink_bwd_dkdv_sum",
         {uint32_t((shape.kvElements() + 255) / 256), 1, 1}, 256,
         {"dk_shares", "dv_shares", "dk", "dv"}));
-  bundle.launches.push_back(launch("sink_bwd_dq", {queryBlocks, heads, batch},
-                                   128,
-                                   {"q", "k", "v", "do", "lse", "delta", "dq"}));
+  bundle.launches.push_back(launch(
+      "sink_bwd_dq", {queryBlocks, heads, batch}, 128,
+      withSequences({"q", "k", "v", "do", "lse", "delta", "dq"})));
   bundle.launches.push_back(
       launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"}));
   KernelModule kernel{std::move(module), std::move(bundle)};
