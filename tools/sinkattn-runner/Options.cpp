@@ -22,12 +22,12 @@ struct FlagSpec {
 };
 
 const FlagSpec kFlags[] = {
-    {"kernel", "NAME", "compile check bench tune", "kernel kind (gemm, sink-fwd, tma-copy, tma-stream, tma-im2col)"},
+    {"kernel", "NAME", "compile check bench tune", "kernel kind (gemm, sink-fwd, sink-bwd, tma-copy, tma-stream, tma-im2col)"},
     {"m", "N", "compile check bench", "rows (gemm: of A and D; tma-copy: of the matrix)"},
     {"n", "N", "compile check bench", "columns (gemm: of B and D; tma-copy: of the matrix)"},
     {"k", "N", "compile check bench", "reduction size (gemm; tma-stream: columns streamed)"},
-    {"stages", "S", "compile check bench", "pipeline stages of the main loop (gemm, sink-fwd, tma-copy, tma-stream; default 2)"},
-    {"schedule", "NAME", "compile check bench", "gemm, sink-fwd: auto (default), ws (warp-specialized: TMA producer warpgroup + consumers) or plain"},
+    {"stages", "S", "compile check bench", "pipeline stages of the main loop (gemm, sink-fwd, sink-bwd, tma-copy, tma-stream; default 2)"},
+    {"schedule", "NAME", "compile check bench", "gemm, sink-fwd, sink-bwd: auto (default), ws (warp-specialized: TMA producer warpgroup + consumers) or plain"},
     {"persistent", "N", "compile check bench", "gemm: a persistent kernel of min(N, tiles) blocks looping over the 128x256 tiles (default 0: one block per tile)"},
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
     {"batch", "B", "compile check bench tune", "attention: batch size"},

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -493,11 +494,24 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
       descriptorA = createDescriptor(rewriter, loc, adaptor.getA(), aPanelBytes);
     }
     Value one = arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), 1);
+    // A zero accumulator (tile.fill of 0.0) is never read: the first k step
+    // runs with scale-d = 0 on undefined registers. Materializing the zeros
+    // would cost a move per register, and ptxas, sharing one zero register
+    // among them, makes a second in-flight wgmma wait for the first
+    // (C7517) when both start from zero.
+    bool zeroAccumulator = false;
+    if (auto fill = op.getAcc().getDefiningOp<FillOp>())
+      zeroAccumulator = matchPattern(fill.getValue(), m_AnyZeroFloat());
+    Value zero = arith::ConstantIntOp::create(rewriter, loc, rewriter.getI32Type(), 0);
 
     int64_t perBlock = n / 2;
     SmallVector<Value> accumulators;
     for (int64_t r = 0; r < vectorType.getNumElements(); ++r)
-      accumulators.push_back(extractRegister(rewriter, loc, adaptor.getAcc(), r));
+      accumulators.push_back(
+          zeroAccumulator
+              ? LLVM::PoisonOp::create(rewriter, loc, rewriter.getF32Type())
+                    .getResult()
+              : extractRegister(rewriter, loc, adaptor.getAcc(), r));
 
     // The asm: outputs $0..$(perBlock-1), then A (descriptor or 4 registers),
     // B's descriptor, scale-d, and the accumulators tied to the outputs.
@@ -566,7 +580,7 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
               panel * aPanelBytes + block * 64 * 128 + inPanel));
         }
         operands.push_back(stepB);
-        operands.push_back(one);
+        operands.push_back(step == 0 && zeroAccumulator ? zero : one);
         for (int64_t i = 0; i < perBlock; ++i)
           operands.push_back(accumulators[block * perBlock + i]);
         auto wgmma = LLVM::InlineAsmOp::create(

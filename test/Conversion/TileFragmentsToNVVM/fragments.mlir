@@ -153,6 +153,26 @@ func.func @store_swizzled(%o: !tile.fragment<64x128xbf16, #tile.layout<accumulat
   return
 }
 
+// A gemm whose accumulator is a zero fill does not read it: the first k
+// step has scale-d 0 and undefined accumulator registers (no zeros are
+// moved into them), the next steps accumulate (scale-d 1).
+// CHECK-LABEL: func @gemm_from_zero
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[UNDEF:.*]] = llvm.mlir.poison : f32
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async{{.*}}, %[[ZERO]], %[[UNDEF]], %[[UNDEF]], %[[UNDEF]], %[[UNDEF]], %[[UNDEF]], %[[UNDEF]], %[[UNDEF]], %[[UNDEF]] :
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async{{.*}}, %[[ONE]], %{{.*}} :
+// CHECK-NOT: wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+func.func @gemm_from_zero() -> !acc {
+  %zero = arith.constant 0.0 : f32
+  %acc = tile.fill %zero : !acc
+  %sA = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<64x32xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<16x32xbf16, #gpu.address_space<workgroup>>
+  %d = tile.gemm %sA, %sB, %acc {transpose_b} : memref<64x32xbf16, #gpu.address_space<workgroup>>, memref<16x32xbf16, #gpu.address_space<workgroup>>, !acc
+  return %d : !acc
+}
+
 // An async gemm commits without waiting; tile.gemm_wait waits for all but
 // `pending` groups and fences the registers of its operands.
 // CHECK-LABEL: func @gemm_async
