@@ -610,10 +610,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   auto fail = [&]() {
     return emitError(UnknownLoc::get(&context)) << "sink-bwd: ";
   };
-  // The forward's checks (dtype, head dim, shapes, window, stages) apply.
-  KernelConfig forwardConfig = config;
-  forwardConfig.kernel = "sink-fwd";
-  FailureOr<KernelModule> forward = buildSinkFwd(context, forwardConfig);
+  // The forward's checks (dtype, head dim, shapes, window, stages) apply,
+  // reported as sink-bwd's.
+  FailureOr<KernelModule> forward = buildSinkFwd(context, config);
   if (failed(forward))
     return failure();
   rt::SinkAttentionShape shape = sinkAttentionShape(config);

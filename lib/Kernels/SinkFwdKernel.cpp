@@ -338,8 +338,10 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
 
 FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                                               const KernelConfig &config) {
+  // The backward builds its forward through here: its errors name it.
   auto fail = [&]() {
-    return emitError(UnknownLoc::get(&context)) << "sink-fwd: ";
+    return emitError(UnknownLoc::get(&context))
+           << (config.kernel == "sink-bwd" ? "sink-bwd: " : "sink-fwd: ");
   };
   if (config.dtype != rt::DType::BF16 && config.dtype != rt::DType::F16)
     return fail() << "--dtype " << rt::dtypeName(config.dtype)

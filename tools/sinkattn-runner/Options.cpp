@@ -47,7 +47,7 @@ const FlagSpec kFlags[] = {
     {"emit", "LEVEL", "compile", "tile | gpu | llvm | ptx | bundle"},
     {"o", "PATH", "compile", "output file, or directory for --emit bundle ('-': stdout)"},
     {"bundle", "DIR", "check bench", "run a compiled bundle instead of compiling"},
-    {"preset", "NAME", "bench", "time a table of configurations: seed (sink-fwd bf16 B1 H64 HK8, S 2k..16k x D 64/128, causal and window 128)"},
+    {"preset", "NAME", "bench", "time a table of configurations: seed (bf16 B1 H64 HK8, S 2k..16k x D 64/128, causal and window 128; sink-fwd, or sink-bwd with --kernel sink-bwd)"},
     {"tune-cache", "FILE", "compile check bench tune", "sink-fwd: the tuning cache; tune records each problem's fastest schedule and stages in it, and --schedule auto (without --stages) uses them"},
     {"bundles", "DIR", "bench tune", "with --preset: take each configuration's bundle from the bundles under DIR (found by their manifests) instead of compiling; tune: time the sink-fwd bundles under DIR"},
     {"seed", "N", "check bench tune", "seed of the random inputs (default 0)"},
@@ -418,9 +418,11 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
   if (!options.preset.empty()) {
     // The preset fixes the kernel and every shape; only how to time and
     // where to run are the caller's.
-    if (options.wasGiven("kernel") && options.kernel != "sink-fwd")
+    if (options.wasGiven("kernel") && options.kernel != "sink-fwd" &&
+        options.kernel != "sink-bwd")
       return rt::Status::error("--preset " + options.preset +
-                               " times sink-fwd, not '" + options.kernel + "'");
+                               " times sink-fwd or sink-bwd, not '" +
+                               options.kernel + "'");
     for (const char *flag :
          {"bundle", "m", "n", "k", "dtype", "chip", "stages", "schedule",
           "copy-engine", "persistent", "start-tile", "batch", "heads",

@@ -39,16 +39,18 @@ std::string PresetCell::compileFlags() const {
 }
 
 rt::Expected<std::vector<PresetCell>>
-runner::presetCells(const std::string &name) {
+runner::presetCells(const std::string &name, const std::string &kernel) {
   if (name != "seed")
     return rt::Status::error("unknown preset '" + name +
                              "'; the presets are: seed");
+  if (kernel != "sink-fwd" && kernel != "sink-bwd")
+    return rt::Status::error("--preset " + name + " times sink-fwd or "
+                             "sink-bwd, not '" + kernel + "'");
   std::vector<PresetCell> cells;
   for (int64_t window : {0, 128})
     for (int64_t headDim : {64, 128})
       for (int64_t seq : {2048, 4096, 8192, 16384})
-        cells.push_back(
-            {"sink-fwd", 1, 64, 8, seq, seq, headDim, window, "bf16"});
+        cells.push_back({kernel, 1, 64, 8, seq, seq, headDim, window, "bf16"});
   return cells;
 }
 
@@ -108,7 +110,8 @@ runner::readBundleDirectory(const std::string &directory) {
 int runner::runPreset(
     const Options &options,
     const std::function<rt::Expected<rt::Bundle>(const Options &)> &compile) {
-  rt::Expected<std::vector<PresetCell>> cells = presetCells(options.preset);
+  rt::Expected<std::vector<PresetCell>> cells = presetCells(
+      options.preset, options.wasGiven("kernel") ? options.kernel : "sink-fwd");
   if (!cells.ok())
     return fail(cells.status());
   std::vector<std::pair<std::string, rt::Bundle>> available;
@@ -209,8 +212,13 @@ int runner::runPreset(
     row.set("window", cell.window);
     rows.push(std::move(row));
   }
-  std::printf("TFLOP/s (seed) = 4*B*H*S*S*D/2 / median time; (exact) counts "
-              "the attended (query, key) pairs.\n");
+  if (!cells->empty() && cells->front().kernel == "sink-bwd")
+    std::printf("TFLOP/s (seed) = 2.5 * 4*B*H*S*S*D/2 / median time (the "
+                "backward counts 2.5 forwards); (exact) counts the attended "
+                "(query, key) pairs.\n");
+  else
+    std::printf("TFLOP/s (seed) = 4*B*H*S*S*D/2 / median time; (exact) "
+                "counts the attended (query, key) pairs.\n");
   if (!options.jsonFile.empty()) {
     rt::JsonValue json = rt::JsonValue::object();
     json.set("gpu", gpu);

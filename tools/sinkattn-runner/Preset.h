@@ -31,7 +31,10 @@ rt::Expected<std::vector<std::pair<std::string, rt::Bundle>>>
 readBundleDirectory(const std::string &directory);
 
 /// The cells of preset `name`, or an error naming the presets there are.
-rt::Expected<std::vector<PresetCell>> presetCells(const std::string &name);
+/// The cells of preset `name` for `kernel` (sink-fwd or sink-bwd: the
+/// seed table's shapes, causal and window 128).
+rt::Expected<std::vector<PresetCell>> presetCells(const std::string &name,
+                                                  const std::string &kernel);
 
 /// Runs `bench --preset`: each cell's bundle (compiled with `compile`, or
 /// found by its configuration among the bundles under --bundles), timed as
