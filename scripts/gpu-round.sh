@@ -18,7 +18,8 @@
 # usage: scripts/gpu-round.sh [BENCH_BUNDLE...]
 #   default: the gemm (TMA, persistent, cp.async), tma-copy and tma-stream
 #   benches, sink-fwd in BSHD and varlen, then `bench --preset seed` (the seed table and its window-128
-#   rows), the PyTorch baselines and the seed chart
+#   rows), the backward's seed table (`--kernel sink-bwd`), the PyTorch
+#   baselines (cuDNN forward and backward) and the seed chart
 #   ($OUT/perf-seed-table.png, .json). Named bundles replace all of that
 #   but the baselines.
 set -uo pipefail
@@ -47,7 +48,8 @@ sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
            gemm-persistent-plain-512x512x192-s2
            gemm-persistent-plain-s1-512x512x448
            sink-fwd-bshd-plain-s3-d128 sink-fwd-varlen-short-kv-ws-d64
-           sink-fwd-varlen-plain-s3-d128)
+           sink-fwd-varlen-plain-s3-d128 sink-bwd-tiny-d64 sink-bwd-varlen-win-d64
+           sink-bwd-gqa8-d64)
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }
@@ -119,6 +121,14 @@ if [[ -n "$preset" ]]; then
   "$runner" bench --preset "$preset" --bundles "$preset_bundles" --iters 50 --warmup 5 \
     --json "$out/bench-preset-$preset.json" | tee "$out/bench-preset-$preset.txt"
   while read -r line; do note "preset $preset: $line"; done < <(grep -E "^ *[0-9]+ " "$out/bench-preset-$preset.txt")
+  # The backward's table (causal).
+  bwd_bundles="$out/preset-bwd-bundles"
+  rm -rf "$bwd_bundles" && mkdir -p "$bwd_bundles"
+  ln -s "$bundles"/sink-bwd-seed-* "$bwd_bundles/"
+  "$runner" bench --preset "$preset" --kernel sink-bwd --bundles "$bwd_bundles" \
+    --iters 20 --warmup 3 --json "$out/bench-preset-$preset-bwd.json" |
+    tee "$out/bench-preset-$preset-bwd.txt"
+  while read -r line; do note "preset $preset sink-bwd: $line"; done < <(grep -E "^ *[0-9]+ " "$out/bench-preset-$preset-bwd.txt")
 fi
 if [[ -n "$preset" ]]; then
   # Autotuning: every seed cell's schedule x stages variant; the fastest

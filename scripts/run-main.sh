@@ -23,6 +23,20 @@ resources() {
     END { printf "%s %s %s\n", (regs == "" ? "?" : regs), (smem == "" ? 0 : smem), (spill == "" ? "?" : spill) }'
 }
 
+# The same per kernel of a multi-kernel PTX: "<entry> <registers> <shared> <spills>" lines.
+entry_resources() {
+  if [[ ! -x "$ptxas" ]]; then
+    return
+  fi
+  "$ptxas" -arch=sm_90a -v "$1" -o /dev/null 2>&1 | awk '
+    /Compiling entry function/ { if (entry != "") printf "%s %s %s %s\n", entry, regs, smem, spill
+                                 split($0, quoted, "\047"); entry = quoted[2]; regs = "?"; smem = 0; spill = "?" }
+    /Used [0-9]+ registers/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^registers/) regs = $i
+                              for (i = 1; i <= NF; i++) if ($(i+1) == "bytes" && $(i+2) == "smem") smem = $i }
+    /spill stores/ { for (i = 1; i <= NF; i++) if ($(i+1) == "bytes" && $(i+2) == "spill" && $(i+3) == "stores,") spill = $i }
+    END { if (entry != "") printf "%s %s %s %s\n", entry, regs, smem, spill }'
+}
+
 runner="$build_dir/bin/sinkattn-runner"
 row() { printf '%-32s %-38s %9s %12s %7s\n' "$@"; }
 
@@ -45,6 +59,7 @@ kernels=(
   "sink-fwd-check|sink-fwd GQA8 S=1000 B=2 W=128|--kernel sink-fwd --batch 2 --heads 16 --kv-heads 2 --seq-q 1000 --seq-kv 1000 --head-dim 128 --window 128"
   "sink-fwd-bshd|sink-fwd BSHD GQA8 S=1000 B=2|--kernel sink-fwd --layout bshd --batch 2 --heads 16 --kv-heads 2 --seq-q 1000 --seq-kv 1000 --head-dim 128"
   "sink-fwd-varlen|sink-fwd varlen 100,0,513,1000|--kernel sink-fwd --seqlens-q 100,0,513,1000 --heads 16 --kv-heads 2 --head-dim 128"
+  "sink-bwd-check|sink-bwd GQA8 S=1000 B=2 W=128|--kernel sink-bwd --batch 2 --heads 16 --kv-heads 2 --seq-q 1000 --seq-kv 1000 --head-dim 128 --window 128"
 )
 # The seed benchmark: bf16, B=1, H=64, HK=8, causal (timed, not checked:
 # the check matrix is test/GPU/sink-fwd.test).
@@ -63,6 +78,14 @@ for entry in "${kernels[@]}" "${seed[@]}"; do
     exit 1
   }
   cp "$ptx_dir/$name.bundle/kernel.ptx" "$ptx"
+  if grep -q '"launches"' "$ptx_dir/$name.bundle/manifest.json"; then
+    # Several kernels (sink-bwd): one row each, static shared memory only.
+    row "$title" "$ptx" "" "" ""
+    while read -r entry regs smem spills; do
+      row "  $entry" "" "$regs" "$smem" "$spills"
+    done < <(entry_resources "$ptx")
+    continue
+  fi
   read -r regs smem spills < <(resources "$ptx")
   # Static shared memory (ptxas) plus the dynamic window the bundle launches with.
   dynamic=$(sed -n 's/.*"shared_memory_bytes": *\([0-9]*\).*/\1/p' "$ptx_dir/$name.bundle/manifest.json")
@@ -83,5 +106,7 @@ for entry in "${kernels[@]}"; do
   "$runner" check $flags --seed 1
   "$runner" bench $flags
 done
-# The seed's table (and its window-128 rows) in one command.
+# The seed's table (and its window-128 rows) in one command, then the
+# backward's (causal).
 "$runner" bench --preset seed --iters 20
+"$runner" bench --preset seed --kernel sink-bwd --iters 10

@@ -47,7 +47,7 @@ const FlagSpec kFlags[] = {
     {"emit", "LEVEL", "compile", "tile | gpu | llvm | ptx | bundle"},
     {"o", "PATH", "compile", "output file, or directory for --emit bundle ('-': stdout)"},
     {"bundle", "DIR", "check bench", "run a compiled bundle instead of compiling"},
-    {"preset", "NAME", "bench", "time a table of configurations: seed (bf16 B1 H64 HK8, S 2k..16k x D 64/128, causal and window 128; sink-fwd, or sink-bwd with --kernel sink-bwd)"},
+    {"preset", "NAME", "bench", "time a table of configurations: seed (bf16 B1 H64 HK8, S 2k..16k x D 64/128; sink-fwd causal and window 128, or with --kernel sink-bwd the causal backward)"},
     {"tune-cache", "FILE", "compile check bench tune", "sink-fwd: the tuning cache; tune records each problem's fastest schedule and stages in it, and --schedule auto (without --stages) uses them"},
     {"bundles", "DIR", "bench tune", "with --preset: take each configuration's bundle from the bundles under DIR (found by their manifests) instead of compiling; tune: time the sink-fwd bundles under DIR"},
     {"seed", "N", "check bench tune", "seed of the random inputs (default 0)"},

@@ -31,8 +31,8 @@ rt::Expected<std::vector<std::pair<std::string, rt::Bundle>>>
 readBundleDirectory(const std::string &directory);
 
 /// The cells of preset `name`, or an error naming the presets there are.
-/// The cells of preset `name` for `kernel` (sink-fwd or sink-bwd: the
-/// seed table's shapes, causal and window 128).
+/// The cells of preset `name` for `kernel`: the seed table's shapes,
+/// causal and window 128 for sink-fwd, causal for sink-bwd.
 rt::Expected<std::vector<PresetCell>> presetCells(const std::string &name,
                                                   const std::string &kernel);
 
