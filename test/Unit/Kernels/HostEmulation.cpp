@@ -6,6 +6,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -20,7 +21,8 @@
 using namespace mlir;
 
 LogicalResult sinkattn::test::emulateOnHost(
-    ModuleOp module, ArrayRef<std::pair<std::string, int64_t>> kernels) {
+    ModuleOp module, ArrayRef<std::pair<std::string, int64_t>> kernels,
+    int64_t blockSize) {
   gpu::GPUModuleOp gpuModule;
   module.walk([&](gpu::GPUModuleOp m) { gpuModule = m; });
   if (!gpuModule)
@@ -40,8 +42,7 @@ LogicalResult sinkattn::test::emulateOnHost(
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
     Value grid = arith::ConstantIndexOp::create(b, loc, blocks);
-    Value block =
-        arith::ConstantIndexOp::create(b, loc, rt::kSinkFwdReferenceBlockSize);
+    Value block = arith::ConstantIndexOp::create(b, loc, blockSize);
     auto blockLoop = scf::ForOp::create(b, loc, c0, grid, c1);
     b.setInsertionPointToStart(blockLoop.getBody());
     auto threadLoop = scf::ForOp::create(b, loc, c0, block, c1);
@@ -109,6 +110,11 @@ sinkattn::test::jitForHost(ModuleOp module) {
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());
+  // bf16 conversions as integer code: the JIT has no compiler-rt helpers
+  // (__truncsfbf2).
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   ConvertFuncToLLVMPassOptions funcOptions;

@@ -9,6 +9,8 @@
 #ifndef SINKATTN_TEST_UNIT_KERNELS_HOSTEMULATION_H
 #define SINKATTN_TEST_UNIT_KERNELS_HOSTEMULATION_H
 
+#include "SinkAttn/Runtime/AttentionReference.h"
+
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -18,15 +20,17 @@
 
 namespace sinkattn::test {
 
-/// Moves each listed kernel (name, grid blocks; block size
-/// rt::kSinkFwdReferenceBlockSize) into a host function @host_<name> with
+/// Moves each listed kernel (name, grid blocks; `blockSize` threads, by
+/// default rt::kSinkFwdReferenceBlockSize; one-dimensional launches) into a
+/// host function @host_<name> with
 /// the same arguments that runs every (block, thread) of the launch in
 /// loops. The gpu.module's other functions move to the top level, the
 /// ex2/lg2 approximations become math.exp2/math.log2, and the gpu.module
 /// is dropped.
 mlir::LogicalResult
 emulateOnHost(mlir::ModuleOp module,
-              llvm::ArrayRef<std::pair<std::string, int64_t>> kernels);
+              llvm::ArrayRef<std::pair<std::string, int64_t>> kernels,
+              int64_t blockSize = rt::kSinkFwdReferenceBlockSize);
 
 /// Lowers an emulated module to LLVM (bare pointers: one per memref, the
 /// kernels' ABI) and JIT-compiles it.

@@ -1,0 +1,198 @@
+//===- SinkBwdKernelTest.cpp - The backward's kernels and bundle ----------===//
+//
+// What of sink-bwd can be checked without a GPU: the bundle's launches and
+// arguments for each layout and GQA or MHA, that the compiled bundle
+// validates (every launched entry in the PTX), and the SIMT kernel that adds
+// GQA's dK/dV shares, run on the CPU for every layout against sums computed
+// here from the layouts' own offsets.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../../../lib/Kernels/KernelBuilders.h"
+#include "HostEmulation.h"
+#include "ReferenceTestSupport.h"
+
+#include "SinkAttn/Runtime/AttentionReference.h"
+#include "SinkAttn/Runtime/Float16.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace mlir;
+using namespace sinkattn;
+using sinkattn::test::configOf;
+using sinkattn::test::varlenConfigOf;
+
+namespace {
+
+class SinkBwdKernelTest : public test::KernelContextTest {};
+
+KernelConfig backward(KernelConfig config) {
+  config.kernel = "sink-bwd";
+  return config;
+}
+
+std::vector<std::string> entries(const rt::Bundle &bundle) {
+  std::vector<std::string> names;
+  for (const rt::BundleLaunch &launch : bundle.launches)
+    names.push_back(launch.entry);
+  return names;
+}
+
+TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
+  // GQA in BHSD: the forward as setup, then the share sum after dK/dV.
+  FailureOr<KernelModule> gqa =
+      kernels::buildSinkBwd(context, backward(configOf(2, 4, 2, 100, 300, 64, 0)));
+  ASSERT_TRUE(succeeded(gqa));
+  const rt::Bundle &b = gqa->bundle;
+  EXPECT_EQ(b.formatVersion, rt::kBundleLaunchesFormatVersion);
+  EXPECT_TRUE(b.entry.empty());
+  EXPECT_EQ(entries(b), (std::vector<std::string>{
+                            "sink_fwd", "sink_bwd_preprocess", "sink_bwd_dkdv",
+                            "sink_bwd_dkdv_sum", "sink_bwd_dq",
+                            "sink_bwd_sinks"}));
+  EXPECT_TRUE(b.launches[0].setup);
+  for (size_t i = 1; i < b.launches.size(); ++i)
+    EXPECT_FALSE(b.launches[i].setup) << b.launches[i].entry;
+  // dK/dV: blocks per 64 keys and per query head, batch in z.
+  EXPECT_EQ(b.launches[2].grid, (rt::Dim3{5, 4, 2}));
+  EXPECT_EQ(b.launches[2].args,
+            (std::vector<std::string>{"q", "k", "v", "do", "lse", "delta",
+                                      "dk_shares", "dv_shares"}));
+  // The shares: [H, B * SKV, D] fp32; the sum: one thread per dK element.
+  const rt::BundleParam *shares = rt::findParam(b, "dk_shares");
+  ASSERT_TRUE(shares);
+  EXPECT_EQ(shares->shape, (std::vector<uint64_t>{4, 600, 64}));
+  EXPECT_EQ(shares->dtype, rt::DType::F32);
+  EXPECT_EQ(b.launches[3].grid, (rt::Dim3{(2 * 2 * 300 * 64 + 255) / 256, 1, 1}));
+  EXPECT_EQ(b.launches[5].grid, (rt::Dim3{4, 1, 1}));
+  for (const char *name : {"do", "dq", "dk", "dv", "dsinks", "delta", "sink_terms"})
+    EXPECT_TRUE(rt::findParam(b, name)) << name;
+
+  // MHA: dK/dV stored directly, no shares and no sum.
+  FailureOr<KernelModule> mha = kernels::buildSinkBwd(
+      context, backward(configOf(1, 2, 2, 64, 64, 128, 16)));
+  ASSERT_TRUE(succeeded(mha));
+  EXPECT_EQ(entries(mha->bundle),
+            (std::vector<std::string>{"sink_fwd", "sink_bwd_preprocess",
+                                      "sink_bwd_dkdv", "sink_bwd_dq",
+                                      "sink_bwd_sinks"}));
+  EXPECT_FALSE(rt::findParam(mha->bundle, "dk_shares"));
+  EXPECT_EQ(mha->bundle.launches[2].args.back(), "dv");
+
+  // Varlen: the sequence offsets follow the tile kernels' buffers; the
+  // shares are [H, packed kv tokens, D].
+  FailureOr<KernelModule> varlen = kernels::buildSinkBwd(
+      context, backward(varlenConfigOf(4, 1, {3, 0, 70}, {5, 2, 70}, 64, 0)));
+  ASSERT_TRUE(succeeded(varlen));
+  for (const rt::BundleLaunch &launch : varlen->bundle.launches) {
+    bool tiled = launch.entry == "sink_fwd" ||
+                 launch.entry == "sink_bwd_preprocess" ||
+                 launch.entry == "sink_bwd_dkdv" || launch.entry == "sink_bwd_dq";
+    bool hasOffsets =
+        std::find(launch.args.begin(), launch.args.end(), "cu_seqlens_kv") !=
+        launch.args.end();
+    EXPECT_EQ(hasOffsets, tiled) << launch.entry;
+  }
+  EXPECT_EQ(rt::findParam(varlen->bundle, "dk_shares")->shape,
+            (std::vector<uint64_t>{4, 77, 64}));
+}
+
+TEST_F(SinkBwdKernelTest, CompiledBundleValidates) {
+  // Every layout compiles to one PTX module declaring each launched entry
+  // (validateBundle checks that), with per-launch tensor maps.
+  for (KernelConfig config :
+       {backward(configOf(1, 4, 1, 100, 200, 64, 32)),
+        backward(varlenConfigOf(2, 2, {65, 1}, {65, 129}, 128, 0))}) {
+    FailureOr<rt::Bundle> bundle = compileKernel(context, config);
+    ASSERT_TRUE(succeeded(bundle));
+    rt::Status valid = rt::validateBundle(*bundle);
+    EXPECT_TRUE(valid.ok()) << valid.message();
+    ASSERT_TRUE(bundle->reference);
+    EXPECT_EQ(bundle->reference->entry, rt::kSinkBwdReferenceRowsEntry);
+    for (const rt::BundleLaunch &launch : bundle->launches)
+      if (launch.entry == "sink_bwd_dkdv" || launch.entry == "sink_bwd_dq")
+        EXPECT_EQ(test::count(launch.args.back(), launch.entry + "_"), 1u)
+            << "the last argument is one of its tensor maps";
+  }
+  KernelConfig bshd = backward(configOf(2, 4, 2, 77, 77, 64, 0));
+  bshd.layout = rt::AttentionLayout::BSHD;
+  FailureOr<rt::Bundle> bundle = compileKernel(context, bshd);
+  ASSERT_TRUE(succeeded(bundle));
+  EXPECT_TRUE(rt::validateBundle(*bundle).ok());
+}
+
+/// Runs sink_bwd_dkdv_sum on the CPU: dK/dV of every (batch, kv head, key,
+/// column) must be the sum of its group's shares, in each layout.
+TEST_F(SinkBwdKernelTest, ShareSumFollowsEachLayout) {
+  KernelConfig bshd = backward(configOf(2, 6, 2, 5, 7, 64, 0));
+  bshd.layout = rt::AttentionLayout::BSHD;
+  for (KernelConfig config :
+       {backward(configOf(2, 6, 2, 5, 7, 64, 0)), bshd,
+        backward(varlenConfigOf(4, 1, {3, 0, 6}, {5, 2, 6}, 64, 0))}) {
+    SCOPED_TRACE(rt::layoutName(config.layout));
+    rt::SinkAttentionShape shape = kernels::sinkAttentionShape(config);
+    FailureOr<KernelModule> kernel = kernels::buildSinkBwd(context, config);
+    ASSERT_TRUE(succeeded(kernel));
+    int64_t elements = shape.kvElements();
+    int64_t blocks = (elements + 255) / 256;
+    ASSERT_TRUE(succeeded(test::emulateOnHost(
+        *kernel->module, {{"sink_bwd_dkdv_sum", blocks}}, 256)));
+    auto engine = test::jitForHost(*kernel->module);
+    ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
+    auto address = (*engine)->lookup("host_sink_bwd_dkdv_sum");
+    ASSERT_TRUE(bool(address)) << llvm::toString(address.takeError());
+
+    // Shares [H, tokens, D]: small integers, so every sum is exact in bf16.
+    const int64_t d = shape.headDim, group = shape.heads / shape.kvHeads;
+    const int64_t tokens = shape.varlen() ? shape.tokensKv()
+                                          : shape.batch * shape.seqKv;
+    auto shareK = [&](int64_t h, int64_t t, int64_t c) {
+      return float((h * 7 + t * 3 + c) % 11 - 5);
+    };
+    auto shareV = [&](int64_t h, int64_t t, int64_t c) {
+      return float((h * 5 + t + 2 * c) % 13 - 6);
+    };
+    std::vector<float> dkShares(size_t(shape.heads * tokens * d)),
+        dvShares(dkShares.size());
+    for (int64_t h = 0; h < shape.heads; ++h)
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t c = 0; c < d; ++c) {
+          dkShares[size_t((h * tokens + t) * d + c)] = shareK(h, t, c);
+          dvShares[size_t((h * tokens + t) * d + c)] = shareV(h, t, c);
+        }
+    std::vector<uint16_t> dk(size_t(elements), 0x7FC0), dv(size_t(elements), 0x7FC0);
+    reinterpret_cast<void (*)(void *, void *, void *, void *)>(*address)(
+        dkShares.data(), dvShares.data(), dk.data(), dv.data());
+    std::vector<float> dkValues = rt::fromBf16(dk), dvValues = rt::fromBf16(dv);
+
+    int64_t checked = 0, wrong = 0;
+    for (int64_t b = 0; b < shape.batch; ++b)
+      for (int64_t hk = 0; hk < shape.kvHeads; ++hk)
+        for (int64_t n = 0; n < shape.seqKvOf(b); ++n) {
+          int64_t token = shape.varlen() ? shape.cuSeqlensKv[size_t(b)] + n
+                                         : b * shape.seqKv + n;
+          for (int64_t c = 0; c < d; ++c) {
+            float wantK = 0, wantV = 0;
+            for (int64_t g = 0; g < group; ++g) {
+              wantK += shareK(hk * group + g, token, c);
+              wantV += shareV(hk * group + g, token, c);
+            }
+            size_t at = size_t(shape.kvOffset(b, hk, n) + c);
+            ++checked;
+            if (dkValues[at] != wantK || dvValues[at] != wantV)
+              if (wrong++ < 5)
+                ADD_FAILURE() << "b " << b << " hk " << hk << " n " << n
+                              << " c " << c << ": dk " << dkValues[at]
+                              << " (want " << wantK << "), dv " << dvValues[at]
+                              << " (want " << wantV << ")";
+          }
+        }
+    // Every element of dK is some (batch, kv head, key, column).
+    EXPECT_EQ(checked, elements);
+    EXPECT_EQ(wrong, 0);
+  }
+}
+
+} // namespace
