@@ -164,6 +164,28 @@ CheckReport compareSinkFwd(const rt::SinkAttentionShape &shape,
                            const std::vector<float> &refLse, uint64_t seed,
                            double fullCrossCheckWork = double(1 << 28));
 
+struct SinkBwdInputs {
+  const std::vector<float> &q, &k, &v, &sinks, &dO;
+};
+/// dq, dk, dv (in the layouts of q and k) and dsinks, as floats.
+struct SinkBwdGradients {
+  std::vector<float> dq, dk, dv, dsinks;
+};
+
+/// The host half of sink-bwd's check: passes iff every gradient element of
+/// the kernels' `out` is finite and within 2e-2 (|ref| + max|ref|) of the
+/// GPU reference's `refs` (max over that gradient), each gradient's rel-L2
+/// is at most 1e-2, the reference is finite and, when rows * seq_kv *
+/// head_dim <= `fullCrossCheckWork`, within 1e-3 + 1e-3*|ref| of the float64
+/// CPU backward everywhere; up to `finiteDifferenceWork`, also the kernels'
+/// and the float64 dsinks against central differences of sum(O . dO).
+/// Needs no GPU; errors only when the sizes disagree.
+rt::Expected<CheckReport>
+compareSinkBwd(const rt::SinkAttentionShape &shape, const SinkBwdInputs &inputs,
+               const SinkBwdGradients &out, const SinkBwdGradients &refs,
+               double fullCrossCheckWork = double(1 << 28),
+               double finiteDifferenceWork = double(1 << 22));
+
 } // namespace sinkattn::runner
 
 #endif // SINKATTN_TOOLS_RUNNER_HARNESS_H

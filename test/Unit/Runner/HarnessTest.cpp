@@ -1,10 +1,11 @@
-//===- HarnessTest.cpp - The host side of the runner's sink-fwd check -----===//
+//===- HarnessTest.cpp - The host side of the runner's attention checks ---===//
 //
-// What sink-fwd's check decides from the downloaded outputs, on synthetic
-// outputs: a right answer passes, and zeros, NaN (unwritten), a forgotten
-// sink or an off-by-one window fail; a GPU reference that disagrees with
-// the float64 CPU reference fails the check with a message saying so. The
-// inputs come from the same generator prepare() uses.
+// What sink-fwd's and sink-bwd's checks decide from the downloaded outputs,
+// on synthetic outputs: a right answer passes, and zeros, NaN (unwritten),
+// a forgotten sink, an off-by-one window, a wrong gradient element or a
+// missing GQA share fail; a GPU reference that disagrees with the float64
+// CPU reference fails the check with a message saying so. The inputs come
+// from the same generator prepare() uses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -230,6 +231,89 @@ rt::Bundle sinkFwdBundle() {
               buffer("o", DType::BF16, {2, 8, 64, 64}, BufferRole::Output),
               buffer("lse", DType::F32, {2, 8, 64}, BufferRole::Output)};
   return b;
+}
+
+/// The float64 gradients of `p` with upstream gradient `dO`, as floats.
+SinkBwdGradients gradients(const Problem &p, const std::vector<float> &dO,
+                           const rt::SinkAttentionShape &shape) {
+  rt::SinkAttentionGradients g;
+  rt::Status st = rt::sinkAttentionBackward(shape, p.q, p.k, p.v, p.sinks, dO, g);
+  EXPECT_TRUE(st.ok()) << st.message();
+  SinkBwdGradients out;
+  out.dq.assign(g.dq.begin(), g.dq.end());
+  out.dk.assign(g.dk.begin(), g.dk.end());
+  out.dv.assign(g.dv.begin(), g.dv.end());
+  out.dsinks.assign(g.dsinks.begin(), g.dsinks.end());
+  return out;
+}
+
+TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
+  // GQA 2:1 with a window: small enough for the float64 cross-check and
+  // the finite differences of dsinks.
+  Problem p = problem(shapeOf(1, 2, 1, 24, 24, 64, 9), 31);
+  std::vector<float> dO =
+      rt::fromBf16(rt::toBf16(randomInput("sink-bwd", "do", p.shape.qElements(), 35)));
+  SinkBwdInputs in{p.q, p.k, p.v, p.sinks, dO};
+  SinkBwdGradients exact = gradients(p, dO, p.shape);
+  rt::Expected<CheckReport> r = compareSinkBwd(p.shape, in, exact, exact);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(r->passed) << r->notes.back();
+  EXPECT_EQ(r->mismatches, 0u);
+  std::string notes;
+  for (const std::string &note : r->notes)
+    notes += note + "\n";
+  EXPECT_CONTAINS(notes, "0 of 2 heads outside tolerance");
+  EXPECT_CONTAINS(notes, "every gradient element: max-abs");
+
+  // bf16-rounded gradients (what the kernels store) still pass.
+  SinkBwdGradients rounded = exact;
+  for (std::vector<float> *g : {&rounded.dq, &rounded.dk, &rounded.dv})
+    *g = rt::fromBf16(rt::toBf16(*g));
+  r = compareSinkBwd(p.shape, in, rounded, exact);
+  EXPECT_TRUE(r->passed);
+
+  // One wrong element of dK, a NaN (unwritten) dQ element, dV without the
+  // GQA sum's second head (half of it), a dsink without its sign: each fails.
+  SinkBwdGradients wrong = exact;
+  wrong.dk[17] += 0.5f;
+  r = compareSinkBwd(p.shape, in, wrong, exact);
+  EXPECT_FALSE(r->passed);
+  EXPECT_EQ(r->mismatches, 1u);
+  wrong = exact;
+  wrong.dq[3] = NAN;
+  r = compareSinkBwd(p.shape, in, wrong, exact);
+  EXPECT_FALSE(r->passed);
+  EXPECT_EQ(r->nonFinite, 1u);
+  wrong = exact;
+  for (float &x : wrong.dv)
+    x *= 0.5f;
+  r = compareSinkBwd(p.shape, in, wrong, exact);
+  EXPECT_FALSE(r->passed);
+  wrong = exact;
+  for (float &x : wrong.dsinks)
+    x = -x;
+  r = compareSinkBwd(p.shape, in, wrong, exact);
+  EXPECT_FALSE(r->passed);
+
+  // A reference that disagrees with the float64 backward fails the check
+  // even when the kernel agrees with it.
+  SinkBwdGradients badRef = exact;
+  badRef.dk[5] += 0.1f;
+  r = compareSinkBwd(p.shape, in, badRef, badRef);
+  EXPECT_FALSE(r->passed);
+  EXPECT_CONTAINS(r->notes.back(), "the references disagree");
+  // A reference's dsinks that the finite differences contradict: also.
+  badRef = exact;
+  badRef.dsinks[1] *= 1.1f;
+  r = compareSinkBwd(p.shape, in, badRef, badRef, double(1 << 28), 0);
+  EXPECT_FALSE(r->passed) << "the float64 cross-check catches it";
+  r = compareSinkBwd(p.shape, in, badRef, badRef, 0, double(1 << 22));
+  EXPECT_TRUE(r->passed) << "without the cross-check nothing can";
+
+  // Sizes that disagree are an internal error, not a verdict.
+  wrong = exact;
+  wrong.dv.pop_back();
+  EXPECT_FALSE(compareSinkBwd(p.shape, in, wrong, exact).ok());
 }
 
 TEST(SinkFwdShape, FromConfig) {
