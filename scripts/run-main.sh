@@ -79,11 +79,19 @@ for entry in "${kernels[@]}" "${seed[@]}"; do
   }
   cp "$ptx_dir/$name.bundle/kernel.ptx" "$ptx"
   if grep -q '"launches"' "$ptx_dir/$name.bundle/manifest.json"; then
-    # Several kernels (sink-bwd): one row each, static shared memory only.
+    # Several kernels (sink-bwd): one row each, static shared memory
+    # (ptxas) plus each launch's dynamic window.
     row "$title" "$ptx" "" "" ""
+    declare -A dynamic_of=()
+    while read -r entry bytes; do dynamic_of[$entry]=$bytes; done < <(python3 -c '
+import json, sys
+for launch in json.load(open(sys.argv[1]))["launches"]:
+    print(launch["entry"], launch["shared_memory_bytes"])' "$ptx_dir/$name.bundle/manifest.json")
     while read -r entry regs smem spills; do
+      [[ "$smem" == "?" ]] || smem=$((smem + ${dynamic_of[$entry]:-0}))
       row "  $entry" "" "$regs" "$smem" "$spills"
     done < <(entry_resources "$ptx")
+    unset dynamic_of
     continue
   fi
   read -r regs smem spills < <(resources "$ptx")

@@ -694,7 +694,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   rt::Bundle bundle;
   bundle.formatVersion = rt::kBundleLaunchesFormatVersion;
   bundle.kernel = "sink-bwd";
+  // The forward's config, but the schedule is the backward's own (the
+  // forward's, which auto may resolve differently, is kept beside it).
   bundle.config = forward->bundle.config;
+  bundle.config["forward_schedule"] = bundle.config["schedule"];
+  bundle.config["schedule"] = std::string(warpSpecialized ? "ws" : "plain");
   bundle.params = forward->bundle.params;
   auto u = [](int64_t v) { return uint64_t(v); };
   std::vector<uint64_t> qShape = shape.qDims(), kvShape = shape.kvDims();

@@ -361,7 +361,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                   << config.heads;
   if (config.stages < 1 || config.stages > 3)
     return fail() << "--stages " << config.stages
-                  << " is not supported: 1 to 3 (K and V tiles per stage)";
+                  << " is not supported: 1 to 3 (tiles of the main loop per "
+                     "stage)";
   if (config.sinkDtype != rt::DType::F32 && config.sinkDtype != rt::DType::BF16)
     return fail() << "--sink-dtype " << rt::dtypeName(config.sinkDtype)
                   << " is not supported; use f32 or bf16";

@@ -253,6 +253,11 @@ Status validateBundle(const Bundle &b) {
     if (!b.entry.empty())
       return Status::error("entry: a bundle with launches has no top-level "
                            "entry (each launch names its own)");
+    if (b.grid != Dim3() || b.block != Dim3() || b.cluster != Dim3() ||
+        b.sharedMemoryBytes != 0)
+      return Status::error("grid, block, cluster, shared_memory_bytes: a "
+                           "bundle with launches has no top-level launch "
+                           "shape (each launch has its own)");
     bool timed = false;
     for (size_t i = 0; i < b.launches.size(); ++i) {
       const BundleLaunch &launch = b.launches[i];
@@ -271,6 +276,9 @@ Status validateBundle(const Bundle &b) {
         if (param->kind == ParamKind::Buffer && !param->kernelArg)
           return Status::error(argWhere + "is a buffer with kernel_arg false");
       }
+      if (launch.setup && timed)
+        return Status::error(where + ".setup: setup launches come first (they "
+                             "run once before the others)");
       timed = timed || !launch.setup;
     }
     if (!timed)
@@ -788,8 +796,11 @@ Expected<Bundle> readManifestObject(const JsonValue &root) {
       return Status::error("launches: several kernels per bundle need "
                            "format_version " +
                            std::to_string(kBundleLaunchesFormatVersion));
-    if (!launches->isArray() || launches->asArray().empty())
-      return r.wrongType("launches", "a non-empty array", *launches);
+    if (!launches->isArray())
+      return r.wrongType("launches", "an array of launch objects", *launches);
+    if (launches->asArray().empty())
+      return Status::error("launches: is empty; a bundle with launches needs "
+                           "at least one");
     for (const char *field :
          {"entry", "grid", "block", "cluster", "shared_memory_bytes"})
       if (root.find(field))

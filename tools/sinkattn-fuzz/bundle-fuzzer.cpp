@@ -14,6 +14,7 @@
 #include "SinkAttn/Runtime/Npy.h"
 
 #include <cstddef>
+#include <map>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -28,6 +29,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)sinkattn::rt::manifestToJson(*bundle);
     (void)sinkattn::rt::validateBundle(*bundle);
     (void)sinkattn::rt::launchConfigFor(*bundle);
+    // What the runner does per launch: its shape and its arguments (buffers
+    // at made-up addresses; tensor maps fail without a driver).
+    std::map<std::string, CUdeviceptr> addresses;
+    for (const sinkattn::rt::BundleParam &param : bundle->params)
+      addresses[param.name] = 0x10000;
+    for (const sinkattn::rt::BundleLaunch &launch :
+         sinkattn::rt::launchesOf(*bundle)) {
+      (void)sinkattn::rt::launchConfigFor(launch);
+      (void)sinkattn::rt::buildKernelArgs(*bundle, launch, addresses, nullptr);
+    }
   }
   (void)sinkattn::rt::decodeNpy(bytes);
 

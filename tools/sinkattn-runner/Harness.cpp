@@ -249,6 +249,19 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
     SINKATTN_RT_TRY(expect("dv", BufferRole::Output, kvShape, {inputType}));
     SINKATTN_RT_TRY(expect("dsinks", BufferRole::Output, {u(shape.heads)},
                            {DType::F32}));
+    // The scratch the kernels index with the config's shapes.
+    SINKATTN_RT_TRY(expect("delta", BufferRole::Output, shape.lseDims(),
+                           {DType::F32}));
+    SINKATTN_RT_TRY(expect("sink_terms", BufferRole::Output, shape.lseDims(),
+                           {DType::F32}));
+    if (shape.heads != shape.kvHeads) {
+      std::vector<uint64_t> shares = {
+          u(shape.heads),
+          u(shape.varlen() ? shape.tokensKv() : shape.batch * shape.seqKv),
+          u(shape.headDim)};
+      SINKATTN_RT_TRY(expect("dk_shares", BufferRole::Output, shares, {DType::F32}));
+      SINKATTN_RT_TRY(expect("dv_shares", BufferRole::Output, shares, {DType::F32}));
+    }
   }
   if (shape.varlen()) {
     SINKATTN_RT_TRY(expect("cu_seqlens_q", BufferRole::Input,
@@ -771,13 +784,59 @@ rt::Expected<CheckReport> runner::compareSinkBwd(
   if (!tensorsClose)
     report.notes.push_back("FAIL: a gradient's rel-L2 exceeds 1e-2 (above)");
 
+  // Per row of D (a query's dQ, a key's dK or dV): the tensor-wide scale
+  // above hides a small row that is wrong altogether (a late key's dK/dV
+  // missing its last query). ||out - ref|| <= 0.3 max(||ref||, floor): rows
+  // of dK and dV carry errors of 0.5–3.5% in a bf16 model of the kernels,
+  // dQ's rows, whose sums cancel and carry Delta's error from the bf16 O,
+  // up to 10% above a floor of 5% of its largest row (dK/dV: 0.1%).
+  const int64_t d = shape.headDim;
+  uint64_t rowsWrong = 0;
+  std::string worstRow;
+  double worstRatio = 0;
+  for (auto [name, floorFraction] :
+       {std::pair{"dq", 5e-2}, std::pair{"dk", 1e-3}, std::pair{"dv", 1e-3}}) {
+    const std::vector<float> &kernel = *outValues[name], &r = *refValues[name];
+    size_t rows = r.size() / size_t(d);
+    std::vector<double> refNorms(rows), errNorms(rows);
+    double largestNorm = 0;
+    for (size_t row = 0; row < rows; ++row) {
+      double ref2 = 0, err2 = 0;
+      for (int64_t c = 0; c < d; ++c) {
+        double x = kernel[row * size_t(d) + size_t(c)],
+               y = r[row * size_t(d) + size_t(c)];
+        ref2 += std::isfinite(y) ? y * y : 0;
+        err2 += std::isfinite(x) && std::isfinite(y) ? (x - y) * (x - y) : 0;
+      }
+      refNorms[row] = std::sqrt(ref2);
+      errNorms[row] = std::sqrt(err2);
+      largestNorm = std::max(largestNorm, refNorms[row]);
+    }
+    for (size_t row = 0; row < rows; ++row) {
+      double scale = std::max(refNorms[row], floorFraction * largestNorm);
+      double ratio = scale > 0 ? errNorms[row] / scale : errNorms[row];
+      if (!(ratio <= 0.3)) {
+        ++rowsWrong;
+        if (!(ratio <= worstRatio)) {
+          worstRatio = ratio;
+          worstRow = std::string(name) + " row " + std::to_string(row);
+        }
+      }
+    }
+  }
+  if (rowsWrong)
+    report.notes.push_back(
+        "FAIL: " + std::to_string(rowsWrong) +
+        " rows of dq/dk/dv are off by more than 30% of their norm (worst: " +
+        worstRow + ", " + format("%.3g", worstRatio) + ")");
+
   // The GPU reference against the float64 CPU backward, when that is cheap;
   // on the smallest problems also dsinks against central differences of
   // the loss sum(O . dO).
   double work = double(shape.rows()) * double(shape.seqKv) * double(shape.headDim);
   const std::vector<float> &q = in.q, &k = in.k, &v = in.v, &sinks = in.sinks,
                            &dO = in.dO;
-  uint64_t disagreements = 0, crossChecked = 0;
+  uint64_t disagreements = 0, crossChecked = 0, kernelFdFailures = 0;
   std::string crossText = "reference cross-check: skipped (the float64 CPU "
                           "backward is too slow for this size)";
   if (work <= fullCrossCheckWork) {
@@ -807,8 +866,8 @@ rt::Expected<CheckReport> runner::compareSinkBwd(
     if (work <= finiteDifferenceWork) {
       // Central differences in float64 (step 1e-3; the loss is smooth).
       std::vector<double> sinkValues(sinks.begin(), sinks.end());
-      double worst = 0;
-      uint64_t fdFailures = 0;
+      std::vector<double> fd(size_t(shape.heads), 0.0);
+      double largestFd = 0;
       for (int64_t h = 0; h < shape.heads; ++h) {
         if (!std::isfinite(sinkValues[size_t(h)]))
           continue;
@@ -819,18 +878,31 @@ rt::Expected<CheckReport> runner::compareSinkBwd(
           SINKATTN_RT_TRY(
               rt::sinkAttentionLoss(shape, q, k, v, moved, dO, losses[side]));
         }
-        double fd = (losses[0] - losses[1]) / 2e-3;
-        double diff = std::fabs(double(out.dsinks[size_t(h)]) - fd);
-        worst = std::max(worst, diff);
-        if (!(diff <= 2e-2 * (std::fabs(fd) + 1e-2)) ||
-            !(std::fabs(cpu.dsinks[size_t(h)] - fd) <= 1e-5 + 1e-4 * std::fabs(fd)))
-          ++fdFailures;
+        fd[size_t(h)] = (losses[0] - losses[1]) / 2e-3;
+        largestFd = std::max(largestFd, std::fabs(fd[size_t(h)]));
       }
-      disagreements += fdFailures;
+      // The float64 backward within 1e-5 + 1e-4|fd| (it defines the
+      // reference); the kernels' dsinks on the main check's scale.
+      double worst = 0;
+      uint64_t referenceFailures = 0;
+      for (int64_t h = 0; h < shape.heads; ++h) {
+        if (!std::isfinite(sinkValues[size_t(h)]))
+          continue;
+        double x = fd[size_t(h)];
+        double diff = std::fabs(double(out.dsinks[size_t(h)]) - x);
+        worst = std::max(worst, diff);
+        if (!(diff <= 2e-2 * (std::fabs(x) + largestFd)))
+          ++kernelFdFailures;
+        if (!(std::fabs(cpu.dsinks[size_t(h)] - x) <= 1e-5 + 1e-4 * std::fabs(x)))
+          ++referenceFailures;
+      }
+      disagreements += referenceFailures;
       crossText += format("; dsinks vs central differences of sum(O.dO): "
-                          "max-abs %.3e, %llu of %lld heads outside tolerance",
-                          worst, (unsigned long long)fdFailures,
-                          (long long)shape.heads);
+                          "kernel max-abs %.3e, %llu of %lld heads outside "
+                          "tolerance, float64 backward %llu outside",
+                          worst, (unsigned long long)kernelFdFailures,
+                          (long long)shape.heads,
+                          (unsigned long long)referenceFailures);
     }
   }
   report.notes.push_back(crossText);
@@ -839,18 +911,24 @@ rt::Expected<CheckReport> runner::compareSinkBwd(
         "FAIL: the GPU reference kernel produced " +
         std::to_string(refNonFinite) +
         " non-finite gradients; the kernel was not compared at those elements");
+  if (kernelFdFailures)
+    report.notes.push_back(
+        "FAIL: the kernels' dsinks disagree with finite differences of the "
+        "loss (" + std::to_string(kernelFdFailures) + " heads)");
   if (disagreements)
     report.notes.push_back(
         "FAIL: the references disagree (" + std::to_string(disagreements) +
         " values): the GPU reference or the float64 backward, not "
         "necessarily the kernel, is wrong");
   report.criterion =
-      "|out - ref| <= 2e-2 * (|ref| + max|ref|) for every element and "
-      "rel-L2 <= 1e-2 for each of dq, dk, dv and dsinks vs the fp32 GPU "
+      "|out - ref| <= 2e-2 * (|ref| + max|ref|) for every element, "
+      "rel-L2 <= 1e-2 for each of dq, dk, dv and dsinks and every row of "
+      "dq/dk/dv within 30% of its norm vs the fp32 GPU "
       "reference kernel (itself checked "
       "against the float64 CPU backward on small problems, dsinks also "
       "against finite differences on tiny ones); rel-L2/max-abs over all";
   report.passed = disagreements == 0 && refNonFinite == 0 && tensorsClose &&
+                  rowsWrong == 0 && kernelFdFailures == 0 &&
                   report.mismatches == 0 && report.nonFinite == 0;
   return report;
 }

@@ -169,8 +169,9 @@ Expected<std::string> configTextOr(const Bundle &bundle, const std::string &key,
 /// Semantic checks shared by reader and writer: format version (1 to 3;
 /// a reference kernel and floating config values need 2, launches 3),
 /// non-empty kernel/entry and launch shape (validateLaunchConfig), or with
-/// launches: no top-level entry, valid entries and shapes, args that name
-/// kernel-argument params, at least one launch that is not setup; finite
+/// launches: no top-level entry or launch shape, valid entries and shapes,
+/// args that name kernel-argument params, setup launches first and at
+/// least one launch that is not setup; finite
 /// config numbers, unique param names, scalar values in range for their
 /// dtype, buffers with 1..8 non-zero dims, tensor maps that pass
 /// validate(), reference an existing buffer, and stay inside it; when `ptx`

@@ -316,6 +316,32 @@ TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
   EXPECT_FALSE(compareSinkBwd(p.shape, in, wrong, exact).ok());
 }
 
+TEST(SinkBwdCheck, ZeroedSmallRowsFail) {
+  // At S = 200 the last key's dK and dV rows (one query sees that key) are
+  // tiny next to the largest rows: zeroing them stays inside the
+  // tensor-wide element tolerance, and only the per-row test sees it.
+  Problem p = problem(shapeOf(1, 2, 2, 200, 200, 64, 0), 41);
+  std::vector<float> dO =
+      rt::fromBf16(rt::toBf16(randomInput("sink-bwd", "do", p.shape.qElements(), 45)));
+  SinkBwdInputs in{p.q, p.k, p.v, p.sinks, dO};
+  SinkBwdGradients exact = gradients(p, dO, p.shape);
+  rt::Expected<CheckReport> r = compareSinkBwd(p.shape, in, exact, exact);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(r->passed);
+  SinkBwdGradients wrong = exact;
+  const size_t d = size_t(p.shape.headDim);
+  size_t lastKey = size_t(p.shape.kvOffset(0, 1, p.shape.seqKv - 1));
+  for (size_t c = 0; c < d; ++c)
+    wrong.dk[lastKey + c] = wrong.dv[lastKey + c] = 0;
+  r = compareSinkBwd(p.shape, in, wrong, exact);
+  EXPECT_FALSE(r->passed);
+  EXPECT_EQ(r->mismatches, 0u) << "the tensor-wide scale cannot see it";
+  bool rowNote = false;
+  for (const std::string &note : r->notes)
+    rowNote = rowNote || note.find("rows of dq/dk/dv are off") != std::string::npos;
+  EXPECT_TRUE(rowNote);
+}
+
 TEST(SinkFwdShape, FromConfig) {
   rt::Expected<rt::SinkAttentionShape> s = sinkFwdShape(sinkFwdBundle());
   ASSERT_TRUE(s.ok()) << s.message();

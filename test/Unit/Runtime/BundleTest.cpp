@@ -761,9 +761,18 @@ TEST(Bundle, MalformedLaunches) {
             "launches[1].args[3]: 'dq' is not a param of this bundle");
   EXPECT_EQ(invalid([](Bundle &b) { b.launches[0].args.push_back("img"); }),
             "launches[0].args[2]: 'img' is a buffer with kernel_arg false");
+  EXPECT_EQ(invalid([](Bundle &b) {
+              b.launches[0].setup = false;
+              b.launches[1].setup = true;
+            }),
+            "launches[1].setup: setup launches come first (they run once "
+            "before the others)");
   EXPECT_EQ(invalid([](Bundle &b) { b.launches[1].setup = true; }),
             "launches: every launch is a setup launch; at least one must be "
             "the kernel itself");
+  EXPECT_EQ(invalid([](Bundle &b) { b.grid = {2, 1, 1}; }),
+            "grid, block, cluster, shared_memory_bytes: a bundle with "
+            "launches has no top-level launch shape (each launch has its own)");
   EXPECT_EQ(invalid([](Bundle &b) { b.launches[1].entry = "attn_dq"; }),
             "kernel.ptx declares no '.entry attn_dq' (a launch's entry)");
 
@@ -777,7 +786,11 @@ TEST(Bundle, MalformedLaunches) {
   EXPECT_EQ(edited([](JsonValue &m) { m.set("grid", JsonValue::array()); }),
             "manifest.json: grid: not allowed next to 'launches' (each launch has its own)");
   EXPECT_EQ(edited([](JsonValue &m) { m.set("launches", JsonValue::array()); }),
-            "manifest.json: launches: expected a non-empty array, got array");
+            "manifest.json: launches: is empty; a bundle with launches needs "
+            "at least one");
+  EXPECT_EQ(edited([](JsonValue &m) { m.set("launches", JsonValue(1)); }),
+            "manifest.json: launches: expected an array of launch objects, "
+            "got integer");
   EXPECT_EQ(edited([](JsonValue &m) { m.set("format_version", 2); }),
             "manifest.json: launches: several kernels per bundle need format_version 3");
   EXPECT_EQ(edited([](JsonValue &m) {
