@@ -10,20 +10,7 @@ ptx_dir="$build_dir/ptx"
 ptxas=${PTXAS:-/usr/local/cuda/bin/ptxas}
 mkdir -p "$ptx_dir"
 
-# Resources of one kernel from `ptxas -v`: "<registers> <shared bytes> <spill stores>".
-resources() {
-  if [[ ! -x "$ptxas" ]]; then
-    echo "? ? ?"
-    return
-  fi
-  "$ptxas" -arch=sm_90a -v "$1" -o /dev/null 2>&1 | awk '
-    /Used [0-9]+ registers/ { for (i = 1; i <= NF; i++) if ($(i+1) ~ /^registers/) regs = $i
-                              for (i = 1; i <= NF; i++) if ($(i+1) == "bytes" && $(i+2) == "smem") smem = $i }
-    /spill stores/ { for (i = 1; i <= NF; i++) if ($(i+1) == "bytes" && $(i+2) == "spill" && $(i+3) == "stores,") spill = $i }
-    END { printf "%s %s %s\n", (regs == "" ? "?" : regs), (smem == "" ? 0 : smem), (spill == "" ? "?" : spill) }'
-}
-
-# The same per kernel of a multi-kernel PTX: "<entry> <registers> <shared> <spills>" lines.
+# Resources per kernel from `ptxas -v`: "<entry> <registers> <shared bytes> <spill stores>" lines.
 entry_resources() {
   if [[ ! -x "$ptxas" ]]; then
     return
@@ -35,6 +22,15 @@ entry_resources() {
                               for (i = 1; i <= NF; i++) if ($(i+1) == "bytes" && $(i+2) == "smem") smem = $i }
     /spill stores/ { for (i = 1; i <= NF; i++) if ($(i+1) == "bytes" && $(i+2) == "spill" && $(i+3) == "stores,") spill = $i }
     END { if (entry != "") printf "%s %s %s %s\n", entry, regs, smem, spill }'
+}
+
+# Resources of a one-kernel PTX: "<registers> <shared bytes> <spill stores>".
+resources() {
+  if [[ ! -x "$ptxas" ]]; then
+    echo "? ? ?"
+    return
+  fi
+  entry_resources "$1" | awk 'END { if (NR) print $2, $3, $4; else print "? 0 ?" }'
 }
 
 runner="$build_dir/bin/sinkattn-runner"

@@ -198,11 +198,9 @@ LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
   });
   if (!func)
     return module.emitError("internal error: the kernel module has no kernel");
-  // Kernel argument i is the i-th buffer passed to the kernel.
-  std::vector<std::string> args;
-  for (const rt::BundleParam &param : bundle.params)
-    if (param.kind == rt::ParamKind::Buffer && param.kernelArg)
-      args.push_back(param.name);
+  // Before lowering every param is a buffer: kernel argument i is the
+  // single launch's i-th.
+  std::vector<std::string> args = rt::launchesOf(bundle).front().args;
   return recordLaunchResources(func, bundle, args, bundle.block,
                                bundle.sharedMemoryBytes, "");
 }

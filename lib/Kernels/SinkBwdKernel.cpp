@@ -483,11 +483,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
       text.oAt = "%b, %h, %r, %j";
       text.qTile = "%b, %h, %qRow, %c0";
       text.kvTile = "%b, %hk, %kRow, %c0";
-      text.storeDq = "      tile.store %dq16, %dQ[%b, %h, %m0, %c0] : !acc16, !q";
-      text.storeDkdv = dkGradient +
-                       "\n      tile.store %dk16, %dK[%b, %hk, %n0, %c0] : "
-                       "!acc16, !dkv\n      tile.store %dv16, %dV[%b, %hk, "
-                       "%n0, %c0] : !acc16, !dkv";
       // dK element ((b * HK + hk) * SKV + n) * D + d.
       text.decode = R"mlir(
         %n = arith.remui %rows, %seqKv : index
@@ -504,11 +499,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
       text.oAt = "%b, %r, %col";
       text.qTile = "%b, %qRow, %hD";
       text.kvTile = "%b, %kRow, %hkD";
-      text.storeDq = "      tile.store %dq16, %dQ[%b, %m0, %hD] : !acc16, !q";
-      text.storeDkdv = dkGradient +
-                       "\n      tile.store %dk16, %dK[%b, %n0, %hkD] : "
-                       "!acc16, !dkv\n      tile.store %dv16, %dV[%b, %n0, "
-                       "%hkD] : !acc16, !dkv";
       // dK element ((b * SKV + n) * HK + hk) * D + d.
       text.decode = R"mlir(
         %hk = arith.remui %rows, %kvHeads : index
@@ -517,6 +507,12 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.lseType = "memref<" + str(shape.batch) + "x" + heads + "x" +
                    str(shape.seqQ) + "xf32>";
     text.sequence = fixedLengths + columns + past;
+    // Stores at the tiles' own indices: the rows start at 0 (%qRow = %m0,
+    // %kRow = %n0).
+    text.storeDq = "      tile.store %dq16, %dQ[" + text.qTile + "] : !acc16, !q";
+    text.storeDkdv = dkGradient + "\n      tile.store %dk16, %dK[" +
+                     text.kvTile + "] : !acc16, !dkv\n      tile.store %dv16, "
+                     "%dV[" + text.kvTile + "] : !acc16, !dkv";
     text.lseAt = "%b, %h, %r";
     text.storeRows = "      tile.store %delta, %Delta[%b, %h, %m0] : !row, "
                      "!lse\n      tile.store %term, %Terms[%b, %h, %m0] : "

@@ -954,13 +954,12 @@ Expected<Bundle> readBundle(const std::string &directory) {
 }
 
 LaunchConfig launchConfigFor(const Bundle &bundle, CUstream stream) {
-  LaunchConfig c;
-  c.grid = bundle.grid;
-  c.block = bundle.block;
-  c.cluster = bundle.cluster;
-  c.dynamicSharedMemoryBytes = bundle.sharedMemoryBytes;
-  c.stream = stream;
-  return c;
+  BundleLaunch single;
+  single.grid = bundle.grid;
+  single.block = bundle.block;
+  single.cluster = bundle.cluster;
+  single.sharedMemoryBytes = bundle.sharedMemoryBytes;
+  return launchConfigFor(single, stream);
 }
 
 LaunchConfig launchConfigFor(const BundleLaunch &launch, CUstream stream) {

@@ -579,6 +579,19 @@ rt::Expected<CheckReport> Session::check() {
   return report;
 }
 
+/// The reference kernels compute with 1/sqrt(head_dim) built in: a bundle
+/// computing with another scale needs a reference that takes it.
+static rt::Status checkReferenceScale(const rt::SinkAttentionShape &shape,
+                                      const std::string &kernel) {
+  double builtIn = 1.0 / std::sqrt(double(shape.headDim));
+  if (!(std::fabs(shape.scale - builtIn) <= 1e-6 * builtIn))
+    return rt::Status::error(
+        kernel + " bundle: config scale " + format("%.9g", shape.scale) +
+        " differs from the 1/sqrt(head_dim) = " + format("%.9g", builtIn) +
+        " that the reference kernel computes with");
+  return rt::Status();
+}
+
 rt::Status Session::loadReference() {
   if (referenceFunction_)
     return rt::Status();
@@ -610,14 +623,7 @@ rt::Expected<CheckReport> Session::checkSinkFwd() {
   // inputs, into outputs of its own, poisoned like the kernel's.
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
                                sinkFwdShape(bundle_));
-  // The reference kernel has 1/sqrt(head_dim) built in; a bundle computing
-  // with another scale needs a reference that takes it.
-  double builtIn = 1.0 / std::sqrt(double(shape.headDim));
-  if (!(std::fabs(shape.scale - builtIn) <= 1e-6 * builtIn))
-    return rt::Status::error(
-        "sink-fwd bundle: config scale " + format("%.9g", shape.scale) +
-        " differs from the 1/sqrt(head_dim) = " + format("%.9g", builtIn) +
-        " that the reference kernel computes with");
+  SINKATTN_RT_TRY(checkReferenceScale(shape, bundle_.kernel));
   SINKATTN_RT_TRY(loadReference());
   SINKATTN_RT_ASSIGN_OR_RETURN(
       rt::DeviceBuffer refO,
@@ -662,12 +668,7 @@ rt::Expected<CheckReport> Session::checkSinkBwd() {
   // (rows, keys, sinks kernels of one module) on the same inputs.
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
                                sinkFwdShape(bundle_));
-  double builtIn = 1.0 / std::sqrt(double(shape.headDim));
-  if (!(std::fabs(shape.scale - builtIn) <= 1e-6 * builtIn))
-    return rt::Status::error(
-        "sink-bwd bundle: config scale " + format("%.9g", shape.scale) +
-        " differs from the 1/sqrt(head_dim) = " + format("%.9g", builtIn) +
-        " that the reference kernel computes with");
+  SINKATTN_RT_TRY(checkReferenceScale(shape, bundle_.kernel));
   SINKATTN_RT_TRY(loadReference());
   rt::Function *rows = referenceFunction_.get();
   std::unique_ptr<rt::Function> keys, sinks;
