@@ -5,8 +5,9 @@
 // as one bundle of five kernels in one module, launched in order:
 //
 //   sink_fwd              (setup) the forward: O and the LSE the others read.
-//   sink_bwd_preprocess   per block of 64 query rows: Delta = rowsum(dO ⊙ O)
-//                         and the row's sink term -exp(sink - LSE) · Delta.
+//   sink_bwd_preprocess   per block of 64 query rows: Delta = rowsum(dO ⊙ O),
+//                         from the forward's O as stored (rounded to bf16 or
+//                         fp16), as every FlashAttention backward does.
 //   sink_bwd_dkdv         per block of 64 keys and one query head: loops over
 //                         the query blocks that see those keys, in the
 //                         transposed form
@@ -25,7 +26,13 @@
 //   sink_bwd_dq           per block of 64 query rows: loops over the key
 //                         blocks its rows see, S = Q Kᵀ, P, dP = dO Vᵀ, dS,
 //                         dQ += dS K · scale, accumulated in fp32 registers
-//                         and converted once at the end.
+//                         and converted once at the end. It also sums the
+//                         row's P ⊙ dP, which is dO · O for the exact O
+//                         (O = Σ_j P_j v_j), and writes the row's sink term
+//                         -exp(sink - LSE) · Σ_j P_j dP_j: dsinks do not
+//                         carry the stored O's rounding, which cancellation
+//                         in the sum over rows can make a large part of a
+//                         small dsink (28% in a measured case).
 //   sink_bwd_sinks        one warp per head: dsink_h, the sum of the head's
 //                         sink terms in a fixed order, then a butterfly.
 //
@@ -64,9 +71,8 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !dkv = @DKV_TYPE@
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
-    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %LSE: !lse,
-                                  %sinks: memref<@H@x@ST@>, %Delta: !lse,
-                                  %Terms: !lse@SEQUENCE_ARGS@) kernel {
+    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse@SEQUENCE_ARGS@)
+        kernel {
 @CONSTANTS@
       %qb = gpu.block_id x
       %h = gpu.block_id y
@@ -89,25 +95,7 @@ module attributes {gpu.container_module} {
         tile.yield %x : f32
       }
       %delta = tile.reduce sum %prod along 1 : !acc -> !row
-      @SINK_LOAD@
-      // The sink's probability exp(sink - LSE) times Delta; 0 for a row
-      // with neither keys nor a finite sink (LSE = -inf).
-      %term = tile.map (%delta) : (!row) -> !row {
-      ^bb0(%i: index, %dl: f32):
-        %row = arith.addi %m0, %i : index
-        %token = arith.addi %qStart, %row : index
-        %r = arith.minui %token, %lastRow : index
-        %lse = memref.load %LSE[@LSE_AT@] : !lse
-        %noKey = arith.cmpf oeq, %lse, %ninf : f32
-        %x = arith.subf %sink, %lse : f32
-        %x2 = arith.mulf %x, %log2e : f32
-        %e = math.exp2 %x2 : f32
-        %t = arith.mulf %e, %dl : f32
-        %nt = arith.negf %t : f32
-        %v = arith.select %noKey, %zero, %nt : f32
-        tile.yield %v : f32
-      }
-@STORE_ROWS@
+@STORE_DELTA@
       gpu.return
     }
 
@@ -196,7 +184,8 @@ module attributes {gpu.container_module} {
 @DKDV_SUM@
 
     gpu.func @sink_bwd_dq(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
-                          %Delta: !lse, %dQ: !q@SEQUENCE_ARGS@) kernel
+                          %Delta: !lse, %sinks: memref<@H@x@ST@>, %dQ: !q,
+                          %Terms: !lse@SEQUENCE_ARGS@) kernel
         @ATTRIBUTES@ {
 @CONSTANTS@
       %qb = gpu.block_id x
@@ -247,8 +236,11 @@ module attributes {gpu.container_module} {
       %hiBlocks = arith.maxsi %hiLive, %lo : index
       %accZero = tile.fill %zero : !acc
       %sZero = tile.fill %zero : !S
-      %dq = scf.for %kb = %lo to %hiBlocks step %c1
-          iter_args(%acc = %accZero) -> (!acc) {
+      // P ⊙ dP summed elementwise over the key blocks (one FMA per
+      // element), reduced to rows once after the loop: a row reduction per
+      // block (shuffles) cost 3-4% of the backward at D = 64.
+      %res:2 = scf.for %kb = %lo to %hiBlocks step %c1
+          iter_args(%acc = %accZero, %pdpSum = %sZero) -> (!acc, !S) {
         %n0 = arith.muli %kb, %c64 : index
         %kRow = arith.addi %kStart, %n0 : index
         tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
@@ -276,11 +268,33 @@ module attributes {gpu.container_module} {
           %v = arith.mulf %pv, %x : f32
           tile.yield %v : f32
         }
+        %pdpNew = tile.map (%pdpSum, %p, %dp) : (!S, !S, !S) -> !S {
+        ^bb0(%ii: index, %jj: index, %a: f32, %pv: f32, %dpv: f32):
+          %v = math.fma %pv, %dpv, %a : f32
+          tile.yield %v : f32
+        }
         %ds16 = tile.cast %ds : !S to !P
         %accNew = tile.gemm %ds16, %sK, %acc : !P, !tileT, !acc
-        scf.yield %accNew : !acc
+        scf.yield %accNew, %pdpNew : !acc, !S
       } {tile.num_stages = @STAGES@}
-      %dq16 = tile.map (%dq) : (!acc) -> !acc16 {
+      %pdpRows = tile.reduce sum %res#1 along 1 : !S -> !row
+      @SINK_LOAD@
+      // The row's sink term: the sink's probability exp(sink - LSE) times
+      // Σ_j P_j dP_j; 0 for a row with neither keys nor a finite sink
+      // (LSE = -inf).
+      %term = tile.map (%pdpRows, %lse2) : (!row, !row) -> !row {
+      ^bb0(%i: index, %pdpRow: f32, %l: f32):
+        %noKey = arith.cmpf oeq, %l, %ninf : f32
+        %negL = arith.negf %l : f32
+        %x2 = math.fma %sink, %log2e, %negL : f32
+        %e = math.exp2 %x2 : f32
+        %t = arith.mulf %e, %pdpRow : f32
+        %nt = arith.negf %t : f32
+        %v = arith.select %noKey, %zero, %nt : f32
+        tile.yield %v : f32
+      }
+@STORE_TERMS@
+      %dq16 = tile.map (%res#0) : (!acc) -> !acc16 {
       ^bb0(%i: index, %j: index, %x: f32):
         %y = arith.mulf %x, %scale : f32
         %v = arith.truncf %y : f32 to @T@
@@ -425,7 +439,7 @@ struct LayoutText {
   /// Indices: LSE/Delta at clamped row %r; O/dO element at row %r, column
   /// %j (or %col = %hD + %j); q-side tile at row %qRow; kv-side at %kRow.
   std::string lseAt, oAt, qTile, kvTile;
-  std::string storeRows, storeDq, storeDkdv, storeShares;
+  std::string storeDelta, storeTerms, storeDq, storeDkdv, storeShares;
   /// dkdv_sum: %token and %hk from %rows (element index / D).
   std::string decode;
   /// dsinks: a head's rows come in RUN_BATCHES runs of RUN rows, BATCH_ROWS
@@ -514,9 +528,8 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                      text.kvTile + "] : !acc16, !dkv\n      tile.store %dv16, "
                      "%dV[" + text.kvTile + "] : !acc16, !dkv";
     text.lseAt = "%b, %h, %r";
-    text.storeRows = "      tile.store %delta, %Delta[%b, %h, %m0] : !row, "
-                     "!lse\n      tile.store %term, %Terms[%b, %h, %m0] : "
-                     "!row, !lse";
+    text.storeDelta = "      tile.store %delta, %Delta[%b, %h, %m0] : !row, !lse";
+    text.storeTerms = "      tile.store %term, %Terms[%b, %h, %m0] : !row, !lse";
     // The shares as [H, B, SKV, D]: a tile overhanging its sequence is cut
     // at SKV instead of running into the next batch's rows.
     text.sharesType = "memref<" + heads + "x" + str(shape.batch) + "x" +
@@ -555,11 +568,12 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     const std::string sharesView = "memref<" + heads + "x?x" + d +
                                    "xf32, strided<[" + str(shape.tokensKv() * shape.headDim) +
                                    ", " + d + ", 1], offset: ?>>";
-    text.storeRows =
+    text.storeDelta =
         "      %deltaSeq = memref.subview %Delta[0, %qStart] [" + heads +
         ", %seqQ] [1, 1] : !lse to " + rowsView +
-        "\n      tile.store %delta, %deltaSeq[%h, %m0] : !row, " + rowsView +
-        "\n      %termsSeq = memref.subview %Terms[0, %qStart] [" + heads +
+        "\n      tile.store %delta, %deltaSeq[%h, %m0] : !row, " + rowsView;
+    text.storeTerms =
+        "      %termsSeq = memref.subview %Terms[0, %qStart] [" + heads +
         ", %seqQ] [1, 1] : !lse to " + rowsView +
         "\n      tile.store %term, %termsSeq[%h, %m0] : !row, " + rowsView;
     text.storeDq = "      %dqSeq = memref.subview %dQ[%qStart, 0] [%seqQ, " + hd +
@@ -662,7 +676,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"O_AT", layout.oAt},
        {"Q_TILE", layout.qTile},
        {"KV_TILE", layout.kvTile},
-       {"STORE_ROWS", layout.storeRows},
+       {"STORE_DELTA", layout.storeDelta},
+       {"STORE_TERMS", layout.storeTerms},
        {"STORE_DQ", layout.storeDq},
        {"DECODE", layout.decode},
        {"WINDOW", str(hasWindow ? config.window : shape.seqKv + 1)},
@@ -741,7 +756,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.launches = {
       forwardLaunch,
       launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
-             withSequences({"o", "do", "lse", "sinks", "delta", "sink_terms"})),
+             withSequences({"o", "do", "delta"})),
       launch("sink_bwd_dkdv", {keyBlocks, heads, batch}, 128,
              withSequences({"q", "k", "v", "do", "lse", "delta",
                             shares ? "dk_shares" : "dk",
@@ -753,7 +768,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"dk_shares", "dv_shares", "dk", "dv"}));
   bundle.launches.push_back(launch(
       "sink_bwd_dq", {queryBlocks, heads, batch}, 128,
-      withSequences({"q", "k", "v", "do", "lse", "delta", "dq"})));
+      withSequences({"q", "k", "v", "do", "lse", "delta", "sinks", "dq",
+                     "sink_terms"})));
   bundle.launches.push_back(
       launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"}));
   KernelModule kernel{std::move(module), std::move(bundle)};

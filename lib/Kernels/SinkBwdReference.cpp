@@ -6,9 +6,13 @@
 // kernels of one module.
 //
 //   rows   one thread per query row recomputes M, L (two passes, every
-//          exponent <= 0), O and delta = dO . O, then its dQ row from
-//          dS_j = P_j (dO . v_j - delta); it also records LSE, delta and the
-//          row's sink term -exp(t - LSE) delta for the kernels after it.
+//          exponent <= 0) and O, then its dQ row from
+//          dS_j = P_j (dO . v_j - delta) with delta = dO . o, o the
+//          forward's output as given (stored in the input dtype: the
+//          backward's specification, as in every FlashAttention backward);
+//          it also records LSE, delta and the row's sink term
+//          -exp(t - LSE) dO . O with its own, unrounded O (dsinks are exact
+//          gradients) for the kernels after it.
 //   keys   one thread per key row of a kv head accumulates its dK and dV
 //          rows over every query row, of every query head of its group,
 //          that attends it (the rows' LSE and delta from `rows`), so GQA
@@ -108,7 +112,8 @@ module attributes {gpu.container_module} {
           %lNext = arith.addf %lj, %e : f32
           scf.yield %lNext : f32
         }
-        // LSE = M + ln L; delta = dO . O with O = acc / L.
+        // LSE = M + ln L; dO . O with O = acc / L (the sink term's); delta =
+        // dO . o with the given o (dS's).
         %log2l = llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%l) : (f32) -> f32
         %lnl = arith.mulf %log2l, %ln2 : f32
         %rowLse = arith.addf %m, %lnl : f32
@@ -122,13 +127,22 @@ module attributes {gpu.container_module} {
           %next = arith.addf %sum, %go : f32
           scf.yield %next : f32
         }
+        %given = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
+          %at = arith.addi %qBase, %d : index
+          %x = memref.load %storedO[%at] : !q
+          %xf = arith.extf %x : @T@ to f32
+          %g = memref.load %doRow[%d] : !row
+          %gx = arith.mulf %g, %xf : f32
+          %next = arith.addf %sum, %gx : f32
+          scf.yield %next : f32
+        }
         // dQ = scale sum_j P_j (dO . v_j - delta) k_j.
         scf.for %j = %lo to %hi step %c1 {
           %s = func.call @score(%qRow, %k, %kBase, %kStride, %j) : (!row, !kv, index, index, index) -> f32
           %sl = arith.subf %s, %rowLse : f32
           %pj = func.call @exp(%sl) : (f32) -> f32
           %dp = func.call @dotRow(%doRow, %v, %kBase, %kStride, %j) : (!row, !kv, index, index, index) -> f32
-          %dpd = arith.subf %dp, %dot : f32
+          %dpd = arith.subf %dp, %given : f32
           %ds = arith.mulf %pj, %dpd : f32
           %dsScaled = arith.mulf %ds, %scale : f32
           %jOffset = arith.muli %j, %kStride : index
@@ -148,7 +162,7 @@ module attributes {gpu.container_module} {
           %at = arith.addi %qBase, %d : index
           memref.store %a, %dq[%at] : !dq
         }
-        // The row's share of dsink: -exp(t - LSE) delta.
+        // The row's share of dsink: -exp(t - LSE) dO . O.
         %tl = arith.subf %t, %rowLse : f32
         %pSinkRaw = func.call @exp(%tl) : (f32) -> f32
         // A -inf sink takes no probability (and exp(-inf - -inf) is NaN).
@@ -157,7 +171,7 @@ module attributes {gpu.container_module} {
         %share = arith.mulf %pSink, %dot : f32
         %term = arith.negf %share : f32
         memref.store %rowLse, %lse[%row] : !rows
-        memref.store %dot, %delta[%row] : !rows
+        memref.store %given, %delta[%row] : !rows
         memref.store %term, %terms[%row] : !rows
       }
       gpu.return
@@ -325,7 +339,7 @@ module attributes {gpu.container_module} {
 // The arguments every kernel of the module takes (one ABI, launched in
 // order with the same values).
 constexpr llvm::StringLiteral kKernelArgs = R"mlir((%q: !q, %k: !kv, %v: !kv, %sinks: !sinks, %do: !q,
-        %dq: !dq, %dk: !dkv, %dv: !dkv, %dsinks: !dsinks,
+        %storedO: !q, %dq: !dq, %dk: !dkv, %dv: !dkv, %dsinks: !dsinks,
         %lse: !rows, %delta: !rows, %terms: !rows@SEQUENCE_ARGS@))mlir";
 
 constexpr llvm::StringLiteral kConstants = R"mlir(

@@ -398,10 +398,15 @@ Status sinkAttentionBackward(const SinkAttentionShape &s,
                              const std::vector<float> &v,
                              const std::vector<float> &sinks,
                              const std::vector<float> &dO,
-                             SinkAttentionGradients &g) {
+                             SinkAttentionGradients &g,
+                             const std::vector<float> *storedO) {
   SINKATTN_RT_TRY(validate(s));
   SINKATTN_RT_TRY(
       checkSizes(s, q.size(), k.size(), v.size(), sinks.size(), dO.size()));
+  if (storedO && storedO->size() != size_t(s.qElements()))
+    return Status::error("o has " + std::to_string(storedO->size()) +
+                         " elements; the shape needs " +
+                         std::to_string(s.qElements()));
   const int64_t d = s.headDim;
   g.dq.assign(size_t(s.qElements()), 0.0);
   g.dk.assign(size_t(s.kvElements()), 0.0);
@@ -415,12 +420,20 @@ Status sinkAttentionBackward(const SinkAttentionShape &s,
     const int64_t qAt = s.qOffset(b, h, i);
     const float *dOi = dO.data() + qAt;
     const float *qi = q.data() + qAt;
-    double delta = 0;
+    // dO . O: exact for dsinks; dS's from the stored o when given.
+    double exactDelta = 0, delta = 0;
     for (int64_t c = 0; c < d; ++c)
-      delta += double(dOi[c]) * row.o[size_t(c)];
+      exactDelta += double(dOi[c]) * row.o[size_t(c)];
+    if (storedO) {
+      const float *oi = storedO->data() + qAt;
+      for (int64_t c = 0; c < d; ++c)
+        delta += double(dOi[c]) * double(oi[c]);
+    } else {
+      delta = exactDelta;
+    }
     // A -inf sink takes no probability (and has no gradient).
     if (!(std::isinf(t) && t < 0))
-      g.dsinks[size_t(h)] -= std::exp(t - row.lse) * delta;
+      g.dsinks[size_t(h)] -= std::exp(t - row.lse) * exactDelta;
     for (int64_t j = row.keys.begin; j < row.keys.end; ++j) {
       const int64_t kvAt = s.kvOffset(b, hk, j);
       const float *kj = k.data() + kvAt;

@@ -688,7 +688,9 @@ rt::Expected<CheckReport> Session::checkSinkBwd() {
       {"lse", rowCount}, {"delta", rowCount}, {"sink_terms", rowCount}};
   std::map<std::string, rt::DeviceBuffer> ref;
   rt::KernelArgs args;
-  for (const char *input : {"q", "k", "v", "sinks", "do"})
+  // o: the forward's output as the setup launch stored it (dS's delta is
+  // dO . o, as the kernels compute it).
+  for (const char *input : {"q", "k", "v", "sinks", "do", "o"})
     args.addPointer(buffers_.at(input).address());
   for (const auto &[name, count] : refBuffers) {
     SINKATTN_RT_ASSIGN_OR_RETURN(
@@ -718,10 +720,11 @@ rt::Expected<CheckReport> Session::checkSinkBwd() {
     SINKATTN_RT_ASSIGN_OR_RETURN(*reference, ref.at(name).download<float>());
     SINKATTN_RT_ASSIGN_OR_RETURN(*kernel, downloadAsFloat(name));
   }
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> storedO, downloadAsFloat("o"));
   rt::Expected<CheckReport> report = compareSinkBwd(
       shape,
       {inputs_.at("q"), inputs_.at("k"), inputs_.at("v"), inputs_.at("sinks"),
-       inputs_.at("do")},
+       inputs_.at("do"), storedO},
       out, refs);
   for (auto [name, values] :
        {std::pair{"dq", &refs.dq}, std::pair{"dk", &refs.dk},
@@ -789,8 +792,10 @@ rt::Expected<CheckReport> runner::compareSinkBwd(
   // above hides a small row that is wrong altogether (a late key's dK/dV
   // missing its last query). ||out - ref|| <= 0.3 max(||ref||, floor): rows
   // of dK and dV carry errors of 0.5–3.5% in a bf16 model of the kernels,
-  // dQ's rows, whose sums cancel and carry Delta's error from the bf16 O,
-  // up to 10% above a floor of 5% of its largest row (dK/dV: 0.1%).
+  // dQ's rows, whose sums cancel, up to 10% above a floor of 5% of its
+  // largest row (dK/dV: 0.1%). The reference takes delta from the stored
+  // O as the kernels do: the O's rounding, amplified by cancellation in
+  // dP - delta, put a 1-key row's dK 37% off the exact gradient.
   const int64_t d = shape.headDim;
   uint64_t rowsWrong = 0;
   std::string worstRow;
@@ -837,13 +842,19 @@ rt::Expected<CheckReport> runner::compareSinkBwd(
   double work = double(shape.rows()) * double(shape.seqKv) * double(shape.headDim);
   const std::vector<float> &q = in.q, &k = in.k, &v = in.v, &sinks = in.sinks,
                            &dO = in.dO;
-  uint64_t disagreements = 0, crossChecked = 0, kernelFdFailures = 0;
+  uint64_t disagreements = 0, crossChecked = 0, kernelFdFailures = 0,
+           exactMismatches = 0;
   std::string crossText = "reference cross-check: skipped (the float64 CPU "
                           "backward is too slow for this size)";
   if (work <= fullCrossCheckWork) {
-    rt::SinkAttentionGradients cpu;
+    // The float64 backward of the same specification (dS from the stored
+    // o) checks the GPU reference; the exact one (dS from the unrounded O)
+    // bounds how far the kernels are from the true gradient.
+    rt::SinkAttentionGradients cpu, exact;
     SINKATTN_RT_TRY(rt::sinkAttentionBackward(
-        shape, q, k, v, sinks, dO, cpu));
+        shape, q, k, v, sinks, dO, cpu, &in.o));
+    SINKATTN_RT_TRY(rt::sinkAttentionBackward(
+        shape, q, k, v, sinks, dO, exact));
     double crossMaxAbs = 0;
     for (auto [name, values] :
          {std::pair{"dq", &cpu.dq}, std::pair{"dk", &cpu.dk},
@@ -858,12 +869,35 @@ rt::Expected<CheckReport> runner::compareSinkBwd(
           crossMaxAbs = diff;
       }
     }
+    // The kernels against the exact gradient: the same per-element bound
+    // as against the reference (2e-2 of the element plus the gradient's
+    // largest); the stored o's rounding stays far inside it.
+    double exactMaxAbs = 0;
+    for (auto [name, values] :
+         {std::pair{"dq", &exact.dq}, std::pair{"dk", &exact.dk},
+          std::pair{"dv", &exact.dv}, std::pair{"dsinks", &exact.dsinks}}) {
+      const std::vector<float> &x = *outValues[name];
+      double largest = 0;
+      for (double value : *values)
+        largest = std::max(largest, std::fabs(value));
+      for (size_t e = 0; e < x.size(); ++e) {
+        double y = (*values)[e], diff = std::fabs(double(x[e]) - y);
+        if (!(diff <= 2e-2 * (std::fabs(y) + largest)))
+          ++exactMismatches;
+        if (!(diff <= exactMaxAbs))
+          exactMaxAbs = diff;
+      }
+    }
     crossText = "reference cross-check: fp32 GPU reference vs float64 CPU "
                 "backward, every gradient element: max-abs " +
                 format("%.3e", crossMaxAbs) + ", " +
                 std::to_string(disagreements) + " of " +
                 std::to_string(crossChecked) +
-                " values outside 1e-3 + 1e-3*|ref|";
+                " values outside 1e-3 + 1e-3*|ref|; kernels vs the exact "
+                "float64 gradient (dS from the unrounded O): max-abs " +
+                format("%.3e", exactMaxAbs) + ", " +
+                std::to_string(exactMismatches) +
+                " outside 2e-2 * (|exact| + max|exact|)";
     if (work <= finiteDifferenceWork) {
       // Central differences in float64 (step 1e-3; the loss is smooth).
       std::vector<double> sinkValues(sinks.begin(), sinks.end());
@@ -912,6 +946,11 @@ rt::Expected<CheckReport> runner::compareSinkBwd(
         "FAIL: the GPU reference kernel produced " +
         std::to_string(refNonFinite) +
         " non-finite gradients; the kernel was not compared at those elements");
+  if (exactMismatches)
+    report.notes.push_back(
+        "FAIL: " + std::to_string(exactMismatches) +
+        " gradient elements of the kernels are off the exact float64 "
+        "gradient by more than 2e-2 * (|exact| + max|exact|)");
   if (kernelFdFailures)
     report.notes.push_back(
         "FAIL: the kernels' dsinks disagree with finite differences of the "
@@ -925,11 +964,14 @@ rt::Expected<CheckReport> runner::compareSinkBwd(
       "|out - ref| <= 2e-2 * (|ref| + max|ref|) for every element, "
       "rel-L2 <= 1e-2 for each of dq, dk, dv and dsinks and every row of "
       "dq/dk/dv within 30% of its norm vs the fp32 GPU "
-      "reference kernel (itself checked "
-      "against the float64 CPU backward on small problems, dsinks also "
-      "against finite differences on tiny ones); rel-L2/max-abs over all";
+      "reference kernel (dS from the stored O, dsinks exact; itself checked "
+      "against the float64 CPU backward on small problems, where every "
+      "element is also within 2e-2 * (|exact| + max|exact|) of the exact "
+      "gradient, dsinks also against finite differences on tiny ones); "
+      "rel-L2/max-abs over all";
   report.passed = disagreements == 0 && refNonFinite == 0 && tensorsClose &&
                   rowsWrong == 0 && kernelFdFailures == 0 &&
+                  exactMismatches == 0 &&
                   report.mismatches == 0 && report.nonFinite == 0;
   return report;
 }

@@ -148,6 +148,10 @@ Status sinkAttentionForward(const SinkAttentionShape &shape,
 ///   dV_j = sum_i P_ij dO_i,  dS_ij = P_ij (dO_i . v_j - D_i),
 ///   dQ_i = scale sum_j dS_ij k_j,  dK_j = scale sum_i dS_ij q_i,
 ///   dsink_h = -sum_{b,i} P_i,sink D_i   (the sink has no value).
+/// With `storedO` (the forward's output as a kernel stored it, laid out as
+/// q), dS uses D_i = dO_i . storedO_i instead: what a FlashAttention-style
+/// backward computes from the saved output, and what sink-bwd's dQ, dK and
+/// dV are specified as. dsinks always use the exact D_i.
 struct SinkAttentionGradients {
   std::vector<double> dq, dk, dv, dsinks;
 };
@@ -157,7 +161,8 @@ Status sinkAttentionBackward(const SinkAttentionShape &shape,
                              const std::vector<float> &v,
                              const std::vector<float> &sinks,
                              const std::vector<float> &dO,
-                             SinkAttentionGradients &gradients);
+                             SinkAttentionGradients &gradients,
+                             const std::vector<float> *storedO = nullptr);
 
 /// sum(O . dO) of the forward in float64: the scalar whose gradients
 /// sinkAttentionBackward computes (for finite-difference checks).
@@ -182,12 +187,14 @@ Expected<LaunchConfig> sinkFwdReferenceLaunch(const SinkAttentionShape &shape,
 
 /// The fp32 GPU reference of the backward: three kernels of one module,
 /// launched in this order with the same arguments, all device pointers:
-/// q, k, v (input dtype), sinks (f32 or bf16), do (input dtype, o's
-/// layout), dq (f32, q's layout), dk, dv (f32, k's layout), dsinks (f32
-/// [H]), then three f32 [rows] scratch buffers lse, delta and sink_terms,
-/// and with varlen cu_seqlens_q and cu_seqlens_kv (i32).
-///   rows:  one thread per query row: LSE, O, delta = dO . O, its dQ row,
-///          and its sink term -exp(t - LSE) delta;
+/// q, k, v (input dtype), sinks (f32 or bf16), do (input dtype, q's
+/// layout), o (the forward's output in the input dtype, q's layout), dq
+/// (f32, q's layout), dk, dv (f32, k's layout), dsinks (f32 [H]), then
+/// three f32 [rows] scratch buffers lse, delta and sink_terms, and with
+/// varlen cu_seqlens_q and cu_seqlens_kv (i32).
+///   rows:  one thread per query row: LSE, O, delta = dO . o (the given o,
+///          as the backward's specification says), its dQ row, and its
+///          sink term -exp(t - LSE) dO . O (its own fp32 O: exact);
 ///   keys:  one thread per key row (kv head, token): its dK and dV rows
 ///          over every query row of every head of the group that sees it;
 ///   sinks: one thread per head: dsinks[h], the sum of its rows' terms in

@@ -51,7 +51,7 @@ TEST_F(SinkBwdReferenceTest, ThreeKernelsInOnePtxModule) {
       if (f.isKernel()) {
         names.push_back(f.getName().str());
         // q k v sinks do dq dk dv dsinks lse delta terms [cu_q cu_kv]
-        EXPECT_EQ(f.getNumArguments(), config.seqlensQ.empty() ? 12u : 14u);
+        EXPECT_EQ(f.getNumArguments(), config.seqlensQ.empty() ? 13u : 15u);
       }
     });
     EXPECT_EQ(names, (std::vector<std::string>{rt::kSinkBwdReferenceRowsEntry,
@@ -145,6 +145,14 @@ TEST_F(SinkBwdReferenceTest, KernelCodeMatchesFloat64BackwardOnCpu) {
       sinkBits = rt::toBf16(sinks);
       sinks = rt::fromBf16(sinkBits);
     }
+    // The forward's O as a kernel stores it (rounded to the input type):
+    // the reference takes dS's delta from it.
+    std::vector<double> exactO, exactLse;
+    ASSERT_TRUE(
+        rt::sinkAttentionForward(shape, q, k, v, sinks, exactO, exactLse).ok());
+    std::vector<uint16_t> oBits;
+    std::vector<float> o =
+        rounded(std::vector<float>(exactO.begin(), exactO.end()), oBits);
     seed += 10;
     void *sinkData = config.sinkDtype == rt::DType::BF16
                          ? static_cast<void *>(sinkBits.data())
@@ -159,25 +167,27 @@ TEST_F(SinkBwdReferenceTest, KernelCodeMatchesFloat64BackwardOnCpu) {
       auto address = (*engine)->lookup("host_" + name);
       ASSERT_TRUE(bool(address)) << llvm::toString(address.takeError());
       void *args[] = {qBits.data(), kBits.data(), vBits.data(), sinkData,
-                      dOBits.data(), dq.data(), dk.data(), dv.data(),
-                      dsinks.data(), lse.data(), delta.data(), terms.data(),
-                      cuQ.data(), cuK.data()};
+                      dOBits.data(), oBits.data(), dq.data(), dk.data(),
+                      dv.data(), dsinks.data(), lse.data(), delta.data(),
+                      terms.data(), cuQ.data(), cuK.data()};
       if (shape.varlen())
         reinterpret_cast<void (*)(void *, void *, void *, void *, void *,
                                   void *, void *, void *, void *, void *,
-                                  void *, void *, void *, void *)>(*address)(
-            args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-            args[7], args[8], args[9], args[10], args[11], args[12], args[13]);
+                                  void *, void *, void *, void *, void *)>(
+            *address)(args[0], args[1], args[2], args[3], args[4], args[5],
+                      args[6], args[7], args[8], args[9], args[10], args[11],
+                      args[12], args[13], args[14]);
       else
         reinterpret_cast<void (*)(void *, void *, void *, void *, void *,
                                   void *, void *, void *, void *, void *,
-                                  void *, void *)>(*address)(
+                                  void *, void *, void *)>(*address)(
             args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-            args[7], args[8], args[9], args[10], args[11]);
+            args[7], args[8], args[9], args[10], args[11], args[12]);
     }
 
     rt::SinkAttentionGradients expected;
-    rt::Status st = rt::sinkAttentionBackward(shape, q, k, v, sinks, dO, expected);
+    rt::Status st =
+        rt::sinkAttentionBackward(shape, q, k, v, sinks, dO, expected, &o);
     ASSERT_TRUE(st.ok()) << st.message();
     double largest = 0;
     int reported = 0;

@@ -233,11 +233,23 @@ rt::Bundle sinkFwdBundle() {
   return b;
 }
 
-/// The float64 gradients of `p` with upstream gradient `dO`, as floats.
+/// The forward's O of `p` as a kernel stores it: rounded to bf16.
+std::vector<float> storedO(const Problem &p) {
+  std::vector<double> o, lse;
+  rt::Status st =
+      rt::sinkAttentionForward(p.shape, p.q, p.k, p.v, p.sinks, o, lse);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return rt::fromBf16(rt::toBf16(std::vector<float>(o.begin(), o.end())));
+}
+
+/// The float64 gradients of `p` with upstream gradient `dO`, as floats: dS
+/// from `o` (the stored forward output) when given, else exact.
 SinkBwdGradients gradients(const Problem &p, const std::vector<float> &dO,
-                           const rt::SinkAttentionShape &shape) {
+                           const rt::SinkAttentionShape &shape,
+                           const std::vector<float> *o = nullptr) {
   rt::SinkAttentionGradients g;
-  rt::Status st = rt::sinkAttentionBackward(shape, p.q, p.k, p.v, p.sinks, dO, g);
+  rt::Status st =
+      rt::sinkAttentionBackward(shape, p.q, p.k, p.v, p.sinks, dO, g, o);
   EXPECT_TRUE(st.ok()) << st.message();
   SinkBwdGradients out;
   out.dq.assign(g.dq.begin(), g.dq.end());
@@ -253,8 +265,10 @@ TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
   Problem p = problem(shapeOf(1, 2, 1, 24, 24, 64, 9), 31);
   std::vector<float> dO =
       rt::fromBf16(rt::toBf16(randomInput("sink-bwd", "do", p.shape.qElements(), 35)));
-  SinkBwdInputs in{p.q, p.k, p.v, p.sinks, dO};
-  SinkBwdGradients exact = gradients(p, dO, p.shape);
+  std::vector<float> o = storedO(p);
+  SinkBwdInputs in{p.q, p.k, p.v, p.sinks, dO, o};
+  // The specification's gradients: dS from the stored O, dsinks exact.
+  SinkBwdGradients exact = gradients(p, dO, p.shape, &o);
   rt::Expected<CheckReport> r = compareSinkBwd(p.shape, in, exact, exact);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_TRUE(r->passed) << r->notes.back();
@@ -264,6 +278,7 @@ TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
     notes += note + "\n";
   EXPECT_CONTAINS(notes, "0 of 2 heads outside tolerance");
   EXPECT_CONTAINS(notes, "every gradient element: max-abs");
+  EXPECT_CONTAINS(notes, "0 outside 2e-2 * (|exact| + max|exact|)");
 
   // bf16-rounded gradients (what the kernels store) still pass.
   SinkBwdGradients rounded = exact;
@@ -310,6 +325,18 @@ TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
   r = compareSinkBwd(p.shape, in, badRef, badRef, 0, double(1 << 22));
   EXPECT_TRUE(r->passed) << "without the cross-check nothing can";
 
+  // A wrong stored O (a forward off by 30%) fools the reference, which
+  // takes delta from it as the kernels do, but not the comparison with the
+  // exact gradient.
+  std::vector<float> badO = o;
+  for (float &x : badO)
+    x *= 1.3f;
+  SinkBwdInputs badIn{p.q, p.k, p.v, p.sinks, dO, badO};
+  SinkBwdGradients fromBadO = gradients(p, dO, p.shape, &badO);
+  r = compareSinkBwd(p.shape, badIn, fromBadO, fromBadO);
+  EXPECT_FALSE(r->passed);
+  EXPECT_CONTAINS(r->notes.back(), "off the exact float64 gradient");
+
   // Sizes that disagree are an internal error, not a verdict.
   wrong = exact;
   wrong.dv.pop_back();
@@ -323,8 +350,9 @@ TEST(SinkBwdCheck, ZeroedSmallRowsFail) {
   Problem p = problem(shapeOf(1, 2, 2, 200, 200, 64, 0), 41);
   std::vector<float> dO =
       rt::fromBf16(rt::toBf16(randomInput("sink-bwd", "do", p.shape.qElements(), 45)));
-  SinkBwdInputs in{p.q, p.k, p.v, p.sinks, dO};
-  SinkBwdGradients exact = gradients(p, dO, p.shape);
+  std::vector<float> o = storedO(p);
+  SinkBwdInputs in{p.q, p.k, p.v, p.sinks, dO, o};
+  SinkBwdGradients exact = gradients(p, dO, p.shape, &o);
   rt::Expected<CheckReport> r = compareSinkBwd(p.shape, in, exact, exact);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_TRUE(r->passed);

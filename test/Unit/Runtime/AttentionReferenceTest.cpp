@@ -500,4 +500,23 @@ TEST(AttentionReferenceBackward, SinkGradientByHand) {
             "do has 2 elements; the shape needs 1");
 }
 
+TEST(AttentionReferenceBackward, StoredOutputGivesDeltaForDsOnly) {
+  // The same row with a stored o = 1.25 (the exact O is P v = 2p): dS =
+  // P (dO v - dO o) = p (6 - 3.75) moves dq and dk; dv has no delta and
+  // dsink keeps the exact D = dO O = 6p.
+  SinkAttentionShape s = shapeOf(1, 1, 1, 1, 1, 0, 1.0);
+  SinkAttentionGradients g;
+  std::vector<float> q = {0.5f}, k = {-1.0f}, stored = {1.25f};
+  ASSERT_TRUE(sinkAttentionBackward(s, q, k, {2}, {0.5f}, {3}, g, &stored).ok());
+  // Score -0.5: P = e^-0.5 / (e^-0.5 + e^0.5).
+  double p = std::exp(-0.5) / (std::exp(-0.5) + std::exp(0.5)), pSink = 1 - p;
+  EXPECT_NEAR(g.dq[0], p * (6 - 3.75) * -1.0, 1e-15);
+  EXPECT_NEAR(g.dk[0], p * (6 - 3.75) * 0.5, 1e-15);
+  EXPECT_NEAR(g.dv[0], p * 3, 1e-15);
+  EXPECT_NEAR(g.dsinks[0], -pSink * 3 * p * 2, 1e-15);
+  stored.push_back(0);
+  EXPECT_EQ(sinkAttentionBackward(s, q, k, {2}, {0.5f}, {3}, g, &stored).message(),
+            "o has 2 elements; the shape needs 1");
+}
+
 } // namespace
