@@ -2,6 +2,7 @@
 # One whole GPU round, on the GPU machine (no MLIR there):
 #   1. build the runtime-only runner (C++17 + CMake + cuda.h),
 #   2. run every GPU test (test/GPU, through lit) on the precompiled bundles,
+#      and the small backward bundles on SEED_SWEEP (20) seeds each,
 #   3. run each small GPU-test kernel under compute-sanitizer (memcheck,
 #      racecheck, synccheck),
 #   4. time the benchmarks asked for, and the vendor baselines (PyTorch),
@@ -81,6 +82,15 @@ status=$?
 grep -E "^(PASS|FAIL|UNSUPPORTED|UNRESOLVED):|Passed|Failed|^check |^  (rel-L2|PASS|FAIL)" "$out/gpu-tests.log" | head -60
 ((status == 0)) || failures=$((failures + 1))
 note "gpu tests: $( ((status == 0)) && echo pass || echo FAIL) (log: $out/gpu-tests.log)"
+
+# 2b. The small backward bundles on many seeds (SEED_SWEEP per bundle).
+sweep_log="$out/seed-sweep.log"
+scripts/seed-sweep.sh "$runner" "$bundles" "${SEED_SWEEP:-20}" sink-bwd-tiny-d64 \
+  sink-bwd-varlen-win-d64 sink-bwd-varlen-nokeys-d64 sink-bwd-bshd-win-d64 \
+  sink-bwd-moreq-win-d64 sink-bwd-gqa8-d64 >"$sweep_log" 2>&1
+status=$?
+((status == 0)) || failures=$((failures + 1))
+while read -r line; do note "$line"; done < <(grep "^seed sweep" "$sweep_log")
 
 # 3. compute-sanitizer on the small kernels.
 if command -v compute-sanitizer >/dev/null; then
