@@ -91,6 +91,7 @@ scripts/seed-sweep.sh "$runner" "$bundles" "${SEED_SWEEP:-20}" sink-bwd-tiny-d64
 status=$?
 ((status == 0)) || failures=$((failures + 1))
 while read -r line; do note "$line"; done < <(grep "^seed sweep" "$sweep_log")
+((status == 0)) || note "seed sweep: FAIL (log: $sweep_log)"
 
 # 3. compute-sanitizer on the small kernels.
 if command -v compute-sanitizer >/dev/null; then

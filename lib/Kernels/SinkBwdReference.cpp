@@ -10,7 +10,8 @@
 //          dS_j = P_j (dO . v_j - delta) with delta = dO . o, o the
 //          forward's output as given (stored in the input dtype: the
 //          backward's specification, as in every FlashAttention backward);
-//          it also records LSE, delta and the row's sink term
+//          it also writes its O (the check compares the stored o with
+//          it) and records LSE, delta and the row's sink term
 //          -exp(t - LSE) dO . O with its own, unrounded O (dsinks are exact
 //          gradients) for the kernels after it.
 //   keys   one thread per key row of a kv head accumulates its dK and dV
@@ -122,6 +123,8 @@ module attributes {gpu.container_module} {
         %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
           %a = memref.load %acc[%d] : !row
           %o = arith.divf %a, %lSafe : f32
+          %oAt = arith.addi %qBase, %d : index
+          memref.store %o, %refO[%oAt] : !dq
           %g = memref.load %doRow[%d] : !row
           %go = arith.mulf %g, %o : f32
           %next = arith.addf %sum, %go : f32
@@ -340,7 +343,7 @@ module attributes {gpu.container_module} {
 // order with the same values).
 constexpr llvm::StringLiteral kKernelArgs = R"mlir((%q: !q, %k: !kv, %v: !kv, %sinks: !sinks, %do: !q,
         %storedO: !q, %dq: !dq, %dk: !dkv, %dv: !dkv, %dsinks: !dsinks,
-        %lse: !rows, %delta: !rows, %terms: !rows@SEQUENCE_ARGS@))mlir";
+        %refO: !dq, %lse: !rows, %delta: !rows, %terms: !rows@SEQUENCE_ARGS@))mlir";
 
 constexpr llvm::StringLiteral kConstants = R"mlir(
       %c0 = arith.constant 0 : index

@@ -243,6 +243,8 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
   SINKATTN_RT_TRY(expect("lse", BufferRole::Output, shape.lseDims(),
                          {DType::F32}));
   if (bundle.kernel == "sink-bwd") {
+    // The reference reads o as the input dtype (dS's delta = dO . o).
+    SINKATTN_RT_TRY(expect("o", BufferRole::Output, qShape, {inputType}));
     SINKATTN_RT_TRY(expect("do", BufferRole::Input, qShape, {inputType}));
     SINKATTN_RT_TRY(expect("dq", BufferRole::Output, qShape, {inputType}));
     SINKATTN_RT_TRY(expect("dk", BufferRole::Output, kvShape, {inputType}));
@@ -680,12 +682,14 @@ rt::Expected<CheckReport> Session::checkSinkBwd() {
       return found.status().withContext("reference kernel: ");
     *function = std::make_unique<rt::Function>(found.take());
   }
-  // Its outputs and scratch: dq, dk, dv, dsinks, lse, delta, sink terms.
+  // Its outputs and scratch: dq, dk, dv, dsinks, its own O, lse, delta,
+  // sink terms.
   const size_t rowCount = size_t(shape.rows());
   const std::pair<const char *, size_t> refBuffers[] = {
       {"dq", shape.qElements()}, {"dk", shape.kvElements()},
       {"dv", shape.kvElements()}, {"dsinks", size_t(shape.heads)},
-      {"lse", rowCount}, {"delta", rowCount}, {"sink_terms", rowCount}};
+      {"o", shape.qElements()}, {"lse", rowCount}, {"delta", rowCount},
+      {"sink_terms", rowCount}};
   std::map<std::string, rt::DeviceBuffer> ref;
   rt::KernelArgs args;
   // o: the forward's output as the setup launch stored it (dS's delta is
@@ -720,6 +724,7 @@ rt::Expected<CheckReport> Session::checkSinkBwd() {
     SINKATTN_RT_ASSIGN_OR_RETURN(*reference, ref.at(name).download<float>());
     SINKATTN_RT_ASSIGN_OR_RETURN(*kernel, downloadAsFloat(name));
   }
+  SINKATTN_RT_ASSIGN_OR_RETURN(refs.o, ref.at("o").download<float>());
   SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> storedO, downloadAsFloat("o"));
   rt::Expected<CheckReport> report = compareSinkBwd(
       shape,
@@ -787,6 +792,33 @@ rt::Expected<CheckReport> runner::compareSinkBwd(
   report.notes.push_back(stats + " (vs the fp32 GPU reference)");
   if (!tensorsClose)
     report.notes.push_back("FAIL: a gradient's rel-L2 exceeds 1e-2 (above)");
+
+  // The reference takes dS's delta from the stored O, as the kernels do: so
+  // that O is checked too, at every size, against the reference's own fp32
+  // O with the forward check's bound.
+  uint64_t storedOWrong = 0;
+  if (!refs.o.empty()) {
+    if (refs.o.size() != in.o.size())
+      return rt::Status::error("internal error: the stored O and the "
+                               "reference's O differ in size");
+    double worstO = 0;
+    for (size_t e = 0; e < in.o.size(); ++e) {
+      double x = in.o[e], y = refs.o[e], diff = std::fabs(x - y);
+      if (!(diff <= 1e-2 + 1e-2 * std::fabs(y)))
+        ++storedOWrong;
+      if (!(diff <= worstO))
+        worstO = diff;
+    }
+    report.notes.push_back(format("stored O (the setup forward's) vs the "
+                                  "reference's fp32 O: max-abs %.3e, ",
+                                  worstO) +
+                           std::to_string(storedOWrong) +
+                           " outside 1e-2 + 1e-2*|ref|");
+    if (storedOWrong)
+      report.notes.push_back("FAIL: the setup forward's stored O is wrong at " +
+                             std::to_string(storedOWrong) +
+                             " elements (every gradient takes delta from it)");
+  }
 
   // Per row of D (a query's dQ, a key's dK or dV): the tensor-wide scale
   // above hides a small row that is wrong altogether (a late key's dK/dV
@@ -964,14 +996,15 @@ rt::Expected<CheckReport> runner::compareSinkBwd(
       "|out - ref| <= 2e-2 * (|ref| + max|ref|) for every element, "
       "rel-L2 <= 1e-2 for each of dq, dk, dv and dsinks and every row of "
       "dq/dk/dv within 30% of its norm vs the fp32 GPU "
-      "reference kernel (dS from the stored O, dsinks exact; itself checked "
+      "reference kernel (dS from the stored O, itself within 1e-2 + "
+      "1e-2*|ref| of the reference's O; dsinks exact; itself checked "
       "against the float64 CPU backward on small problems, where every "
       "element is also within 2e-2 * (|exact| + max|exact|) of the exact "
       "gradient, dsinks also against finite differences on tiny ones); "
       "rel-L2/max-abs over all";
   report.passed = disagreements == 0 && refNonFinite == 0 && tensorsClose &&
                   rowsWrong == 0 && kernelFdFailures == 0 &&
-                  exactMismatches == 0 &&
+                  exactMismatches == 0 && storedOWrong == 0 &&
                   report.mismatches == 0 && report.nonFinite == 0;
   return report;
 }

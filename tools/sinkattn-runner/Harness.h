@@ -93,8 +93,10 @@ private:
   /// sink-fwd: runs the bundle's reference kernel on the same inputs and
   /// compares (after check() launched the kernel).
   rt::Expected<CheckReport> checkSinkFwd();
-  /// sink-bwd: the same with the backward's reference (three kernels) and
-  /// the float64 CPU backward and finite differences on small problems.
+  /// sink-bwd: the same with the backward's reference (three kernels; it
+  /// also checks the setup forward's stored O), and on small problems the
+  /// float64 CPU backward, the exact gradient and finite differences
+  /// (compareSinkBwd).
   rt::Expected<CheckReport> checkSinkBwd();
   /// Runs the setup launches (setup == true) or the others, in order.
   rt::Status runLaunches(CUstream stream, bool setup);
@@ -169,15 +171,17 @@ CheckReport compareSinkFwd(const rt::SinkAttentionShape &shape,
 struct SinkBwdInputs {
   const std::vector<float> &q, &k, &v, &sinks, &dO, &o;
 };
-/// dq, dk, dv (in the layouts of q and k) and dsinks, as floats.
+/// dq, dk, dv (in the layouts of q and k) and dsinks, as floats; for the
+/// reference also its own fp32 O (q's layout; empty: not checked).
 struct SinkBwdGradients {
-  std::vector<float> dq, dk, dv, dsinks;
+  std::vector<float> dq, dk, dv, dsinks, o;
 };
 
 /// The host half of sink-bwd's check: passes iff every gradient element of
 /// the kernels' `out` is finite and within 2e-2 (|ref| + max|ref|) of the
 /// GPU reference's `refs` (max over that gradient), each gradient's rel-L2
 /// is at most 1e-2, every dq/dk/dv row is within 30% of its norm, the
+/// stored O is within 1e-2 + 1e-2*|ref| of `refs.o` (when given), the
 /// reference is finite and, when rows * seq_kv * head_dim <=
 /// `fullCrossCheckWork`, within 1e-3 + 1e-3*|ref| of the float64 CPU
 /// backward of the same specification (dS from `inputs.o`) everywhere, and

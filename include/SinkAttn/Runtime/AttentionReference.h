@@ -165,7 +165,8 @@ Status sinkAttentionBackward(const SinkAttentionShape &shape,
                              const std::vector<float> *storedO = nullptr);
 
 /// sum(O . dO) of the forward in float64: the scalar whose gradients
-/// sinkAttentionBackward computes (for finite-difference checks).
+/// sinkAttentionBackward computes without `storedO` (with it, dv and dsinks
+/// still are; for finite-difference checks).
 Status sinkAttentionLoss(const SinkAttentionShape &shape,
                          const std::vector<float> &q,
                          const std::vector<float> &k,
@@ -189,9 +190,10 @@ Expected<LaunchConfig> sinkFwdReferenceLaunch(const SinkAttentionShape &shape,
 /// launched in this order with the same arguments, all device pointers:
 /// q, k, v (input dtype), sinks (f32 or bf16), do (input dtype, q's
 /// layout), o (the forward's output in the input dtype, q's layout), dq
-/// (f32, q's layout), dk, dv (f32, k's layout), dsinks (f32 [H]), then
-/// three f32 [rows] scratch buffers lse, delta and sink_terms, and with
-/// varlen cu_seqlens_q and cu_seqlens_kv (i32).
+/// (f32, q's layout), dk, dv (f32, k's layout), dsinks (f32 [H]), its own
+/// O (f32, q's layout: the check holds the stored o to it), then three f32
+/// [rows] scratch buffers lse, delta and sink_terms, and with varlen
+/// cu_seqlens_q and cu_seqlens_kv (i32).
 ///   rows:  one thread per query row: LSE, O, delta = dO . o (the given o,
 ///          as the backward's specification says), its dQ row, and its
 ///          sink term -exp(t - LSE) dO . O (its own fp32 O: exact);

@@ -50,8 +50,8 @@ TEST_F(SinkBwdReferenceTest, ThreeKernelsInOnePtxModule) {
     (**module).walk([&](gpu::GPUFuncOp f) {
       if (f.isKernel()) {
         names.push_back(f.getName().str());
-        // q k v sinks do dq dk dv dsinks lse delta terms [cu_q cu_kv]
-        EXPECT_EQ(f.getNumArguments(), config.seqlensQ.empty() ? 13u : 15u);
+        // q k v sinks do o dq dk dv dsinks refO lse delta terms [cu_q cu_kv]
+        EXPECT_EQ(f.getNumArguments(), config.seqlensQ.empty() ? 14u : 16u);
       }
     });
     EXPECT_EQ(names, (std::vector<std::string>{rt::kSinkBwdReferenceRowsEntry,
@@ -145,20 +145,24 @@ TEST_F(SinkBwdReferenceTest, KernelCodeMatchesFloat64BackwardOnCpu) {
       sinkBits = rt::toBf16(sinks);
       sinks = rt::fromBf16(sinkBits);
     }
-    // The forward's O as a kernel stores it (rounded to the input type):
-    // the reference takes dS's delta from it.
+    // A stored O (in the input type) 25% off the exact one: the reference
+    // must take dS's delta from it and dsinks from its own O, which it
+    // also writes out.
     std::vector<double> exactO, exactLse;
     ASSERT_TRUE(
         rt::sinkAttentionForward(shape, q, k, v, sinks, exactO, exactLse).ok());
+    std::vector<float> scaledO(exactO.size());
+    for (size_t e = 0; e < exactO.size(); ++e)
+      scaledO[e] = float(1.25 * exactO[e]);
     std::vector<uint16_t> oBits;
-    std::vector<float> o =
-        rounded(std::vector<float>(exactO.begin(), exactO.end()), oBits);
+    std::vector<float> o = rounded(scaledO, oBits);
     seed += 10;
     void *sinkData = config.sinkDtype == rt::DType::BF16
                          ? static_cast<void *>(sinkBits.data())
                          : static_cast<void *>(sinks.data());
     std::vector<float> dq(shape.qElements(), NAN), dk(shape.kvElements(), NAN),
         dv(shape.kvElements(), NAN), dsinks(size_t(shape.heads), NAN),
+        refO(shape.qElements(), NAN),
         lse(size_t(shape.rows()), NAN), delta(size_t(shape.rows()), NAN),
         terms(size_t(shape.rows()), NAN);
     std::vector<int32_t> cuQ(shape.cuSeqlensQ.begin(), shape.cuSeqlensQ.end());
@@ -168,21 +172,20 @@ TEST_F(SinkBwdReferenceTest, KernelCodeMatchesFloat64BackwardOnCpu) {
       ASSERT_TRUE(bool(address)) << llvm::toString(address.takeError());
       void *args[] = {qBits.data(), kBits.data(), vBits.data(), sinkData,
                       dOBits.data(), oBits.data(), dq.data(), dk.data(),
-                      dv.data(), dsinks.data(), lse.data(), delta.data(),
-                      terms.data(), cuQ.data(), cuK.data()};
+                      dv.data(), dsinks.data(), refO.data(), lse.data(),
+                      delta.data(), terms.data(), cuQ.data(), cuK.data()};
+      using Ptr = void *;
       if (shape.varlen())
-        reinterpret_cast<void (*)(void *, void *, void *, void *, void *,
-                                  void *, void *, void *, void *, void *,
-                                  void *, void *, void *, void *, void *)>(
+        reinterpret_cast<void (*)(Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr,
+                                  Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr)>(
             *address)(args[0], args[1], args[2], args[3], args[4], args[5],
                       args[6], args[7], args[8], args[9], args[10], args[11],
-                      args[12], args[13], args[14]);
+                      args[12], args[13], args[14], args[15]);
       else
-        reinterpret_cast<void (*)(void *, void *, void *, void *, void *,
-                                  void *, void *, void *, void *, void *,
-                                  void *, void *, void *)>(*address)(
+        reinterpret_cast<void (*)(Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr,
+                                  Ptr, Ptr, Ptr, Ptr, Ptr)>(*address)(
             args[0], args[1], args[2], args[3], args[4], args[5], args[6],
-            args[7], args[8], args[9], args[10], args[11], args[12]);
+            args[7], args[8], args[9], args[10], args[11], args[12], args[13]);
     }
 
     rt::SinkAttentionGradients expected;
@@ -206,6 +209,7 @@ TEST_F(SinkBwdReferenceTest, KernelCodeMatchesFloat64BackwardOnCpu) {
     compare("dk", dk, expected.dk);
     compare("dv", dv, expected.dv);
     compare("dsinks", dsinks, expected.dsinks);
+    compare("o", refO, exactO);
     // Not vacuous: gradients far from zero, sinks that matter.
     EXPECT_GT(largest, 0.1);
     for (size_t h = 0; h < expected.dsinks.size(); ++h)

@@ -233,17 +233,23 @@ rt::Bundle sinkFwdBundle() {
   return b;
 }
 
-/// The forward's O of `p` as a kernel stores it: rounded to bf16.
-std::vector<float> storedO(const Problem &p) {
+/// The forward's O of `p` in float64, as floats.
+std::vector<float> exactO(const Problem &p) {
   std::vector<double> o, lse;
   rt::Status st =
       rt::sinkAttentionForward(p.shape, p.q, p.k, p.v, p.sinks, o, lse);
   EXPECT_TRUE(st.ok()) << st.message();
-  return rt::fromBf16(rt::toBf16(std::vector<float>(o.begin(), o.end())));
+  return std::vector<float>(o.begin(), o.end());
+}
+
+/// The forward's O of `p` as a kernel stores it: rounded to bf16.
+std::vector<float> storedO(const Problem &p) {
+  return rt::fromBf16(rt::toBf16(exactO(p)));
 }
 
 /// The float64 gradients of `p` with upstream gradient `dO`, as floats: dS
-/// from `o` (the stored forward output) when given, else exact.
+/// from `o` (the stored forward output) when given, else exact; with the
+/// exact O, as the reference reports it.
 SinkBwdGradients gradients(const Problem &p, const std::vector<float> &dO,
                            const rt::SinkAttentionShape &shape,
                            const std::vector<float> *o = nullptr) {
@@ -256,6 +262,7 @@ SinkBwdGradients gradients(const Problem &p, const std::vector<float> &dO,
   out.dk.assign(g.dk.begin(), g.dk.end());
   out.dv.assign(g.dv.begin(), g.dv.end());
   out.dsinks.assign(g.dsinks.begin(), g.dsinks.end());
+  out.o = exactO(p);
   return out;
 }
 
@@ -278,7 +285,8 @@ TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
     notes += note + "\n";
   EXPECT_CONTAINS(notes, "0 of 2 heads outside tolerance");
   EXPECT_CONTAINS(notes, "every gradient element: max-abs");
-  EXPECT_CONTAINS(notes, "0 outside 2e-2 * (|exact| + max|exact|)");
+  EXPECT_CONTAINS(notes, ", 0 outside 2e-2 * (|exact| + max|exact|)");
+  EXPECT_CONTAINS(notes, "reference's fp32 O: max-abs");
 
   // bf16-rounded gradients (what the kernels store) still pass.
   SinkBwdGradients rounded = exact;
@@ -325,17 +333,32 @@ TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
   r = compareSinkBwd(p.shape, in, badRef, badRef, 0, double(1 << 22));
   EXPECT_TRUE(r->passed) << "without the cross-check nothing can";
 
-  // A wrong stored O (a forward off by 30%) fools the reference, which
-  // takes delta from it as the kernels do, but not the comparison with the
-  // exact gradient.
+  // A wrong stored O (a forward off by 30%) fools the reference's
+  // gradients, which take delta from it as the kernels do, but not the
+  // stored O's own check (at any size) nor, on small problems, the
+  // comparison with the exact gradient.
   std::vector<float> badO = o;
   for (float &x : badO)
     x *= 1.3f;
   SinkBwdInputs badIn{p.q, p.k, p.v, p.sinks, dO, badO};
   SinkBwdGradients fromBadO = gradients(p, dO, p.shape, &badO);
+  auto noteWith = [](const CheckReport &report, const std::string &text) {
+    for (const std::string &note : report.notes)
+      if (note.find(text) != std::string::npos)
+        return true;
+    return false;
+  };
   r = compareSinkBwd(p.shape, badIn, fromBadO, fromBadO);
   EXPECT_FALSE(r->passed);
-  EXPECT_CONTAINS(r->notes.back(), "off the exact float64 gradient");
+  EXPECT_TRUE(noteWith(*r, "off the exact float64 gradient"));
+  EXPECT_TRUE(noteWith(*r, "the setup forward's stored O is wrong"));
+  r = compareSinkBwd(p.shape, badIn, fromBadO, fromBadO, 0, 0);
+  EXPECT_FALSE(r->passed) << "without the float64 backward";
+  EXPECT_TRUE(noteWith(*r, "the setup forward's stored O is wrong"));
+  // Without the reference's O nothing sees it there.
+  fromBadO.o.clear();
+  r = compareSinkBwd(p.shape, badIn, fromBadO, fromBadO, 0, 0);
+  EXPECT_TRUE(r->passed);
 
   // Sizes that disagree are an internal error, not a verdict.
   wrong = exact;
