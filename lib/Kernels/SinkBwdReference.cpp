@@ -130,15 +130,7 @@ module attributes {gpu.container_module} {
           %next = arith.addf %sum, %go : f32
           scf.yield %next : f32
         }
-        %given = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
-          %at = arith.addi %qBase, %d : index
-          %x = memref.load %storedO[%at] : !q
-          %xf = arith.extf %x : @T@ to f32
-          %g = memref.load %doRow[%d] : !row
-          %gx = arith.mulf %g, %xf : f32
-          %next = arith.addf %sum, %gx : f32
-          scf.yield %next : f32
-        }
+        %given = func.call @dotAt(%doRow, %storedO, %qBase) : (!row, !q, index) -> f32
         // dQ = scale sum_j P_j (dO . v_j - delta) k_j.
         scf.for %j = %lo to %hi step %c1 {
           %s = func.call @score(%qRow, %k, %kBase, %kStride, %j) : (!row, !kv, index, index, index) -> f32
@@ -311,7 +303,7 @@ module attributes {gpu.container_module} {
       }
       return %dot : f32
     }
-    // row . x for the row of x at `at` (a query or dO row).
+    // row . x for the row of x at `at` (a query, dO or stored O row).
     func.func private @dotAt(%row: !row, %x: !q, %at: index) -> f32 {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index

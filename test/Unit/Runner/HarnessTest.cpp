@@ -233,49 +233,57 @@ rt::Bundle sinkFwdBundle() {
   return b;
 }
 
-/// The forward's O of `p` in float64, as floats.
-std::vector<float> exactO(const Problem &p) {
+/// A backward problem: the forward's inputs, an upstream gradient dO
+/// (bf16), the forward's exact O (float64, as floats) and the O a kernel
+/// stores (rounded to bf16).
+struct BwdProblem {
+  Problem p;
+  std::vector<float> dO, exactO, storedO;
+  SinkBwdInputs inputs() const {
+    return {p.q, p.k, p.v, p.sinks, dO, storedO};
+  }
+};
+
+BwdProblem bwdProblem(const rt::SinkAttentionShape &shape, uint64_t seed,
+                      uint64_t dOSeed) {
+  BwdProblem b;
+  b.p = problem(shape, seed);
+  b.dO = rt::fromBf16(
+      rt::toBf16(randomInput("sink-bwd", "do", shape.qElements(), dOSeed)));
   std::vector<double> o, lse;
   rt::Status st =
-      rt::sinkAttentionForward(p.shape, p.q, p.k, p.v, p.sinks, o, lse);
+      rt::sinkAttentionForward(shape, b.p.q, b.p.k, b.p.v, b.p.sinks, o, lse);
   EXPECT_TRUE(st.ok()) << st.message();
-  return std::vector<float>(o.begin(), o.end());
+  b.exactO.assign(o.begin(), o.end());
+  b.storedO = rt::fromBf16(rt::toBf16(b.exactO));
+  return b;
 }
 
-/// The forward's O of `p` as a kernel stores it: rounded to bf16.
-std::vector<float> storedO(const Problem &p) {
-  return rt::fromBf16(rt::toBf16(exactO(p)));
-}
-
-/// The float64 gradients of `p` with upstream gradient `dO`, as floats: dS
-/// from `o` (the stored forward output) when given, else exact; with the
-/// exact O, as the reference reports it.
-SinkBwdGradients gradients(const Problem &p, const std::vector<float> &dO,
-                           const rt::SinkAttentionShape &shape,
-                           const std::vector<float> *o = nullptr) {
+/// The float64 gradients of `b` as floats, dS from the stored forward
+/// output `o`, with the exact O as the reference reports it.
+SinkBwdGradients gradients(const BwdProblem &b, const std::vector<float> &o) {
+  const Problem &p = b.p;
   rt::SinkAttentionGradients g;
   rt::Status st =
-      rt::sinkAttentionBackward(shape, p.q, p.k, p.v, p.sinks, dO, g, o);
+      rt::sinkAttentionBackward(p.shape, p.q, p.k, p.v, p.sinks, b.dO, g, &o);
   EXPECT_TRUE(st.ok()) << st.message();
   SinkBwdGradients out;
   out.dq.assign(g.dq.begin(), g.dq.end());
   out.dk.assign(g.dk.begin(), g.dk.end());
   out.dv.assign(g.dv.begin(), g.dv.end());
   out.dsinks.assign(g.dsinks.begin(), g.dsinks.end());
-  out.o = exactO(p);
+  out.o = b.exactO;
   return out;
 }
 
 TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
   // GQA 2:1 with a window: small enough for the float64 cross-check and
   // the finite differences of dsinks.
-  Problem p = problem(shapeOf(1, 2, 1, 24, 24, 64, 9), 31);
-  std::vector<float> dO =
-      rt::fromBf16(rt::toBf16(randomInput("sink-bwd", "do", p.shape.qElements(), 35)));
-  std::vector<float> o = storedO(p);
-  SinkBwdInputs in{p.q, p.k, p.v, p.sinks, dO, o};
+  BwdProblem b = bwdProblem(shapeOf(1, 2, 1, 24, 24, 64, 9), 31, 35);
+  const Problem &p = b.p;
+  SinkBwdInputs in = b.inputs();
   // The specification's gradients: dS from the stored O, dsinks exact.
-  SinkBwdGradients exact = gradients(p, dO, p.shape, &o);
+  SinkBwdGradients exact = gradients(b, b.storedO);
   rt::Expected<CheckReport> r = compareSinkBwd(p.shape, in, exact, exact);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_TRUE(r->passed) << r->notes.back();
@@ -337,11 +345,11 @@ TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
   // gradients, which take delta from it as the kernels do, but not the
   // stored O's own check (at any size) nor, on small problems, the
   // comparison with the exact gradient.
-  std::vector<float> badO = o;
+  std::vector<float> badO = b.storedO;
   for (float &x : badO)
     x *= 1.3f;
-  SinkBwdInputs badIn{p.q, p.k, p.v, p.sinks, dO, badO};
-  SinkBwdGradients fromBadO = gradients(p, dO, p.shape, &badO);
+  SinkBwdInputs badIn{p.q, p.k, p.v, p.sinks, b.dO, badO};
+  SinkBwdGradients fromBadO = gradients(b, badO);
   auto noteWith = [](const CheckReport &report, const std::string &text) {
     for (const std::string &note : report.notes)
       if (note.find(text) != std::string::npos)
@@ -370,12 +378,10 @@ TEST(SinkBwdCheck, ZeroedSmallRowsFail) {
   // At S = 200 the last key's dK and dV rows (one query sees that key) are
   // tiny next to the largest rows: zeroing them stays inside the
   // tensor-wide element tolerance, and only the per-row test sees it.
-  Problem p = problem(shapeOf(1, 2, 2, 200, 200, 64, 0), 41);
-  std::vector<float> dO =
-      rt::fromBf16(rt::toBf16(randomInput("sink-bwd", "do", p.shape.qElements(), 45)));
-  std::vector<float> o = storedO(p);
-  SinkBwdInputs in{p.q, p.k, p.v, p.sinks, dO, o};
-  SinkBwdGradients exact = gradients(p, dO, p.shape, &o);
+  BwdProblem b = bwdProblem(shapeOf(1, 2, 2, 200, 200, 64, 0), 41, 45);
+  const Problem &p = b.p;
+  SinkBwdInputs in = b.inputs();
+  SinkBwdGradients exact = gradients(b, b.storedO);
   rt::Expected<CheckReport> r = compareSinkBwd(p.shape, in, exact, exact);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_TRUE(r->passed);
