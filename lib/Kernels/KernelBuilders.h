@@ -39,6 +39,20 @@ compileSinkFwdReferencePTX(mlir::MLIRContext &context,
 /// varlen the offsets of its lengths). Not validated.
 rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
 
+/// The block indices of a causal attention kernel's grid (blockGrid):
+/// defines `blockVar` (the row or key block), %h and %b. Heaviest blocks
+/// first (`heaviestLast`: block i does more work than block i - 1, so the
+/// blocks are counted down), each block index over the query heads of one
+/// kv head before the next (x: head in the group, y: block, z: kv head and
+/// sequence): the SMs end on light blocks, and concurrent blocks share K/V.
+/// With a window the blocks of one head go in order (x: block, y: head).
+/// Needs %c1 and %group.
+std::string blockIdsText(const std::string &blockVar, bool heaviestLast,
+                         const rt::SinkAttentionShape &shape, bool windowed);
+/// The grid for blockIdsText: `blocks` per head and sequence.
+rt::Dim3 blockGrid(int64_t blocks, const rt::SinkAttentionShape &shape,
+                   bool windowed);
+
 /// The row part shared by the attention reference kernels: from `%row`
 /// (an index into LSE's order) it defines %b, %h, %hk, %i, the sequence's
 /// lengths %seqQ and %skv, %qBase (the row's offset in q/o/dO), %kBase

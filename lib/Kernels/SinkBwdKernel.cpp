@@ -56,6 +56,9 @@ using namespace sinkattn;
 namespace {
 /// Query rows, and keys, per block (one warpgroup: wgmma's M).
 constexpr int64_t kBlock = 64;
+/// ws: one consumer warpgroup, which tile-warp-specialize gives a producer.
+constexpr llvm::StringLiteral kWarpSpecializedAttributes =
+    "attributes {known_block_size = array<i32: 128, 1, 1>}";
 
 constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileT = memref<64x@D@x@T@, #gpu.address_space<workgroup>>
@@ -101,11 +104,9 @@ module attributes {gpu.container_module} {
 
     gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
                             %Delta: !lse, %dK: !dkv, %dV: !dkv@SEQUENCE_ARGS@) kernel
-        @ATTRIBUTES@ {
+        @DKDV_ATTRIBUTES@ {
 @CONSTANTS@
-      %kb = gpu.block_id x
-      %h = gpu.block_id y
-      %b = gpu.block_id z
+@DKDV_BLOCK_IDS@
       %hk = arith.divui %h, %group : index
 @SEQUENCE@
       %n0 = arith.muli %kb, %c64 : index
@@ -188,9 +189,7 @@ module attributes {gpu.container_module} {
                           %Terms: !lse@SEQUENCE_ARGS@) kernel
         @ATTRIBUTES@ {
 @CONSTANTS@
-      %qb = gpu.block_id x
-      %h = gpu.block_id y
-      %b = gpu.block_id z
+@DQ_BLOCK_IDS@
       %hk = arith.divui %h, %group : index
 @SEQUENCE@
       %m0 = arith.muli %qb, %c64 : index
@@ -639,6 +638,14 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   const int64_t group = shape.heads / shape.kvHeads;
   const bool shares = group > 1;
   LayoutText layout = layoutText(shape, type);
+  // The dK/dV kernel at D 64 needs 179 registers on its own, which leaves
+  // two blocks per SM; capped at 168 (.minnctapersm 3, an 8-byte spill
+  // outside the loop) a third fits beside them (3 x 50 KB of shared memory
+  // at 2 stages, 3 x 66 KB at 3), and the backward runs 2-4% faster
+  // (PERF.md). The dQ kernel already fits three; four would spill 152
+  // bytes (measured slower), and at D 128 shared memory allows two.
+  const bool threeBlocksPerSm =
+      !warpSpecialized && shape.headDim == 64;
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
@@ -685,9 +692,14 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"SCALE", f32Text(shape.scale)},
        {"SCALE_LOG2", f32Text(shape.scale * 1.4426950408889634)},
        {"STAGES", str(config.stages)},
-       {"ATTRIBUTES", warpSpecialized
-                          ? "attributes {known_block_size = array<i32: 128, 1, 1>}"
-                          : ""},
+       {"DKDV_BLOCK_IDS", blockIdsText("%kb", /*heaviestLast=*/false, shape, hasWindow)},
+       {"DQ_BLOCK_IDS", blockIdsText("%qb", /*heaviestLast=*/true, shape, hasWindow)},
+       {"ATTRIBUTES", warpSpecialized ? kWarpSpecializedAttributes.str() : ""},
+       {"DKDV_ATTRIBUTES", warpSpecialized ? kWarpSpecializedAttributes.str()
+                           : threeBlocksPerSm
+                               ? "attributes {nvvm.maxntid = array<i32: 128, 1, 1>, "
+                                 "nvvm.minctasm = 3 : i32}"
+                               : ""},
        {"RUN", str(layout.run)},
        {"RUN_BATCHES", str(layout.runBatches)},
        {"BATCH_ROWS", str(layout.batchRows)}});
@@ -757,7 +769,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       forwardLaunch,
       launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
              withSequences({"o", "do", "delta"})),
-      launch("sink_bwd_dkdv", {keyBlocks, heads, batch}, 128,
+      launch("sink_bwd_dkdv", blockGrid(keyBlocks, shape, hasWindow), 128,
              withSequences({"q", "k", "v", "do", "lse", "delta",
                             shares ? "dk_shares" : "dk",
                             shares ? "dv_shares" : "dv"}))};
@@ -767,7 +779,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {uint32_t((shape.kvElements() + 255) / 256), 1, 1}, 256,
         {"dk_shares", "dv_shares", "dk", "dv"}));
   bundle.launches.push_back(launch(
-      "sink_bwd_dq", {queryBlocks, heads, batch}, 128,
+      "sink_bwd_dq", blockGrid(queryBlocks, shape, hasWindow), 128,
       withSequences({"q", "k", "v", "do", "lse", "delta", "sinks", "dq",
                      "sink_terms"})));
   bundle.launches.push_back(

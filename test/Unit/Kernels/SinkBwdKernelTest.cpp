@@ -55,8 +55,10 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   EXPECT_TRUE(b.launches[0].setup);
   for (size_t i = 1; i < b.launches.size(); ++i)
     EXPECT_FALSE(b.launches[i].setup) << b.launches[i].entry;
-  // dK/dV: blocks per 64 keys and per query head, batch in z.
-  EXPECT_EQ(b.launches[2].grid, (rt::Dim3{5, 4, 2}));
+  // dK/dV and dQ, causal: x the query head within its kv head's group, y
+  // the 64-key (64-row) block, z kv head and sequence (blockGrid).
+  EXPECT_EQ(b.launches[2].grid, (rt::Dim3{2, 5, 4}));
+  EXPECT_EQ(b.launches[4].grid, (rt::Dim3{2, 2, 4}));
   EXPECT_EQ(b.launches[2].args,
             (std::vector<std::string>{"q", "k", "v", "do", "lse", "delta",
                                       "dk_shares", "dv_shares"}));
