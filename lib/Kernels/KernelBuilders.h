@@ -45,13 +45,12 @@ rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
 /// blocks are counted down), each block index over the query heads of one
 /// kv head before the next (x: head in the group, y: block, z: kv head and
 /// sequence): the SMs end on light blocks, and concurrent blocks share K/V.
-/// With a window the blocks of one head go in order (x: block, y: head).
-/// Needs %c1 and %group.
+/// With a window (shape.window > 0) the blocks of one head go in order
+/// (x: block, y: head). Needs %c1 and %group.
 std::string blockIdsText(const std::string &blockVar, bool heaviestLast,
-                         const rt::SinkAttentionShape &shape, bool windowed);
+                         const rt::SinkAttentionShape &shape);
 /// The grid for blockIdsText: `blocks` per head and sequence.
-rt::Dim3 blockGrid(int64_t blocks, const rt::SinkAttentionShape &shape,
-                   bool windowed);
+rt::Dim3 blockGrid(int64_t blocks, const rt::SinkAttentionShape &shape);
 
 /// The row part shared by the attention reference kernels: from `%row`
 /// (an index into LSE's order) it defines %b, %h, %hk, %i, the sequence's

@@ -639,13 +639,12 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   const bool shares = group > 1;
   LayoutText layout = layoutText(shape, type);
   // The dK/dV kernel at D 64 needs 179 registers on its own, which leaves
-  // two blocks per SM; capped at 168 (.minnctapersm 3, an 8-byte spill
-  // outside the loop) a third fits beside them (3 x 50 KB of shared memory
+  // two blocks per SM; capped at 168 (.minnctapersm 3, 8-16 bytes of
+  // spill) a third fits beside them (3 x 50 KB of shared memory
   // at 2 stages, 3 x 66 KB at 3), and the backward runs 2-4% faster
   // (PERF.md). The dQ kernel already fits three; four would spill 152
   // bytes (measured slower), and at D 128 shared memory allows two.
-  const bool threeBlocksPerSm =
-      !warpSpecialized && shape.headDim == 64;
+  const bool threeBlocksPerSm = !warpSpecialized && shape.headDim == 64;
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
@@ -692,8 +691,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"SCALE", f32Text(shape.scale)},
        {"SCALE_LOG2", f32Text(shape.scale * 1.4426950408889634)},
        {"STAGES", str(config.stages)},
-       {"DKDV_BLOCK_IDS", blockIdsText("%kb", /*heaviestLast=*/false, shape, hasWindow)},
-       {"DQ_BLOCK_IDS", blockIdsText("%qb", /*heaviestLast=*/true, shape, hasWindow)},
+       {"DKDV_BLOCK_IDS", blockIdsText("%kb", /*heaviestLast=*/false, shape)},
+       {"DQ_BLOCK_IDS", blockIdsText("%qb", /*heaviestLast=*/true, shape)},
        {"ATTRIBUTES", warpSpecialized ? kWarpSpecializedAttributes.str() : ""},
        {"DKDV_ATTRIBUTES", warpSpecialized ? kWarpSpecializedAttributes.str()
                            : threeBlocksPerSm
@@ -769,7 +768,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       forwardLaunch,
       launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
              withSequences({"o", "do", "delta"})),
-      launch("sink_bwd_dkdv", blockGrid(keyBlocks, shape, hasWindow), 128,
+      launch("sink_bwd_dkdv", blockGrid(keyBlocks, shape), 128,
              withSequences({"q", "k", "v", "do", "lse", "delta",
                             shares ? "dk_shares" : "dk",
                             shares ? "dv_shares" : "dv"}))};
@@ -779,7 +778,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {uint32_t((shape.kvElements() + 255) / 256), 1, 1}, 256,
         {"dk_shares", "dv_shares", "dk", "dv"}));
   bundle.launches.push_back(launch(
-      "sink_bwd_dq", blockGrid(queryBlocks, shape, hasWindow), 128,
+      "sink_bwd_dq", blockGrid(queryBlocks, shape), 128,
       withSequences({"q", "k", "v", "do", "lse", "delta", "sinks", "dq",
                      "sink_terms"})));
   bundle.launches.push_back(

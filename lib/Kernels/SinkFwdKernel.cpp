@@ -422,8 +422,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"BN", str(kBlockN)},
        {"BN_MINUS_1", str(kBlockN - 1)},
        {"GROUP", str(config.heads / config.kvHeads)},
-       {"BLOCK_IDS", kernels::blockIdsText("%qb", /*heaviestLast=*/true, shape,
-                                           config.window > 0)},
+       {"BLOCK_IDS", kernels::blockIdsText("%qb", /*heaviestLast=*/true, shape)},
        {"Q_TYPE", layout.qType},
        {"KV_TYPE", layout.kvType},
        {"LSE_TYPE", layout.lseType},
@@ -456,8 +455,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   rt::Bundle bundle;
   bundle.kernel = "sink-fwd";
   bundle.entry = "sink_fwd";
-  bundle.grid = kernels::blockGrid((config.seqQ + blockM - 1) / blockM, shape,
-                                  config.window > 0);
+  bundle.grid = kernels::blockGrid((config.seqQ + blockM - 1) / blockM, shape);
   // The consumers; warp specialization adds its producer warpgroup.
   bundle.block = {uint32_t(warpgroups * 128), 1, 1};
   bundle.config = {{"layout", std::string(rt::layoutName(shape.layout))},
@@ -499,12 +497,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
 }
 
 std::string kernels::blockIdsText(const std::string &blockVar, bool heaviestLast,
-                                  const rt::SinkAttentionShape &shape,
-                                  bool windowed) {
+                                  const rt::SinkAttentionShape &shape) {
   // Windowed blocks all do about the same work, and neighbouring blocks of
   // one head share most of their keys: one head's blocks in order, as
   // they come (the grouped order measured 3% slower there).
-  if (windowed)
+  if (shape.window > 0)
     return "      " + blockVar +
            " = gpu.block_id x\n      %h = gpu.block_id y\n"
            "      %b = gpu.block_id z\n";
@@ -527,9 +524,9 @@ std::string kernels::blockIdsText(const std::string &blockVar, bool heaviestLast
   return text;
 }
 
-rt::Dim3 kernels::blockGrid(int64_t blocks, const rt::SinkAttentionShape &shape,
-                            bool windowed) {
-  if (windowed)
+rt::Dim3 kernels::blockGrid(int64_t blocks,
+                            const rt::SinkAttentionShape &shape) {
+  if (shape.window > 0)
     return {uint32_t(blocks), uint32_t(shape.heads), uint32_t(shape.batch)};
   return {uint32_t(shape.heads / shape.kvHeads), uint32_t(blocks),
           uint32_t(shape.kvHeads * shape.batch)};

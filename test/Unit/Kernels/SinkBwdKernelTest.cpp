@@ -113,10 +113,12 @@ TEST_F(SinkBwdKernelTest, CompiledBundleValidates) {
     EXPECT_TRUE(valid.ok()) << valid.message();
     ASSERT_TRUE(bundle->reference);
     EXPECT_EQ(bundle->reference->entry, rt::kSinkBwdReferenceRowsEntry);
-    for (const rt::BundleLaunch &launch : bundle->launches)
-      if (launch.entry == "sink_bwd_dkdv" || launch.entry == "sink_bwd_dq")
+    for (const rt::BundleLaunch &launch : bundle->launches) {
+      if (launch.entry == "sink_bwd_dkdv" || launch.entry == "sink_bwd_dq") {
         EXPECT_EQ(test::count(launch.args.back(), launch.entry + "_"), 1u)
             << "the last argument is one of its tensor maps";
+      }
+    }
   }
   KernelConfig bshd = backward(configOf(2, 4, 2, 77, 77, 64, 0));
   bshd.layout = rt::AttentionLayout::BSHD;
