@@ -27,6 +27,7 @@
 #include "mlir/IR/Diagnostics.h"
 
 #include <cmath>
+#include <utility>
 
 using namespace mlir;
 using namespace sinkattn;
@@ -367,14 +368,22 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   if (config.window < 0)
     return fail() << "--window " << config.window
                   << " must be positive (0: no window)";
-  // Grid dimensions y and z (blockGrid): heads or 64-row blocks, and kv
-  // heads times batch.
-  if (config.heads > 65535 || (config.seqQ + 63) / 64 > 65535 ||
-      (config.seqKv + 63) / 64 > 65535 ||
-      int64_t(config.kvHeads) * config.batch > 65535)
-    return fail() << "heads, 64-row blocks of the sequences and kv heads x "
-                     "batch must each be at most 65535 (grid dimensions y "
-                     "and z)";
+  // Grid dimensions y and z (blockGrid) hold heads or 64-row blocks, and
+  // kv heads times batch; CUDA allows at most 65535 in each.
+  constexpr int64_t kMaxGridYZ = 65535;
+  if (config.heads > kMaxGridYZ)
+    return fail() << "--heads " << config.heads
+                  << " is not supported: at most 65535 (a grid dimension)";
+  for (auto [flag, length] : {std::pair<const char *, int64_t>{"--seq-q", config.seqQ},
+                              {"--seq-kv", config.seqKv}})
+    if ((length + 63) / 64 > kMaxGridYZ)
+      return fail() << flag << " " << length
+                    << " is not supported: at most 65535 blocks of 64 rows "
+                       "(4194240 rows; a grid dimension)";
+  if (int64_t(config.kvHeads) * config.batch > kMaxGridYZ)
+    return fail() << "--kv-heads x --batch = "
+                  << int64_t(config.kvHeads) * config.batch
+                  << " is not supported: at most 65535 (a grid dimension)";
   rt::SinkAttentionShape shape = kernels::sinkAttentionShape(config);
   if (rt::Status valid = rt::validate(shape); !valid.ok())
     return fail() << valid.message();
