@@ -356,14 +356,22 @@ struct StoreLowering : public OpConversionPattern<StoreOp> {
                                                       inBounds).getResult()
                               : inBounds;
       }
+      auto store = [&] {
+        if (op.getAdd())
+          memref::AtomicRMWOp::create(rewriter, loc, arith::AtomicRMWKind::addf,
+                                      element, adaptor.getDest(), indices);
+        else
+          memref::StoreOp::create(rewriter, loc, element, adaptor.getDest(),
+                                  indices);
+      };
       if (!condition) {
-        memref::StoreOp::create(rewriter, loc, element, adaptor.getDest(), indices);
+        store();
         continue;
       }
       auto guard = scf::IfOp::create(rewriter, loc, condition, /*withElse=*/false);
       OpBuilder::InsertionGuard insertion(rewriter);
       rewriter.setInsertionPointToStart(&guard.getThenRegion().front());
-      memref::StoreOp::create(rewriter, loc, element, adaptor.getDest(), indices);
+      store();
     }
     // Each thread makes its shared-memory writes visible to the async proxy
     // (TMA, wgmma) that may read the tile next; the block sync that orders
@@ -471,7 +479,8 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
     bool registerA = isa<FragmentType>(op.getA().getType());
     auto aShape = registerA ? cast<FragmentType>(op.getA().getType()).getShape()
                             : cast<MemRefType>(op.getA().getType()).getShape();
-    int64_t k = aShape[1];
+    bool transposeA = op.getTransposeA();
+    int64_t k = transposeA ? aShape[0] : aShape[1];
 
     Location loc = op.getLoc();
     Type element = cast<MemRefType>(op.getB().getType()).getElementType();
@@ -542,7 +551,7 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
         "{\n.reg .pred p;\nsetp.ne.b32 p, " + scaleText + ", 0;\n"
         "wgmma.mma_async.sync.aligned." + shape + ".f32." + typeName.str() + "." +
         typeName.str() + " {" + outputs + "}, " + aText + ", " + bText +
-        ", p, 1, 1" + (registerA ? "" : ", 0") + ", " +
+        ", p, 1, 1" + (registerA ? "" : transposeA ? ", 1" : ", 0") + ", " +
         (transposeB ? "0" : "1") + ";\n}";
     MLIRContext *context = op.getContext();
     auto structType = LLVM::LLVMStructType::getLiteral(
@@ -574,6 +583,11 @@ struct GemmLowering : public OpConversionPattern<GemmOp> {
               rewriter, loc, VectorType::get({4}, rewriter.getI32Type()), slice);
           for (int64_t w = 0; w < 4; ++w)
             operands.push_back(extractRegister(rewriter, loc, words, w));
+        } else if (transposeA) {
+          // MN-major A (K x M, as B without transpose_b): a k16 step is 16
+          // rows of 128 bytes; each 64-row block of M is a panel of its own.
+          operands.push_back(advanceDescriptor(
+              rewriter, loc, descriptorA, block * aPanelBytes + step * 16 * 128));
         } else {
           operands.push_back(advanceDescriptor(
               rewriter, loc, descriptorA,

@@ -101,6 +101,35 @@ func.func @store(%r: !rows, %out: memref<2x100xf32>, %b: index, %m0: index) {
   return
 }
 
+// tile.store {add}: the same bounds checks, with an atomic add per element.
+// CHECK-LABEL: func @store_add
+// CHECK: scf.if
+// CHECK:   memref.atomic_rmw addf %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : (f32, memref<100x16xf32>) -> f32
+// CHECK-NOT: memref.store
+func.func @store_add(%a: !acc, %out: memref<100x16xf32>, %m0: index) {
+  %c0 = arith.constant 0 : index
+  tile.store %a, %out[%m0, %c0] {add} : !acc, memref<100x16xf32>
+  return
+}
+
+// Transposed A (dSᵀ, K x M in shared memory): the SS wgmma's imm-trans-a is
+// 1 (B MN-major too: the last 1), and A's descriptor advances 16 rows of 128 bytes (2048 B = 128 in
+// 16-byte units) per k-step, as an MN-major B does.
+// CHECK-LABEL: func @gemm_transposed_a
+// CHECK: %[[B:.*]] = arith.ori %{{.*}}, %c4611686293322072064_i64 : i64
+// CHECK: %[[A:.*]] = arith.ori %{{.*}}, %c4611686293322072064_i64 : i64
+// CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33, p, 1, 1, 1, 1;{{.*}} %[[A]], %[[B]],
+// CHECK-DAG: %[[A1:.*]] = arith.addi %[[A]], %c128_i64 : i64
+// CHECK-DAG: %[[B1:.*]] = arith.addi %[[B]], %c128_i64 : i64
+// CHECK: wgmma.mma_async{{.*}} %[[A1]], %[[B1]],
+func.func @gemm_transposed_a(%acc: !tile.fragment<64x64xf32, #tile.layout<accumulator>>)
+    -> !tile.fragment<64x64xf32, #tile.layout<accumulator>> {
+  %sA = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<32x64xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<32x64xbf16, #gpu.address_space<workgroup>>
+  %d = tile.gemm %sA, %sB, %acc {transpose_a} : memref<32x64xbf16, #gpu.address_space<workgroup>>, memref<32x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+  return %d : !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+}
+
 // SS wgmma: descriptors of both swizzled tiles (128B swizzle = 1 << 62,
 // stride 1024 B = 64 << 32, leading = panel bytes >> 4 << 16), one
 // m64n16k16 per k-step (K = 32: two, the second 32 bytes further along A's

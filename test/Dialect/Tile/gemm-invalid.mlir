@@ -85,3 +85,36 @@ func.func @wait_negative(%acc: !tile.fragment<64x64xf32>) {
   %r = tile.gemm_wait %acc pending -1 : !tile.fragment<64x64xf32>
   return
 }
+
+// -----
+
+func.func @transposed_fragment(%a: !tile.fragment<64x64xbf16>, %b: memref<64x128xbf16, 3>, %c: !tile.fragment<64x128xf32>) {
+  // expected-error @+1 {{'tile.gemm' op transpose_a needs operand A in shared memory (wgmma reads a transposed A only from there), got a register fragment}}
+  %d = tile.gemm %a, %b, %c {transpose_a} : !tile.fragment<64x64xbf16>, memref<64x128xbf16, 3>, !tile.fragment<64x128xf32>
+  return
+}
+
+// -----
+
+// Transposed, A (K x M = 64 x 128) gives M = 128 rows, not the accumulator's 64.
+func.func @transposed_shape(%a: memref<64x128xbf16, 3>, %b: memref<64x128xbf16, 3>, %c: !tile.fragment<64x128xf32>) {
+  // expected-error @+1 {{'tile.gemm' op shape mismatch: A·B is 128x128 but the accumulator is 64x128}}
+  %d = tile.gemm %a, %b, %c {transpose_a} : memref<64x128xbf16, 3>, memref<64x128xbf16, 3>, !tile.fragment<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @transposed_k(%a: memref<8x64xbf16, 3>, %b: memref<8x128xbf16, 3>, %c: !tile.fragment<64x128xf32>) {
+  // expected-error @+1 {{'tile.gemm' op the reduction dimension (transposed A's rows) is 8; wgmma needs a multiple of 16 (its k16 steps)}}
+  %d = tile.gemm %a, %b, %c {transpose_a} : memref<8x64xbf16, 3>, memref<8x128xbf16, 3>, !tile.fragment<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @transposed_reduction_mismatch(%a: memref<64x64xbf16, 3>, %b: memref<32x128xbf16, 3>, %c: !tile.fragment<64x128xf32>) {
+  // expected-error @+1 {{'tile.gemm' op shape mismatch: A is 64x64 (transposed) and B is 32x128, so the reduction dimensions differ (64 vs 32)}}
+  %d = tile.gemm %a, %b, %c {transpose_a} : memref<64x64xbf16, 3>, memref<32x128xbf16, 3>, !tile.fragment<64x128xf32>
+  return
+}

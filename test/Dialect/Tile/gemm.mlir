@@ -35,3 +35,12 @@ func.func @async_gemm(%sQ: memref<64x128xbf16, 3>, %sK: memref<128x128xbf16, 3>,
   %r:2 = tile.gemm_wait %s, %m pending 1 : !tile.fragment<64x128xf32>, !tile.fragment<64xf32>
   return %r#0, %r#1 : !tile.fragment<64x128xf32>, !tile.fragment<64xf32>
 }
+
+// dQ = dS K from dSᵀ in shared memory (transposed A, K x M).
+// CHECK-LABEL: func @transposed_a
+func.func @transposed_a(%sdSt: memref<64x64xbf16, 3>, %sK: memref<64x128xbf16, 3>,
+                        %acc: !tile.fragment<64x128xf32>) -> !tile.fragment<64x128xf32> {
+  // CHECK: tile.gemm %{{.*}}, %{{.*}}, %{{.*}} {transpose_a} : memref<64x64xbf16, 3>, memref<64x128xbf16, 3>, !tile.fragment<64x128xf32>
+  %d = tile.gemm %sdSt, %sK, %acc {transpose_a} : memref<64x64xbf16, 3>, memref<64x128xbf16, 3>, !tile.fragment<64x128xf32>
+  return %d : !tile.fragment<64x128xf32>
+}

@@ -33,3 +33,21 @@ func.func @space(%o: !tile.fragment<64x64xf32>, %O: memref<64x64xf32, 5>) {
   tile.store %o, %O[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32, 5>
   return
 }
+
+// -----
+
+func.func @add_shared(%o: !tile.fragment<64x64xf32>, %S: memref<64x64xf32, 3>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{adds atomically into global memory only, got shared memory}}
+  tile.store %o, %S[%c0, %c0] {add} : !tile.fragment<64x64xf32>, memref<64x64xf32, 3>
+  return
+}
+
+// -----
+
+func.func @add_bf16(%o: !tile.fragment<64x64xbf16>, %O: memref<64x64xbf16>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{adds f32 elements only, got 'bf16'}}
+  tile.store %o, %O[%c0, %c0] {add} : !tile.fragment<64x64xbf16>, memref<64x64xbf16>
+  return
+}

@@ -311,6 +311,10 @@ LogicalResult GemmOp::verify() {
 
   ArrayRef<int64_t> aShape;
   Type aElement;
+  if (getTransposeA() && !isa<MemRefType>(aType))
+    return emitOpError() << "transpose_a needs operand A in shared memory "
+                            "(wgmma reads a transposed A only from there), "
+                            "got a register fragment";
   if (auto aMem = dyn_cast<MemRefType>(aType)) {
     if (!isSharedMemory(aMem))
       return emitOpError() << "operand A must be a register fragment or a "
@@ -346,15 +350,21 @@ LogicalResult GemmOp::verify() {
                          << accElement;
 
   ArrayRef<int64_t> bShape = bType.getShape();
-  int64_t m = aShape[0], k = aShape[1];
+  int64_t m = getTransposeA() ? aShape[1] : aShape[0];
+  int64_t k = getTransposeA() ? aShape[0] : aShape[1];
   int64_t bK = getTransposeB() ? bShape[1] : bShape[0];
   int64_t n = getTransposeB() ? bShape[0] : bShape[1];
   if (k != bK)
     return emitOpError() << "shape mismatch: A is " << formatShape(aShape)
+                         << (getTransposeA() ? " (transposed)" : "")
                          << " and B is " << formatShape(bShape)
                          << (getTransposeB() ? " (transposed)" : "")
                          << ", so the reduction dimensions differ (" << k
                          << " vs " << bK << ")";
+  // (A fragment's and a K-major tile's K are checked with their layouts.)
+  if (getTransposeA() && k % 16 != 0)
+    return emitOpError() << "the reduction dimension (transposed A's rows) is "
+                         << k << "; wgmma needs a multiple of 16 (its k16 steps)";
   if (accType.getShape()[0] != m || accType.getShape()[1] != n)
     return emitOpError() << "shape mismatch: A·B is " << m << "x" << n
                          << " but the accumulator is "
@@ -480,6 +490,14 @@ LogicalResult StoreOp::verify() {
     return emitOpError() << "the destination has rank " << dest.getRank()
                          << " and needs " << dest.getRank()
                          << " indices, got " << getIndices().size();
+  if (getAdd()) {
+    if (!isGlobalMemory(dest))
+      return emitOpError() << "adds atomically into global memory only, got "
+                           << describeSpace(dest) << " memory";
+    if (!value.getElementType().isF32())
+      return emitOpError() << "adds f32 elements only, got "
+                           << value.getElementType();
+  }
   return success();
 }
 

@@ -432,10 +432,13 @@ def Tile_FillOp : Tile_Op<"fill", [Pure,
 def Tile_GemmOp : Tile_Op<"gemm", [Pure, AllTypesMatch<["acc", "result"]>]> {
   let summary = "register-tile matrix multiply-accumulate (wgmma)";
   let description = [{
-    Computes `result = acc + A · B` (or `acc + A · Bᵀ` with `transpose_b`)
-    over a warpgroup. `A` is `MxK`, either a shared-memory tile (wgmma SS) or
-    a register fragment (wgmma RS); `B` is a shared-memory tile, `KxN`, or
-    `NxK` with `transpose_b`; `acc` and the result are `MxN` fragments.
+    Computes `result = acc + A · B` over a warpgroup (`Aᵀ` with
+    `transpose_a`, `Bᵀ` with `transpose_b`). `A` is `MxK`, either a
+    shared-memory tile (wgmma SS) or a register fragment (wgmma RS), or with
+    `transpose_a` a shared-memory tile stored `KxM` (M contiguous: wgmma's
+    transposed A, e.g. the dSᵀ a backward keeps, read as dS); `B` is a
+    shared-memory tile, `KxN`, or `NxK` with `transpose_b`; `acc` and the
+    result are `MxN` fragments.
     `A` and `B` have one element type (`bf16` or `f16`); the accumulator is
     `f32` or `f16`.
 
@@ -446,6 +449,9 @@ def Tile_GemmOp : Tile_Op<"gemm", [Pure, AllTypesMatch<["acc", "result"]>]> {
     // O += P V with P in registers.
     %o = tile.gemm %p, %sV, %o0
         : !tile.fragment<64x128xbf16>, memref<128x128xbf16, 3>, !tile.fragment<64x128xf32>
+    // dQ = dS K from dSᵀ (keys x queries) in shared memory.
+    %dq = tile.gemm %sdSt, %sK, %zero {transpose_a}
+        : memref<64x64xbf16, 3>, memref<64x128xbf16, 3>, !tile.fragment<64x128xf32>
     ```
 
     By default the gemm completes before its result is used (the lowering
@@ -458,6 +464,7 @@ def Tile_GemmOp : Tile_Op<"gemm", [Pure, AllTypesMatch<["acc", "result"]>]> {
     AnyTypeOf<[Tile_Fragment, AnyMemRef]>:$a,
     Arg<AnyMemRef, "B operand", [MemRead]>:$b,
     Tile_Fragment:$acc,
+    UnitAttr:$transpose_a,
     UnitAttr:$transpose_b,
     UnitAttr:$async);
   let results = (outs Tile_Fragment:$result);
@@ -589,16 +596,25 @@ def Tile_StoreOp : Tile_Op<"store"> {
     wgmma read such a tile, the writes are made visible to the async proxy
     (`tile.copy` shared → global does this).
 
+    With `add` the elements are added to global memory atomically (relaxed
+    `atom.global.add.f32`, which ptxas issues as a reduction): `f32`
+    fragments into a global `f32` destination, so that many blocks can
+    accumulate one tensor (a backward's dQ over its key blocks). The sum's
+    order, and so its rounding, varies from run to run.
+
     ```mlir
     tile.store %o, %O[%b, %h, %m0, %c0]
         : !tile.fragment<64x128xbf16>, memref<2x16x1000x128xbf16>
     tile.store %lse, %LSE[%b, %h, %m0] : !tile.fragment<64xf32>, memref<2x16x1000xf32>
+    tile.store %dq, %dQacc[%b, %h, %m0, %c0] {add}
+        : !tile.fragment<64x128xf32>, memref<2x16x1000x128xf32>
     ```
   }];
   let arguments = (ins
     Tile_Fragment:$value,
-    Arg<AnyMemRef, "destination", [MemWrite]>:$dest,
-    Variadic<Index>:$indices);
+    Arg<AnyMemRef, "destination", [MemRead, MemWrite]>:$dest,
+    Variadic<Index>:$indices,
+    UnitAttr:$add);
   let assemblyFormat = [{
     $value `,` $dest `[` $indices `]` attr-dict `:` qualified(type($value)) `,` type($dest)
   }];
