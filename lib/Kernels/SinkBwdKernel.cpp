@@ -72,9 +72,12 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !lse = @LSE_TYPE@
 !terms = memref<@ROWS@xf32>
 !dkv = @DKV_TYPE@
+!qacc = @QACC_TYPE@
+!kterms = @KTERMS_TYPE@
+!tileS = memref<64x64x@T@, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
-    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse@SEQUENCE_ARGS@)
+    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse@PRE_ATOMIC_ARGS@@SEQUENCE_ARGS@)
         kernel {
 @CONSTANTS@
       %qb = gpu.block_id x
@@ -99,11 +102,12 @@ module attributes {gpu.container_module} {
       }
       %delta = tile.reduce sum %prod along 1 : !acc -> !row
 @STORE_DELTA@
+@PRE_ATOMIC@
       gpu.return
     }
 
     gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
-                            %Delta: !lse, %dK: !dkv, %dV: !dkv@SEQUENCE_ARGS@) kernel
+                            %Delta: !lse, %dK: !dkv, %dV: !dkv@DKDV_ATOMIC_ARGS@@SEQUENCE_ARGS@) kernel
         @DKDV_ATTRIBUTES@ {
 @CONSTANTS@
 @DKDV_BLOCK_IDS@
@@ -134,8 +138,9 @@ module attributes {gpu.container_module} {
       %hiBlocks = arith.select %live, %hiQLo, %loQ : index
       %accZero = tile.fill %zero : !acc
       %sZero = tile.fill %zero : !S
-      %res:2 = scf.for %qBlock = %loQ to %hiBlocks step %c1
-          iter_args(%dk = %accZero, %dv = %accZero) -> (!acc, !acc) {
+@DKDV_ATOMIC_PRE@
+      %res:@DKDV_RESULTS@ = scf.for %qBlock = %loQ to %hiBlocks step %c1
+          iter_args(%dk = %accZero, %dv = %accZero@DKDV_ITER_ARGS@) -> (!acc, !acc@DKDV_ITER_TYPES@) {
         %m0 = arith.muli %qBlock, %c64 : index
         %qRow = arith.addi %qStart, %m0 : index
         tile.copy %Q[@Q_TILE@], %sQ : !q, !tileT
@@ -165,6 +170,7 @@ module attributes {gpu.container_module} {
         %pT16 = tile.cast %pT : !S to !P
         %dvNew = tile.gemm %pT16, %sdO, %dv : !P, !tileT, !acc
         %dpT = tile.gemm %sV, %sdO, %sZero {transpose_b} : !tileT, !tileT, !S
+@DKDV_ATOMIC_TERMS@
         %dsT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
         ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
           %i = arith.addi %m0, %ii : index
@@ -177,13 +183,54 @@ module attributes {gpu.container_module} {
         }
         %dsT16 = tile.cast %dsT : !S to !P
         %dkNew = tile.gemm %dsT16, %sQ, %dk : !P, !tileT, !acc
-        scf.yield %dkNew, %dvNew : !acc, !acc
+@DKDV_ATOMIC_DQ@
+        scf.yield %dkNew, %dvNew@DKDV_YIELD@
       } {tile.num_stages = @STAGES@}
 @DKDV_STORE@
+@DKDV_ATOMIC_POST@
       gpu.return
     }
 @DKDV_SUM@
 
+@DQ_KERNEL@
+    // One warp per head; lane l sums rows l, l + 32, ... of each run of the
+    // head's rows, then the lanes combine in a fixed butterfly.
+    gpu.func @sink_bwd_sinks(%Terms: !terms, %dsinks: memref<@H@xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c32 = arith.constant 32 : index
+      %zero = arith.constant 0.0 : f32
+      %width = arith.constant 32 : i32
+      %run = arith.constant @RUN@ : index
+      %runs = arith.constant @RUN_BATCHES@ : index
+      %batchRows = arith.constant @BATCH_ROWS@ : index
+      %h = gpu.block_id x
+      %lane = gpu.thread_id x
+      %headBase = arith.muli %h, %run : index
+      %sum = scf.for %r = %c0 to %runs step %c1 iter_args(%acc0 = %zero) -> (f32) {
+        %runBase = arith.muli %r, %batchRows : index
+        %base = arith.addi %runBase, %headBase : index
+        %s = scf.for %k = %lane to %run step %c32 iter_args(%acc = %acc0) -> (f32) {
+          %at = arith.addi %base, %k : index
+          %v = memref.load %Terms[%at] : !terms
+          %a = arith.addf %acc, %v : f32
+          scf.yield %a : f32
+        }
+        scf.yield %s : f32
+      }
+@BUTTERFLY@
+      %first = arith.cmpi eq, %lane, %c0 : index
+      scf.if %first {
+        memref.store %total, %dsinks[%h] : memref<@H@xf32>
+      }
+      gpu.return
+    }
+  }
+}
+)mlir";
+
+/// The deterministic mode's dQ kernel (`--dq separate`).
+constexpr llvm::StringLiteral kDqKernel = R"mlir(
     gpu.func @sink_bwd_dq(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
                           %Delta: !lse, %sinks: memref<@H@x@ST@>, %dQ: !q,
                           %Terms: !lse@SEQUENCE_ARGS@) kernel
@@ -302,42 +349,89 @@ module attributes {gpu.container_module} {
 @STORE_DQ@
       gpu.return
     }
+)mlir";
 
-    // One warp per head; lane l sums rows l, l + 32, ... of each run of the
-    // head's rows, then the lanes combine in a fixed butterfly.
-    gpu.func @sink_bwd_sinks(%Terms: !terms, %dsinks: memref<@H@xf32>) kernel {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %c32 = arith.constant 32 : index
-      %zero = arith.constant 0.0 : f32
-      %width = arith.constant 32 : i32
-      %run = arith.constant @RUN@ : index
-      %runs = arith.constant @RUN_BATCHES@ : index
-      %batchRows = arith.constant @BATCH_ROWS@ : index
-      %h = gpu.block_id x
-      %lane = gpu.thread_id x
-      %headBase = arith.muli %h, %run : index
-      %sum = scf.for %r = %c0 to %runs step %c1 iter_args(%acc0 = %zero) -> (f32) {
-        %runBase = arith.muli %r, %batchRows : index
-        %base = arith.addi %runBase, %headBase : index
-        %s = scf.for %k = %lane to %run step %c32 iter_args(%acc = %acc0) -> (f32) {
-          %at = arith.addi %base, %k : index
-          %v = memref.load %Terms[%at] : !terms
-          %a = arith.addf %acc, %v : f32
-          scf.yield %a : f32
-        }
-        scf.yield %s : f32
+/// `--dq atomic`: the dK/dV kernel also computes dQ's share of its keys,
+/// dS K, from dSᵀ in shared memory (a transposed-A wgmma) and adds it to
+/// an fp32 dQ (zeroed by the preprocess kernel) with atomics; this kernel
+/// scales and converts it.
+constexpr llvm::StringLiteral kDqConvertKernel = R"mlir(
+    gpu.func @sink_bwd_dq_convert(%dQacc: !qacc, %dQ: !q@SEQUENCE_ARGS@) kernel {
+@CONSTANTS@
+      %qb = gpu.block_id x
+      %h = gpu.block_id y
+      %b = gpu.block_id z
+      %hk = arith.divui %h, %group : index
+@SEQUENCE@
+      %m0 = arith.muli %qb, %c64 : index
+      %qRow = arith.addi %qStart, %m0 : index
+      %dq16 = tile.map () : () -> !acc16 {
+      ^bb0(%i: index, %j: index):
+        %row = arith.addi %m0, %i : index
+        %token = arith.addi %qStart, %row : index
+        %r = arith.minui %token, %lastRow : index
+        %col = arith.addi %hD, %j : index
+        %x = memref.load %dQacc[@O_AT@] : !qacc
+        %y = arith.mulf %x, %scale : f32
+        %v = arith.truncf %y : f32 to @T@
+        tile.yield %v : @T@
       }
-@BUTTERFLY@
-      %first = arith.cmpi eq, %lane, %c0 : index
-      scf.if %first {
-        memref.store %total, %dsinks[%h] : memref<@H@xf32>
-      }
+@STORE_DQ@
       gpu.return
     }
-  }
-}
 )mlir";
+
+/// `--dq atomic`, preprocess: each row's sink weight exp(sink - LSE) (0 for
+/// a row with neither keys nor a finite sink), which the dK/dV kernel's
+/// sink terms need per column, and zeros for the fp32 dQ.
+constexpr llvm::StringLiteral kPreAtomic = R"mlir(
+      @SINK_LOAD@
+      %w = tile.map () : () -> !row {
+      ^bb0(%i: index):
+        %row = arith.addi %m0, %i : index
+        %token = arith.addi %qStart, %row : index
+        %r = arith.minui %token, %lastRow : index
+        %lse = memref.load %LSE[@LSE_AT@] : !lse
+        %noKey = arith.cmpf oeq, %lse, %ninf : f32
+        %x = arith.subf %sink, %lse : f32
+        %x2 = arith.mulf %x, %log2e : f32
+        %e = math.exp2 %x2 : f32
+        %v = arith.select %noKey, %zero, %e : f32
+        tile.yield %v : f32
+      }
+@STORE_W@
+      %qRow = arith.addi %qStart, %m0 : index
+      %dqZero = tile.fill %zero : !acc
+@STORE_DQ_ZERO@)mlir";
+
+/// `--dq atomic`, in the dK/dV loop once Pᵀ and dPᵀ are known: the keys'
+/// sink terms: for key j,
+/// -Σ_i w_i P_ij dP_ij over the block's query rows i (w_i = exp(sink -
+/// LSE_i)); dsink_h is their sum over the head's keys, which equals the
+/// separate mode's sum over rows of -w_i Σ_j P_ij dP_ij.
+constexpr llvm::StringLiteral kDkdvAtomicTerms = R"mlir(
+        %tT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
+        ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
+          %i = arith.addi %m0, %ii : index
+          %token = arith.addi %qStart, %i : index
+          %r = arith.minui %token, %lastRow : index
+          %w = memref.load %W[@LSE_AT@] : !lse
+          %x = arith.mulf %pv, %dp : f32
+          %v = arith.mulf %x, %w : f32
+          tile.yield %v : f32
+        }
+        %tRow = tile.reduce sum %tT along 1 : !S -> !row
+        %termNew = tile.map (%term, %tRow) : (!row, !row) -> !row {
+        ^bb0(%jj: index, %a: f32, %t: f32):
+          %v = arith.subf %a, %t : f32
+          tile.yield %v : f32
+        })mlir";
+
+/// `--dq atomic`, after dK: dQ's share of the block's keys.
+constexpr llvm::StringLiteral kDkdvAtomicDq = R"mlir(
+        tile.store %dsT16, %sdS[%c0, %c0] : !P, !tileS
+        %dqPart = tile.gemm %sdS, %sK, %accZero {transpose_a} : !tileS, !tileT, !acc
+@STORE_DQ_ADD@)mlir";
 
 /// The constants and sequence bounds every tile kernel of the module uses.
 constexpr llvm::StringLiteral kConstants = R"mlir(
@@ -446,6 +540,14 @@ struct LayoutText {
   int64_t run = 0, runBatches = 0, batchRows = 0;
   /// Rows of the shares' token coordinate.
   int64_t shareTokens = 0;
+  /// --dq atomic: the fp32 dQ (q's layout) and the per-key sink terms
+  /// ([B, H, SKV], varlen [H, T]); the preprocess kernel's stores of the
+  /// sink weights and the zeroed dQ; the dK/dV kernel's view (varlen) and
+  /// atomic add of dQ, and its store of the key terms.
+  std::string qAccType, keyTermsType;
+  std::string storeWeights, storeDqZero, dqAccView, storeDqAdd, storeKeyTerms;
+  /// dsinks over the key terms: runs as above, over keys.
+  int64_t keyRun = 0, keyRunBatches = 0, keyBatchRows = 0;
 };
 
 LayoutText layoutText(const rt::SinkAttentionShape &shape,
@@ -541,6 +643,22 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.runBatches = shape.batch;
     text.batchRows = shape.heads * shape.seqQ;
     text.shareTokens = shape.batch * shape.seqKv;
+    text.qAccType = bhsd ? "memref<" + str(shape.batch) + "x" + heads + "x" +
+                               str(shape.seqQ) + "x" + d + "xf32>"
+                         : "memref<" + str(shape.batch) + "x" +
+                               str(shape.seqQ) + "x" + hd + "xf32>";
+    text.keyTermsType = "memref<" + str(shape.batch) + "x" + heads + "x" +
+                        str(shape.seqKv) + "xf32>";
+    text.storeWeights = "      tile.store %w, %W[%b, %h, %m0] : !row, !lse";
+    text.storeDqZero =
+        "      tile.store %dqZero, %dQacc[" + text.qTile + "] : !acc, !qacc";
+    text.storeDqAdd = "        tile.store %dqPart, %dQacc[" + text.qTile +
+                      "] {add} : !acc, !qacc";
+    text.storeKeyTerms =
+        "      tile.store %res#2, %TermsK[%b, %h, %n0] : !row, !kterms";
+    text.keyRun = shape.seqKv;
+    text.keyRunBatches = shape.batch;
+    text.keyBatchRows = shape.heads * shape.seqKv;
     break;
   }
   case rt::AttentionLayout::Varlen: {
@@ -601,6 +719,30 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.runBatches = 1;
     text.batchRows = 0;
     text.shareTokens = shape.tokensKv();
+    text.qAccType = "memref<" + tq + "x" + hd + "xf32>";
+    text.keyTermsType = "memref<" + heads + "x" + tk + "xf32>";
+    text.storeWeights =
+        "      %wSeq = memref.subview %W[0, %qStart] [" + heads +
+        ", %seqQ] [1, 1] : !lse to " + rowsView +
+        "\n      tile.store %w, %wSeq[%h, %m0] : !row, " + rowsView;
+    const std::string qAccView = "memref<?x" + hd + "xf32, strided<[" + hd +
+                                 ", 1], offset: ?>>";
+    text.dqAccView = "      %dqAccSeq = memref.subview %dQacc[%qStart, 0] [%seqQ, " +
+                     hd + "] [1, 1] : !qacc to " + qAccView;
+    text.storeDqZero = text.dqAccView +
+                       "\n      tile.store %dqZero, %dqAccSeq[%m0, %hD] : !acc, " +
+                       qAccView;
+    text.storeDqAdd = "        tile.store %dqPart, %dqAccSeq[%m0, %hD] {add} : !acc, " +
+                      qAccView;
+    const std::string keyRowsView = "memref<" + heads + "x?xf32, strided<[" +
+                                    tk + ", 1], offset: ?>>";
+    text.storeKeyTerms =
+        "      %keyTermsSeq = memref.subview %TermsK[0, %kStart] [" + heads +
+        ", %skv] [1, 1] : !kterms to " + keyRowsView +
+        "\n      tile.store %res#2, %keyTermsSeq[%h, %n0] : !row, " + keyRowsView;
+    text.keyRun = shape.tokensKv();
+    text.keyRunBatches = 1;
+    text.keyBatchRows = 0;
     break;
   }
   }
@@ -634,6 +776,14 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // (dQ kernel) tiles to the one consumer warpgroup; plain: the consumers
   // load them themselves, S - 1 blocks ahead.
   bool warpSpecialized = config.schedule == "ws";
+  // --dq separate (deterministic): a dQ kernel of its own; atomic: dQ's
+  // shares added by the dK/dV kernel (see kDqConvertKernel).
+  if (config.dq != "separate" && config.dq != "atomic")
+    return fail() << "--dq must be separate (deterministic: a dQ kernel of "
+                     "its own) or atomic (dQ accumulated in the dK/dV kernel "
+                     "with fp32 atomics), got '"
+                  << config.dq << "'";
+  const bool atomicDq = config.dq == "atomic";
   // GQA: per query head fp32 shares of dK/dV, then their sum.
   const int64_t group = shape.heads / shape.kvHeads;
   const bool shares = group > 1;
@@ -644,12 +794,32 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // at 2 stages, 3 x 66 KB at 3), and the backward runs 2-4% faster
   // (PERF.md). The dQ kernel already fits three; four would spill 152
   // bytes (measured slower), and at D 128 shared memory allows two.
-  const bool threeBlocksPerSm = !warpSpecialized && shape.headDim == 64;
+  const bool threeBlocksPerSm = !warpSpecialized && shape.headDim == 64 && !atomicDq;
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
   for (auto [key, value] :
-       {std::pair<std::string, std::string>{"@CONSTANTS@", kConstants.str()},
+       {std::pair<std::string, std::string>{
+            "@DQ_KERNEL@", atomicDq ? kDqConvertKernel.str() : kDqKernel.str()},
+        {"@PRE_ATOMIC@", atomicDq ? kPreAtomic.str() : ""},
+        {"@PRE_ATOMIC_ARGS@",
+         atomicDq ? ", %LSE: !lse, %sinks: memref<@H@x@ST@>, %W: !lse, "
+                    "%dQacc: !qacc"
+                  : ""},
+        {"@DKDV_ATOMIC_ARGS@",
+         atomicDq ? ", %dQacc: !qacc, %W: !lse, %TermsK: !kterms" : ""},
+        {"@DKDV_ATOMIC_PRE@",
+         atomicDq ? "      %sdS = memref.alloc() : !tileS\n      %termZero = "
+                    "tile.fill %zero : !row\n" + layout.dqAccView
+                  : ""},
+        {"@DKDV_RESULTS@", atomicDq ? "3" : "2"},
+        {"@DKDV_ITER_ARGS@", atomicDq ? ", %term = %termZero" : ""},
+        {"@DKDV_ITER_TYPES@", atomicDq ? ", !row" : ""},
+        {"@DKDV_ATOMIC_TERMS@", atomicDq ? kDkdvAtomicTerms.str() : ""},
+        {"@DKDV_ATOMIC_DQ@", atomicDq ? kDkdvAtomicDq.str() : ""},
+        {"@DKDV_YIELD@", atomicDq ? ", %termNew : !acc, !acc, !row" : " : !acc, !acc"},
+        {"@DKDV_ATOMIC_POST@", atomicDq ? layout.storeKeyTerms : ""},
+        {"@CONSTANTS@", kConstants.str()},
         {"@SEQUENCE@", layout.sequence},
         {"@BUTTERFLY@", butterflyText()},
         {"@DKDV_STORE@", shares ? layout.storeShares : layout.storeDkdv},
@@ -673,7 +843,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"SHARES", str(shape.heads * layout.shareTokens * shape.headDim)},
        {"SLAB", str(layout.shareTokens * shape.headDim)},
        {"DKV_TYPE", shares ? layout.sharesType : "!kv"},
-       {"ROWS", str(shape.rows())},
+       {"ROWS", str(atomicDq ? shape.heads * (shape.varlen() ? shape.tokensKv()
+                                                             : shape.batch * shape.seqKv)
+                             : shape.rows())},
        {"Q_TYPE", layout.qType},
        {"KV_TYPE", layout.kvType},
        {"LSE_TYPE", layout.lseType},
@@ -685,6 +857,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"STORE_DELTA", layout.storeDelta},
        {"STORE_TERMS", layout.storeTerms},
        {"STORE_DQ", layout.storeDq},
+       {"QACC_TYPE", layout.qAccType},
+       {"KTERMS_TYPE", layout.keyTermsType},
+       {"STORE_W", layout.storeWeights},
+       {"STORE_DQ_ZERO", layout.storeDqZero},
+       {"STORE_DQ_ADD", layout.storeDqAdd},
        {"DECODE", layout.decode},
        {"WINDOW", str(hasWindow ? config.window : shape.seqKv + 1)},
        {"HAS_WINDOW", hasWindow ? "true" : "false"},
@@ -699,9 +876,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                                ? "attributes {nvvm.maxntid = array<i32: 128, 1, 1>, "
                                  "nvvm.minctasm = 3 : i32}"
                                : ""},
-       {"RUN", str(layout.run)},
-       {"RUN_BATCHES", str(layout.runBatches)},
-       {"BATCH_ROWS", str(layout.batchRows)}});
+       {"RUN", str(atomicDq ? layout.keyRun : layout.run)},
+       {"RUN_BATCHES", str(atomicDq ? layout.keyRunBatches : layout.runBatches)},
+       {"BATCH_ROWS", str(atomicDq ? layout.keyBatchRows : layout.batchRows)}});
   if (!module)
     return failure();
 
@@ -721,6 +898,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.config = forward->bundle.config;
   bundle.config["forward_schedule"] = bundle.config["schedule"];
   bundle.config["schedule"] = std::string(warpSpecialized ? "ws" : "plain");
+  bundle.config["dq"] = config.dq;
   bundle.params = forward->bundle.params;
   auto u = [](int64_t v) { return uint64_t(v); };
   std::vector<uint64_t> qShape = shape.qDims(), kvShape = shape.kvDims();
@@ -731,8 +909,15 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.params.push_back(outputBuffer("dsinks", rt::DType::F32, {u(shape.heads)}));
   // Scratch the kernels hand each other (outputs: the runner poisons them).
   bundle.params.push_back(outputBuffer("delta", rt::DType::F32, shape.lseDims()));
-  bundle.params.push_back(
-      outputBuffer("sink_terms", rt::DType::F32, shape.lseDims()));
+  // Separate: a sink term per query row; atomic: per key row.
+  bundle.params.push_back(outputBuffer(
+      "sink_terms", rt::DType::F32,
+      atomicDq ? shape.keyRowDims() : shape.lseDims()));
+  if (atomicDq) {
+    bundle.params.push_back(
+        outputBuffer("sink_weights", rt::DType::F32, shape.lseDims()));
+    bundle.params.push_back(outputBuffer("dq_accum", rt::DType::F32, qShape));
+  }
   std::vector<uint64_t> sharesShape = {u(shape.heads), u(layout.shareTokens),
                                        u(shape.headDim)};
   if (shares) {
@@ -767,20 +952,34 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.launches = {
       forwardLaunch,
       launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
-             withSequences({"o", "do", "delta"})),
-      launch("sink_bwd_dkdv", blockGrid(keyBlocks, shape), 128,
-             withSequences({"q", "k", "v", "do", "lse", "delta",
-                            shares ? "dk_shares" : "dk",
-                            shares ? "dv_shares" : "dv"}))};
+             withSequences(atomicDq
+                               ? std::vector<std::string>{"o", "do", "delta",
+                                                          "lse", "sinks",
+                                                          "sink_weights",
+                                                          "dq_accum"}
+                               : std::vector<std::string>{"o", "do", "delta"}))};
+  std::vector<std::string> dkdvArgs = {"q",   "k",     "v",
+                                       "do",  "lse",   "delta",
+                                       shares ? "dk_shares" : "dk",
+                                       shares ? "dv_shares" : "dv"};
+  if (atomicDq)
+    dkdvArgs.insert(dkdvArgs.end(), {"dq_accum", "sink_weights", "sink_terms"});
+  bundle.launches.push_back(launch("sink_bwd_dkdv", blockGrid(keyBlocks, shape),
+                                   128, withSequences(dkdvArgs)));
   if (shares)
     bundle.launches.push_back(launch(
         "sink_bwd_dkdv_sum",
         {uint32_t((shape.kvElements() + 255) / 256), 1, 1}, 256,
         {"dk_shares", "dv_shares", "dk", "dv"}));
-  bundle.launches.push_back(launch(
-      "sink_bwd_dq", blockGrid(queryBlocks, shape), 128,
-      withSequences({"q", "k", "v", "do", "lse", "delta", "sinks", "dq",
-                     "sink_terms"})));
+  if (atomicDq)
+    bundle.launches.push_back(launch("sink_bwd_dq_convert",
+                                     {queryBlocks, heads, batch}, 128,
+                                     withSequences({"dq_accum", "dq"})));
+  else
+    bundle.launches.push_back(launch(
+        "sink_bwd_dq", blockGrid(queryBlocks, shape), 128,
+        withSequences({"q", "k", "v", "do", "lse", "delta", "sinks", "dq",
+                       "sink_terms"})));
   bundle.launches.push_back(
       launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"}));
   KernelModule kernel{std::move(module), std::move(bundle)};

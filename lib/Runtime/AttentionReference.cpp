@@ -95,6 +95,12 @@ std::vector<uint64_t> SinkAttentionShape::lseDims() const {
   return {uint64_t(batch), uint64_t(heads), uint64_t(seqQ)};
 }
 
+std::vector<uint64_t> SinkAttentionShape::keyRowDims() const {
+  if (varlen())
+    return {uint64_t(heads), uint64_t(tokensKv())};
+  return {uint64_t(batch), uint64_t(heads), uint64_t(seqKv)};
+}
+
 Expected<std::vector<int64_t>> parseLengths(std::string_view text,
                                             const std::string &what) {
   std::vector<int64_t> lengths;

@@ -72,6 +72,9 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
     return rt::Status::error("--copy-engine does not apply to kernel '" +
                              options.kernel + "': only gemm chooses its copy "
                              "engine");
+  if (options.wasGiven("dq") && options.kernel != "sink-bwd")
+    return rt::Status::error("--dq does not apply to kernel '" +
+                             options.kernel + "': only sink-bwd computes dQ");
   KernelConfig config;
   config.kernel = options.kernel;
   config.m = options.m;
@@ -97,6 +100,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
     }
   }
   config.copyEngine = options.copyEngine;
+  config.dq = options.dq;
   config.persistentBlocks = options.persistent;
   config.batch = options.batch;
   config.heads = options.heads;

@@ -275,8 +275,25 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
     // The scratch the kernels index with the config's shapes.
     SINKATTN_RT_TRY(expect("delta", BufferRole::Output, shape.lseDims(),
                            {DType::F32}));
-    SINKATTN_RT_TRY(expect("sink_terms", BufferRole::Output, shape.lseDims(),
+    // --dq separate (bundles from before the option): a sink term per query
+    // row; atomic: per key row, the rows' sink weights and the fp32 dQ.
+    std::string dqMode = "separate";
+    if (bundle.config.count("dq")) {
+      SINKATTN_RT_ASSIGN_OR_RETURN(dqMode, text("dq"));
+      if (dqMode != "separate" && dqMode != "atomic")
+        return rt::Status::error(prefix + "unknown dq mode '" + dqMode +
+                                 "' (separate or atomic)");
+    }
+    const bool atomicDq = dqMode == "atomic";
+    SINKATTN_RT_TRY(expect("sink_terms", BufferRole::Output,
+                           atomicDq ? shape.keyRowDims() : shape.lseDims(),
                            {DType::F32}));
+    if (atomicDq) {
+      SINKATTN_RT_TRY(expect("sink_weights", BufferRole::Output,
+                             shape.lseDims(), {DType::F32}));
+      SINKATTN_RT_TRY(
+          expect("dq_accum", BufferRole::Output, qShape, {DType::F32}));
+    }
     if (shape.heads != shape.kvHeads) {
       std::vector<uint64_t> shares = {
           u(shape.heads),

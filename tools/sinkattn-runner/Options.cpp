@@ -30,6 +30,7 @@ const FlagSpec kFlags[] = {
     {"schedule", "NAME", "compile check bench", "gemm, sink-fwd, sink-bwd: auto (default), ws (warp-specialized: TMA producer warpgroup + consumers) or plain"},
     {"persistent", "N", "compile check bench", "gemm: a persistent kernel of min(N, tiles) blocks looping over the 128x256 tiles (default 0: one block per tile)"},
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
+    {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it with fp32 atomics: less work, rounding varies run to run)"},
     {"batch", "B", "compile check bench tune", "attention: batch size"},
     {"heads", "H", "compile check bench tune", "attention: query heads"},
     {"kv-heads", "HK", "compile check bench tune", "attention: key/value heads (divides --heads)"},
@@ -249,6 +250,11 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
         return rt::Status::error(
             "--copy-engine must be tma, cp-async or mixed, got '" + value + "'");
       options.copyEngine = value;
+    } else if (name == "dq") {
+      if (value != "separate" && value != "atomic")
+        return rt::Status::error("--dq must be separate or atomic, got '" +
+                                 value + "'");
+      options.dq = value;
     } else if (name == "emit") {
       static const char *kLevels[] = {"tile", "gpu", "llvm", "ptx", "bundle"};
       if (std::find(std::begin(kLevels), std::end(kLevels), value) ==
@@ -425,7 +431,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
                                options.kernel + "'");
     for (const char *flag :
          {"bundle", "m", "n", "k", "dtype", "chip", "stages", "schedule",
-          "copy-engine", "persistent", "start-tile", "batch", "heads",
+          "copy-engine", "dq", "persistent", "start-tile", "batch", "heads",
           "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
           "layout", "seqlens-q", "seqlens-kv", "save-io"})
       if (options.wasGiven(flag))
@@ -452,7 +458,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     }
     if (!options.bundleDir.empty())
       for (const char *flag :
-           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "persistent", "start-tile",
+           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "persistent", "start-tile",
             "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
             "layout", "seqlens-q", "seqlens-kv", "tune-cache"})
         if (options.wasGiven(flag))

@@ -57,6 +57,10 @@ struct KernelConfig {
   /// are then their count and maxima).
   rt::AttentionLayout layout = rt::AttentionLayout::BHSD;
   std::vector<int64_t> seqlensQ, seqlensKv;
+  /// sink-bwd: "separate" (deterministic: a dQ kernel of its own, which
+  /// recomputes S and dP) or "atomic" (the dK/dV kernel adds dQ's shares
+  /// to an fp32 dQ with atomics: less work, not bit-reproducible).
+  std::string dq = "separate";
   PTXTargetOptions target;
 };
 

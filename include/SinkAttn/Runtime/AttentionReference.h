@@ -94,6 +94,8 @@ struct SinkAttentionShape {
   std::vector<uint64_t> qDims() const;
   std::vector<uint64_t> kvDims() const;
   std::vector<uint64_t> lseDims() const;
+  /// lseDims() over the keys: [B, H, SKV], varlen [H, tokensKv()].
+  std::vector<uint64_t> keyRowDims() const;
 };
 
 /// Varlen lengths as written in flags and bundle configs: "100,1000,513"
