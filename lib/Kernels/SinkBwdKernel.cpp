@@ -75,6 +75,7 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !qacc = @QACC_TYPE@
 !kterms = @KTERMS_TYPE@
 !tileS = memref<64x64x@T@, #gpu.address_space<workgroup>>
+!tileQacc = memref<64x@D@xf32, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
     gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse@PRE_ATOMIC_ARGS@@SEQUENCE_ARGS@)
@@ -652,8 +653,9 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.storeWeights = "      tile.store %w, %W[%b, %h, %m0] : !row, !lse";
     text.storeDqZero =
         "      tile.store %dqZero, %dQacc[" + text.qTile + "] : !acc, !qacc";
-    text.storeDqAdd = "        tile.store %dqPart, %dQacc[" + text.qTile +
-                      "] {add} : !acc, !qacc";
+    text.storeDqAdd = "        tile.store %dqPart, %sdQ[%c0, %c0] : !acc, !tileQacc\n"
+                      "        tile.copy %sdQ, %dQacc[" + text.qTile +
+                      "] {add} : !tileQacc, !qacc";
     text.storeKeyTerms =
         "      tile.store %res#2, %TermsK[%b, %h, %n0] : !row, !kterms";
     text.keyRun = shape.seqKv;
@@ -732,8 +734,11 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.storeDqZero = text.dqAccView +
                        "\n      tile.store %dqZero, %dqAccSeq[%m0, %hD] : !acc, " +
                        qAccView;
-    text.storeDqAdd = "        tile.store %dqPart, %dqAccSeq[%m0, %hD] {add} : !acc, " +
-                      qAccView;
+    // TMA adds into the whole buffer (a kernel argument): the rows of a
+    // block past its sequence's end add zeros (their dS is 0) to the next
+    // sequence's, and TMA clips the buffer's end.
+    text.storeDqAdd = "        tile.store %dqPart, %sdQ[%c0, %c0] : !acc, !tileQacc\n"
+                      "        tile.copy %sdQ, %dQacc[%qRow, %hD] {add} : !tileQacc, !qacc";
     const std::string keyRowsView = "memref<" + heads + "x?xf32, strided<[" +
                                     tk + ", 1], offset: ?>>";
     text.storeKeyTerms =
@@ -809,8 +814,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_ATOMIC_ARGS@",
          atomicDq ? ", %dQacc: !qacc, %W: !lse, %TermsK: !kterms" : ""},
         {"@DKDV_ATOMIC_PRE@",
-         atomicDq ? "      %sdS = memref.alloc() : !tileS\n      %termZero = "
-                    "tile.fill %zero : !row\n" + layout.dqAccView
+         atomicDq ? "      %sdS = memref.alloc() : !tileS\n      %sdQ = "
+                    "memref.alloc() : !tileQacc\n      %termZero = "
+                    "tile.fill %zero : !row"
                   : ""},
         {"@DKDV_RESULTS@", atomicDq ? "3" : "2"},
         {"@DKDV_ITER_ARGS@", atomicDq ? ", %term = %termZero" : ""},

@@ -428,6 +428,24 @@ Value matchDescriptorRank(OpBuilder &builder, Location loc, Value tile,
   return memref::ExpandShapeOp::create(builder, loc, box, tile, groups);
 }
 
+/// The shared-memory address of `tile`'s first element as an LLVM pointer:
+/// aligned pointer + offset * element bytes.
+Value sharedPointer(OpBuilder &builder, Location loc, Value tile) {
+  auto tileType = cast<MemRefType>(tile.getType());
+  auto metadata = memref::ExtractStridedMetadataOp::create(builder, loc, tile);
+  Value aligned = memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, tile);
+  Value elementBytes =
+      indexConstant(builder, loc, tileType.getElementTypeBitWidth() / 8);
+  Value address = arith::AddIOp::create(
+      builder, loc, aligned,
+      arith::MulIOp::create(builder, loc, metadata.getOffset(), elementBytes));
+  auto pointerType = LLVM::LLVMPointerType::get(
+      builder.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
+  Value address64 =
+      arith::IndexCastOp::create(builder, loc, builder.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(builder, loc, pointerType, address64);
+}
+
 template <typename TmaOp>
 struct TmaLowering : public OpConversionPattern<TmaOp> {
   TmaLowering(const TypeConverter &converter, MLIRContext *context,
@@ -490,14 +508,29 @@ struct TmaLowering : public OpConversionPattern<TmaOp> {
       // TMA coordinates are innermost first.
       SmallVector<Value> coordinates(llvm::reverse(boxIndices));
       Value boxTile = matchDescriptorRank(rewriter, loc, box, descriptor);
-      if constexpr (isLoad)
+      if constexpr (isLoad) {
         nvgpu::TmaAsyncLoadOp::create(rewriter, loc, boxTile,
                                       adaptor.getBarriers(), descriptor,
                                       coordinates, adaptor.getBarrierIndex(),
                                       Value(), Value());
-      else
+      } else if (op.getAdd()) {
+        // nvgpu has no reduce: NVVM's, on the map's generic address (the
+        // kernel argument behind the descriptor) and the box's shared one.
+        auto cast = descriptor.getDefiningOp<UnrealizedConversionCastOp>();
+        if (!cast || cast->getNumOperands() != 1)
+          return rewriter.notifyMatchFailure(op, "tensor map without its pointer");
+        SmallVector<Value> coordinates32;
+        for (Value coordinate : coordinates)
+          coordinates32.push_back(arith::IndexCastOp::create(
+              rewriter, loc, rewriter.getI32Type(), coordinate));
+        NVVM::CpAsyncBulkTensorReduceOp::create(
+            rewriter, loc, cast->getOperand(0),
+            sharedPointer(rewriter, loc, boxTile), NVVM::TMAReduxKind::ADD,
+            NVVM::TMAStoreMode::TILE, coordinates32, /*l2CacheHint=*/Value());
+      } else {
         nvgpu::TmaAsyncStoreOp::create(rewriter, loc, boxTile, descriptor,
                                        coordinates, Value());
+      }
     }
     rewriter.eraseOp(op);
     return success();
@@ -522,21 +555,7 @@ struct TmaIm2colLoadLowering : public OpConversionPattern<TmaIm2colLoadOp> {
       return rewriter.notifyMatchFailure(op, "no tensor map assigned");
     Location loc = op.getLoc();
     MLIRContext *context = op.getContext();
-    // The tile's shared address: aligned pointer + offset * element bytes.
-    Value tile = adaptor.getDest();
-    auto tileType = cast<MemRefType>(tile.getType());
-    auto metadata = memref::ExtractStridedMetadataOp::create(rewriter, loc, tile);
-    Value aligned = memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, tile);
-    Value elementBytes = indexConstant(rewriter, loc, tileType.getElementTypeBitWidth() / 8);
-    Value address = arith::AddIOp::create(
-        rewriter, loc, aligned,
-        arith::MulIOp::create(rewriter, loc, metadata.getOffset(), elementBytes));
-    auto sharedPointer = LLVM::LLVMPointerType::get(
-        context, static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
-    Value address64 =
-        arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), address);
-    Value shared =
-        LLVM::IntToPtrOp::create(rewriter, loc, sharedPointer, address64);
+    Value shared = sharedPointer(rewriter, loc, adaptor.getDest());
     // sm_90 has the shared::cluster form of the load only (the shared::cta
     // one does not select): address the CTA's own tile in the cluster window.
     auto clusterPointer = LLVM::LLVMPointerType::get(

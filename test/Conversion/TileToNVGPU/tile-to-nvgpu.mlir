@@ -63,6 +63,21 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
+    // A reduce-add store: NVVM's tensor reduce on the map's pointer, the
+    // tile's shared address and i32 coordinates innermost first.
+    // CHECK-LABEL: gpu.func @store_add
+    // CHECK-SAME: %[[MAP:[a-z0-9]+]]: !llvm.ptr) kernel
+    // CHECK: %[[COL:.*]] = arith.index_cast %{{.*}} : index to i32
+    // CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
+    // CHECK: %[[SRC:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
+    // CHECK: nvvm.cp.async.bulk.tensor.reduce %[[MAP]], %[[SRC]], box[%[[COL]], %[[ROW]]] {redKind = #nvvm.tma_redux_kind<add>}
+    gpu.func @store_add(%O: memref<1024x64xf32>, %m: index) kernel {
+      %c0 = arith.constant 0 : index
+      %tile = memref.alloc() {alignment = 1024} : memref<64x64xf32, 3>
+      tile.tma_store %tile, %O[%m, %c0] {add} : memref<64x64xf32, 3>, memref<1024x64xf32>
+      gpu.return
+    }
+
     // im2col: its own tensor map (mode, pixels, channels, corners for the
     // host) and a shared::cluster im2col load with coordinates (c, w, h, n)
     // and offsets (dw, dh) innermost first.

@@ -106,3 +106,21 @@ func.func @copy_rank0(%A: memref<?xbf16>, %i: index) {
   tile.copy %A[%i], %s {engine = #tile.engine<cp_async>} : memref<?xbf16>, memref<bf16, 3>
   return
 }
+
+// -----
+
+func.func @add_load(%A: memref<1024x64xf32>, %s: memref<64x64xf32, 3>, %m: index) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.copy' op adds only a shared tile into global memory, got global -> shared}}
+  tile.copy %A[%m, %c0], %s {add} : memref<1024x64xf32>, memref<64x64xf32, 3>
+  return
+}
+
+// -----
+
+func.func @add_bf16(%s: memref<64x64xbf16, 3>, %O: memref<1024x64xbf16>, %m: index) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.copy' op adds f32 tiles only (TMA reduce-add), got 'bf16'}}
+  tile.copy %s, %O[%m, %c0] {add} : memref<64x64xbf16, 3>, memref<1024x64xbf16>
+  return
+}

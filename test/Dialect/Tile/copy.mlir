@@ -41,3 +41,12 @@ func.func @copy_with_cp_async(%A: memref<4096x4096xbf16>, %m: index, %k: index) 
   tile.copy %A[%m, %k], %sA {engine = #tile.engine<tma>} : memref<4096x4096xbf16>, memref<128x64xbf16, #gpu.address_space<workgroup>>
   return
 }
+
+// A reduce-add store.
+// CHECK-LABEL: func @store_add
+func.func @store_add(%s: memref<64x64xf32, 3>, %O: memref<1024x64xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  // CHECK: tile.copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {add} : memref<64x64xf32, 3>, memref<1024x64xf32>
+  tile.copy %s, %O[%m, %c0] {add} : memref<64x64xf32, 3>, memref<1024x64xf32>
+  return
+}

@@ -161,9 +161,27 @@ static LogicalResult verifyCpAsyncTile(Operation *op, MemRefType shared) {
   return success();
 }
 
+/// `add` (tile.copy, tile.tma_store): a store of f32 elements.
+static LogicalResult verifyReduceAdd(Operation *op, bool add,
+                                     MemRefType source, MemRefType dest) {
+  if (!add)
+    return success();
+  if (!isSharedMemory(source) || !isGlobalMemory(dest))
+    return op->emitOpError() << "adds only a shared tile into global memory, "
+                                "got "
+                             << describeSpace(source) << " -> "
+                             << describeSpace(dest);
+  if (!source.getElementType().isF32())
+    return op->emitOpError() << "adds f32 tiles only (TMA reduce-add), got "
+                             << source.getElementType();
+  return success();
+}
+
 LogicalResult CopyOp::verify() {
   MemRefType source = getSource().getType();
   MemRefType dest = getDest().getType();
+  if (failed(verifyReduceAdd(*this, getAdd(), source, dest)))
+    return failure();
   if (isGlobalMemory(source) && isSharedMemory(dest)) {
     if (failed(verifyGlobalSharedTile(*this, source, getSourceIndices(), dest,
                                       getDestIndices())))
@@ -233,6 +251,8 @@ LogicalResult TmaLoadOp::verify() { return verifyTmaLoad(*this); }
 LogicalResult TmaStoreOp::verify() {
   MemRefType source = getSource().getType();
   MemRefType dest = getDest().getType();
+  if (failed(verifyReduceAdd(*this, getAdd(), source, dest)))
+    return failure();
   if (!isSharedMemory(source))
     return emitOpError() << "stores shared -> global, but the source is in "
                          << describeSpace(source) << " memory";

@@ -175,8 +175,20 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
   SmallVector<CopyOp> loopCopies;
   DenseMap<Operation *, scf::IfOp> guardOf;
   bool unsupported = false;
+  // The allocations the loop loads into.
+  DenseSet<Operation *> loaded;
+  plan.loop.walk([&](CopyOp copy) {
+    if (isGlobalToShared(copy))
+      loaded.insert(getSharedAllocation(copy.getDest()));
+  });
   plan.loop.walk([&](Operation *op) {
     if (auto copy = dyn_cast<CopyOp>(op)) {
+      // A store of a tile the loop does not load is synchronous (its
+      // lowering syncs before and after): ordinary work of the body.
+      auto source = cast<MemRefType>(copy.getSource().getType());
+      if (isSharedMemory(source) &&
+          !loaded.contains(getSharedAllocation(copy.getSource())))
+        return;
       // At the top of the body, or at the top of the then-block of an
       // scf.if that is (a guard).
       auto guard = dyn_cast<scf::IfOp>(op->getParentOp());
@@ -198,7 +210,8 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
   if (unsupported) {
     why = "the loop has copies other than global -> shared tile.copy at "
           "the top of its body or of a guard (user-managed barriers or "
-          "cp.async groups, nested or shared -> global copies)";
+          "cp.async groups, nested or shared -> global copies of loaded "
+          "tiles)";
     return failure();
   }
   if (loopCopies.empty()) {

@@ -415,7 +415,8 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
       for (const TmaChunk &chunk :
            splitIntoBoxes(rewriter, loc, op.getSource(), op.getDestIndices()))
         TmaStoreOp::create(rewriter, loc, chunk.shared, op.getDest(),
-                           chunk.globalIndices, getSwizzleBytes(chunk.shared));
+                           chunk.globalIndices, getSwizzleBytes(chunk.shared),
+                           op.getAdd());
       NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
       NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, loc,
                                            rewriter.getI32IntegerAttr(0),

@@ -107,6 +107,19 @@ func.func @store(%s: memref<64x64xbf16, 3>, %O: memref<?x64xbf16>, %m: index) {
 
 // -----
 
+// A store with `add` is the same protocol around a TMA reduce-add.
+// CHECK-LABEL: func @store_add
+// CHECK: nvvm.fence.proxy
+// CHECK-NEXT: tile.tma_store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {add} : memref<64x64xf32, 3>, memref<?x64xf32>
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+func.func @store_add(%s: memref<64x64xf32, 3>, %O: memref<?x64xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  tile.copy %s, %O[%m, %c0] {add} : memref<64x64xf32, 3>, memref<?x64xf32>
+  return
+}
+
+// -----
+
 // im2col_copy: its own barrier, the synchronous protocol around one
 // single-thread im2col TMA load of the tile's bytes (16 x 64 x 2).
 // CHECK-LABEL: func @im2col

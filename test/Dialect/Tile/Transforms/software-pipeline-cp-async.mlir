@@ -172,7 +172,7 @@ module attributes {gpu.container_module} {
 // CHECK: tile.num_stages = 2
 module attributes {gpu.container_module} {
   gpu.module @m {
-    // expected-remark @+1 {{software pipelining declined: the loop has copies other than global -> shared tile.copy at the top of its body or of a guard (user-managed barriers or cp.async groups, nested or shared -> global copies)}}
+    // expected-remark @+1 {{software pipelining declined: the loop has copies other than global -> shared tile.copy at the top of its body or of a guard (user-managed barriers or cp.async groups, nested or shared -> global copies of loaded tiles)}}
     gpu.func @user_groups(%A: memref<1024x64xbf16>, %B: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index

@@ -165,7 +165,10 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     dimension must span a multiple of 16 bytes). In a pipelined loop
     (`tile.num_stages`) the compiler overlaps the loads with computation
     (`tile-warp-specialize`, `tile-software-pipeline`); stores always use
-    TMA.
+    TMA. A store with `add` adds the tile into the tensor instead (TMA's
+    element-wise reduce-add, f32 only), so that many blocks can accumulate
+    one tensor; the order of their additions, and so the rounding, varies
+    from run to run. A store may sit in a pipelined loop's body.
 
     ```mlir
     // Load rows [%m, %m+128) and columns [%k, %k+64) of A into shared memory.
@@ -174,14 +177,17 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     tile.copy %sO, %O[%b, %h, %m, %c0] : memref<128x64xbf16, 3>, memref<?x?x?x64xbf16>
     // Load with cp.async instead of TMA.
     tile.copy %A[%m, %k], %sA {engine = #tile.engine<cp_async>} : memref<4096x4096xbf16>, memref<128x64xbf16, 3>
+    // Add a shared f32 tile into dQ.
+    tile.copy %sdQ, %dQ[%b, %h, %m, %c0] {add} : memref<64x128xf32, 3>, memref<2x16x1000x128xf32>
     ```
   }];
   let arguments = (ins
     Arg<AnyMemRef, "copy source", [MemRead]>:$source,
     Variadic<Index>:$sourceIndices,
-    Arg<AnyMemRef, "copy destination", [MemWrite]>:$dest,
+    Arg<AnyMemRef, "copy destination", [MemRead, MemWrite]>:$dest,
     Variadic<Index>:$destIndices,
-    OptionalAttr<Tile_CopyEngineAttr>:$engine);
+    OptionalAttr<Tile_CopyEngineAttr>:$engine,
+    UnitAttr:$add);
   let extraClassDeclaration = [{
     /// The engine of a load: `engine`, or TMA when unset.
     ::sinkattn::tile::CopyEngine getCopyEngine() {
@@ -329,17 +335,20 @@ def Tile_TmaStoreOp : Tile_Op<"tma_store"> {
     bulk-async group. Completion is awaited with
     `nvvm.cp.async.bulk.commit.group` / `nvvm.cp.async.bulk.wait_group`;
     `tile.copy` shared → global lowers to that sequence under a
-    single-thread guard.
+    single-thread guard. With `add` it is a TMA reduce-add
+    (`cp.reduce.async.bulk.tensor ... .add`) of an f32 tile.
 
     ```mlir
     tile.tma_store %sO, %O[%m, %c0] : memref<64x64xbf16, 3>, memref<4096x64xbf16>
+    tile.tma_store %sdQ, %dQ[%m, %c0] {add} : memref<64x64xf32, 3>, memref<4096x64xf32>
     ```
   }];
   let arguments = (ins
     Arg<AnyMemRef, "shared source", [MemRead]>:$source,
-    Arg<AnyMemRef, "global destination", [MemWrite]>:$dest,
+    Arg<AnyMemRef, "global destination", [MemRead, MemWrite]>:$dest,
     Variadic<Index>:$destIndices,
-    DefaultValuedAttr<Tile_SwizzleBytes, "0">:$swizzle);
+    DefaultValuedAttr<Tile_SwizzleBytes, "0">:$swizzle,
+    UnitAttr:$add);
   let assemblyFormat = [{
     $source `,` $dest `[` $destIndices `]` attr-dict `:` type($source) `,` type($dest)
   }];
