@@ -127,6 +127,59 @@ TEST_F(SinkBwdKernelTest, CompiledBundleValidates) {
   EXPECT_TRUE(rt::validateBundle(*bundle).ok());
 }
 
+TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
+  // --dq atomic: no dQ kernel; preprocess also zeros the fp32 dQ and writes
+  // the sink weights, dK/dV adds into dQ and writes per-key sink terms, a
+  // convert kernel rounds dQ. Every layout's bundle validates.
+  KernelConfig config = backward(configOf(2, 4, 2, 100, 300, 64, 0));
+  config.dq = "atomic";
+  FailureOr<KernelModule> atomic = kernels::buildSinkBwd(context, config);
+  ASSERT_TRUE(succeeded(atomic));
+  const rt::Bundle &b = atomic->bundle;
+  EXPECT_EQ(entries(b), (std::vector<std::string>{
+                            "sink_fwd", "sink_bwd_preprocess", "sink_bwd_dkdv",
+                            "sink_bwd_dkdv_sum", "sink_bwd_dq_convert",
+                            "sink_bwd_sinks"}));
+  EXPECT_EQ(b.launches[1].args,
+            (std::vector<std::string>{"o", "do", "delta", "lse", "sinks",
+                                      "sink_weights", "dq_accum"}));
+  EXPECT_EQ(b.launches[2].args,
+            (std::vector<std::string>{"q", "k", "v", "do", "lse", "delta",
+                                      "dk_shares", "dv_shares", "dq_accum",
+                                      "sink_weights", "sink_terms"}));
+  EXPECT_EQ(b.launches[4].grid, (rt::Dim3{2, 4, 2}));
+  EXPECT_EQ(rt::findParam(b, "sink_terms")->shape,
+            (std::vector<uint64_t>{2, 4, 300}));
+  EXPECT_EQ(rt::findParam(b, "sink_weights")->shape,
+            (std::vector<uint64_t>{2, 4, 100}));
+  EXPECT_EQ(rt::findParam(b, "dq_accum")->shape,
+            (std::vector<uint64_t>{2, 4, 100, 64}));
+  EXPECT_EQ(rt::findParam(b, "dq_accum")->dtype, rt::DType::F32);
+
+  KernelConfig varlen = backward(varlenConfigOf(2, 2, {65, 1}, {65, 129}, 128, 0));
+  KernelConfig bshd = backward(configOf(2, 4, 2, 77, 77, 64, 16));
+  bshd.layout = rt::AttentionLayout::BSHD;
+  for (KernelConfig each : {config, varlen, bshd}) {
+    each.dq = "atomic";
+    FailureOr<rt::Bundle> bundle = compileKernel(context, each);
+    ASSERT_TRUE(succeeded(bundle));
+    rt::Status valid = rt::validateBundle(*bundle);
+    EXPECT_TRUE(valid.ok()) << valid.message();
+  }
+  FailureOr<KernelModule> varlenBundle = kernels::buildSinkBwd(context, [&] {
+    KernelConfig c = varlen;
+    c.dq = "atomic";
+    return c;
+  }());
+  ASSERT_TRUE(succeeded(varlenBundle));
+  EXPECT_EQ(rt::findParam(varlenBundle->bundle, "sink_terms")->shape,
+            (std::vector<uint64_t>{2, 194}));
+
+  // Anything else is an error naming the modes.
+  config.dq = "fast";
+  EXPECT_TRUE(failed(kernels::buildSinkBwd(context, config)));
+}
+
 /// Runs sink_bwd_dkdv_sum on the CPU: dK/dV of every (batch, kv head, key,
 /// column) must be the sum of its group's shares, in each layout.
 TEST_F(SinkBwdKernelTest, ShareSumFollowsEachLayout) {
