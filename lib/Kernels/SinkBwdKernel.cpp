@@ -76,9 +76,11 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !kterms = @KTERMS_TYPE@
 !tileS = memref<64x64x@T@, #gpu.address_space<workgroup>>
 !tileQacc = memref<64x@D@xf32, #gpu.address_space<workgroup>>
+!stats = memref<@B@x@H@x@QB@x2x64xf32>
+!tileStats = memref<2x64xf32, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
-    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse@PRE_ATOMIC_ARGS@@SEQUENCE_ARGS@)
+    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse@PRE_LSE_ARGS@@PRE_ATOMIC_ARGS@@SEQUENCE_ARGS@)
         kernel {
 @CONSTANTS@
       %qb = gpu.block_id x
@@ -103,12 +105,13 @@ module attributes {gpu.container_module} {
       }
       %delta = tile.reduce sum %prod along 1 : !acc -> !row
 @STORE_DELTA@
+@PRE_STATS@
 @PRE_ATOMIC@
       gpu.return
     }
 
-    gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
-                            %Delta: !lse, %dK: !dkv, %dV: !dkv@DKDV_ATOMIC_ARGS@@SEQUENCE_ARGS@) kernel
+    gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, @DKDV_ROW_ARGS@,
+                            %dK: !dkv, %dV: !dkv@DKDV_ATOMIC_ARGS@@SEQUENCE_ARGS@) kernel
         @DKDV_ATTRIBUTES@ {
 @CONSTANTS@
 @DKDV_BLOCK_IDS@
@@ -119,6 +122,7 @@ module attributes {gpu.container_module} {
       %sV = memref.alloc() : !tileT
       %sQ = memref.alloc() : !tileT
       %sdO = memref.alloc() : !tileT
+@STATS_ALLOC@
       %kRow = arith.addi %kStart, %n0 : index
       tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
       tile.copy %V[@KV_TILE@], %sV : !kv, !tileT
@@ -146,6 +150,7 @@ module attributes {gpu.container_module} {
         %qRow = arith.addi %qStart, %m0 : index
         tile.copy %Q[@Q_TILE@], %sQ : !q, !tileT
         tile.copy %dO[@Q_TILE@], %sdO : !q, !tileT
+@STATS_COPY@
         %sT = tile.gemm %sK, %sQ, %sZero {transpose_b} : !tileT, !tileT, !S
         %pT = tile.map (%sT) : (!S) -> !S {
         ^bb0(%jj: index, %ii: index, %x: f32):
@@ -158,11 +163,7 @@ module attributes {gpu.container_module} {
           %inside = arith.cmpi ult, %i, %seqQ : index
           %keepNear = arith.andi %causal, %near : i1
           %keep = arith.andi %keepNear, %inside : i1
-          %token = arith.addi %qStart, %i : index
-          %r = arith.minui %token, %lastRow : index
-          %lse = memref.load %LSE[@LSE_AT@] : !lse
-          %lse2 = arith.mulf %lse, %log2e : f32
-          %negLse2 = arith.negf %lse2 : f32
+@NEG_LSE2@
           %y = math.fma %x, %scaleLog2, %negLse2 : f32
           %e = math.exp2 %y : f32
           %v = arith.select %keep, %e, %zero : f32
@@ -174,10 +175,7 @@ module attributes {gpu.container_module} {
 @DKDV_ATOMIC_TERMS@
         %dsT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
         ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
-          %i = arith.addi %m0, %ii : index
-          %token = arith.addi %qStart, %i : index
-          %r = arith.minui %token, %lastRow : index
-          %delta = memref.load %Delta[@LSE_AT@] : !lse
+@DELTA_COLUMN@
           %d = arith.subf %dp, %delta : f32
           %v = arith.mulf %pv, %d : f32
           tile.yield %v : f32
@@ -433,6 +431,44 @@ constexpr llvm::StringLiteral kDkdvAtomicDq = R"mlir(
         tile.store %dsT16, %sdS[%c0, %c0] : !P, !tileS
         %dqPart = tile.gemm %sdS, %sK, %accZero {transpose_a} : !tileS, !tileT, !acc
 @STORE_DQ_ADD@)mlir";
+
+/// How the dK/dV kernel gets each column's -LSE·log2(e) and Delta: from
+/// the preprocess kernel's per-block records, loaded into shared memory
+/// with the Q and dO tiles (D 64: 156 instead of 168+ registers and +3-5%),
+/// or element by element from LSE and Delta in global memory (D 128: the
+/// records measured 8-13% slower there; PERF.md).
+constexpr llvm::StringLiteral kPreStats = R"mlir(
+      // The block's -LSE·log2(e) and Delta side by side, for the dK/dV
+      // kernel to load with its Q and dO tiles (rows past the end hold the
+      // last row's).
+      %negLse2 = tile.map () : () -> !row {
+      ^bb0(%i: index):
+        %row = arith.addi %m0, %i : index
+        %token = arith.addi %qStart, %row : index
+        %r = arith.minui %token, %lastRow : index
+        %lse = memref.load %LSE[@LSE_AT@] : !lse
+        %lse2 = arith.mulf %lse, %log2e : f32
+        %v = arith.negf %lse2 : f32
+        tile.yield %v : f32
+      }
+      tile.store %negLse2, %Stats[%b, %h, %qb, %c0, %c0] : !row, !stats
+      tile.store %delta, %Stats[%b, %h, %qb, %c1, %c0] : !row, !stats
+)mlir";
+constexpr llvm::StringLiteral kNegLse2Shared = R"mlir(
+          %negLse2 = memref.load %sStats[%c0, %ii] : !tileStats)mlir";
+constexpr llvm::StringLiteral kNegLse2Global = R"mlir(
+          %token = arith.addi %qStart, %i : index
+          %r = arith.minui %token, %lastRow : index
+          %lse = memref.load %LSE[@LSE_AT@] : !lse
+          %lse2 = arith.mulf %lse, %log2e : f32
+          %negLse2 = arith.negf %lse2 : f32)mlir";
+constexpr llvm::StringLiteral kDeltaShared = R"mlir(
+          %delta = memref.load %sStats[%c1, %ii] : !tileStats)mlir";
+constexpr llvm::StringLiteral kDeltaGlobal = R"mlir(
+          %i = arith.addi %m0, %ii : index
+          %token = arith.addi %qStart, %i : index
+          %r = arith.minui %token, %lastRow : index
+          %delta = memref.load %Delta[@LSE_AT@] : !lse)mlir";
 
 /// The constants and sequence bounds every tile kernel of the module uses.
 constexpr llvm::StringLiteral kConstants = R"mlir(
@@ -789,16 +825,20 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                      "with fp32 atomics), got '"
                   << config.dq << "'";
   const bool atomicDq = config.dq == "atomic";
+  // The dK/dV kernel's per-column row statistics from shared memory
+  // (kPreStats) at D 64; see there.
+  const bool statsInShared = shape.headDim == 64;
   // GQA: per query head fp32 shares of dK/dV, then their sum.
   const int64_t group = shape.heads / shape.kvHeads;
   const bool shares = group > 1;
   LayoutText layout = layoutText(shape, type);
-  // The dK/dV kernel at D 64 needs 179 registers on its own, which leaves
-  // two blocks per SM; capped at 168 (.minnctapersm 3, 8-16 bytes of
-  // spill) a third fits beside them (3 x 50 KB of shared memory
-  // at 2 stages, 3 x 66 KB at 3), and the backward runs 2-4% faster
-  // (PERF.md). The dQ kernel already fits three; four would spill 152
-  // bytes (measured slower), and at D 128 shared memory allows two.
+  // Three dK/dV blocks per SM at D 64 (3 x 51 KB of shared memory at 2
+  // stages, 3 x 67 KB at 3) ran the backward 2-4% faster than two (PERF.md);
+  // .minnctapersm 3 keeps it at most 168 registers (with LSE and Delta read
+  // from global memory it needed 179 and spilled 8-16 bytes under the cap;
+  // with the row records it takes 156). The dQ kernel already fits three;
+  // four would spill 152 bytes (measured slower), and at D 128 shared
+  // memory allows two. The atomic mode's kernel (250 registers) fits two.
   const bool threeBlocksPerSm = !warpSpecialized && shape.headDim == 64 && !atomicDq;
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
@@ -807,8 +847,22 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {std::pair<std::string, std::string>{
             "@DQ_KERNEL@", atomicDq ? kDqConvertKernel.str() : kDqKernel.str()},
         {"@PRE_ATOMIC@", atomicDq ? kPreAtomic.str() : ""},
+        {"@PRE_LSE_ARGS@", statsInShared ? ", %LSE: !lse, %Stats: !stats"
+                           : atomicDq    ? ", %LSE: !lse"
+                                         : ""},
+        {"@PRE_STATS@", statsInShared ? kPreStats.str() : ""},
+        {"@DKDV_ROW_ARGS@",
+         statsInShared ? "%Stats: !stats" : "%LSE: !lse, %Delta: !lse"},
+        {"@STATS_ALLOC@",
+         statsInShared ? "      %sStats = memref.alloc() : !tileStats" : ""},
+        {"@STATS_COPY@", statsInShared
+                             ? "        tile.copy %Stats[%b, %h, %qBlock, %c0, "
+                               "%c0], %sStats : !stats, !tileStats"
+                             : ""},
+        {"@NEG_LSE2@", statsInShared ? kNegLse2Shared.str() : kNegLse2Global.str()},
+        {"@DELTA_COLUMN@", statsInShared ? kDeltaShared.str() : kDeltaGlobal.str()},
         {"@PRE_ATOMIC_ARGS@",
-         atomicDq ? ", %LSE: !lse, %sinks: memref<@H@x@ST@>, %W: !lse, "
+         atomicDq ? ", %sinks: memref<@H@x@ST@>, %W: !lse, "
                     "%dQacc: !qacc"
                   : ""},
         {"@DKDV_ATOMIC_ARGS@",
@@ -842,6 +896,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"H", str(shape.heads)},
        {"D", d},
        {"SQ", str(shape.seqQ)},
+       {"B", str(shape.batch)},
+       {"QB", str((shape.seqQ + kBlock - 1) / kBlock)},
        {"SKV", str(shape.seqKv)},
        {"GROUP", str(group)},
        {"HK", str(shape.kvHeads)},
@@ -915,6 +971,12 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.params.push_back(outputBuffer("dsinks", rt::DType::F32, {u(shape.heads)}));
   // Scratch the kernels hand each other (outputs: the runner poisons them).
   bundle.params.push_back(outputBuffer("delta", rt::DType::F32, shape.lseDims()));
+  // Each query block's -LSE·log2(e) and Delta, [B, H, query blocks, 2, 64].
+  if (statsInShared)
+    bundle.params.push_back(outputBuffer(
+        "row_stats", rt::DType::F32,
+        {u(shape.batch), u(shape.heads), u((shape.seqQ + kBlock - 1) / kBlock),
+         2, u(kBlock)}));
   // Separate: a sink term per query row; atomic: per key row.
   bundle.params.push_back(outputBuffer(
       "sink_terms", rt::DType::F32,
@@ -955,19 +1017,26 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     }
     return args;
   };
+  // In the order of the kernels' parameters.
+  std::vector<std::string> preprocessArgs = {"o", "do", "delta"};
+  if (statsInShared)
+    preprocessArgs.insert(preprocessArgs.end(), {"lse", "row_stats"});
+  else if (atomicDq)
+    preprocessArgs.push_back("lse");
+  if (atomicDq)
+    preprocessArgs.insert(preprocessArgs.end(),
+                          {"sinks", "sink_weights", "dq_accum"});
   bundle.launches = {
       forwardLaunch,
       launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
-             withSequences(atomicDq
-                               ? std::vector<std::string>{"o", "do", "delta",
-                                                          "lse", "sinks",
-                                                          "sink_weights",
-                                                          "dq_accum"}
-                               : std::vector<std::string>{"o", "do", "delta"}))};
-  std::vector<std::string> dkdvArgs = {"q",   "k",     "v",
-                                       "do",  "lse",   "delta",
-                                       shares ? "dk_shares" : "dk",
-                                       shares ? "dv_shares" : "dv"};
+             withSequences(preprocessArgs))};
+  std::vector<std::string> dkdvArgs = {"q", "k", "v", "do"};
+  if (statsInShared)
+    dkdvArgs.push_back("row_stats");
+  else
+    dkdvArgs.insert(dkdvArgs.end(), {"lse", "delta"});
+  dkdvArgs.insert(dkdvArgs.end(), {shares ? "dk_shares" : "dk",
+                                   shares ? "dv_shares" : "dv"});
   if (atomicDq)
     dkdvArgs.insert(dkdvArgs.end(), {"dq_accum", "sink_weights", "sink_terms"});
   bundle.launches.push_back(launch("sink_bwd_dkdv", blockGrid(keyBlocks, shape),

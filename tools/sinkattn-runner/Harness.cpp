@@ -275,6 +275,13 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
     // The scratch the kernels index with the config's shapes.
     SINKATTN_RT_TRY(expect("delta", BufferRole::Output, shape.lseDims(),
                            {DType::F32}));
+    // D 64's per-block row statistics (bundles of other head dims and
+    // older ones have none).
+    if (rt::findParam(bundle, "row_stats"))
+      SINKATTN_RT_TRY(expect("row_stats", BufferRole::Output,
+                             {u(shape.batch), u(shape.heads),
+                              u((shape.seqQ + 63) / 64), 2, 64},
+                             {DType::F32}));
     // --dq separate (bundles from before the option): a sink term per query
     // row; atomic: per key row, the rows' sink weights and the fp32 dQ.
     std::string dqMode = "separate";

@@ -59,9 +59,15 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   // the 64-key (64-row) block, z kv head and sequence (blockGrid).
   EXPECT_EQ(b.launches[2].grid, (rt::Dim3{2, 5, 4}));
   EXPECT_EQ(b.launches[4].grid, (rt::Dim3{2, 2, 4}));
+  // D 64: the dK/dV kernel reads the preprocess kernel's per-block row
+  // records [B, H, query blocks, 2, 64] instead of LSE and Delta.
+  EXPECT_EQ(b.launches[1].args,
+            (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats"}));
   EXPECT_EQ(b.launches[2].args,
-            (std::vector<std::string>{"q", "k", "v", "do", "lse", "delta",
+            (std::vector<std::string>{"q", "k", "v", "do", "row_stats",
                                       "dk_shares", "dv_shares"}));
+  EXPECT_EQ(rt::findParam(b, "row_stats")->shape,
+            (std::vector<uint64_t>{2, 4, 2, 2, 64}));
   // The shares: [H, B * SKV, D] fp32; the sum: one thread per dK element.
   const rt::BundleParam *shares = rt::findParam(b, "dk_shares");
   ASSERT_TRUE(shares);
@@ -82,6 +88,12 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
                                       "sink_bwd_sinks"}));
   EXPECT_FALSE(rt::findParam(mha->bundle, "dk_shares"));
   EXPECT_EQ(mha->bundle.launches[2].args.back(), "dv");
+  // D 128 reads LSE and Delta per column from global memory: no records.
+  EXPECT_EQ(mha->bundle.launches[1].args,
+            (std::vector<std::string>{"o", "do", "delta"}));
+  EXPECT_EQ(mha->bundle.launches[2].args,
+            (std::vector<std::string>{"q", "k", "v", "do", "lse", "delta", "dk", "dv"}));
+  EXPECT_FALSE(rt::findParam(mha->bundle, "row_stats"));
 
   // Varlen: the sequence offsets follow the tile kernels' buffers; the
   // shares are [H, packed kv tokens, D].
@@ -141,10 +153,10 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
                             "sink_bwd_dkdv_sum", "sink_bwd_dq_convert",
                             "sink_bwd_sinks"}));
   EXPECT_EQ(b.launches[1].args,
-            (std::vector<std::string>{"o", "do", "delta", "lse", "sinks",
-                                      "sink_weights", "dq_accum"}));
+            (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats",
+                                      "sinks", "sink_weights", "dq_accum"}));
   EXPECT_EQ(b.launches[2].args,
-            (std::vector<std::string>{"q", "k", "v", "do", "lse", "delta",
+            (std::vector<std::string>{"q", "k", "v", "do", "row_stats",
                                       "dk_shares", "dv_shares", "dq_accum",
                                       "sink_weights", "sink_terms"}));
   EXPECT_EQ(b.launches[4].grid, (rt::Dim3{2, 4, 2}));
