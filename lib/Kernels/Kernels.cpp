@@ -43,7 +43,7 @@ const KernelEntry kKernels[] = {
     {"sink-bwd",
      "attention-sink backward: dQ, dK, dV and dsinks (the forward as setup, "
      "then preprocess, dK/dV, dQ and dsinks kernels; tile IR, wgmma; "
-     "deterministic)",
+     "deterministic, or --dq atomic: dQ by TMA reduce-add)",
      kernels::buildSinkBwd},
     {"tma-copy",
      "out = in through shared memory: pipelined tile.copy loads and stores "

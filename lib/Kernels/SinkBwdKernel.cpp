@@ -2,12 +2,15 @@
 //
 // The gradients of O = softmax([Q Kᵀ · scale, sink]) V (the forward in
 // SinkFwdKernel.cpp) with respect to Q, K, V and the per-head sink logits,
-// as one bundle of five kernels in one module, launched in order:
+// as one bundle of up to six kernels in one module, launched in order
+// (`--dq separate`, the default):
 //
 //   sink_fwd              (setup) the forward: O and the LSE the others read.
 //   sink_bwd_preprocess   per block of 64 query rows: Delta = rowsum(dO ⊙ O),
 //                         from the forward's O as stored (rounded to bf16 or
 //                         fp16), as every FlashAttention backward does.
+//                         At D 64 it also writes each block's
+//                         -LSE·log2(e) and Delta as one record (kPreStats).
 //   sink_bwd_dkdv         per block of 64 keys and one query head: loops over
 //                         the query blocks that see those keys, in the
 //                         transposed form
@@ -16,7 +19,9 @@
 //                           dK += dSᵀ Q · scale,
 //                         so K, V, dK and dV stay in registers/shared memory.
 //                         LSE and Delta are per column here: the map bodies
-//                         read them from global memory. With GQA each query
+//                         read them from global memory (D 128) or from the
+//                         block's record in shared memory, loaded with Q
+//                         and dO (D 64). With GQA each query
 //                         head writes its fp32 share of its kv head's dK/dV
 //                         and
 //   sink_bwd_dkdv_sum     adds the group's shares in head order: K/V are
@@ -38,6 +43,12 @@
 //
 // Every output element has exactly one writer and every sum a fixed order
 // (no atomics): the gradients are bit-identical from run to run.
+//
+// `--dq atomic` drops sink_bwd_dq: the dK/dV kernel also computes dQ's
+// share of its keys and adds it to an fp32 dQ with a TMA reduce-add, and
+// sums the keys' sink terms; preprocess zeros that dQ and writes the rows'
+// sink weights; sink_bwd_dq_convert rounds dQ (kDqConvertKernel). Fewer
+// GEMMs, but not bit-reproducible, and slower with 64-key blocks (PERF.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -352,7 +363,7 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
 
 /// `--dq atomic`: the dK/dV kernel also computes dQ's share of its keys,
 /// dS K, from dSᵀ in shared memory (a transposed-A wgmma) and adds it to
-/// an fp32 dQ (zeroed by the preprocess kernel) with atomics; this kernel
+/// an fp32 dQ (zeroed by the preprocess kernel) by TMA reduce-add; this kernel
 /// scales and converts it.
 constexpr llvm::StringLiteral kDqConvertKernel = R"mlir(
     gpu.func @sink_bwd_dq_convert(%dQacc: !qacc, %dQ: !q@SEQUENCE_ARGS@) kernel {
@@ -434,13 +445,18 @@ constexpr llvm::StringLiteral kDkdvAtomicDq = R"mlir(
 
 /// How the dK/dV kernel gets each column's -LSE·log2(e) and Delta: from
 /// the preprocess kernel's per-block records, loaded into shared memory
-/// with the Q and dO tiles (D 64: 156 instead of 168+ registers and +3-5%),
-/// or element by element from LSE and Delta in global memory (D 128: the
-/// records measured 8-13% slower there; PERF.md).
+/// with the Q and dO tiles (D 64, plain schedule: 156 instead of 168+
+/// registers and +3-6%), or element by element from LSE and Delta in
+/// global memory (D 128: the records measured 8-13% slower there; and
+/// --schedule ws). With the records the loop is not software-pipelined:
+/// the pass declines buffers that memref.load reads (tile-software-pipeline
+/// accepts tile.gemm readers only), so each iteration loads its tiles
+/// synchronously and three blocks per SM overlap one another's loads;
+/// that is the kernel measured (PERF.md).
 constexpr llvm::StringLiteral kPreStats = R"mlir(
       // The block's -LSE·log2(e) and Delta side by side, for the dK/dV
-      // kernel to load with its Q and dO tiles (rows past the end hold the
-      // last row's).
+      // kernel to load with its Q and dO tiles (rows past the sequence's
+      // end hold clamped or the next sequence's rows: masked there).
       %negLse2 = tile.map () : () -> !row {
       ^bb0(%i: index):
         %row = arith.addi %m0, %i : index
@@ -822,12 +838,16 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (config.dq != "separate" && config.dq != "atomic")
     return fail() << "--dq must be separate (deterministic: a dQ kernel of "
                      "its own) or atomic (dQ accumulated in the dK/dV kernel "
-                     "with fp32 atomics), got '"
+                     "by fp32 TMA reduce-add), got '"
                   << config.dq << "'";
   const bool atomicDq = config.dq == "atomic";
+  // Untested on a GPU: the reduce-add inside a producer/consumer loop.
+  if (atomicDq && warpSpecialized)
+    return fail() << "--dq atomic supports the plain schedule only, not "
+                     "--schedule ws";
   // The dK/dV kernel's per-column row statistics from shared memory
-  // (kPreStats) at D 64; see there.
-  const bool statsInShared = shape.headDim == 64;
+  // (kPreStats) at D 64 with the plain schedule; see there.
+  const bool statsInShared = shape.headDim == 64 && !warpSpecialized;
   // GQA: per query head fp32 shares of dK/dV, then their sum.
   const int64_t group = shape.heads / shape.kvHeads;
   const bool shares = group > 1;
@@ -838,7 +858,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // from global memory it needed 179 and spilled 8-16 bytes under the cap;
   // with the row records it takes 156). The dQ kernel already fits three;
   // four would spill 152 bytes (measured slower), and at D 128 shared
-  // memory allows two. The atomic mode's kernel (250 registers) fits two.
+  // memory allows two. The atomic mode's kernel fits two at D 64 (250
+  // registers) and one at D 128 (136 KB of shared memory).
   const bool threeBlocksPerSm = !warpSpecialized && shape.headDim == 64 && !atomicDq;
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).

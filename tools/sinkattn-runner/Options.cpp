@@ -30,7 +30,7 @@ const FlagSpec kFlags[] = {
     {"schedule", "NAME", "compile check bench", "gemm, sink-fwd, sink-bwd: auto (default), ws (warp-specialized: TMA producer warpgroup + consumers) or plain"},
     {"persistent", "N", "compile check bench", "gemm: a persistent kernel of min(N, tiles) blocks looping over the 128x256 tiles (default 0: one block per tile)"},
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
-    {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it with fp32 atomics: less work, rounding varies run to run)"},
+    {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it by fp32 TMA reduce-add: fewer GEMMs, rounding varies run to run; plain schedule only)"},
     {"batch", "B", "compile check bench tune", "attention: batch size"},
     {"heads", "H", "compile check bench tune", "attention: query heads"},
     {"kv-heads", "HK", "compile check bench tune", "attention: key/value heads (divides --heads)"},

@@ -59,7 +59,8 @@ struct KernelConfig {
   std::vector<int64_t> seqlensQ, seqlensKv;
   /// sink-bwd: "separate" (deterministic: a dQ kernel of its own, which
   /// recomputes S and dP) or "atomic" (the dK/dV kernel adds dQ's shares
-  /// to an fp32 dQ with atomics: less work, not bit-reproducible).
+  /// to an fp32 dQ by TMA reduce-add: fewer GEMMs, not bit-reproducible;
+  /// plain schedule only).
   std::string dq = "separate";
   PTXTargetOptions target;
 };

@@ -168,7 +168,8 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     TMA. A store with `add` adds the tile into the tensor instead (TMA's
     element-wise reduce-add, f32 only), so that many blocks can accumulate
     one tensor; the order of their additions, and so the rounding, varies
-    from run to run. A store may sit in a pipelined loop's body.
+    from run to run. A store may sit in a pipelined loop's body if the loop
+    does not load the tile it stores.
 
     ```mlir
     // Load rows [%m, %m+128) and columns [%k, %k+64) of A into shared memory.
@@ -608,8 +609,9 @@ def Tile_StoreOp : Tile_Op<"store"> {
     With `add` the elements are added to global memory atomically (relaxed
     `atom.global.add.f32`, which ptxas issues as a reduction): `f32`
     fragments into a global `f32` destination, so that many blocks can
-    accumulate one tensor (a backward's dQ over its key blocks). The sum's
-    order, and so its rounding, varies from run to run.
+    accumulate one tensor. The sum's order, and so its rounding, varies
+    from run to run. For whole tiles `tile.copy {add}` from shared memory
+    (one TMA reduce-add) was 1.8x faster in the backward's dQ.
 
     ```mlir
     tile.store %o, %O[%b, %h, %m0, %c0]
