@@ -60,6 +60,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <numeric>
 
 using namespace mlir;
 using namespace sinkattn;
@@ -93,13 +95,7 @@ module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
     gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse@PRE_LSE_ARGS@@PRE_ATOMIC_ARGS@@SEQUENCE_ARGS@)
         kernel {
-@CONSTANTS@
-      %qb = gpu.block_id x
-      %h = gpu.block_id y
-      %b = gpu.block_id z
-      %hk = arith.divui %h, %group : index
-@SEQUENCE@
-      %m0 = arith.muli %qb, %c64 : index
+@QUERY_BLOCK_PROLOGUE@
       // Rows past the end read the last row (and are not stored).
       %prod = tile.map () : () -> !acc {
       ^bb0(%i: index, %j: index):
@@ -367,13 +363,7 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
 /// scales and converts it.
 constexpr llvm::StringLiteral kDqConvertKernel = R"mlir(
     gpu.func @sink_bwd_dq_convert(%dQacc: !qacc, %dQ: !q@SEQUENCE_ARGS@) kernel {
-@CONSTANTS@
-      %qb = gpu.block_id x
-      %h = gpu.block_id y
-      %b = gpu.block_id z
-      %hk = arith.divui %h, %group : index
-@SEQUENCE@
-      %m0 = arith.muli %qb, %c64 : index
+@QUERY_BLOCK_PROLOGUE@
       %qRow = arith.addi %qStart, %m0 : index
       %dq16 = tile.map () : () -> !acc16 {
       ^bb0(%i: index, %j: index):
@@ -485,6 +475,16 @@ constexpr llvm::StringLiteral kDeltaGlobal = R"mlir(
           %token = arith.addi %qStart, %i : index
           %r = arith.minui %token, %lastRow : index
           %delta = memref.load %Delta[@LSE_AT@] : !lse)mlir";
+
+/// The start of the kernels with one block per 64 query rows of a head
+/// (grid x: block, y: head, z: sequence): preprocess and dq_convert.
+constexpr llvm::StringLiteral kQueryBlockPrologue = R"mlir(@CONSTANTS@
+      %qb = gpu.block_id x
+      %h = gpu.block_id y
+      %b = gpu.block_id z
+      %hk = arith.divui %h, %group : index
+@SEQUENCE@
+      %m0 = arith.muli %qb, %c64 : index)mlir";
 
 /// The constants and sequence bounds every tile kernel of the module uses.
 constexpr llvm::StringLiteral kConstants = R"mlir(
@@ -598,7 +598,7 @@ struct LayoutText {
   /// sink weights and the zeroed dQ; the dK/dV kernel's view (varlen) and
   /// atomic add of dQ, and its store of the key terms.
   std::string qAccType, keyTermsType;
-  std::string storeWeights, storeDqZero, dqAccView, storeDqAdd, storeKeyTerms;
+  std::string storeWeights, storeDqZero, storeDqAdd, storeKeyTerms;
   /// dsinks over the key terms: runs as above, over keys.
   int64_t keyRun = 0, keyRunBatches = 0, keyBatchRows = 0;
 };
@@ -781,9 +781,8 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
         "\n      tile.store %w, %wSeq[%h, %m0] : !row, " + rowsView;
     const std::string qAccView = "memref<?x" + hd + "xf32, strided<[" + hd +
                                  ", 1], offset: ?>>";
-    text.dqAccView = "      %dqAccSeq = memref.subview %dQacc[%qStart, 0] [%seqQ, " +
-                     hd + "] [1, 1] : !qacc to " + qAccView;
-    text.storeDqZero = text.dqAccView +
+    text.storeDqZero = "      %dqAccSeq = memref.subview %dQacc[%qStart, 0] [%seqQ, " +
+                       hd + "] [1, 1] : !qacc to " + qAccView +
                        "\n      tile.store %dqZero, %dqAccSeq[%m0, %hD] : !acc, " +
                        qAccView;
     // TMA adds into the whole buffer (a kernel argument): the rows of a
@@ -848,6 +847,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // The dK/dV kernel's per-column row statistics from shared memory
   // (kPreStats) at D 64 with the plain schedule; see there.
   const bool statsInShared = shape.headDim == 64 && !warpSpecialized;
+  const uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
+  const uint32_t keyBlocks = uint32_t((shape.seqKv + kBlock - 1) / kBlock);
+  // The sink terms: per query row (separate) or per key row (atomic).
+  const std::vector<uint64_t> termDims =
+      atomicDq ? shape.keyRowDims() : shape.lseDims();
   // GQA: per query head fp32 shares of dK/dV, then their sum.
   const int64_t group = shape.heads / shape.kvHeads;
   const bool shares = group > 1;
@@ -900,6 +904,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_ATOMIC_DQ@", atomicDq ? kDkdvAtomicDq.str() : ""},
         {"@DKDV_YIELD@", atomicDq ? ", %termNew : !acc, !acc, !row" : " : !acc, !acc"},
         {"@DKDV_ATOMIC_POST@", atomicDq ? layout.storeKeyTerms : ""},
+        {"@QUERY_BLOCK_PROLOGUE@", kQueryBlockPrologue.str()},
         {"@CONSTANTS@", kConstants.str()},
         {"@SEQUENCE@", layout.sequence},
         {"@BUTTERFLY@", butterflyText()},
@@ -918,7 +923,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"D", d},
        {"SQ", str(shape.seqQ)},
        {"B", str(shape.batch)},
-       {"QB", str((shape.seqQ + kBlock - 1) / kBlock)},
+       {"QB", str(queryBlocks)},
        {"SKV", str(shape.seqKv)},
        {"GROUP", str(group)},
        {"HK", str(shape.kvHeads)},
@@ -926,9 +931,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"SHARES", str(shape.heads * layout.shareTokens * shape.headDim)},
        {"SLAB", str(layout.shareTokens * shape.headDim)},
        {"DKV_TYPE", shares ? layout.sharesType : "!kv"},
-       {"ROWS", str(atomicDq ? shape.heads * (shape.varlen() ? shape.tokensKv()
-                                                             : shape.batch * shape.seqKv)
-                             : shape.rows())},
+       {"ROWS", str(std::accumulate(termDims.begin(), termDims.end(),
+                                    int64_t(1), std::multiplies<int64_t>()))},
        {"Q_TYPE", layout.qType},
        {"KV_TYPE", layout.kvType},
        {"LSE_TYPE", layout.lseType},
@@ -996,12 +1000,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (statsInShared)
     bundle.params.push_back(outputBuffer(
         "row_stats", rt::DType::F32,
-        {u(shape.batch), u(shape.heads), u((shape.seqQ + kBlock - 1) / kBlock),
-         2, u(kBlock)}));
+        {u(shape.batch), u(shape.heads), queryBlocks, 2, u(kBlock)}));
   // Separate: a sink term per query row; atomic: per key row.
-  bundle.params.push_back(outputBuffer(
-      "sink_terms", rt::DType::F32,
-      atomicDq ? shape.keyRowDims() : shape.lseDims()));
+  bundle.params.push_back(outputBuffer("sink_terms", rt::DType::F32, termDims));
   if (atomicDq) {
     bundle.params.push_back(
         outputBuffer("sink_weights", rt::DType::F32, shape.lseDims()));
@@ -1014,8 +1015,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     bundle.params.push_back(outputBuffer("dv_shares", rt::DType::F32, sharesShape));
   }
 
-  uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
-  uint32_t keyBlocks = uint32_t((shape.seqKv + kBlock - 1) / kBlock);
   auto launch = [](std::string entry, rt::Dim3 grid, uint32_t threads,
                    std::vector<std::string> args) {
     rt::BundleLaunch l;
