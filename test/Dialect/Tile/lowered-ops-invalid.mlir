@@ -176,3 +176,11 @@ func.func @cp_async_rank0(%A: memref<?xbf16>, %s: memref<bf16, 3>, %i: index) {
   tile.cp_async %A[%i], %s : memref<?xbf16>, memref<bf16, 3>
   return
 }
+
+// -----
+
+func.func @tma_store_add_bf16(%s: memref<64x64xbf16, 3>, %o: memref<64x64xbf16>, %i: index) {
+  // expected-error @+1 {{'tile.tma_store' op adds f32 tiles only (TMA reduce-add), got 'bf16'}}
+  tile.tma_store %s, %o[%i, %i] {add} : memref<64x64xbf16, 3>, memref<64x64xbf16>
+  return
+}
