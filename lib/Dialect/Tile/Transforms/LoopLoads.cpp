@@ -236,12 +236,18 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
       auto gemm = dyn_cast<GemmOp>(user);
       return gemm && (!gemm.getAsync() || completingWait(gemm));
     };
+    // Or a memref.load: a thread's load is done when it returns, before
+    // the thread reaches the stage's release (the plain schedule's role
+    // sync, or its own arrival on the empty barrier under ws).
+    auto reader = [&](Operation *user) {
+      return gemmReader(user) || isa<memref::LoadOp>(user);
+    };
     auto readsOnly = [&](Operation *user) {
-      // tile.gemm, or a subview (a warpgroup's rows) that only gemms read.
-      if (isa<CopyOp>(user) || gemmReader(user))
+      // A reader, or a subview (a warpgroup's rows) that only readers read.
+      if (isa<CopyOp>(user) || reader(user))
         return true;
       auto subview = dyn_cast<memref::SubViewOp>(user);
-      return subview && llvm::all_of(subview->getUsers(), gemmReader);
+      return subview && llvm::all_of(subview->getUsers(), reader);
     };
     // The producer reads the source too: a kernel argument.
     auto source = dyn_cast<BlockArgument>(copy.getSource());
@@ -253,8 +259,8 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
       if (!plan.loop->isAncestor(user) || !readsOnly(user)) {
         why = "a buffer the loop fills is also used outside the loop or by "
               "an op other than a tile.gemm (synchronous, or async with a "
-              "tile.gemm_wait in its block that completes it; directly or "
-              "through a subview)";
+              "tile.gemm_wait in its block that completes it) or a "
+              "memref.load (directly or through a subview)";
         return failure();
       }
     if (llvm::count_if(alloc->getUsers(), [](Operation *user) {

@@ -63,8 +63,8 @@ struct LoopLoads {
 /// `tile.num_stages` at the top level of the kernel, or nested in scf.for
 /// loops that are): global -> shared
 /// `tile.copy`s at the top of its body filling whole allocations that only
-/// tile.gemm reads (directly or through subviews), with indices computed by
-/// pure ops from the induction variable and values defined before the loop.
+/// tile.gemm and memref.load read (directly or through subviews), with
+/// indices computed by pure ops from the induction variable and values defined before the loop.
 /// `why` says what does not fit.
 mlir::FailureOr<LoopLoads> analyzeLoopLoads(mlir::gpu::GPUFuncOp func,
                                             std::string &why);

@@ -185,3 +185,81 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A tile that threads read element by element (memref.load, here a row of
+// per-column statistics inside a tile.map) is staged and prefetched like a
+// gemm operand: every load reads version it%3 after the wait, and the block
+// sync at the top of the next iteration (before the refill) comes after
+// every thread's loads.
+// CHECK-LABEL: gpu.func @load_reader
+// CHECK-DAG: %[[SA:.*]] = memref.alloc() : memref<3x64x64xbf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: %[[SS:.*]] = memref.alloc() : memref<3x2x64xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK:   %[[STAGE:.*]] = arith.remui %{{.*}}, %c3
+// CHECK-DAG:   %[[VS:.*]] = memref.subview %[[SS]][%[[STAGE]], 0, 0] [1, 2, 64] [1, 1, 1]
+// CHECK:   gpu.barrier
+// CHECK:   scf.if
+// CHECK:     tile.tma_copy
+// CHECK:     tile.tma_copy
+// CHECK:   tile.mbarrier_wait_parity
+// CHECK-NEXT: tile.gemm
+// CHECK:   tile.map
+// CHECK:     memref.load %[[VS]][%c1, %{{.*}}]
+// CHECK-NOT: tile.copy
+// CHECK-NOT: tile.num_stages
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @load_reader(%A: memref<1024x64xbf16>, %S: memref<1024x64xf32>, %D: memref<64x64xf32>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %sA = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %sS = memref.alloc() : memref<2x64xf32, #gpu.address_space<workgroup>>
+      %init = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+        %k64 = arith.muli %k, %c64 : index
+        %k2 = arith.muli %k, %c2 : index
+        tile.copy %A[%k64, %c0], %sA : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        tile.copy %S[%k2, %c0], %sS : memref<1024x64xf32>, memref<2x64xf32, #gpu.address_space<workgroup>>
+        %d = tile.gemm %sA, %sA, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        %e = tile.map (%d) : (!tile.fragment<64x64xf32>) -> !tile.fragment<64x64xf32> {
+        ^bb0(%i: index, %j: index, %x: f32):
+          %s = memref.load %sS[%c1, %j] : memref<2x64xf32, #gpu.address_space<workgroup>>
+          %y = arith.addf %x, %s : f32
+          tile.yield %y : f32
+        }
+        scf.yield %e : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 3}
+      tile.store %r, %D[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A thread writing into a buffer the loop loads is not a reader: the
+// refill could race with it.
+// CHECK-LABEL: gpu.func @store_into_loaded
+// CHECK: tile.copy
+// CHECK: tile.num_stages = 2
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{software pipelining declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it) or a memref.load (directly or through a subview)}}
+    gpu.func @store_into_loaded(%S: memref<1024x64xf32>, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %sS = memref.alloc() : memref<2x64xf32, #gpu.address_space<workgroup>>
+      scf.for %k = %c0 to %n step %c1 {
+        tile.copy %S[%k, %c0], %sS : memref<1024x64xf32>, memref<2x64xf32, #gpu.address_space<workgroup>>
+        memref.store %zero, %sS[%c0, %c0] : memref<2x64xf32, #gpu.address_space<workgroup>>
+      } {tile.num_stages = 2}
+      gpu.return
+    }
+  }
+}

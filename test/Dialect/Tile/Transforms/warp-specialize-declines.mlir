@@ -113,7 +113,7 @@ module attributes {gpu.container_module} {
 
 module attributes {gpu.container_module} {
   gpu.module @m {
-    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it; directly or through a subview)}}
+    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it) or a memref.load (directly or through a subview)}}
     gpu.func @buffer_after_loop(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -164,7 +164,7 @@ module attributes {gpu.container_module} {
 
 module attributes {gpu.container_module} {
   gpu.module @m {
-    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it; directly or through a subview)}}
+    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it) or a memref.load (directly or through a subview)}}
     gpu.func @async_reader(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -258,7 +258,7 @@ module attributes {gpu.container_module} {
 // not issue: the wait's `pending 1` cannot be counted on to complete it.
 module attributes {gpu.container_module} {
   gpu.module @m {
-    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it; directly or through a subview)}}
+    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it) or a memref.load (directly or through a subview)}}
     gpu.func @gemm_in_region(%A: memref<1024x64xbf16>, %n: index, %flag: i1, %out: memref<64x64xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -291,7 +291,7 @@ module attributes {gpu.container_module} {
 // on the synchronous gemm's own wait and declines (conservatively).
 module attributes {gpu.container_module} {
   gpu.module @m {
-    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it; directly or through a subview)}}
+    // expected-remark @+1 {{warp specialization declined: a buffer the loop fills is also used outside the loop or by an op other than a tile.gemm (synchronous, or async with a tile.gemm_wait in its block that completes it) or a memref.load (directly or through a subview)}}
     gpu.func @sync_between(%A: memref<1024x64xbf16>, %n: index, %out: memref<64x64xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index

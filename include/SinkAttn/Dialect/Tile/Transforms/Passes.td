@@ -61,7 +61,9 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       first reader and an arrive on `empty` after its last user (for an
       async `tile.gemm`, the `tile.gemm_wait` that completes it, one whose
       `pending` count is at most the async gemms issued after it: the
-      tensor cores read the stage until then). Everything
+      tensor cores read the stage until then). A stage's readers are
+      `tile.gemm`s and `memref.load`s (a thread's load has returned
+      before it arrives; every consumer thread arrives). Everything
       after the loop stays with the consumers.
     * `known_block_size` becomes C + 128; the role regions are `scf.if`s
       marked `tile.role`, `tile.thread_base`, `tile.thread_count`, which
@@ -79,7 +81,8 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
     Declining is not an error: a remark says why (no known block size,
     `threadIdx.y/z`, not whole warpgroups, no or several pipelined loops, a
     loop inside something other than `scf.for`, no global → shared copy, user-managed
-    barriers, buffers used outside the loop or read by an async gemm that no
+    barriers, buffers used outside the loop, read by an op other than
+    `tile.gemm` or `memref.load`, or read by an async gemm that no
     `tile.gemm_wait` in its block completes, copy
     indices, guards or bounds that depend on loop-carried values, impure ops
     or the thread id, copy sources that are not kernel arguments, a kernel
@@ -101,7 +104,8 @@ def TileSoftwarePipeline : Pass<"tile-software-pipeline"> {
     For a kernel that `tile-warp-specialize` left alone whose pipelined loop
     (`tile.num_stages = S`) has the shape that pass accepts (top-level
     global → shared `tile.copy`s filling whole allocations that only
-    `tile.gemm` reads, indices from pure computations (and loads of
+    `tile.gemm` and `memref.load` read (the block sync before a version is
+    refilled waits for every thread's loads), indices from pure computations (and loads of
     read-only kernel arguments) of the induction variable; the loop at the kernel's top level or in `scf.for` loops
     that are): every thread keeps computing. TMA copies (S ≥ 2):
 
