@@ -93,7 +93,7 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileStats = memref<2x64xf32, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
-    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse@PRE_LSE_ARGS@@PRE_ATOMIC_ARGS@@SEQUENCE_ARGS@)
+    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@SEQUENCE_ARGS@)
         kernel {
 @QUERY_BLOCK_PROLOGUE@
       // Rows past the end read the last row (and are not stored).
@@ -117,7 +117,7 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 
-    gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, @DKDV_ROW_ARGS@,
+    gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %Stats: !stats,
                             %dK: !dkv, %dV: !dkv@DKDV_ATOMIC_ARGS@@SEQUENCE_ARGS@) kernel
         @DKDV_ATTRIBUTES@ {
 @CONSTANTS@
@@ -129,7 +129,7 @@ module attributes {gpu.container_module} {
       %sV = memref.alloc() : !tileT
       %sQ = memref.alloc() : !tileT
       %sdO = memref.alloc() : !tileT
-@STATS_ALLOC@
+      %sStats = memref.alloc() : !tileStats
       %kRow = arith.addi %kStart, %n0 : index
       tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
       tile.copy %V[@KV_TILE@], %sV : !kv, !tileT
@@ -157,7 +157,7 @@ module attributes {gpu.container_module} {
         %qRow = arith.addi %qStart, %m0 : index
         tile.copy %Q[@Q_TILE@], %sQ : !q, !tileT
         tile.copy %dO[@Q_TILE@], %sdO : !q, !tileT
-@STATS_COPY@
+        tile.copy %Stats[%b, %h, %qBlock, %c0, %c0], %sStats : !stats, !tileStats
         %sT = tile.gemm %sK, %sQ, %sZero {transpose_b} : !tileT, !tileT, !S
         %pT = tile.map (%sT) : (!S) -> !S {
         ^bb0(%jj: index, %ii: index, %x: f32):
@@ -170,7 +170,7 @@ module attributes {gpu.container_module} {
           %inside = arith.cmpi ult, %i, %seqQ : index
           %keepNear = arith.andi %causal, %near : i1
           %keep = arith.andi %keepNear, %inside : i1
-@NEG_LSE2@
+          %negLse2 = memref.load %sStats[%c0, %ii] : !tileStats
           %y = math.fma %x, %scaleLog2, %negLse2 : f32
           %e = math.exp2 %y : f32
           %v = arith.select %keep, %e, %zero : f32
@@ -182,7 +182,7 @@ module attributes {gpu.container_module} {
 @DKDV_ATOMIC_TERMS@
         %dsT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
         ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
-@DELTA_COLUMN@
+          %delta = memref.load %sStats[%c1, %ii] : !tileStats
           %d = arith.subf %dp, %delta : f32
           %v = arith.mulf %pv, %d : f32
           tile.yield %v : f32
@@ -433,16 +433,15 @@ constexpr llvm::StringLiteral kDkdvAtomicDq = R"mlir(
         %dqPart = tile.gemm %sdS, %sK, %accZero {transpose_a} : !tileS, !tileT, !acc
 @STORE_DQ_ADD@)mlir";
 
-/// How the dK/dV kernel gets each column's -LSE·log2(e) and Delta: from
-/// the preprocess kernel's per-block records, loaded into shared memory
-/// with the Q and dO tiles (D 64, plain schedule: 156 instead of 168+
-/// registers and +3-6%), or element by element from LSE and Delta in
-/// global memory (D 128: the records measured 8-13% slower there; and
-/// --schedule ws). With the records the loop is not software-pipelined:
-/// the pass declines buffers that memref.load reads (tile-software-pipeline
-/// accepts tile.gemm readers only), so each iteration loads its tiles
-/// synchronously and three blocks per SM overlap one another's loads;
-/// that is the kernel measured (PERF.md).
+/// How the dK/dV kernel gets each column's -LSE·log2(e) and Delta: the
+/// preprocess kernel writes them per query block, side by side ([B, H,
+/// query blocks, 2, 64] fp32), and the dK/dV loop loads that record as a
+/// third TMA tile with its Q and dO tiles (software-pipelined or from the
+/// producer like them), reading it with memref.load. Per-element loads of
+/// LSE and Delta from global memory instead cost 32 loads per iteration
+/// and registers: 168+ with a spill at D 64, 255 with a spill at D 128;
+/// the records take 156 and 235 and ran the backward 8-10% (D 64) and
+/// 3% (D 128) faster (PERF.md, 2026-12-01).
 constexpr llvm::StringLiteral kPreStats = R"mlir(
       // The block's -LSE·log2(e) and Delta side by side, for the dK/dV
       // kernel to load with its Q and dO tiles (rows past the sequence's
@@ -460,21 +459,6 @@ constexpr llvm::StringLiteral kPreStats = R"mlir(
       tile.store %negLse2, %Stats[%b, %h, %qb, %c0, %c0] : !row, !stats
       tile.store %delta, %Stats[%b, %h, %qb, %c1, %c0] : !row, !stats
 )mlir";
-constexpr llvm::StringLiteral kNegLse2Shared = R"mlir(
-          %negLse2 = memref.load %sStats[%c0, %ii] : !tileStats)mlir";
-constexpr llvm::StringLiteral kNegLse2Global = R"mlir(
-          %token = arith.addi %qStart, %i : index
-          %r = arith.minui %token, %lastRow : index
-          %lse = memref.load %LSE[@LSE_AT@] : !lse
-          %lse2 = arith.mulf %lse, %log2e : f32
-          %negLse2 = arith.negf %lse2 : f32)mlir";
-constexpr llvm::StringLiteral kDeltaShared = R"mlir(
-          %delta = memref.load %sStats[%c1, %ii] : !tileStats)mlir";
-constexpr llvm::StringLiteral kDeltaGlobal = R"mlir(
-          %i = arith.addi %m0, %ii : index
-          %token = arith.addi %qStart, %i : index
-          %r = arith.minui %token, %lastRow : index
-          %delta = memref.load %Delta[@LSE_AT@] : !lse)mlir";
 
 /// The start of the kernels with one block per 64 query rows of a head
 /// (grid x: block, y: head, z: sequence): preprocess and dq_convert.
@@ -844,9 +828,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (atomicDq && warpSpecialized)
     return fail() << "--dq atomic supports the plain schedule only, not "
                      "--schedule ws";
-  // The dK/dV kernel's per-column row statistics from shared memory
-  // (kPreStats) at D 64 with the plain schedule; see there.
-  const bool statsInShared = shape.headDim == 64 && !warpSpecialized;
   const uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
   const uint32_t keyBlocks = uint32_t((shape.seqKv + kBlock - 1) / kBlock);
   // The sink terms: per query row (separate) or per key row (atomic).
@@ -872,20 +853,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {std::pair<std::string, std::string>{
             "@DQ_KERNEL@", atomicDq ? kDqConvertKernel.str() : kDqKernel.str()},
         {"@PRE_ATOMIC@", atomicDq ? kPreAtomic.str() : ""},
-        {"@PRE_LSE_ARGS@", statsInShared ? ", %LSE: !lse, %Stats: !stats"
-                           : atomicDq    ? ", %LSE: !lse"
-                                         : ""},
-        {"@PRE_STATS@", statsInShared ? kPreStats.str() : ""},
-        {"@DKDV_ROW_ARGS@",
-         statsInShared ? "%Stats: !stats" : "%LSE: !lse, %Delta: !lse"},
-        {"@STATS_ALLOC@",
-         statsInShared ? "      %sStats = memref.alloc() : !tileStats" : ""},
-        {"@STATS_COPY@", statsInShared
-                             ? "        tile.copy %Stats[%b, %h, %qBlock, %c0, "
-                               "%c0], %sStats : !stats, !tileStats"
-                             : ""},
-        {"@NEG_LSE2@", statsInShared ? kNegLse2Shared.str() : kNegLse2Global.str()},
-        {"@DELTA_COLUMN@", statsInShared ? kDeltaShared.str() : kDeltaGlobal.str()},
+        {"@PRE_STATS@", kPreStats.str()},
         {"@PRE_ATOMIC_ARGS@",
          atomicDq ? ", %sinks: memref<@H@x@ST@>, %W: !lse, "
                     "%dQacc: !qacc"
@@ -997,8 +965,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // Scratch the kernels hand each other (outputs: the runner poisons them).
   bundle.params.push_back(outputBuffer("delta", rt::DType::F32, shape.lseDims()));
   // Each query block's -LSE·log2(e) and Delta, [B, H, query blocks, 2, 64].
-  if (statsInShared)
-    bundle.params.push_back(outputBuffer(
+  bundle.params.push_back(outputBuffer(
         "row_stats", rt::DType::F32,
         {u(shape.batch), u(shape.heads), queryBlocks, 2, u(kBlock)}));
   // Separate: a sink term per query row; atomic: per key row.
@@ -1038,11 +1005,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     return args;
   };
   // In the order of the kernels' parameters.
-  std::vector<std::string> preprocessArgs = {"o", "do", "delta"};
-  if (statsInShared)
-    preprocessArgs.insert(preprocessArgs.end(), {"lse", "row_stats"});
-  else if (atomicDq)
-    preprocessArgs.push_back("lse");
+  std::vector<std::string> preprocessArgs = {"o", "do", "delta", "lse",
+                                             "row_stats"};
   if (atomicDq)
     preprocessArgs.insert(preprocessArgs.end(),
                           {"sinks", "sink_weights", "dq_accum"});
@@ -1050,11 +1014,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       forwardLaunch,
       launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
              withSequences(preprocessArgs))};
-  std::vector<std::string> dkdvArgs = {"q", "k", "v", "do"};
-  if (statsInShared)
-    dkdvArgs.push_back("row_stats");
-  else
-    dkdvArgs.insert(dkdvArgs.end(), {"lse", "delta"});
+  std::vector<std::string> dkdvArgs = {"q", "k", "v", "do", "row_stats"};
   dkdvArgs.insert(dkdvArgs.end(), {shares ? "dk_shares" : "dk",
                                    shares ? "dv_shares" : "dv"});
   if (atomicDq)

@@ -275,8 +275,8 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
     // The scratch the kernels index with the config's shapes.
     SINKATTN_RT_TRY(expect("delta", BufferRole::Output, shape.lseDims(),
                            {DType::F32}));
-    // D 64's per-block row statistics (bundles of other head dims and
-    // older ones have none).
+    // The per-block row statistics (bundles from before 2026-12-01 have
+    // none at D 128 or with --schedule ws).
     if (rt::findParam(bundle, "row_stats"))
       SINKATTN_RT_TRY(expect("row_stats", BufferRole::Output,
                              {u(shape.batch), u(shape.heads),

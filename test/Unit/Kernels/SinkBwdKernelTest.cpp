@@ -59,7 +59,7 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   // the 64-key (64-row) block, z kv head and sequence (blockGrid).
   EXPECT_EQ(b.launches[2].grid, (rt::Dim3{2, 5, 4}));
   EXPECT_EQ(b.launches[4].grid, (rt::Dim3{2, 2, 4}));
-  // D 64: the dK/dV kernel reads the preprocess kernel's per-block row
+  // The dK/dV kernel reads the preprocess kernel's per-block row
   // records [B, H, query blocks, 2, 64] instead of LSE and Delta.
   EXPECT_EQ(b.launches[1].args,
             (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats"}));
@@ -88,12 +88,13 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
                                       "sink_bwd_sinks"}));
   EXPECT_FALSE(rt::findParam(mha->bundle, "dk_shares"));
   EXPECT_EQ(mha->bundle.launches[2].args.back(), "dv");
-  // D 128 reads LSE and Delta per column from global memory: no records.
+  // D 128 loads the row records too.
   EXPECT_EQ(mha->bundle.launches[1].args,
-            (std::vector<std::string>{"o", "do", "delta"}));
+            (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats"}));
   EXPECT_EQ(mha->bundle.launches[2].args,
-            (std::vector<std::string>{"q", "k", "v", "do", "lse", "delta", "dk", "dv"}));
-  EXPECT_FALSE(rt::findParam(mha->bundle, "row_stats"));
+            (std::vector<std::string>{"q", "k", "v", "do", "row_stats", "dk", "dv"}));
+  EXPECT_EQ(rt::findParam(mha->bundle, "row_stats")->shape,
+            (std::vector<uint64_t>{1, 2, 1, 2, 64}));
 
   // Varlen: the sequence offsets follow the tile kernels' buffers; the
   // shares are [H, packed kv tokens, D].
