@@ -38,6 +38,19 @@ std::string PresetCell::compileFlags() const {
   return flags;
 }
 
+std::string runner::scheduleLabel(const rt::Bundle &bundle) {
+  rt::Expected<std::string> schedule = rt::configTextOr(bundle, "schedule", "-");
+  rt::Expected<int64_t> stages = rt::configInteger(bundle, "stages");
+  std::string label = (schedule.ok() ? *schedule : "-") + " s" +
+                      (stages.ok() ? std::to_string(*stages) : "-");
+  if (bundle.kernel == "sink-bwd") {
+    // Bundles from before --dq computed dQ separately.
+    rt::Expected<std::string> dq = rt::configTextOr(bundle, "dq", "separate");
+    label += " dq=" + (dq.ok() ? *dq : "-");
+  }
+  return label;
+}
+
 rt::Expected<std::vector<PresetCell>>
 runner::presetCells(const std::string &name, const std::string &kernel) {
   if (name != "seed")
@@ -198,23 +211,26 @@ int runner::runPreset(
                   cell.dtype.c_str(), (long long)cell.batch,
                   (long long)cell.heads, (long long)cell.kvHeads, gpu.c_str(),
                   s.device().smName().c_str());
-      std::printf("%6s %4s  %-11s %10s %10s %16s %17s\n", "S", "D", "mask",
-                  "median ms", "min ms", "TFLOP/s (seed)", "TFLOP/s (exact)");
+      std::printf("%6s %4s  %-11s %-20s %10s %10s %16s %17s\n", "S", "D",
+                  "mask", "schedule", "median ms", "min ms", "TFLOP/s (seed)",
+                  "TFLOP/s (exact)");
       header = true;
     }
     // The seed's formula assumes S·S/2 pairs: only the causal rows have it.
     char seedText[32] = "-";
     if (cell.window == 0)
       std::snprintf(seedText, sizeof(seedText), "%.1f", seedFormula);
-    std::printf("%6lld %4lld  %-11s %10.4f %10.4f %16s %17.1f\n",
+    const std::string schedule = scheduleLabel(s.bundle());
+    std::printf("%6lld %4lld  %-11s %-20s %10.4f %10.4f %16s %17.1f\n",
                 (long long)cell.seqQ, (long long)cell.headDim,
-                cell.mask().c_str(), report->medianMs, report->minMs, seedText,
-                report->tflops);
+                cell.mask().c_str(), schedule.c_str(), report->medianMs,
+                report->minMs, seedText, report->tflops);
     std::fflush(stdout);
     rt::JsonValue row = benchJsonRow(s, *report, options.flushL2);
     row.set("seq", cell.seqQ);
     row.set("head_dim", cell.headDim);
     row.set("window", cell.window);
+    row.set("schedule", schedule);
     rows.push(std::move(row));
   }
   if (!cells->empty() && cells->front().kernel == "sink-bwd")

@@ -30,11 +30,16 @@ struct PresetCell {
 rt::Expected<std::vector<std::pair<std::string, rt::Bundle>>>
 readBundleDirectory(const std::string &directory);
 
-/// The cells of preset `name`, or an error naming the presets there are.
-/// The cells of preset `name` for `kernel`: the seed table's shapes,
+/// The cells of preset `name` for `kernel` (or an error naming the presets
+/// there are): the seed table's shapes,
 /// causal and window 128 for sink-fwd, causal for sink-bwd.
 rt::Expected<std::vector<PresetCell>> presetCells(const std::string &name,
                                                   const std::string &kernel);
+
+/// How `bundle` was scheduled, for the table's schedule column: its
+/// schedule and stages ("plain s2", "ws s3"), and a backward's dQ mode
+/// ("plain s2 dq=separate"); "-" for what the manifest does not say.
+std::string scheduleLabel(const rt::Bundle &bundle);
 
 /// Runs `bench --preset`: each cell's bundle (compiled with `compile`, or
 /// found by its configuration among the bundles under --bundles), timed as
