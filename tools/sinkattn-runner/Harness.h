@@ -67,6 +67,10 @@ public:
   /// Allocates every buffer, fills inputs from `seed` (fresh data for each
   /// seed, never all zeros), poisons outputs.
   rt::Status prepare(uint64_t seed);
+  /// Sink logits for the next prepare() instead of random ones: one value
+  /// for every head or one per head (`--sinks`). An error when the bundle
+  /// has no sinks input.
+  rt::Status fixSinks(std::vector<float> values);
   /// The bundle's kernels, except setup launches, on `stream`
   /// (asynchronous): what bench times.
   rt::Status launch(CUstream stream);
@@ -115,6 +119,7 @@ private:
   /// Input bytes exactly as uploaded.
   std::map<std::string, std::vector<uint8_t>> inputBytes_;
   uint64_t seed_ = 0;
+  std::vector<float> fixedSinks_;
   bool verbose_ = false;
   /// The reference kernel (kinds that carry one), loaded by the first check.
   std::unique_ptr<rt::Module> referenceModule_;
@@ -127,6 +132,12 @@ private:
 
 /// The kernel kinds this harness can check and time.
 bool harnessSupports(const std::string &kernel);
+
+/// `--sinks`' logits for `bundle`'s sinks input: `values` itself (one per
+/// head) or its one value repeated for every head; an error when the
+/// bundle has no sinks or the count is neither.
+rt::Expected<std::vector<float>> sinkLogitsFor(const rt::Bundle &bundle,
+                                               std::vector<float> values);
 
 /// The values prepare() fills input `buffer` of a `kernel` bundle with
 /// (before rounding to the buffer's type), from random stream `stream`:

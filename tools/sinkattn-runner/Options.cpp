@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 using namespace sinkattn;
@@ -42,6 +43,7 @@ const FlagSpec kFlags[] = {
     {"layout", "L", "compile check bench tune", "attention: bhsd (default: q/o [B,H,S,D]), bshd (q/o [B,S,H,D]) or varlen (packed sequences, with --seqlens-q)"},
     {"seqlens-q", "L,L,..", "compile check bench", "attention, varlen: each sequence's query length (sets --layout varlen; the batch is their count)"},
     {"seqlens-kv", "L,L,..", "compile check bench", "attention, varlen: each sequence's key/value length (default: --seqlens-q)"},
+    {"sinks", "X,X,..", "check bench", "attention: the sink logits, one for every head or one per head (finite or -inf: no sink), instead of random ones"},
     {"start-tile", "T", "compile check bench", "tma-stream: first 64-column tile of the loop (default 0)"},
     {"dtype", "T", "compile check bench tune", "element type: bf16 (default) or fp16"},
     {"chip", "SM", "compile check bench tune", "PTX target (default sm_90a)"},
@@ -87,6 +89,35 @@ rt::Expected<int64_t> parseInteger(const std::string &flag,
   return int64_t(value);
 }
 } // namespace
+
+rt::Expected<std::vector<float>>
+runner::parseSinkLogits(const std::string &text) {
+  std::vector<float> values;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    const char *begin = item.c_str();
+    char *end = nullptr;
+    errno = 0;
+    float value = std::strtof(begin, &end);
+    // strtof also reads "nan", "inf" and hex floats: only finite values
+    // and -inf (a head without a sink) are sink logits.
+    // (An overflowing literal such as -1e50 is out of range, not -inf.)
+    bool overflow = errno == ERANGE && std::isinf(value);
+    if (item.empty() || end != begin + item.size() || std::isnan(value) ||
+        (std::isinf(value) && value > 0) || overflow)
+      return rt::Status::error("--sinks: '" + item +
+                               "' is not a sink logit (a finite number or "
+                               "-inf, comma-separated)");
+    values.push_back(value);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return values;
+}
 
 bool Options::wasGiven(const std::string &flag) const {
   return std::find(given.begin(), given.end(), flag) != given.end();
@@ -285,6 +316,11 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
           return rt::Status::error(spelled(name) + ": length " +
                                    std::to_string(length) + " is above 2^31");
       (name == "seqlens-q" ? options.seqlensQ : options.seqlensKv) = *lengths;
+    } else if (name == "sinks") {
+      rt::Expected<std::vector<float>> sinks = parseSinkLogits(value);
+      if (!sinks.ok())
+        return sinks.status();
+      options.sinks = *sinks;
     } else if (name == "tune-cache") {
       options.tuneCache = value;
     } else if (name == "preset") {
@@ -433,7 +469,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
          {"bundle", "m", "n", "k", "dtype", "chip", "stages", "schedule",
           "copy-engine", "dq", "persistent", "start-tile", "batch", "heads",
           "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
-          "layout", "seqlens-q", "seqlens-kv", "save-io"})
+          "layout", "seqlens-q", "seqlens-kv", "save-io", "sinks"})
       if (options.wasGiven(flag))
         return rt::Status::error(std::string("--") + flag +
                                  " cannot be combined with --preset (the "

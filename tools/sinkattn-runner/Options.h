@@ -33,6 +33,10 @@ struct Options {
   /// Varlen: each sequence's query and key lengths (layout varlen; batch,
   /// seqQ and seqKV then hold their count and maxima).
   std::vector<int64_t> seqlensQ, seqlensKv;
+  /// check/bench of sink-fwd and sink-bwd: the per-head sink logits (one
+  /// value for every head, or one per head; -inf allowed) instead of random
+  /// ones. Empty: random.
+  std::vector<float> sinks;
   std::string emit;   ///< tile | gpu | llvm | ptx | bundle
   std::string output; ///< -o
   std::string chip = "sm_90a";
@@ -58,6 +62,9 @@ struct Options {
 /// Parses argv. Errors (unknown flag, missing or malformed value, value out
 /// of range) come back as a message; the caller prints usage and exits 2.
 rt::Expected<Options> parseOptions(int argc, char **argv, bool hasCompiler);
+
+/// `--sinks`' value: comma-separated sink logits, each finite or -inf.
+rt::Expected<std::vector<float>> parseSinkLogits(const std::string &text);
 
 /// The usage text.
 std::string usage(bool hasCompiler);

@@ -77,6 +77,10 @@ int runCheckOrBench(const Options &options) {
   rt::Expected<rt::Bundle> bundle = loadBundle(options);
   if (!bundle.ok())
     return environmentError(bundle.status());
+  // Before the GPU is touched: a bad --sinks is a usage error.
+  if (!options.sinks.empty())
+    if (auto sinks = sinkLogitsFor(*bundle, options.sinks); !sinks.ok())
+      return environmentError(sinks.status());
   if (!harnessSupports(bundle->kernel))
     return environmentError(rt::Status::error(
         "the runner has no check or benchmark for kernel kind '" +
@@ -86,10 +90,23 @@ int runCheckOrBench(const Options &options) {
   if (!session.ok())
     return environmentError(session.status());
   Session &s = **session;
+  if (!options.sinks.empty())
+    if (rt::Status fixed = s.fixSinks(options.sinks); !fixed.ok())
+      return environmentError(fixed);
   if (rt::Status prepared = s.prepare(options.seed); !prepared.ok())
     return environmentError(prepared);
   std::string title = s.bundle().kernel + " " + s.describeConfig() + " on " +
                       s.device().name + " (" + s.device().smName() + ")";
+  if (!options.sinks.empty()) {
+    // The fixed sink logits, as given (one value, or one per head).
+    std::string text;
+    for (float sink : options.sinks) {
+      char value[32];
+      std::snprintf(value, sizeof(value), "%g", double(sink));
+      text += (text.empty() ? "" : ",") + std::string(value);
+    }
+    title += ", sinks " + text;
+  }
 
   int exitCode = 0;
   rt::JsonValue json = rt::JsonValue::object();

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Harness.h"
+#include "Options.h"
 
 #include "SinkAttn/Runtime/Float16.h"
 
@@ -114,6 +115,33 @@ TEST(SinkFwdCheck, RightAnswerPasses) {
   EXPECT_TRUE(r.passed);
   EXPECT_GT(r.maxAbs, 0.0);
   EXPECT_LT(r.relL2, 1e-2);
+}
+
+TEST(SinkFwdCheck, NegativeInfinitySinkRowsWithoutKeys) {
+  // More queries than keys: the first 32 rows of each head see no key, and
+  // head 0 has no sink (-inf), so its first rows have LSE = -inf, O = 0.
+  Problem p = problem(shapeOf(1, 2, 1, 96, 64, 64, 0), 9);
+  p.sinks[0] = -INFINITY;
+  std::vector<float> o, lse;
+  answer(p, p.shape, p.sinks, o, lse);
+  ASSERT_TRUE(std::isinf(lse[0]) && lse[0] < 0);
+  ASSERT_EQ(o[0], 0.0f);
+  // A kernel that writes -inf there passes (the GPU and CPU references
+  // agree on it); one that writes anything else, NaN included, fails.
+  CheckReport r = compareSinkFwd(p.shape, p.inputs(), o, lse, o, lse, 9);
+  EXPECT_TRUE(r.passed) << r.criterion;
+  EXPECT_EQ(r.checked, o.size() + lse.size());
+  for (float wrong : {0.0f, -1e30f, NAN, INFINITY}) {
+    std::vector<float> bad = lse;
+    bad[0] = wrong;
+    r = compareSinkFwd(p.shape, p.inputs(), o, bad, o, lse, 9);
+    EXPECT_FALSE(r.passed) << wrong;
+    EXPECT_GE(r.mismatches + r.nonFinite, 1u) << wrong;
+  }
+  // And a finite reference is not matched by -inf.
+  std::vector<float> bad = lse;
+  bad[size_t(p.shape.seqQ) - 1] = -INFINITY;
+  EXPECT_FALSE(compareSinkFwd(p.shape, p.inputs(), o, bad, o, lse, 9).passed);
 }
 
 TEST(SinkFwdCheck, WrongAnswersFail) {
@@ -291,7 +319,7 @@ TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
   std::string notes;
   for (const std::string &note : r->notes)
     notes += note + "\n";
-  EXPECT_CONTAINS(notes, "0 of 2 heads outside tolerance");
+  EXPECT_CONTAINS(notes, "0 of 2 finite-sink heads outside tolerance");
   EXPECT_CONTAINS(notes, "every gradient element: max-abs");
   EXPECT_CONTAINS(notes, ", 0 outside 2e-2 * (|exact| + max|exact|)");
   EXPECT_CONTAINS(notes, "reference's fp32 O: max-abs");
@@ -397,6 +425,44 @@ TEST(SinkBwdCheck, ZeroedSmallRowsFail) {
   for (const std::string &note : r->notes)
     rowNote = rowNote || note.find("rows of dq/dk/dv are off") != std::string::npos;
   EXPECT_TRUE(rowNote);
+}
+
+TEST(SinkLogits, ParsedAndFittedToTheBundle) {
+  auto parsed = parseSinkLogits("1.5,-inf,-2");
+  ASSERT_TRUE(parsed.ok());
+  ASSERT_EQ(parsed->size(), 3u);
+  EXPECT_EQ((*parsed)[0], 1.5f);
+  EXPECT_TRUE(std::isinf((*parsed)[1]) && (*parsed)[1] < 0);
+  for (const char *bad : {"", "1,", ",1", "nan", "inf", "+inf", "1e50",
+                          "-1e50", "1x", "1;2"}) {
+    auto rejected = parseSinkLogits(bad);
+    ASSERT_FALSE(rejected.ok()) << bad;
+    EXPECT_CONTAINS(rejected.status().message(), "is not a sink logit");
+  }
+  rt::Bundle bundle;
+  bundle.kernel = "sink-fwd";
+  rt::BundleParam sinks;
+  sinks.name = "sinks";
+  sinks.kind = rt::ParamKind::Buffer;
+  sinks.role = rt::BufferRole::Input;
+  sinks.dtype = rt::DType::F32;
+  sinks.shape = {3};
+  bundle.params.push_back(sinks);
+  // One value for every head, or one per head.
+  auto all = sinkLogitsFor(bundle, {-INFINITY});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 3u);
+  EXPECT_TRUE(std::isinf(all->back()));
+  EXPECT_EQ(*sinkLogitsFor(bundle, {1, 2, 3}), (std::vector<float>{1, 2, 3}));
+  auto wrongCount = sinkLogitsFor(bundle, {1, 2});
+  ASSERT_FALSE(wrongCount.ok());
+  EXPECT_CONTAINS(wrongCount.status().message(),
+                  "--sinks has 2 values; this bundle has 3 heads");
+  bundle.kernel = "gemm";
+  bundle.params.clear();
+  auto noSinks = sinkLogitsFor(bundle, {1});
+  ASSERT_FALSE(noSinks.ok());
+  EXPECT_CONTAINS(noSinks.status().message(), "not to this gemm bundle");
 }
 
 TEST(SinkFwdShape, FromConfig) {
