@@ -366,6 +366,22 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
   for (const rt::BundleLaunch &launch : session->launches_) {
     SINKATTN_RT_ASSIGN_OR_RETURN(rt::Function function,
                                  session->module_->getFunction(launch.entry));
+    // Say which kernel asks for too much shared memory, and how much the
+    // GPU has, before the driver's opt-in fails with "invalid argument".
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        int staticBytes,
+        function.getAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
+    const rt::DeviceInfo &info = session->context_->info();
+    uint64_t needed = uint64_t(staticBytes) + launch.sharedMemoryBytes;
+    if (needed > uint64_t(info.maxSharedMemoryPerBlockOptin))
+      return rt::Status::error(
+          "kernel " + launch.entry + " needs " + std::to_string(needed) +
+          " bytes of shared memory per block (" +
+          std::to_string(launch.sharedMemoryBytes) + " dynamic + " +
+          std::to_string(staticBytes) + " static); " + info.name +
+          " allows at most " +
+          std::to_string(info.maxSharedMemoryPerBlockOptin) +
+          " per block: compile it with fewer --stages");
     session->functions_.push_back(
         std::make_unique<rt::Function>(std::move(function)));
   }
