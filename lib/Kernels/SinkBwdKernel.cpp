@@ -9,8 +9,8 @@
 //   sink_bwd_preprocess   per block of 64 query rows: Delta = rowsum(dO ⊙ O),
 //                         from the forward's O as stored (rounded to bf16 or
 //                         fp16), as every FlashAttention backward does.
-//                         At D 64 it also writes each block's
-//                         -LSE·log2(e) and Delta as one record (kPreStats).
+//                         It also writes each block's -LSE·log2(e) and
+//                         Delta as one record (kPreStats).
 //   sink_bwd_dkdv         per block of 64 keys and one query head: loops over
 //                         the query blocks that see those keys, in the
 //                         transposed form
@@ -19,9 +19,9 @@
 //                           dK += dSᵀ Q · scale,
 //                         so K, V, dK and dV stay in registers/shared memory.
 //                         LSE and Delta are per column here: the map bodies
-//                         read them from global memory (D 128) or from the
-//                         block's record in shared memory, loaded with Q
-//                         and dO (D 64). With GQA each query
+//                         read them from the query block's record in shared
+//                         memory, loaded (and pipelined) with Q and dO.
+//                         With GQA each query
 //                         head writes its fp32 share of its kv head's dK/dV
 //                         and
 //   sink_bwd_dkdv_sum     adds the group's shares in head order: K/V are

@@ -380,8 +380,9 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
           std::to_string(launch.sharedMemoryBytes) + " dynamic + " +
           std::to_string(staticBytes) + " static); " + info.name +
           " allows at most " +
-          std::to_string(info.maxSharedMemoryPerBlockOptin) +
-          " per block: compile it with fewer --stages");
+          std::to_string(info.maxSharedMemoryPerBlockOptin) + " per block" +
+          (bundle.config.count("stages") ? ": compile it with fewer --stages"
+                                         : ""));
     session->functions_.push_back(
         std::make_unique<rt::Function>(std::move(function)));
   }
@@ -435,6 +436,16 @@ runner::sinkLogitsFor(const rt::Bundle &bundle, std::vector<float> values) {
   if (values.size() == 1)
     values.assign(heads, values.front());
   return values;
+}
+
+std::string runner::formatSinkLogits(const std::vector<float> &values) {
+  std::string text;
+  for (float sink : values) {
+    char value[32];
+    std::snprintf(value, sizeof(value), "%g", double(sink));
+    text += (text.empty() ? "" : ",") + std::string(value);
+  }
+  return text;
 }
 
 rt::Status Session::fixSinks(std::vector<float> values) {
@@ -1220,6 +1231,8 @@ rt::JsonValue runner::benchJsonRow(const Session &session,
   for (const auto &[name, value] : report.metrics)
     row.set(name, value);
   row.set("l2_flush", flushL2);
+  if (!session.fixedSinks().empty())
+    row.set("sinks", formatSinkLogits(session.fixedSinks()));
   return row;
 }
 

@@ -71,6 +71,8 @@ public:
   /// for every head or one per head (`--sinks`). An error when the bundle
   /// has no sinks input.
   rt::Status fixSinks(std::vector<float> values);
+  /// The sink logits fixSinks() set, one per head (empty: random).
+  const std::vector<float> &fixedSinks() const { return fixedSinks_; }
   /// The bundle's kernels, except setup launches, on `stream`
   /// (asynchronous): what bench times.
   rt::Status launch(CUstream stream);
@@ -138,6 +140,10 @@ bool harnessSupports(const std::string &kernel);
 /// bundle has no sinks or the count is neither.
 rt::Expected<std::vector<float>> sinkLogitsFor(const rt::Bundle &bundle,
                                                std::vector<float> values);
+
+/// Sink logits as text ("-inf,0.5"), for titles and JSON (which has no
+/// infinities).
+std::string formatSinkLogits(const std::vector<float> &values);
 
 /// The values prepare() fills input `buffer` of a `kernel` bundle with
 /// (before rounding to the buffer's type), from random stream `stream`:

@@ -90,6 +90,11 @@ rt::Expected<int64_t> parseInteger(const std::string &flag,
 }
 } // namespace
 
+namespace {
+/// The largest |sink| --sinks takes: times log2(e) it stays below FLT_MAX.
+constexpr float kMaxSinkLogit = 1e38f;
+} // namespace
+
 rt::Expected<std::vector<float>>
 runner::parseSinkLogits(const std::string &text) {
   std::vector<float> values;
@@ -111,6 +116,10 @@ runner::parseSinkLogits(const std::string &text) {
       return rt::Status::error("--sinks: '" + item +
                                "' is not a sink logit (a finite number or "
                                "-inf, comma-separated)");
+    // The kernels scale sinks by log2(e) in f32: that must stay finite.
+    if (std::isfinite(value) && std::fabs(value) > kMaxSinkLogit)
+      return rt::Status::error("--sinks: '" + item +
+                               "' is out of range (|sink| <= 1e38, or -inf)");
     values.push_back(value);
     if (comma == std::string::npos)
       break;

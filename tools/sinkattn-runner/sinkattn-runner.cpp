@@ -97,16 +97,9 @@ int runCheckOrBench(const Options &options) {
     return environmentError(prepared);
   std::string title = s.bundle().kernel + " " + s.describeConfig() + " on " +
                       s.device().name + " (" + s.device().smName() + ")";
-  if (!options.sinks.empty()) {
-    // The fixed sink logits, as given (one value, or one per head).
-    std::string text;
-    for (float sink : options.sinks) {
-      char value[32];
-      std::snprintf(value, sizeof(value), "%g", double(sink));
-      text += (text.empty() ? "" : ",") + std::string(value);
-    }
-    title += ", sinks " + text;
-  }
+  // The fixed sink logits, as given (one value, or one per head).
+  if (!options.sinks.empty())
+    title += ", sinks " + formatSinkLogits(options.sinks);
 
   int exitCode = 0;
   rt::JsonValue json = rt::JsonValue::object();

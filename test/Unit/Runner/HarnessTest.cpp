@@ -439,6 +439,14 @@ TEST(SinkLogits, ParsedAndFittedToTheBundle) {
     ASSERT_FALSE(rejected.ok()) << bad;
     EXPECT_CONTAINS(rejected.status().message(), "is not a sink logit");
   }
+  // Finite, but the kernels' sink * log2(e) would overflow f32.
+  for (const char *huge : {"3e38", "-2e38"}) {
+    auto rejected = parseSinkLogits(huge);
+    ASSERT_FALSE(rejected.ok()) << huge;
+    EXPECT_CONTAINS(rejected.status().message(), "is out of range");
+  }
+  EXPECT_TRUE(parseSinkLogits("1e38,-1e38").ok());
+  EXPECT_EQ(formatSinkLogits(*parsed), "1.5,-inf,-2");
   rt::Bundle bundle;
   bundle.kernel = "sink-fwd";
   rt::BundleParam sinks;

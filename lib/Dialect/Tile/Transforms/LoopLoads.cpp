@@ -501,12 +501,20 @@ void sinkattn::tile::replaceInLoop(OpBuilder &builder, memref::AllocOp alloc,
     return loop->isAncestor(use.getOwner());
   });
   // Subviews of the buffer now view a stage (a strided, offset memref):
-  // rebuild them so their result types follow.
+  // rebuild them so their result types follow, dropping the same unit
+  // dimensions as before (a rank-reducing subview, such as one row that
+  // memref.load reads, keeps its rank).
   for (memref::SubViewOp subview : subviews) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(subview);
+    auto resultType = cast<MemRefType>(
+        memref::SubViewOp::inferRankReducedResultType(
+            subview.getType().getShape(),
+            cast<MemRefType>(subview.getSource().getType()),
+            subview.getMixedOffsets(), subview.getMixedSizes(),
+            subview.getMixedStrides()));
     auto rebuilt = memref::SubViewOp::create(
-        builder, subview.getLoc(), subview.getSource(),
+        builder, subview.getLoc(), resultType, subview.getSource(),
         subview.getMixedOffsets(), subview.getMixedSizes(),
         subview.getMixedStrides());
     subview.getResult().replaceAllUsesWith(rebuilt.getResult());

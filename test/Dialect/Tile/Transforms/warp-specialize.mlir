@@ -363,3 +363,46 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Through a rank-reducing subview (one row of the stage): the consumers'
+// rebuilt subview keeps the rank the load indexes with.
+// CHECK-LABEL: gpu.func @load_row
+// CHECK: tile.role = "producer"
+// CHECK: %[[ROW:.*]] = memref.subview %{{.*}}[1, 0] [1, 64] [1, 1] : memref<2x64xf32, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>> to memref<64xf32, strided<[1], offset: ?>, #gpu.address_space<workgroup>>
+// CHECK: tile.mbarrier_wait_parity
+// CHECK-NEXT: tile.map
+// CHECK: memref.load %[[ROW]][%{{.*}}] : memref<64xf32, strided<[1], offset: ?>, #gpu.address_space<workgroup>>
+// CHECK: tile.role = "consumer"
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @load_row(%A: memref<1024x64xbf16>, %S: memref<1024x64xf32>, %D: memref<64x64xf32>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %sA = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %sS = memref.alloc() : memref<2x64xf32, #gpu.address_space<workgroup>>
+      %init = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+        %k64 = arith.muli %k, %c64 : index
+        %k2 = arith.muli %k, %c2 : index
+        tile.copy %A[%k64, %c0], %sA : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        tile.copy %S[%k2, %c0], %sS : memref<1024x64xf32>, memref<2x64xf32, #gpu.address_space<workgroup>>
+        %d = tile.gemm %sA, %sA, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        %row = memref.subview %sS[1, 0] [1, 64] [1, 1] : memref<2x64xf32, #gpu.address_space<workgroup>> to memref<64xf32, strided<[1], offset: 64>, #gpu.address_space<workgroup>>
+        %e = tile.map (%d) : (!tile.fragment<64x64xf32>) -> !tile.fragment<64x64xf32> {
+        ^bb0(%i: index, %j: index, %x: f32):
+          %s = memref.load %row[%j] : memref<64xf32, strided<[1], offset: 64>, #gpu.address_space<workgroup>>
+          %y = arith.addf %x, %s : f32
+          tile.yield %y : f32
+        }
+        scf.yield %e : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      tile.store %r, %D[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}
