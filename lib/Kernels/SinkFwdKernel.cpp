@@ -83,9 +83,7 @@ module attributes {gpu.container_module} {
       @WARPGROUP_INDEX@
       %wgRow = arith.muli %wg, %c64 : index
       %m0 = arith.addi %mBlock, %wgRow : index
-      // Key positions of the block's first row and of this warpgroup's.
-      %pBlock = arith.addi %mBlock, %past : index
-      %p0 = arith.addi %m0, %past : index
+@POSITIONS@
 
       %sQ = memref.alloc() : !sQ
       %sK = memref.alloc() : !sKV
@@ -96,7 +94,7 @@ module attributes {gpu.container_module} {
       // Key blocks the block's rows can see: up to its last row's position
       // (causal), from its first row's window start. (One warpgroup may
       // find a block fully masked; it then leaves its rows unchanged.)
-      %lastKey = arith.addi %pBlock, %cBM : index
+      @LAST_KEY@
       %hiKey = arith.minsi %lastKey, %skv : index
       %hi = arith.maxsi %hiKey, %c0 : index
       %hiCausal = arith.ceildivui %hi, %cBN : index
@@ -106,13 +104,11 @@ module attributes {gpu.container_module} {
       %windowLo = arith.divui %firstKeyPos, %cBN : index
       %loBlocks = arith.select %hasWindow, %windowLo, %c0 : index
       // Blocks past the end of their sequence (varlen) do no work.
-      %live = arith.cmpi slt, %mBlock, %seqQ : index
+      %live = arith.cmpi slt, %mBlock, @ROWS_LIMIT@ : index
       %hiLive = arith.select %live, %hiCausal, %loBlocks : index
       %hiBlocks = arith.maxsi %hiLive, %loBlocks : index
 
-      @SINK_LOAD@
-      %sinkLog2 = arith.mulf %sink, %log2e : f32
-      %mInit = tile.fill %sinkLog2 : !row
+@SINK_INIT@
       %lInit = tile.fill %one : !row
       %oInit = tile.fill %zero : !O
       %sZero = tile.fill %zero : !S
@@ -129,7 +125,7 @@ module attributes {gpu.container_module} {
         // of this warpgroup need the per-element test.
         %lastKeyOfBlock = arith.addi %n0, %cBNm1 : index
         %crossesDiagonal = arith.cmpi sgt, %lastKeyOfBlock, %p0 : index
-        %pLast = arith.addi %p0, %c63 : index
+        @WG_LAST_POSITION@
         %span = arith.subi %pLast, %n0 : index
         %outOfWindow = arith.cmpi sge, %span, %window : index
         %windowEdge = arith.andi %hasWindow, %outOfWindow : i1
@@ -138,7 +134,7 @@ module attributes {gpu.container_module} {
         %maskedS = tile.map (%s) : (!S) -> !S {
         ^bb0(%i: index, %jj: index, %x: f32):
           %j = arith.addi %n0, %jj : index
-          %p = arith.addi %p0, %i : index
+          @ROW_POSITION@
           %causal = arith.cmpi sle, %j, %p : index
           %distance = arith.subi %p, %j : index
           %near = arith.cmpi ult, %distance, %window : index
@@ -244,6 +240,66 @@ constexpr const char *kPingPongSync = R"mlir(
 constexpr const char *kPingPongArrive = R"mlir(
         nvvm.barrier.arrive id = %otherTurn number_of_threads = %threads)mlir";
 
+/// Row positions: key positions of the block's first row (%pBlock) and of
+/// this warpgroup's (%p0); row i of the block is position %mBlock + i.
+constexpr const char *kPositions = R"mlir(
+      // Key positions of the block's first row and of this warpgroup's.
+      %pBlock = arith.addi %mBlock, %past : index
+      %p0 = arith.addi %m0, %past : index)mlir";
+
+/// --pack-gqa: a block's rows are rows of its kv head's group, the G query
+/// heads' Sq rows one head after another; row R is query position R mod Sq
+/// of the group's head R / Sq. A block's (or a warpgroup's) rows cover
+/// positions [min, max], all of [0, Sq) once they run into the next head:
+/// %pBlock/%pBlockLast and %p0/%pLastW bound them (key positions), which
+/// the key-block range and the decision to mask need; the mask itself
+/// takes each row's own position.
+constexpr const char *kPackedPositions = R"mlir(
+      %groupRows = arith.constant @GROUP_ROWS@ : index
+      %lastGroupRow = arith.constant @GROUP_ROWS_MINUS_1@ : index
+      %seqQm1 = arith.subi %seqQ, %c1 : index
+      %blockEnd = arith.addi %mBlock, %cBM : index
+      %blockEndM1 = arith.subi %blockEnd, %c1 : index
+      %rowLastB = arith.minui %blockEndM1, %lastGroupRow : index
+      %headFirstB = arith.divui %mBlock, %seqQ : index
+      %headLastB = arith.divui %rowLastB, %seqQ : index
+      %wrapsB = arith.cmpi ne, %headFirstB, %headLastB : index
+      %posFirstB = arith.remui %mBlock, %seqQ : index
+      %posLastB = arith.remui %rowLastB, %seqQ : index
+      %minPosB = arith.select %wrapsB, %c0, %posFirstB : index
+      %maxPosB = arith.select %wrapsB, %seqQm1, %posLastB : index
+      %pBlock = arith.addi %minPosB, %past : index
+      %pBlockLast = arith.addi %maxPosB, %past : index
+      %wgEndM1 = arith.addi %m0, %c63 : index
+      %rowLastW = arith.minui %wgEndM1, %lastGroupRow : index
+      %headFirstW = arith.divui %m0, %seqQ : index
+      %headLastW = arith.divui %rowLastW, %seqQ : index
+      %wrapsW = arith.cmpi ne, %headFirstW, %headLastW : index
+      %posFirstW = arith.remui %m0, %seqQ : index
+      %posLastW = arith.remui %rowLastW, %seqQ : index
+      %minPosW = arith.select %wrapsW, %c0, %posFirstW : index
+      %maxPosW = arith.select %wrapsW, %seqQm1, %posLastW : index
+      %p0 = arith.addi %minPosW, %past : index
+      %pLastW = arith.addi %maxPosW, %past : index
+      // The group's first row in the [B, H * Sq] view of Q, O and LSE.
+      %groupRow0 = arith.muli %hk, %groupRows : index)mlir";
+
+/// --pack-gqa: the running max of each row starts at its own head's sink
+/// (rows past the group's end, which are never stored, take the last
+/// head's).
+constexpr const char *kPackedSinkInit = R"mlir(
+      %lastInGroup = arith.subi %group, %c1 : index
+      %mInit = tile.map () : () -> !row {
+      ^bb0(%i: index):
+        %row = arith.addi %m0, %i : index
+        %headInGroup = arith.divui %row, %seqQ : index
+        %headInGroupC = arith.minui %headInGroup, %lastInGroup : index
+        %rowHead = arith.addi %h, %headInGroupC : index
+        @ROW_SINK_LOAD@
+        %sinkLog2 = arith.mulf %sink, %log2e : f32
+        tile.yield %sinkLog2 : f32
+      })mlir";
+
 /// The parts of the template that depend on the memory layout.
 struct LayoutText {
   std::string qType, kvType, lseType;
@@ -257,7 +313,7 @@ struct LayoutText {
 };
 
 LayoutText layoutText(const rt::SinkAttentionShape &shape,
-                      const std::string &type) {
+                      const std::string &type, bool packGqa = false) {
   auto str = [](int64_t v) { return std::to_string(v); };
   const std::string d = str(shape.headDim);
   const std::string hd = str(shape.heads * shape.headDim);
@@ -325,6 +381,34 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     break;
   }
   }
+  if (packGqa) {
+    // BHSD seen as [B, H * Sq, D] (and LSE as [B, H * Sq]): a kv head's
+    // group of query heads is one run of G * Sq rows (kPackedPositions).
+    const std::string rows = str(shape.heads * shape.seqQ);
+    const std::string groupRows =
+        str(shape.heads / shape.kvHeads * shape.seqQ);
+    text.qType = "memref<" + str(shape.batch) + "x" + rows + "x" + d + "x" +
+                 type + ">";
+    text.lseType = "memref<" + str(shape.batch) + "x" + rows + "xf32>";
+    text.loadQ = "      %qRow = arith.addi %groupRow0, %mBlock : index\n"
+                 "      tile.copy %Q[%b, %qRow, %c0], %sQ : !q, !sQ";
+    const std::string oView = "memref<1x" + groupRows + "x" + d + "x" + type +
+                              ", strided<[" + str(shape.heads * shape.seqQ *
+                                                  shape.headDim) +
+                              ", " + d + ", 1], offset: ?>>";
+    const std::string lseView = "memref<1x" + groupRows + "xf32, strided<[" +
+                                rows + ", 1], offset: ?>>";
+    // Stores through views that end with the group: its last block's rows
+    // past the end are the next group's.
+    text.store = "      %oGroup = memref.subview %O[%b, %groupRow0, 0] [1, " +
+                 groupRows + ", " + d + "] [1, 1, 1] : !q to " + oView +
+                 "\n      tile.store %out, %oGroup[%c0, %m0, %c0] : !O16, " +
+                 oView + "\n      %lseGroup = memref.subview %LSE[%b, "
+                 "%groupRow0] [1, " + groupRows + "] [1, 1] : !lse to " +
+                 lseView + "\n      tile.store %lse, %lseGroup[%c0, %m0] : "
+                 "!row, " + lseView;
+    return text;
+  }
   if (shape.layout != rt::AttentionLayout::Varlen)
     text.lseType = "memref<" + str(shape.batch) + "x" + str(shape.heads) +
                    "x" + str(shape.seqQ) + "xf32>";
@@ -384,6 +468,20 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
     return fail() << "--kv-heads x --batch = "
                   << int64_t(config.kvHeads) * config.batch
                   << " is not supported: at most 65535 (a grid dimension)";
+  if (config.packGqa) {
+    if (config.kernel != "sink-fwd")
+      return fail() << "--pack-gqa applies to sink-fwd only";
+    if (config.layout != rt::AttentionLayout::BHSD)
+      return fail() << "--pack-gqa supports the bhsd layout only, not "
+                    << rt::layoutName(config.layout)
+                    << " (it views a kv head's query heads as one run of "
+                       "rows)";
+    if (config.heads == config.kvHeads)
+      return fail() << "--pack-gqa needs GQA (--heads " << config.heads
+                    << " > --kv-heads " << config.kvHeads
+                    << "): with one query head per kv head there is nothing "
+                       "to pack";
+  }
   rt::SinkAttentionShape shape = kernels::sinkAttentionShape(config);
   if (rt::Status valid = rt::validate(shape); !valid.ok())
     return fail() << valid.message();
@@ -415,13 +513,52 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   char scaleLog2[64];
   std::snprintf(scaleLog2, sizeof(scaleLog2), "%.9e", scale * 1.4426950408889634);
   bool hasWindow = config.window > 0;
-  LayoutText layout = layoutText(shape, type);
+  LayoutText layout = layoutText(shape, type, config.packGqa);
+  const int64_t group = config.heads / config.kvHeads;
+  const int64_t groupRows = group * config.seqQ;
+  // The pieces that differ with --pack-gqa (kPackedPositions).
+  auto replaced = [](std::string text, const std::string &key,
+                     const std::string &value) {
+    for (size_t at; (at = text.find(key)) != std::string::npos;)
+      text.replace(at, key.size(), value);
+    return text;
+  };
+  std::string sinkLoad = kernels::sinkLoad(
+      "%sink", "%sinks", "%h", config.heads, config.sinkDtype);
+  std::string positions = kPositions, lastKey =
+      "%lastKey = arith.addi %pBlock, %cBM : index";
+  std::string rowsLimit = "%seqQ";
+  std::string sinkInit = "      " + sinkLoad +
+                         "\n      %sinkLog2 = arith.mulf %sink, %log2e : f32"
+                         "\n      %mInit = tile.fill %sinkLog2 : !row";
+  std::string wgLastPosition = "%pLast = arith.addi %p0, %c63 : index";
+  std::string rowPosition = "%p = arith.addi %p0, %i : index";
+  std::string blockIds =
+      kernels::blockIdsText("%qb", /*heaviestLast=*/true, shape);
+  if (config.packGqa) {
+    positions = replaced(replaced(kPackedPositions, "@GROUP_ROWS@",
+                                  str(groupRows)),
+                         "@GROUP_ROWS_MINUS_1@", str(groupRows - 1));
+    lastKey = "%lastKey = arith.addi %pBlockLast, %c1 : index";
+    rowsLimit = "%groupRows";
+    sinkInit = replaced(kPackedSinkInit, "@ROW_SINK_LOAD@",
+                        kernels::sinkLoad("%sink", "%sinks", "%rowHead",
+                                          config.heads, config.sinkDtype));
+    wgLastPosition = "%pLast = arith.addi %pLastW, %c0 : index";
+    rowPosition = "%packedRow = arith.addi %m0, %i : index\n"
+                  "          %position = arith.remui %packedRow, %seqQ : index\n"
+                  "          %p = arith.addi %position, %past : index";
+    // x: block of the group's rows, y: kv head (its first query head is
+    // %h), z: sequence.
+    blockIds = "      %qb = gpu.block_id x\n"
+               "      %hkOfBlock = gpu.block_id y\n"
+               "      %b = gpu.block_id z\n"
+               "      %h = arith.muli %hkOfBlock, %group : index\n";
+  }
   OwningOpRef<ModuleOp> module = kernels::parseKernelTemplate(
       context, "sink-fwd", kSinkFwdTemplate,
       {{"T", type},
        {"ST", kernels::mlirTypeName(config.sinkDtype)},
-       {"SINK_LOAD", kernels::sinkLoad("%sink", "%sinks", "%h",
-                                       config.heads, config.sinkDtype)},
        {"B", str(config.batch)},
        {"H", str(config.heads)},
        {"HK", str(config.kvHeads)},
@@ -431,7 +568,13 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"BN", str(kBlockN)},
        {"BN_MINUS_1", str(kBlockN - 1)},
        {"GROUP", str(config.heads / config.kvHeads)},
-       {"BLOCK_IDS", kernels::blockIdsText("%qb", /*heaviestLast=*/true, shape)},
+       {"BLOCK_IDS", blockIds},
+       {"POSITIONS", positions},
+       {"LAST_KEY", lastKey},
+       {"ROWS_LIMIT", rowsLimit},
+       {"SINK_INIT", sinkInit},
+       {"WG_LAST_POSITION", wgLastPosition},
+       {"ROW_POSITION", rowPosition},
        {"Q_TYPE", layout.qType},
        {"KV_TYPE", layout.kvType},
        {"LSE_TYPE", layout.lseType},
@@ -464,7 +607,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   rt::Bundle bundle;
   bundle.kernel = "sink-fwd";
   bundle.entry = "sink_fwd";
-  bundle.grid = kernels::blockGrid((config.seqQ + blockM - 1) / blockM, shape);
+  bundle.grid =
+      config.packGqa
+          ? rt::Dim3{uint32_t((groupRows + blockM - 1) / blockM),
+                     uint32_t(config.kvHeads), uint32_t(config.batch)}
+          : kernels::blockGrid((config.seqQ + blockM - 1) / blockM, shape);
   // The consumers; warp specialization adds its producer warpgroup.
   bundle.block = {uint32_t(warpgroups * 128), 1, 1};
   bundle.config = {{"layout", std::string(rt::layoutName(shape.layout))},
@@ -480,6 +627,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                    {"scale", scale},
                    {"dtype", std::string(rt::dtypeName(config.dtype))},
                    {"sink_dtype", std::string(rt::dtypeName(config.sinkDtype))}};
+  if (config.packGqa)
+    bundle.config["pack_gqa"] = int64_t(1);
   if (shape.varlen()) {
     bundle.config["seqlens_q"] = rt::formatLengths(config.seqlensQ);
     bundle.config["seqlens_kv"] = rt::formatLengths(config.seqlensKv);

@@ -72,6 +72,10 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
     return rt::Status::error("--copy-engine does not apply to kernel '" +
                              options.kernel + "': only gemm chooses its copy "
                              "engine");
+  if (options.packGqa && options.kernel != "sink-fwd")
+    return rt::Status::error("--pack-gqa does not apply to kernel '" +
+                             options.kernel + "': only sink-fwd packs query "
+                             "heads");
   if (options.wasGiven("dq") && options.kernel != "sink-bwd")
     return rt::Status::error("--dq does not apply to kernel '" +
                              options.kernel + "': only sink-bwd computes dQ");
@@ -101,6 +105,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   }
   config.copyEngine = options.copyEngine;
   config.dq = options.dq;
+  config.packGqa = options.packGqa;
   config.persistentBlocks = options.persistent;
   config.batch = options.batch;
   config.heads = options.heads;

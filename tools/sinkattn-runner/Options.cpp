@@ -32,6 +32,7 @@ const FlagSpec kFlags[] = {
     {"persistent", "N", "compile check bench", "gemm: a persistent kernel of min(N, tiles) blocks looping over the 128x256 tiles (default 0: one block per tile)"},
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
     {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it by fp32 TMA reduce-add: fewer GEMMs, rounding varies run to run; plain schedule only)"},
+    {"pack-gqa", nullptr, "compile check bench", "sink-fwd, BHSD, GQA: each block computes rows of all the query heads of one kv head, so K/V tiles serve the whole group (for short query lengths: decoding)"},
     {"batch", "B", "compile check bench tune", "attention: batch size"},
     {"heads", "H", "compile check bench tune", "attention: query heads"},
     {"kv-heads", "HK", "compile check bench tune", "attention: key/value heads (divides --heads)"},
@@ -350,6 +351,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       number = integer(0, 100000);
       if (number.ok())
         options.warmup = *number;
+    } else if (name == "pack-gqa") {
+      options.packGqa = true;
     } else if (name == "no-l2-flush") {
       options.flushL2 = false;
     } else if (name == "json") {
@@ -476,7 +479,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
                                options.kernel + "'");
     for (const char *flag :
          {"bundle", "m", "n", "k", "dtype", "chip", "stages", "schedule",
-          "copy-engine", "dq", "persistent", "start-tile", "batch", "heads",
+          "copy-engine", "dq", "pack-gqa", "persistent", "start-tile", "batch", "heads",
           "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
           "layout", "seqlens-q", "seqlens-kv", "save-io", "sinks"})
       if (options.wasGiven(flag))
@@ -503,7 +506,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     }
     if (!options.bundleDir.empty())
       for (const char *flag :
-           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "persistent", "start-tile",
+           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "pack-gqa", "persistent", "start-tile",
             "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
             "layout", "seqlens-q", "seqlens-kv", "tune-cache"})
         if (options.wasGiven(flag))

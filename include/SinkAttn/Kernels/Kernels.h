@@ -62,6 +62,11 @@ struct KernelConfig {
   /// to an fp32 dQ by TMA reduce-add: fewer GEMMs, not bit-reproducible;
   /// plain schedule only).
   std::string dq = "separate";
+  /// sink-fwd, BHSD, GQA: one block computes rows of all the query heads
+  /// of a kv head (the group's rows packed head after head), so the K/V
+  /// tiles it loads serve the whole group: for short query lengths
+  /// (decoding), where a block per head would be mostly empty rows.
+  bool packGqa = false;
   PTXTargetOptions target;
 };
 
