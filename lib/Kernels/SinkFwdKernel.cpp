@@ -247,42 +247,55 @@ constexpr const char *kPositions = R"mlir(
       %pBlock = arith.addi %mBlock, %past : index
       %p0 = arith.addi %m0, %past : index)mlir";
 
+/// --pack-gqa: %minPos<suffix> and %maxPos<suffix>, the query positions of
+/// the group's rows firstRow .. min(lastRowUnclamped, the group's last):
+/// row R is position R mod Sq, and rows that run into the next head cover
+/// all of [0, Sq).
+std::string packedPositionRange(const std::string &suffix,
+                                const std::string &firstRow,
+                                const std::string &lastRowUnclamped) {
+  std::string text;
+  auto line = [&](const std::string &name, const std::string &op) {
+    text += "\n      %" + name + suffix + " = " + op + " : index";
+  };
+  line("rowLast", "arith.minui " + lastRowUnclamped + ", %lastGroupRow");
+  line("headFirst", "arith.divui " + firstRow + ", %seqQ");
+  line("headLast", "arith.divui %rowLast" + suffix + ", %seqQ");
+  line("wraps", "arith.cmpi ne, %headFirst" + suffix + ", %headLast" + suffix);
+  line("posFirst", "arith.remui " + firstRow + ", %seqQ");
+  line("posLast", "arith.remui %rowLast" + suffix + ", %seqQ");
+  line("minPos", "arith.select %wraps" + suffix + ", %c0, %posFirst" + suffix);
+  line("maxPos",
+       "arith.select %wraps" + suffix + ", %seqQm1, %posLast" + suffix);
+  return text;
+}
+
 /// --pack-gqa: a block's rows are rows of its kv head's group, the G query
 /// heads' Sq rows one head after another; row R is query position R mod Sq
-/// of the group's head R / Sq. A block's (or a warpgroup's) rows cover
-/// positions [min, max], all of [0, Sq) once they run into the next head:
-/// %pBlock/%pBlockLast and %p0/%pLastW bound them (key positions), which
-/// the key-block range and the decision to mask need; the mask itself
-/// takes each row's own position.
-constexpr const char *kPackedPositions = R"mlir(
-      %groupRows = arith.constant @GROUP_ROWS@ : index
-      %lastGroupRow = arith.constant @GROUP_ROWS_MINUS_1@ : index
-      %seqQm1 = arith.subi %seqQ, %c1 : index
-      %blockEnd = arith.addi %mBlock, %cBM : index
-      %blockEndM1 = arith.subi %blockEnd, %c1 : index
-      %rowLastB = arith.minui %blockEndM1, %lastGroupRow : index
-      %headFirstB = arith.divui %mBlock, %seqQ : index
-      %headLastB = arith.divui %rowLastB, %seqQ : index
-      %wrapsB = arith.cmpi ne, %headFirstB, %headLastB : index
-      %posFirstB = arith.remui %mBlock, %seqQ : index
-      %posLastB = arith.remui %rowLastB, %seqQ : index
-      %minPosB = arith.select %wrapsB, %c0, %posFirstB : index
-      %maxPosB = arith.select %wrapsB, %seqQm1, %posLastB : index
-      %pBlock = arith.addi %minPosB, %past : index
-      %pBlockLast = arith.addi %maxPosB, %past : index
-      %wgEndM1 = arith.addi %m0, %c63 : index
-      %rowLastW = arith.minui %wgEndM1, %lastGroupRow : index
-      %headFirstW = arith.divui %m0, %seqQ : index
-      %headLastW = arith.divui %rowLastW, %seqQ : index
-      %wrapsW = arith.cmpi ne, %headFirstW, %headLastW : index
-      %posFirstW = arith.remui %m0, %seqQ : index
-      %posLastW = arith.remui %rowLastW, %seqQ : index
-      %minPosW = arith.select %wrapsW, %c0, %posFirstW : index
-      %maxPosW = arith.select %wrapsW, %seqQm1, %posLastW : index
-      %p0 = arith.addi %minPosW, %past : index
-      %pLastW = arith.addi %maxPosW, %past : index
-      // The group's first row in the [B, H * Sq] view of Q, O and LSE.
-      %groupRow0 = arith.muli %hk, %groupRows : index)mlir";
+/// of the group's head R / Sq. %pBlock/%pBlockLast and %p0/%pLastW bound
+/// the key positions of the block's and the warpgroup's rows, which the
+/// key-block range and the decision to mask need; the mask itself takes
+/// each row's own position.
+std::string packedPositions(int64_t groupRows) {
+  return "\n      %groupRows = arith.constant " + std::to_string(groupRows) +
+         " : index"
+         "\n      %lastGroupRow = arith.constant " +
+         std::to_string(groupRows - 1) +
+         " : index"
+         "\n      %seqQm1 = arith.subi %seqQ, %c1 : index"
+         "\n      %blockEnd = arith.addi %mBlock, %cBM : index"
+         "\n      %blockEndM1 = arith.subi %blockEnd, %c1 : index" +
+         packedPositionRange("B", "%mBlock", "%blockEndM1") +
+         "\n      %pBlock = arith.addi %minPosB, %past : index"
+         "\n      %pBlockLast = arith.addi %maxPosB, %past : index"
+         "\n      %wgEndM1 = arith.addi %m0, %c63 : index" +
+         packedPositionRange("W", "%m0", "%wgEndM1") +
+         "\n      %p0 = arith.addi %minPosW, %past : index"
+         "\n      %pLastW = arith.addi %maxPosW, %past : index"
+         "\n      // The group's first row in the [B, H * Sq] view of Q, O "
+         "and LSE."
+         "\n      %groupRow0 = arith.muli %hk, %groupRows : index";
+}
 
 /// --pack-gqa: the running max of each row starts at its own head's sink
 /// (rows past the group's end, which are never stored, take the last
@@ -383,7 +396,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
   }
   if (packGqa) {
     // BHSD seen as [B, H * Sq, D] (and LSE as [B, H * Sq]): a kv head's
-    // group of query heads is one run of G * Sq rows (kPackedPositions).
+    // group of query heads is one run of G * Sq rows (packedPositions).
     const std::string rows = str(shape.heads * shape.seqQ);
     const std::string groupRows =
         str(shape.heads / shape.kvHeads * shape.seqQ);
@@ -516,7 +529,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   LayoutText layout = layoutText(shape, type, config.packGqa);
   const int64_t group = config.heads / config.kvHeads;
   const int64_t groupRows = group * config.seqQ;
-  // The pieces that differ with --pack-gqa (kPackedPositions).
+  // The pieces that differ with --pack-gqa (packedPositions).
   auto replaced = [](std::string text, const std::string &key,
                      const std::string &value) {
     for (size_t at; (at = text.find(key)) != std::string::npos;)
@@ -536,9 +549,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   std::string blockIds =
       kernels::blockIdsText("%qb", /*heaviestLast=*/true, shape);
   if (config.packGqa) {
-    positions = replaced(replaced(kPackedPositions, "@GROUP_ROWS@",
-                                  str(groupRows)),
-                         "@GROUP_ROWS_MINUS_1@", str(groupRows - 1));
+    positions = packedPositions(groupRows);
     lastKey = "%lastKey = arith.addi %pBlockLast, %c1 : index";
     rowsLimit = "%groupRows";
     sinkInit = replaced(kPackedSinkInit, "@ROW_SINK_LOAD@",
