@@ -76,6 +76,10 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
     return rt::Status::error("--pack-gqa does not apply to kernel '" +
                              options.kernel + "': only sink-fwd packs query "
                              "heads");
+  if (options.packGqa && options.wasGiven("tune-cache"))
+    return rt::Status::error("--pack-gqa is not tuned: --tune-cache holds "
+                             "choices for blocks of one query head; give "
+                             "--schedule and --stages instead");
   if (options.wasGiven("dq") && options.kernel != "sink-bwd")
     return rt::Status::error("--dq does not apply to kernel '" +
                              options.kernel + "': only sink-bwd computes dQ");
