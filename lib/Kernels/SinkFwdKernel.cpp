@@ -272,7 +272,7 @@ std::string packedPositionRange(const std::string &suffix,
 
 /// --pack-gqa: a block's rows are rows of its kv head's group, the G query
 /// heads' Sq rows one head after another; row R is query position R mod Sq
-/// of the group's head R / Sq. %pBlock/%pBlockLast and %p0/%pLastW bound
+/// of the group's head R / Sq. %pBlock/%pBlockLast and %p0/%pLast bound
 /// the key positions of the block's and the warpgroup's rows, which the
 /// key-block range and the decision to mask need; the mask itself takes
 /// each row's own position.
@@ -291,7 +291,7 @@ std::string packedPositions(int64_t groupRows) {
          "\n      %wgEndM1 = arith.addi %m0, %c63 : index" +
          packedPositionRange("W", "%m0", "%wgEndM1") +
          "\n      %p0 = arith.addi %minPosW, %past : index"
-         "\n      %pLastW = arith.addi %maxPosW, %past : index"
+         "\n      %pLast = arith.addi %maxPosW, %past : index"
          "\n      // The group's first row in the [B, H * Sq] view of Q, O "
          "and LSE."
          "\n      %groupRow0 = arith.muli %hk, %groupRows : index";
@@ -299,8 +299,9 @@ std::string packedPositions(int64_t groupRows) {
 
 /// --pack-gqa: the running max of each row starts at its own head's sink
 /// (rows past the group's end, which are never stored, take the last
-/// head's).
-constexpr const char *kPackedSinkInit = R"mlir(
+/// head's); `rowSinkLoad` loads %sink of head %rowHead.
+std::string packedSinkInit(const std::string &rowSinkLoad) {
+  return R"mlir(
       %lastInGroup = arith.subi %group, %c1 : index
       %mInit = tile.map () : () -> !row {
       ^bb0(%i: index):
@@ -308,10 +309,11 @@ constexpr const char *kPackedSinkInit = R"mlir(
         %headInGroup = arith.divui %row, %seqQ : index
         %headInGroupC = arith.minui %headInGroup, %lastInGroup : index
         %rowHead = arith.addi %h, %headInGroupC : index
-        @ROW_SINK_LOAD@
+        )mlir" + rowSinkLoad + R"mlir(
         %sinkLog2 = arith.mulf %sink, %log2e : f32
         tile.yield %sinkLog2 : f32
       })mlir";
+}
 
 /// The parts of the template that depend on the memory layout.
 struct LayoutText {
@@ -530,32 +532,25 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   const int64_t group = config.heads / config.kvHeads;
   const int64_t groupRows = group * config.seqQ;
   // The pieces that differ with --pack-gqa (packedPositions).
-  auto replaced = [](std::string text, const std::string &key,
-                     const std::string &value) {
-    for (size_t at; (at = text.find(key)) != std::string::npos;)
-      text.replace(at, key.size(), value);
-    return text;
-  };
-  std::string sinkLoad = kernels::sinkLoad(
-      "%sink", "%sinks", "%h", config.heads, config.sinkDtype);
-  std::string positions = kPositions, lastKey =
-      "%lastKey = arith.addi %pBlock, %cBM : index";
+  std::string positions = kPositions;
+  std::string lastKey = "%lastKey = arith.addi %pBlock, %cBM : index";
+  std::string wgLastPosition = "%pLast = arith.addi %p0, %c63 : index";
   std::string rowsLimit = "%seqQ";
-  std::string sinkInit = "      " + sinkLoad +
+  std::string sinkInit = "      " +
+                         kernels::sinkLoad("%sink", "%sinks", "%h",
+                                           config.heads, config.sinkDtype) +
                          "\n      %sinkLog2 = arith.mulf %sink, %log2e : f32"
                          "\n      %mInit = tile.fill %sinkLog2 : !row";
-  std::string wgLastPosition = "%pLast = arith.addi %p0, %c63 : index";
   std::string rowPosition = "%p = arith.addi %p0, %i : index";
   std::string blockIds =
       kernels::blockIdsText("%qb", /*heaviestLast=*/true, shape);
   if (config.packGqa) {
     positions = packedPositions(groupRows);
     lastKey = "%lastKey = arith.addi %pBlockLast, %c1 : index";
+    wgLastPosition = ""; // %pLast comes with the positions
     rowsLimit = "%groupRows";
-    sinkInit = replaced(kPackedSinkInit, "@ROW_SINK_LOAD@",
-                        kernels::sinkLoad("%sink", "%sinks", "%rowHead",
-                                          config.heads, config.sinkDtype));
-    wgLastPosition = "%pLast = arith.addi %pLastW, %c0 : index";
+    sinkInit = packedSinkInit(kernels::sinkLoad(
+        "%sink", "%sinks", "%rowHead", config.heads, config.sinkDtype));
     rowPosition = "%packedRow = arith.addi %m0, %i : index\n"
                   "          %position = arith.remui %packedRow, %seqQ : index\n"
                   "          %p = arith.addi %position, %past : index";
@@ -578,13 +573,13 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"D", str(config.headDim)},
        {"BN", str(kBlockN)},
        {"BN_MINUS_1", str(kBlockN - 1)},
-       {"GROUP", str(config.heads / config.kvHeads)},
+       {"GROUP", str(group)},
        {"BLOCK_IDS", blockIds},
        {"POSITIONS", positions},
        {"LAST_KEY", lastKey},
+       {"WG_LAST_POSITION", wgLastPosition},
        {"ROWS_LIMIT", rowsLimit},
        {"SINK_INIT", sinkInit},
-       {"WG_LAST_POSITION", wgLastPosition},
        {"ROW_POSITION", rowPosition},
        {"Q_TYPE", layout.qType},
        {"KV_TYPE", layout.kvType},
