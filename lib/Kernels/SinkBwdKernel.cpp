@@ -10,7 +10,7 @@
 //                         from the forward's O as stored (rounded to bf16 or
 //                         fp16), as every FlashAttention backward does.
 //                         It also writes each block's -LSE·log2(e) and
-//                         Delta as one record (kPreStats).
+//                         Delta as one record (see kSinkBwdTemplate).
 //   sink_bwd_dkdv         per block of 64 keys and one query head: loops over
 //                         the query blocks that see those keys, in the
 //                         transposed form
@@ -73,6 +73,15 @@ constexpr int64_t kBlock = 64;
 constexpr llvm::StringLiteral kWarpSpecializedAttributes =
     "attributes {known_block_size = array<i32: 128, 1, 1>}";
 
+/// The kernels of the backward. How the dK/dV kernel gets each column's
+/// -LSE·log2(e) and Delta: the preprocess kernel writes them per query
+/// block, side by side ([B, H, query blocks, 2, 64] fp32), and the dK/dV
+/// loop loads that record as a third TMA tile with its Q and dO tiles (software-pipelined or from the
+/// producer like them), reading it with memref.load. Per-element loads of
+/// LSE and Delta from global memory instead cost 32 loads per iteration
+/// and registers: 168+ with a spill at D 64, 255 with a spill at D 128;
+/// the records take 156 and 235 and ran the backward 8-10% (D 64) and
+/// 3% (D 128) faster (PERF.md, 2026-12-01).
 constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileT = memref<64x@D@x@T@, #gpu.address_space<workgroup>>
 !S = !tile.fragment<64x64xf32>
@@ -112,7 +121,21 @@ module attributes {gpu.container_module} {
       }
       %delta = tile.reduce sum %prod along 1 : !acc -> !row
 @STORE_DELTA@
-@PRE_STATS@
+      // The block's -LSE·log2(e) and Delta side by side, for the dK/dV
+      // kernel to load with its Q and dO tiles (rows past the sequence's
+      // end hold clamped or the next sequence's rows: masked there).
+      %negLse2 = tile.map () : () -> !row {
+      ^bb0(%i: index):
+        %row = arith.addi %m0, %i : index
+        %token = arith.addi %qStart, %row : index
+        %r = arith.minui %token, %lastRow : index
+        %lse = memref.load %LSE[@LSE_AT@] : !lse
+        %lse2 = arith.mulf %lse, %log2e : f32
+        %v = arith.negf %lse2 : f32
+        tile.yield %v : f32
+      }
+      tile.store %negLse2, %Stats[%b, %h, %qb, %c0, %c0] : !row, !stats
+      tile.store %delta, %Stats[%b, %h, %qb, %c1, %c0] : !row, !stats
 @PRE_ATOMIC@
       gpu.return
     }
@@ -433,32 +456,6 @@ constexpr llvm::StringLiteral kDkdvAtomicDq = R"mlir(
         %dqPart = tile.gemm %sdS, %sK, %accZero {transpose_a} : !tileS, !tileT, !acc
 @STORE_DQ_ADD@)mlir";
 
-/// How the dK/dV kernel gets each column's -LSE·log2(e) and Delta: the
-/// preprocess kernel writes them per query block, side by side ([B, H,
-/// query blocks, 2, 64] fp32), and the dK/dV loop loads that record as a
-/// third TMA tile with its Q and dO tiles (software-pipelined or from the
-/// producer like them), reading it with memref.load. Per-element loads of
-/// LSE and Delta from global memory instead cost 32 loads per iteration
-/// and registers: 168+ with a spill at D 64, 255 with a spill at D 128;
-/// the records take 156 and 235 and ran the backward 8-10% (D 64) and
-/// 3% (D 128) faster (PERF.md, 2026-12-01).
-constexpr llvm::StringLiteral kPreStats = R"mlir(
-      // The block's -LSE·log2(e) and Delta side by side, for the dK/dV
-      // kernel to load with its Q and dO tiles (rows past the sequence's
-      // end hold clamped or the next sequence's rows: masked there).
-      %negLse2 = tile.map () : () -> !row {
-      ^bb0(%i: index):
-        %row = arith.addi %m0, %i : index
-        %token = arith.addi %qStart, %row : index
-        %r = arith.minui %token, %lastRow : index
-        %lse = memref.load %LSE[@LSE_AT@] : !lse
-        %lse2 = arith.mulf %lse, %log2e : f32
-        %v = arith.negf %lse2 : f32
-        tile.yield %v : f32
-      }
-      tile.store %negLse2, %Stats[%b, %h, %qb, %c0, %c0] : !row, !stats
-      tile.store %delta, %Stats[%b, %h, %qb, %c1, %c0] : !row, !stats
-)mlir";
 
 /// The start of the kernels with one block per 64 query rows of a head
 /// (grid x: block, y: head, z: sequence): preprocess and dq_convert.
@@ -853,7 +850,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {std::pair<std::string, std::string>{
             "@DQ_KERNEL@", atomicDq ? kDqConvertKernel.str() : kDqKernel.str()},
         {"@PRE_ATOMIC@", atomicDq ? kPreAtomic.str() : ""},
-        {"@PRE_STATS@", kPreStats.str()},
         {"@PRE_ATOMIC_ARGS@",
          atomicDq ? ", %sinks: memref<@H@x@ST@>, %W: !lse, "
                     "%dQacc: !qacc"
@@ -966,8 +962,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.params.push_back(outputBuffer("delta", rt::DType::F32, shape.lseDims()));
   // Each query block's -LSE·log2(e) and Delta, [B, H, query blocks, 2, 64].
   bundle.params.push_back(outputBuffer(
-        "row_stats", rt::DType::F32,
-        {u(shape.batch), u(shape.heads), queryBlocks, 2, u(kBlock)}));
+      "row_stats", rt::DType::F32,
+      {u(shape.batch), u(shape.heads), queryBlocks, 2, u(kBlock)}));
   // Separate: a sink term per query row; atomic: per key row.
   bundle.params.push_back(outputBuffer("sink_terms", rt::DType::F32, termDims));
   if (atomicDq) {
