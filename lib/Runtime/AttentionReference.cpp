@@ -101,32 +101,39 @@ std::vector<uint64_t> SinkAttentionShape::keyRowDims() const {
   return {uint64_t(batch), uint64_t(heads), uint64_t(seqKv)};
 }
 
-Expected<std::vector<int64_t>> parseLengths(std::string_view text,
-                                            const std::string &what) {
-  std::vector<int64_t> lengths;
+std::vector<std::string_view> splitCommaList(std::string_view text) {
+  std::vector<std::string_view> items;
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
-    std::string_view item = text.substr(
-        start, comma == std::string_view::npos ? std::string_view::npos
-                                               : comma - start);
+    items.push_back(text.substr(start, comma == std::string_view::npos
+                                           ? std::string_view::npos
+                                           : comma - start));
+    if (comma == std::string_view::npos)
+      return items;
+    start = comma + 1;
+  }
+}
+
+Expected<std::vector<int64_t>> parseLengths(std::string_view text,
+                                            const std::string &what) {
+  std::vector<int64_t> lengths;
+  for (std::string_view item : splitCommaList(text)) {
     // At most 12 digits, so the value cannot overflow; anything else is
     // rejected before it is accumulated.
     bool digits = !item.empty() && item.size() <= 12 &&
                   std::all_of(item.begin(), item.end(),
                               [](char c) { return c >= '0' && c <= '9'; });
-    int64_t value = 0;
-    for (char c : digits ? item : std::string_view())
-      value = value * 10 + (c - '0');
     if (!digits)
       return Status::error(what + ": '" + std::string(text) +
                            "' is not a comma-separated list of lengths "
                            "(non-negative integers below 10^12)");
+    int64_t value = 0;
+    for (char c : item)
+      value = value * 10 + (c - '0');
     lengths.push_back(value);
-    if (comma == std::string_view::npos)
-      return lengths;
-    start = comma + 1;
   }
+  return lengths;
 }
 
 std::string formatLengths(const std::vector<int64_t> &lengths) {

@@ -89,9 +89,7 @@ rt::Expected<int64_t> parseInteger(const std::string &flag,
                              "], got " + text);
   return int64_t(value);
 }
-} // namespace
 
-namespace {
 /// The largest |sink| --sinks takes: times log2(e) it stays below FLT_MAX.
 constexpr float kMaxSinkLogit = 1e38f;
 } // namespace
@@ -99,11 +97,8 @@ constexpr float kMaxSinkLogit = 1e38f;
 rt::Expected<std::vector<float>>
 runner::parseSinkLogits(const std::string &text) {
   std::vector<float> values;
-  size_t start = 0;
-  while (true) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(
-        start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (std::string_view view : rt::splitCommaList(text)) {
+    std::string item(view);
     const char *begin = item.c_str();
     char *end = nullptr;
     errno = 0;
@@ -122,9 +117,6 @@ runner::parseSinkLogits(const std::string &text) {
       return rt::Status::error("--sinks: '" + item +
                                "' is out of range (|sink| <= 1e38, or -inf)");
     values.push_back(value);
-    if (comma == std::string::npos)
-      break;
-    start = comma + 1;
   }
   return values;
 }

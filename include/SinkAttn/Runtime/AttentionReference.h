@@ -98,6 +98,9 @@ struct SinkAttentionShape {
   std::vector<uint64_t> keyRowDims() const;
 };
 
+/// The items of a comma-separated list ("a,,b" has an empty second item;
+/// "" is one empty item), as views into `text`.
+std::vector<std::string_view> splitCommaList(std::string_view text);
 /// Varlen lengths as written in flags and bundle configs: "100,1000,513"
 /// (each >= 0, at least one). The error names `what`.
 Expected<std::vector<int64_t>> parseLengths(std::string_view text,

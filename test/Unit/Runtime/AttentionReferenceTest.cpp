@@ -326,6 +326,11 @@ TEST(AttentionReference, VarlenValidationAndLengths) {
               "--x: '" + std::string(bad) +
                   "' is not a comma-separated list of lengths (non-negative "
                   "integers below 10^12)");
+  // The list splitter both parsers use keeps empty items (for them to
+  // reject).
+  EXPECT_EQ(splitCommaList("a,,b"),
+            (std::vector<std::string_view>{"a", "", "b"}));
+  EXPECT_EQ(splitCommaList(""), (std::vector<std::string_view>{""}));
   EXPECT_EQ(parseLayout("bshd"), AttentionLayout::BSHD);
   EXPECT_EQ(parseLayout("varlen"), AttentionLayout::Varlen);
   EXPECT_FALSE(parseLayout("thd"));

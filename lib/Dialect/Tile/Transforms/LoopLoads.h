@@ -64,7 +64,8 @@ struct LoopLoads {
 /// loops that are): global -> shared
 /// `tile.copy`s at the top of its body filling whole allocations that only
 /// tile.gemm and memref.load read (directly or through subviews), with
-/// indices computed by pure ops from the induction variable and values defined before the loop.
+/// indices computed by pure ops from the induction variable and values
+/// defined before the loop.
 /// `why` says what does not fit.
 mlir::FailureOr<LoopLoads> analyzeLoopLoads(mlir::gpu::GPUFuncOp func,
                                             std::string &why);
