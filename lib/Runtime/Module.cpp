@@ -1,4 +1,4 @@
-//===- Module.cpp - PTX JIT linking and kernel handles --------------------===//
+//===- Module.cpp - PTX JIT compilation and kernel handles ----------------===//
 
 #include "SinkAttn/Runtime/Module.h"
 
@@ -22,18 +22,6 @@ Status Function::setAttribute(CUfunction_attribute attribute, int value) const {
 }
 
 namespace {
-/// Destroys the link state on every exit path of loadPtx.  The cubin that
-/// cuLinkComplete returns is owned by the link state, so destruction must
-/// come after cuModuleLoadData.
-struct LinkStateGuard {
-  const CudaDriver &driver;
-  CUlinkState state = nullptr;
-  ~LinkStateGuard() {
-    if (state)
-      (void)driver.cuLinkDestroy(state);
-  }
-};
-
 std::string logText(const std::vector<char> &buffer) {
   // The driver NUL-terminates, but never trust that with a full buffer.
   return std::string(buffer.data(), strnlen(buffer.data(), buffer.size()));
@@ -47,7 +35,7 @@ Expected<Module> Module::loadPtx(const Context &ctx, const std::string &ptx,
                                  const std::string &sourceName) {
   const CudaDriver &driver = ctx.driver();
   if (ptx.empty())
-    return Status::error("cannot JIT-link " + sourceName + ": it is empty");
+    return Status::error("cannot JIT-compile " + sourceName + ": it is empty");
 
   size_t logBytes = options.logBufferBytes < 1024 ? 1024 : options.logBufferBytes;
   std::vector<char> infoLog(logBytes, '\0');
@@ -66,7 +54,7 @@ Expected<Module> Module::loadPtx(const Context &ctx, const std::string &ptx,
   }
 
   auto withLogs = [&](Status status) {
-    std::string msg = "JIT linking " + sourceName + " failed: " +
+    std::string msg = "JIT compiling " + sourceName + " failed: " +
                       status.message();
     std::string err = logText(errorLog);
     std::string inf = logText(infoLog);
@@ -77,29 +65,14 @@ Expected<Module> Module::loadPtx(const Context &ctx, const std::string &ptx,
     return Status::error(msg);
   };
 
-  LinkStateGuard link{driver};
-  Status st = SINKATTN_RT_CU(driver, cuLinkCreate_v2,
-                             static_cast<unsigned>(keys.size()), keys.data(),
-                             values.data(), &link.state);
-  if (!st.ok())
-    return withLogs(st);
-
-  // The PTX is passed with its terminating NUL, which the JIT requires.
-  st = SINKATTN_RT_CU(driver, cuLinkAddData_v2, link.state, CU_JIT_INPUT_PTX,
-                      const_cast<char *>(ptx.c_str()), ptx.size() + 1,
-                      sourceName.c_str(), 0u, nullptr, nullptr);
-  if (!st.ok())
-    return withLogs(st);
-
-  void *cubin = nullptr;
-  size_t cubinSize = 0;
-  st = SINKATTN_RT_CU(driver, cuLinkComplete, link.state, &cubin, &cubinSize);
-  if (!st.ok())
-    return withLogs(st);
-
+  // Compiled as a whole program (not through cuLink*, whose relocatable
+  // compile spilled the warp-specialized kernels: docs/design.md). The PTX
+  // is passed with its terminating NUL, which the JIT requires.
   Module m;
   m.drv = ctx.driverPtr();
-  st = SINKATTN_RT_CU(driver, cuModuleLoadData, &m.mod, cubin);
+  Status st = SINKATTN_RT_CU(driver, cuModuleLoadDataEx, &m.mod, ptx.c_str(),
+                             static_cast<unsigned>(keys.size()), keys.data(),
+                             values.data());
   if (!st.ok())
     return withLogs(st);
   m.info = logText(infoLog);

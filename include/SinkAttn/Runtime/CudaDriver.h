@@ -45,11 +45,7 @@
   X(cuMemcpyHtoD_v2)                                                           \
   X(cuMemcpyDtoH_v2)                                                           \
   X(cuMemsetD8_v2)                                                             \
-  X(cuLinkCreate_v2)                                                           \
-  X(cuLinkAddData_v2)                                                          \
-  X(cuLinkComplete)                                                            \
-  X(cuLinkDestroy)                                                             \
-  X(cuModuleLoadData)                                                          \
+  X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
   X(cuFuncSetAttribute)                                                        \

@@ -44,8 +44,10 @@ private:
   mutable bool nonPortableClusters = false;
 };
 
-/// A JIT-linked module (cuLinkCreate -> cuLinkAddData(PTX) -> cuLinkComplete
-/// -> cuModuleLoadData).  Unloaded on destruction.
+/// A JIT-compiled module (cuModuleLoadDataEx on the PTX: a whole-program
+/// compile, like `ptxas` without -c; the driver's linker would compile the
+/// PTX as relocatable code, which spills registers in kernels that use
+/// setmaxnreg). Unloaded on destruction.
 class Module {
 public:
   /// Links `ptx` for the context's device.  On failure the message contains
