@@ -100,6 +100,9 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
     return fail() << "--stages " << config.stages
                   << " is not supported: 1 to 4 (each stage is 48 KiB of "
                      "shared memory)";
+  if (config.schedule == "overlap")
+    return fail() << "--schedule overlap applies to sink-fwd only (gemm: "
+                     "auto, ws or plain)";
   if (config.schedule != "auto" && config.schedule != "ws" &&
       config.schedule != "plain")
     return fail() << "unknown schedule '" << config.schedule

@@ -798,6 +798,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   auto fail = [&]() {
     return emitError(UnknownLoc::get(&context)) << "sink-bwd: ";
   };
+  if (config.schedule == "overlap")
+    return fail() << "--schedule overlap applies to sink-fwd only (sink-bwd: "
+                     "auto, ws or plain)";
   // The forward's checks (dtype, head dim, shapes, window, stages) apply,
   // reported as sink-bwd's.
   FailureOr<KernelModule> forward = buildSinkFwd(context, config);

@@ -14,7 +14,9 @@
 // domain, and accumulates O += P V (wgmma RS, P from registers). The loads
 // are tile.copy in a `tile.num_stages` loop: tile-warp-specialize gives
 // them to a TMA producer warpgroup (K and V are two groups, each with its
-// own full/empty barriers per stage). The
+// own full/empty barriers per stage). The overlap schedule (auto's for
+// D = 128 without a window) also overlaps each warpgroup's softmax with its
+// own GEMMs (kOverlapLoopHead). The
 // running max starts at the sink (in log2 units) and the running sum at 1,
 // so the sink is in the softmax from the start and rows never see -inf as
 // their max (unless the sink itself is -inf, which is guarded).
@@ -37,7 +39,11 @@ namespace {
 constexpr int64_t kRowsPerWarpgroup = 64;
 constexpr int64_t kBlockN = 128;
 
-constexpr llvm::StringLiteral kSinkFwdTemplate = R"mlir(
+// The kernel's text: kSinkFwdHead, then the main loop — serial or
+// overlapped: its head, kMaskDecision, the mask (kMaskMap) and the softmax
+// (kSoftmaxCore) arranged as buildSinkFwd says, its tail — then
+// kSinkFwdTail.
+constexpr llvm::StringLiteral kSinkFwdHead = R"mlir(
 !sQ = memref<@BM@x@D@x@T@, #gpu.address_space<workgroup>>
 !sQw = memref<64x@D@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !sKV = memref<@BN@x@D@x@T@, #gpu.address_space<workgroup>>
@@ -113,6 +119,9 @@ module attributes {gpu.container_module} {
       %oInit = tile.fill %zero : !O
       %sZero = tile.fill %zero : !S
 @PINGPONG_INIT@
+)mlir";
+// The serial loop: S = Q K_jᵀ, softmax, O += P V, one block after another.
+constexpr llvm::StringLiteral kSerialLoopHead = R"mlir(
       %res:3 = scf.for %kb = %loBlocks to %hiBlocks step %c1
           iter_args(%m = %mInit, %l = %lInit, %o = %oInit) -> (!row, !row, !O) {
         %n0 = arith.muli %kb, %cBN : index
@@ -120,6 +129,10 @@ module attributes {gpu.container_module} {
 @PINGPONG_SYNC@
         %s = tile.gemm %sQw, %sK, %sZero {transpose_b} : !sQw, !sKV, !S
 @PINGPONG_ARRIVE@
+)mlir";
+// Whether this warpgroup's rows need the per-element mask in this key
+// block (%needsMask).
+constexpr llvm::StringLiteral kMaskDecision = R"mlir(
         // Keep key j for query position p when j <= p and p - j < W. Only
         // blocks that cross the diagonal or the window's edge for some row
         // of this warpgroup need the per-element test.
@@ -130,7 +143,9 @@ module attributes {gpu.container_module} {
         %outOfWindow = arith.cmpi sge, %span, %window : index
         %windowEdge = arith.andi %hasWindow, %outOfWindow : i1
         %needsMask = arith.ori %crossesDiagonal, %windowEdge : i1
-        %masked = scf.if %needsMask -> (!S) {
+)mlir";
+// S with masked keys set to -inf (%maskedS).
+constexpr llvm::StringLiteral kMaskMap = R"mlir(
         %maskedS = tile.map (%s) : (!S) -> !S {
         ^bb0(%i: index, %jj: index, %x: f32):
           %j = arith.addi %n0, %jj : index
@@ -142,10 +157,11 @@ module attributes {gpu.container_module} {
           %r = arith.select %keep, %x, %ninf : f32
           tile.yield %r : f32
         }
-        scf.yield %maskedS : !S
-        } else {
-        scf.yield %s : !S
-        }
+)mlir";
+// Updates the running max and sum from the block's scores %masked;
+// defines %mNew, %lNew, %p (the block's probabilities, f32) and %alpha
+// (the rescale of O).
+constexpr llvm::StringLiteral kSoftmaxCore = R"mlir(
         %blockMax = tile.reduce max %masked along 1 : !S -> !row
         %mNew = tile.map (%m, %blockMax) : (!row, !row) -> !row {
         ^bb0(%i: index, %mOld: f32, %x: f32):
@@ -180,6 +196,8 @@ module attributes {gpu.container_module} {
           %r = math.fma %lOld, %a, %sum : f32
           tile.yield %r : f32
         }
+)mlir";
+constexpr llvm::StringLiteral kSerialLoopTail = R"mlir(
         %oScaled = tile.map (%o, %alpha) : (!O, !row) -> !O {
         ^bb0(%i: index, %j: index, %x: f32, %a: f32):
           %r = arith.mulf %x, %a : f32
@@ -189,6 +207,54 @@ module attributes {gpu.container_module} {
         %oNew = tile.gemm %p16, %sV, %oScaled : !P, !sKV, !O
         scf.yield %mNew, %lNew, %oNew : !row, !row, !O
       } {tile.num_stages = @STAGES@}
+)mlir";
+constexpr llvm::StringLiteral kOverlapLoopHead = R"mlir(
+      // Order A (FA3's intra-warpgroup overlap): iteration j issues
+      // S_j = Q K_jᵀ and O += P_{j-1} V_{j-1} together and computes the
+      // softmax of S_j while P V runs. V is loaded one block behind K, so
+      // the loop runs once more than there are key blocks: the first
+      // iteration adds P V with P = 0 (O is 0), and the last one's S sits
+      // past every row's last key (%n0 = hiBlocks * BN), where the mask
+      // removes all of it. The copies' block indices are clamped to the
+      // key range (the repeated tiles come from L2).
+      %hasBlocks = arith.cmpi sgt, %hiBlocks, %loBlocks : index
+      %hiBlocksP1 = arith.addi %hiBlocks, %c1 : index
+      %hiIterations = arith.select %hasBlocks, %hiBlocksP1, %loBlocks : index
+      %lastKeyBlock = arith.subi %hiBlocks, %c1 : index
+      %zeroT = arith.constant 0.0 : @T@
+      %pInit = tile.fill %zeroT : !P
+      %res:4 = scf.for %kb = %loBlocks to %hiIterations step %c1
+          iter_args(%m = %mInit, %l = %lInit, %o = %oInit, %pPrev = %pInit)
+          -> (!row, !row, !O, !P) {
+        %n0 = arith.muli %kb, %cBN : index
+        %kbK = arith.minsi %kb, %lastKeyBlock : index
+        %nK = arith.muli %kbK, %cBN : index
+        %kbPrev = arith.subi %kb, %c1 : index
+        %kbV = arith.maxsi %kbPrev, %loBlocks : index
+        %nV = arith.muli %kbV, %cBN : index
+@LOAD_KV@
+@PINGPONG_SYNC@
+        %sAsync = tile.gemm %sQw, %sK, %sZero {transpose_b, async} : !sQw, !sKV, !S
+        %oAsync = tile.gemm %pPrev, %sV, %o {async} : !P, !sKV, !O
+@PINGPONG_ARRIVE@
+        %s = tile.gemm_wait %sAsync pending 1 : !S
+)mlir";
+constexpr llvm::StringLiteral kOverlapLoopTail = R"mlir(
+        // P is converted and O rescaled only once P V is complete: P's
+        // registers are the ones the in-flight wgmma reads, and ptxas
+        // serializes the two GEMMs (C7513) when they are redefined earlier
+        // (docs/experiments/c7513-order-a.cu).
+        %oDone = tile.gemm_wait %oAsync pending 0 : !O
+        %oScaled = tile.map (%oDone, %soft#3) : (!O, !row) -> !O {
+        ^bb0(%i: index, %j: index, %x: f32, %a: f32):
+          %r = arith.mulf %x, %a : f32
+          tile.yield %r : f32
+        }
+        %p16 = tile.cast %soft#2 : !S to !P
+        scf.yield %soft#0, %soft#1, %oScaled, %p16 : !row, !row, !O, !P
+      } {tile.num_stages = @STAGES@}
+)mlir";
+constexpr llvm::StringLiteral kSinkFwdTail = R"mlir(
       // O = o / l (0 when l is 0: a -inf sink and no key); LSE in natural
       // log units: (m + log2 l) * ln 2.
       %inverse = tile.map (%res#1) : (!row) -> !row {
@@ -217,6 +283,7 @@ module attributes {gpu.container_module} {
   }
 }
 )mlir";
+
 // Ping-pong of the two consumer warpgroups (FA3's warp scheduler barriers):
 // warpgroup w issues its Q·Kᵀ only in its turn (named barrier 3 + w, both
 // warpgroups' 256 threads) and then hands the turn to the other, so one
@@ -327,8 +394,11 @@ struct LayoutText {
   std::string loadQ, loadKV, store;
 };
 
+/// `vOffset` names V's first key (K's is %n0; the overlapped loop loads V
+/// one block behind K).
 LayoutText layoutText(const rt::SinkAttentionShape &shape,
-                      const std::string &type, bool packGqa = false) {
+                      const std::string &type, bool packGqa,
+                      const std::string &kOffset, const std::string &vOffset) {
   auto str = [](int64_t v) { return std::to_string(v); };
   const std::string d = str(shape.headDim);
   const std::string hd = str(shape.heads * shape.headDim);
@@ -348,8 +418,10 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                     " : index\n      %skv = arith.constant " +
                     str(shape.seqKv) + " : index";
     text.loadQ = "      tile.copy %Q[%b, %h, %mBlock, %c0], %sQ : !q, !sQ";
-    text.loadKV = "        tile.copy %K[%b, %hk, %n0, %c0], %sK : !kv, !sKV\n"
-                  "        tile.copy %V[%b, %hk, %n0, %c0], %sV : !kv, !sKV";
+    text.loadKV = "        tile.copy %K[%b, %hk, " + kOffset +
+                  ", %c0], %sK : !kv, !sKV\n"
+                  "        tile.copy %V[%b, %hk, " + vOffset +
+                  ", %c0], %sV : !kv, !sKV";
     text.store = "      tile.store %out, %O[%b, %h, %m0, %c0] : !O16, !q\n"
                  "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
     break;
@@ -363,8 +435,10 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                     " : index\n      %skv = arith.constant " +
                     str(shape.seqKv) + " : index" + headColumns;
     text.loadQ = "      tile.copy %Q[%b, %mBlock, %hD], %sQ : !q, !sQ";
-    text.loadKV = "        tile.copy %K[%b, %n0, %hkD], %sK : !kv, !sKV\n"
-                  "        tile.copy %V[%b, %n0, %hkD], %sV : !kv, !sKV";
+    text.loadKV = "        tile.copy %K[%b, " + kOffset +
+                  ", %hkD], %sK : !kv, !sKV\n"
+                  "        tile.copy %V[%b, " + vOffset +
+                  ", %hkD], %sV : !kv, !sKV";
     text.store = "      tile.store %out, %O[%b, %m0, %hD] : !O16, !q\n"
                  "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
     break;
@@ -380,9 +454,15 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.sequence = kernels::sequenceBoundsText(offsets) + headColumns;
     text.loadQ = "      %qRow = arith.addi %qStart, %mBlock : index\n"
                  "      tile.copy %Q[%qRow, %hD], %sQ : !q, !sQ";
-    text.loadKV = "        %kRow = arith.addi %kStart, %n0 : index\n"
-                  "        tile.copy %K[%kRow, %hkD], %sK : !kv, !sKV\n"
-                  "        tile.copy %V[%kRow, %hkD], %sV : !kv, !sKV";
+    text.loadKV = "        %kRow = arith.addi %kStart, " + kOffset +
+                  " : index\n"
+                  "        tile.copy %K[%kRow, %hkD], %sK : !kv, !sKV\n";
+    if (vOffset == kOffset)
+      text.loadKV += "        tile.copy %V[%kRow, %hkD], %sV : !kv, !sKV";
+    else
+      text.loadKV += "        %vRow = arith.addi %kStart, " + vOffset +
+                     " : index\n"
+                     "        tile.copy %V[%vRow, %hkD], %sV : !kv, !sKV";
     const std::string oView = "memref<?x" + hd + "x" + type + ", strided<[" +
                               hd + ", 1], offset: ?>>";
     const std::string lseView = "memref<" + str(shape.heads) +
@@ -506,15 +586,23 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
     return fail() << "the tensors have more than 2^31-1 elements";
 
   if (config.schedule != "auto" && config.schedule != "ws" &&
-      config.schedule != "plain")
+      config.schedule != "plain" && config.schedule != "overlap")
     return fail() << "unknown schedule '" << config.schedule
-                  << "' (auto, ws or plain)";
+                  << "' (auto, ws, overlap or plain)";
   // ws: two consumer warpgroups (128 rows) share each K/V tile and a TMA
   // producer feeds them. plain: one warpgroup of 64 rows per block, which
   // with its few registers and little shared memory runs several blocks
   // per SM — faster for D = 64 until the consumers overlap their own work
   // (measured, docs/PERF.md).
-  bool warpSpecialized = config.schedule == "ws" ||
+  // overlap: ws whose warpgroups also overlap each block's softmax with
+  // their own GEMMs (kOverlapLoopHead); auto picks it for D = 128 without
+  // a window (with one, a row sees two or three key blocks and the
+  // overlapped loop's extra iteration costs more than it hides: measured,
+  // docs/PERF.md).
+  bool overlap = config.schedule == "overlap" ||
+                 (config.schedule == "auto" && config.headDim == 128 &&
+                  config.window == 0);
+  bool warpSpecialized = config.schedule == "ws" || overlap ||
                          (config.schedule == "auto" && config.headDim == 128);
   int64_t warpgroups = warpSpecialized ? 2 : 1;
   int64_t blockM = warpgroups * kRowsPerWarpgroup;
@@ -528,7 +616,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   char scaleLog2[64];
   std::snprintf(scaleLog2, sizeof(scaleLog2), "%.9e", scale * 1.4426950408889634);
   bool hasWindow = config.window > 0;
-  LayoutText layout = layoutText(shape, type, config.packGqa);
+  LayoutText layout = layoutText(shape, type, config.packGqa, overlap ? "%nK" : "%n0",
+                                 overlap ? "%nV" : "%n0");
   const int64_t group = config.heads / config.kvHeads;
   const int64_t groupRows = group * config.seqQ;
   // The pieces that differ with --pack-gqa (packedPositions).
@@ -561,8 +650,38 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                "      %b = gpu.block_id z\n"
                "      %h = arith.muli %hkOfBlock, %group : index\n";
   }
+  // The pieces after the first start with the newline after R"mlir(.
+  std::string kernelText = kSinkFwdHead.str();
+  auto text = [](llvm::StringRef piece) { return piece.drop_front().str(); };
+  kernelText += text(overlap ? kOverlapLoopHead : kSerialLoopHead);
+  kernelText += text(kMaskDecision);
+  if (!overlap) {
+    kernelText += "        %masked = scf.if %needsMask -> (!S) {\n" +
+                  text(kMaskMap) +
+                  "        scf.yield %maskedS : !S\n        } else {\n"
+                  "        scf.yield %s : !S\n        }\n" +
+                  text(kSoftmaxCore);
+  } else {
+    // The softmax in both branches: ptxas hoists a wgmma wait to the top
+    // of its basic block (no overlap left), so P V's wait must start a
+    // block of its own, after the softmax.
+    auto softmaxOf = [&](const std::string &scores) {
+      std::string core = text(kSoftmaxCore);
+      for (size_t at = core.find("%masked"); at != std::string::npos;
+           at = core.find("%masked", at + scores.size()))
+        core.replace(at, 7, scores);
+      return core + "          scf.yield %mNew, %lNew, %p, %alpha : !row, "
+                    "!row, !S, !row\n";
+    };
+    kernelText += "        %soft:4 = scf.if %needsMask -> (!row, !row, !S, "
+                  "!row) {\n" +
+                  text(kMaskMap) + softmaxOf("%maskedS") +
+                  "        } else {\n" + softmaxOf("%s") + "        }\n";
+  }
+  kernelText += text(overlap ? kOverlapLoopTail : kSerialLoopTail);
+  kernelText += text(kSinkFwdTail);
   OwningOpRef<ModuleOp> module = kernels::parseKernelTemplate(
-      context, "sink-fwd", kSinkFwdTemplate,
+      context, "sink-fwd", kernelText,
       {{"T", type},
        {"ST", kernels::mlirTypeName(config.sinkDtype)},
        {"B", str(config.batch)},
@@ -628,7 +747,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                    {"seq_kv", config.seqKv},
                    {"head_dim", config.headDim},
                    {"window", config.window},
-                   {"schedule", std::string(warpSpecialized ? "ws" : "plain")},
+                   {"schedule", std::string(overlap ? "overlap"
+                                            : warpSpecialized ? "ws"
+                                                              : "plain")},
                    {"stages", config.stages},
                    {"scale", scale},
                    {"dtype", std::string(rt::dtypeName(config.dtype))},

@@ -1,7 +1,8 @@
 //===- Tune.cpp - tune: pick and cache sink-fwd's schedule per shape ------===//
 //
 // The autotuning space is small on purpose: the schedule (warp-specialized
-// with two consumer warpgroups, or plain with one) and the pipeline depth
+// with two consumer warpgroups, the same with each warpgroup's softmax
+// overlapped with its GEMMs, or plain with one) and the pipeline depth
 // (1 to 3 stages) are what the measurements showed to matter per head
 // dimension and length (docs/PERF.md). Each problem's winner is cached in a
 // JSON file that `compile`/`check`/`bench --tune-cache FILE` consult when
@@ -17,7 +18,9 @@
 
 #include "SinkAttn/Runtime/Json.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -28,6 +31,13 @@ using namespace sinkattn::runner;
 
 namespace {
 constexpr const char *kCacheFormat = "sinkattn-tune-cache-1";
+/// The schedules tune times (and a cache entry may name).
+constexpr const char *kTunedSchedules[] = {"ws", "overlap", "plain"};
+
+bool isTunedSchedule(const std::string &schedule) {
+  return std::find(std::begin(kTunedSchedules), std::end(kTunedSchedules),
+                   schedule) != std::end(kTunedSchedules);
+}
 
 /// The problem's key; the layout (and varlen lengths) only when not the
 /// default BHSD, so caches written before layouts existed stay valid.
@@ -116,10 +126,11 @@ runner::lookupTuned(const std::string &file, const std::string &key) {
   const rt::JsonValue *stages = entry->find("stages");
   const rt::JsonValue *ms = entry->find("median_ms");
   if (!schedule || !schedule->isString() ||
-      (schedule->asString() != "ws" && schedule->asString() != "plain") ||
-      !stages || !stages->isInt() || stages->asInt() < 1 || stages->asInt() > 3)
+      !isTunedSchedule(schedule->asString()) || !stages || !stages->isInt() ||
+      stages->asInt() < 1 || stages->asInt() > 3)
     return rt::Status::error("the tuning cache '" + file + "' entry '" + key +
-                             "' needs schedule ws|plain and stages 1..3");
+                             "' needs schedule ws|overlap|plain and stages "
+                             "1..3");
   return std::optional<TunedChoice>(TunedChoice{
       schedule->asString(), stages->asInt(),
       ms && ms->isNumber() ? ms->asDouble() : 0.0});
@@ -152,7 +163,7 @@ int runner::runTune(
           "this runtime-only build cannot compile the variants; pass "
           "--bundles DIR"));
     std::string key = tuneKey(options);
-    for (const char *schedule : {"ws", "plain"})
+    for (const char *schedule : kTunedSchedules)
       for (int64_t stages = 1; stages <= 3; ++stages) {
         Options variant = options;
         variant.schedule = schedule;
@@ -192,11 +203,11 @@ int runner::runTune(
                    : 0;
       };
       TunedChoice choice{text("schedule"), integer("stages"), 0};
-      if ((choice.schedule != "ws" && choice.schedule != "plain") ||
-          choice.stages < 1 || choice.stages > 3)
+      if (!isTunedSchedule(choice.schedule) || choice.stages < 1 ||
+          choice.stages > 3)
         return fail(rt::Status::error(
-            "bundle '" + name + "' is not in the tuning space (schedule ws or "
-            "plain, stages 1 to 3; its config says schedule '" +
+            "bundle '" + name + "' is not in the tuning space (schedule ws, "
+            "overlap or plain, stages 1 to 3; its config says schedule '" +
             choice.schedule + "', stages " + std::to_string(choice.stages) +
             ")"));
       auto session = Session::open(std::move(bundle), int(options.device),
