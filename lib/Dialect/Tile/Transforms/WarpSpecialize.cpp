@@ -115,13 +115,22 @@ FailureOr<Plan> analyze(gpu::GPUFuncOp func, std::string &why) {
   return plan;
 }
 
-/// Registers per consumer thread: as many as the register file allows once
-/// the producer has its share (one block per SM), a multiple of 8, at most
-/// 240.
+/// Registers per thread at launch with one block per SM: the register file
+/// split evenly, rounded down to the allocation unit of 8.
+int64_t launchRegisters(const Plan &plan) {
+  return kRegisterFile / (plan.consumerThreads + plan.producerThreads) / 8 * 8;
+}
+
+/// Registers per consumer thread: what the block was launched with, less
+/// the producer's share, a multiple of 8, at most 240. setmaxnreg.inc draws
+/// only on what setmaxnreg.dec released in the block, so asking for more
+/// blocks the consumers forever (the persistent GEMM's 32-register producer
+/// left 232, not 240: it hung once ptxas honoured the request, 2026-12-01).
 int64_t consumerRegisters(const Plan &plan) {
-  int64_t available =
-      (kRegisterFile - plan.producerThreads * plan.producerRegisters) /
-      plan.consumerThreads;
+  int64_t threads = plan.consumerThreads + plan.producerThreads;
+  int64_t available = (launchRegisters(plan) * threads -
+                       plan.producerThreads * plan.producerRegisters) /
+                      plan.consumerThreads;
   return std::min<int64_t>(kMaxConsumerRegisters, available / 8 * 8);
 }
 
@@ -130,9 +139,7 @@ int64_t consumerRegisters(const Plan &plan) {
 /// consumer warpgroup every thread can have 240 registers anyway (and ptxas
 /// cannot then tell the entry register count: warning C7508).
 bool reallocationPays(const Plan &plan) {
-  int64_t evenSplit =
-      kRegisterFile / (plan.consumerThreads + plan.producerThreads) / 8 * 8;
-  return evenSplit < consumerRegisters(plan);
+  return launchRegisters(plan) < consumerRegisters(plan);
 }
 
 void specialize(gpu::GPUFuncOp func, Plan &plan) {

@@ -102,8 +102,9 @@ module attributes {gpu.container_module} {
 
 // GEMM-shaped, two consumer warpgroups: A and B share one group (one
 // reader), so 3 stages reserve 3 + 3 barriers; the registers move from the
-// producer (24) to the consumers (240, (65536 - 128·24) / 256 rounded to
-// 8 and capped); a loop starting at 3 counts its iterations from 3.
+// producer (24) to the consumers (240: the block's launch budget, 168
+// registers × 384 threads, less 128·24, over 256 threads, rounded to 8 and
+// capped); a loop starting at 3 counts its iterations from 3.
 // CHECK-LABEL: gpu.func @gemm
 // CHECK-SAME: known_block_size = array<i32: 384, 1, 1>
 // CHECK: tile.alloc_barrier [1, 1, 1] : !tile.barriers<3>
