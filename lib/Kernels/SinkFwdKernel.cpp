@@ -15,9 +15,9 @@
 // are tile.copy in a `tile.num_stages` loop: tile-warp-specialize gives
 // them to a TMA producer warpgroup (K and V are two groups, each with its
 // own full/empty barriers per stage). The overlap schedule (auto's for
-// D = 128 without a window) also overlaps each warpgroup's softmax with its
-// own GEMMs (kOverlapLoopHead). The
-// running max starts at the sink (in log2 units) and the running sum at 1,
+// D = 128 with rows of 16 key blocks or more) also overlaps each
+// warpgroup's softmax with its own GEMMs (kOverlapLoopHead). The running
+// max starts at the sink (in log2 units) and the running sum at 1,
 // so the sink is in the softmax from the start and rows never see -inf as
 // their max (unless the sink itself is -inf, which is guarded).
 //
@@ -28,6 +28,8 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <utility>
 
@@ -38,6 +40,9 @@ namespace {
 /// Query rows per warpgroup.
 constexpr int64_t kRowsPerWarpgroup = 64;
 constexpr int64_t kBlockN = 128;
+/// Auto's overlapped schedule needs rows that see this many key blocks to
+/// repay its extra iteration (measured break-even: S 2048, causal).
+constexpr int64_t kOverlapMinKeyBlocks = 16;
 
 // The kernel's text: kSinkFwdHead, then the main loop — serial or
 // overlapped: its head, kMaskDecision, the mask (kMaskMap) and the softmax
@@ -158,11 +163,11 @@ constexpr llvm::StringLiteral kMaskMap = R"mlir(
           tile.yield %r : f32
         }
 )mlir";
-// Updates the running max and sum from the block's scores %masked;
+// Updates the running max and sum from the block's scores %scores;
 // defines %mNew, %lNew, %p (the block's probabilities, f32) and %alpha
 // (the rescale of O).
 constexpr llvm::StringLiteral kSoftmaxCore = R"mlir(
-        %blockMax = tile.reduce max %masked along 1 : !S -> !row
+        %blockMax = tile.reduce max %scores along 1 : !S -> !row
         %mNew = tile.map (%m, %blockMax) : (!row, !row) -> !row {
         ^bb0(%i: index, %mOld: f32, %x: f32):
           %t = arith.mulf %x, %scaleLog2 : f32
@@ -177,7 +182,7 @@ constexpr llvm::StringLiteral kSoftmaxCore = R"mlir(
           %r = arith.select %isInf, %zero, %x : f32
           tile.yield %r : f32
         }
-        %p = tile.map (%masked, %mUse) : (!S, !row) -> !S {
+        %p = tile.map (%scores, %mUse) : (!S, !row) -> !S {
         ^bb0(%i: index, %j: index, %x: f32, %mu: f32):
           %negM = arith.negf %mu : f32
           %t = math.fma %x, %scaleLog2, %negM : f32
@@ -214,9 +219,11 @@ constexpr llvm::StringLiteral kOverlapLoopHead = R"mlir(
       // softmax of S_j while P V runs. V is loaded one block behind K, so
       // the loop runs once more than there are key blocks: the first
       // iteration adds P V with P = 0 (O is 0), and the last one's S sits
-      // past every row's last key (%n0 = hiBlocks * BN), where the mask
-      // removes all of it. The copies' block indices are clamped to the
-      // key range (the repeated tiles come from L2).
+      // past every stored row's last key (%n0 = hiBlocks * BN), where the
+      // mask removes all of it (rows past the sequence may keep some of
+      // the repeated K block's scores; they are never stored). The
+      // copies' block indices are clamped to the key range (the repeated
+      // tiles come from L2).
       %hasBlocks = arith.cmpi sgt, %hiBlocks, %loBlocks : index
       %hiBlocksP1 = arith.addi %hiBlocks, %c1 : index
       %hiIterations = arith.select %hasBlocks, %hiBlocksP1, %loBlocks : index
@@ -394,8 +401,8 @@ struct LayoutText {
   std::string loadQ, loadKV, store;
 };
 
-/// `vOffset` names V's first key (K's is %n0; the overlapped loop loads V
-/// one block behind K).
+/// `kOffset` and `vOffset` name K's and V's first key: %n0 for both in the
+/// serial loop, %nK and %nV (V one block behind K) in the overlapped one.
 LayoutText layoutText(const rt::SinkAttentionShape &shape,
                       const std::string &type, bool packGqa,
                       const std::string &kOffset, const std::string &vOffset) {
@@ -588,20 +595,26 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   if (config.schedule != "auto" && config.schedule != "ws" &&
       config.schedule != "plain" && config.schedule != "overlap")
     return fail() << "unknown schedule '" << config.schedule
-                  << "' (auto, ws, overlap or plain)";
+                  << (config.kernel == "sink-bwd" ? "' (auto, ws or plain)"
+                                                  : "' (auto, ws, overlap or plain)");
   // ws: two consumer warpgroups (128 rows) share each K/V tile and a TMA
   // producer feeds them. plain: one warpgroup of 64 rows per block, which
   // with its few registers and little shared memory runs several blocks
   // per SM — faster for D = 64 until the consumers overlap their own work
   // (measured, docs/PERF.md).
   // overlap: ws whose warpgroups also overlap each block's softmax with
-  // their own GEMMs (kOverlapLoopHead); auto picks it for D = 128 without
-  // a window (with one, a row sees two or three key blocks and the
-  // overlapped loop's extra iteration costs more than it hides: measured,
-  // docs/PERF.md).
+  // their own GEMMs (kOverlapLoopHead), at the cost of one more iteration
+  // (an S GEMM and a P V GEMM with P = 0). Auto picks it for D = 128 when
+  // the longest row sees at least kOverlapMinKeyBlocks key blocks: at 16
+  // (S 2048, causal) it breaks even with ws, at 64 and more it is 7% ahead,
+  // at 2 (window 128) 12% behind (docs/PERF.md).
+  int64_t rowKeyBlocks = (config.seqKv + kBlockN - 1) / kBlockN;
+  if (config.window > 0)
+    rowKeyBlocks = std::min(rowKeyBlocks,
+                            (config.window + kBlockN - 1) / kBlockN + 1);
   bool overlap = config.schedule == "overlap" ||
                  (config.schedule == "auto" && config.headDim == 128 &&
-                  config.window == 0);
+                  rowKeyBlocks >= kOverlapMinKeyBlocks);
   bool warpSpecialized = config.schedule == "ws" || overlap ||
                          (config.schedule == "auto" && config.headDim == 128);
   int64_t warpgroups = warpSpecialized ? 2 : 1;
@@ -653,6 +666,18 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   // The pieces after the first start with the newline after R"mlir(.
   std::string kernelText = kSinkFwdHead.str();
   auto text = [](llvm::StringRef piece) { return piece.drop_front().str(); };
+  // kSoftmaxCore reading the scores `name` (its two uses of %scores).
+  auto softmaxOf = [&](llvm::StringRef name) {
+    std::string core = text(kSoftmaxCore);
+    constexpr llvm::StringLiteral kScores = "%scores";
+    int uses = 0;
+    for (size_t at = core.find(kScores.data()); at != std::string::npos;
+         at = core.find(kScores.data(), at + name.size()), ++uses)
+      core.replace(at, kScores.size(), name.str());
+    assert(uses == 2 && "kSoftmaxCore reads %scores twice");
+    (void)uses;
+    return core;
+  };
   kernelText += text(overlap ? kOverlapLoopHead : kSerialLoopHead);
   kernelText += text(kMaskDecision);
   if (!overlap) {
@@ -660,23 +685,18 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                   text(kMaskMap) +
                   "        scf.yield %maskedS : !S\n        } else {\n"
                   "        scf.yield %s : !S\n        }\n" +
-                  text(kSoftmaxCore);
+                  softmaxOf("%masked");
   } else {
     // The softmax in both branches: ptxas hoists a wgmma wait to the top
     // of its basic block (no overlap left), so P V's wait must start a
     // block of its own, after the softmax.
-    auto softmaxOf = [&](const std::string &scores) {
-      std::string core = text(kSoftmaxCore);
-      for (size_t at = core.find("%masked"); at != std::string::npos;
-           at = core.find("%masked", at + scores.size()))
-        core.replace(at, 7, scores);
-      return core + "          scf.yield %mNew, %lNew, %p, %alpha : !row, "
-                    "!row, !S, !row\n";
-    };
+    const std::string yield =
+        "        scf.yield %mNew, %lNew, %p, %alpha : !row, !row, !S, !row\n";
     kernelText += "        %soft:4 = scf.if %needsMask -> (!row, !row, !S, "
                   "!row) {\n" +
-                  text(kMaskMap) + softmaxOf("%maskedS") +
-                  "        } else {\n" + softmaxOf("%s") + "        }\n";
+                  text(kMaskMap) + softmaxOf("%maskedS") + yield +
+                  "        } else {\n" + softmaxOf("%s") + yield +
+                  "        }\n";
   }
   kernelText += text(overlap ? kOverlapLoopTail : kSerialLoopTail);
   kernelText += text(kSinkFwdTail);
