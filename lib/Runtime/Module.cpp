@@ -108,7 +108,7 @@ Expected<Function> Module::getFunction(const std::string &name) const {
   Status st = SINKATTN_RT_CU(*drv, cuModuleGetFunction, &f.fn, mod, name.c_str());
   if (!st.ok())
     return Status::error("kernel entry '" + name +
-                         "' not found in the linked module: " + st.message());
+                         "' not found in the compiled module: " + st.message());
   return f;
 }
 

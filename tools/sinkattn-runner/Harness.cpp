@@ -711,7 +711,7 @@ rt::Status Session::loadReference() {
         "(manifest field 'reference', format_version 2), which its check "
         "runs; recompile the bundle");
   const rt::BundleReference &reference = *bundle_.reference;
-  // The error of a failed JIT link holds ptxas's log.
+  // The error of a failed JIT compile holds ptxas's log.
   rt::Expected<rt::Module> module = rt::Module::loadPtx(
       *context_, reference.ptx, rt::JitOptions(), reference.ptxFile);
   if (!module.ok())

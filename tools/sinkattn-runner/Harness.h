@@ -58,7 +58,7 @@ rt::JsonValue benchJsonRow(const Session &session, const BenchReport &report,
 /// One bundle loaded on one GPU, with its buffers.
 class Session {
 public:
-  /// Loads the driver, checks the GPU is Hopper, JIT-links the PTX (the
+  /// Loads the driver, checks the GPU is Hopper, JIT-compiles the PTX (the
   /// ptxas log is in the error on failure; with `verbose` the info log is
   /// printed).
   static rt::Expected<std::unique_ptr<Session>>
@@ -106,7 +106,7 @@ private:
   rt::Expected<CheckReport> checkSinkBwd();
   /// Runs the setup launches (setup == true) or the others, in order.
   rt::Status runLaunches(CUstream stream, bool setup);
-  /// JIT-links the bundle's reference kernel on first use.
+  /// JIT-compiles the bundle's reference kernel on first use.
   rt::Status loadReference();
 
   rt::Bundle bundle_;

@@ -28,7 +28,7 @@ const FlagSpec kFlags[] = {
     {"n", "N", "compile check bench", "columns (gemm: of B and D; tma-copy: of the matrix)"},
     {"k", "N", "compile check bench", "reduction size (gemm; tma-stream: columns streamed)"},
     {"stages", "S", "compile check bench", "pipeline stages of the main loop (gemm, sink-fwd, sink-bwd, tma-copy, tma-stream; default 2)"},
-    {"schedule", "NAME", "compile check bench", "gemm, sink-fwd, sink-bwd: auto (default), ws (warp-specialized: TMA producer warpgroup + consumers), overlap (sink-fwd: ws whose consumers also overlap each block's softmax with their GEMMs; auto's choice for D 128 without a window) or plain"},
+    {"schedule", "NAME", "compile check bench", "gemm, sink-fwd, sink-bwd: auto (default), ws (warp-specialized: TMA producer warpgroup + consumers), overlap (sink-fwd: ws whose consumers also overlap each block's softmax with their GEMMs; auto's choice for D 128 when the longest row sees at least 16 key blocks of 128) or plain"},
     {"persistent", "N", "compile check bench", "gemm: a persistent kernel of min(N, tiles) blocks looping over the 128x256 tiles (default 0: one block per tile)"},
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
     {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it by fp32 TMA reduce-add: fewer GEMMs, rounding varies run to run; plain schedule only)"},
@@ -277,8 +277,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       if (value != "auto" && value != "ws" && value != "plain" &&
           value != "overlap")
         return rt::Status::error(
-            "--schedule must be auto, ws, overlap or plain, got '" +
-                                 value + "'");
+            "--schedule must be auto, ws, overlap or plain, got '" + value +
+            "'");
       options.schedule = value;
     } else if (name == "copy-engine") {
       if (value != "tma" && value != "cp-async" && value != "mixed")

@@ -32,7 +32,7 @@ rt::Expected<std::string> tuneKey(const rt::Bundle &bundle);
 rt::Expected<std::optional<TunedChoice>> lookupTuned(const std::string &file,
                                                      const std::string &key);
 
-/// `tune`: times every variant (schedule ws/plain x stages 1..3) of each
+/// `tune`: times every variant (schedule ws/overlap/plain x stages 1..3) of each
 /// sink-fwd problem (the one the flags describe, compiled with `compile`;
 /// or each problem among the bundles under --bundles), prints them, and
 /// records the fastest per problem in --tune-cache. Returns the exit code.

@@ -31,8 +31,8 @@ struct DeviceInfo {
 /// Success when the device is Hopper (sm_90) or newer; otherwise the error
 /// "GPU <name> is sm_NN; SinkAttn kernels need sm_90 (Hopper) or newer".
 /// Note: PTX compiled for sm_90a uses arch-specific instructions (wgmma,
-/// setmaxnreg) and only JIT-links on compute capability 9.0 exactly; on newer
-/// GPUs the link step reports that through the ptxas error log.
+/// setmaxnreg) and only JIT-compiles on compute capability 9.0 exactly; on
+/// newer GPUs the JIT reports that through the ptxas error log.
 Status checkHopperOrNewer(const DeviceInfo &info);
 
 /// Number of CUDA devices (calls cuInit first).

@@ -1,4 +1,4 @@
-//===- Module.h - PTX JIT linking and kernel handles -----------*- C++ -*-===//
+//===- Module.h - PTX JIT compilation and kernel handles -------*- C++ -*-===//
 
 #ifndef SINKATTN_RUNTIME_MODULE_H
 #define SINKATTN_RUNTIME_MODULE_H
@@ -50,9 +50,9 @@ private:
 /// setmaxnreg). Unloaded on destruction.
 class Module {
 public:
-  /// Links `ptx` for the context's device.  On failure the message contains
-  /// the failing call and ptxas's error log.  `sourceName` is the name ptxas
-  /// uses in its diagnostics.  The context must be current.
+  /// Compiles `ptx` for the context's device.  On failure the message names
+  /// `sourceName` and holds the failing call and ptxas's error log.  The
+  /// context must be current.
   static Expected<Module> loadPtx(const Context &ctx, const std::string &ptx,
                                   const JitOptions &options = {},
                                   const std::string &sourceName = "kernel.ptx");
@@ -65,7 +65,7 @@ public:
 
   Expected<Function> getFunction(const std::string &name) const;
 
-  /// ptxas/nvlink informational output (register counts, spills...).
+  /// ptxas informational output (register counts, spills...).
   const std::string &infoLog() const { return info; }
   /// Warnings (errors make loadPtx fail, so this holds warnings only).
   const std::string &errorLog() const { return errors; }

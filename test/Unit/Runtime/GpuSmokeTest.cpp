@@ -1,7 +1,7 @@
 //===- GpuSmokeTest.cpp - End-to-end runtime check on a real GPU ----------===//
 //
 // Exercises every driver-facing path of the runtime on a Hopper GPU: driver
-// loading, context queries, PTX JIT linking (and its error log), plain and
+// loading, context queries, PTX JIT compilation (and its error log), plain and
 // cluster launches with >48 KB dynamic shared memory, device buffers, TMA
 // descriptor encoding consumed by a hand-written cp.async.bulk.tensor
 // kernel, CUDA-event benchmarking with L2 flushing, and a bundle round trip
@@ -167,7 +167,7 @@ $L_copy:
 
 void testAxpy(const Context &ctx) {
   Expected<Module> mod = Module::loadPtx(ctx, kAxpyPtx, JitOptions{}, "axpy.ptx");
-  checkStatus(mod.status(), "JIT-link axpy PTX");
+  checkStatus(mod.status(), "JIT-compile axpy PTX");
   if (!mod.ok())
     return;
   std::printf("  ptxas info log:\n%s\n", mod->infoLog().c_str());
@@ -243,8 +243,8 @@ void testErrors(const Context &ctx) {
   check(!mod.ok() &&
             mod.message().find("ptxas error log") != std::string::npos &&
             mod.message().find("broken.ptx") != std::string::npos,
-        "broken PTX reports the ptxas error log",
-        mod.ok() ? "linked?!" : mod.message());
+        "broken PTX reports the ptxas error log and names its source",
+        mod.ok() ? "compiled?!" : mod.message());
 
   Expected<Module> good = Module::loadPtx(ctx, kAxpyPtx);
   if (good.ok()) {
@@ -258,7 +258,7 @@ void testErrors(const Context &ctx) {
 
 void testCluster(const Context &ctx) {
   Expected<Module> mod = Module::loadPtx(ctx, kClusterPtx);
-  checkStatus(mod.status(), "JIT-link cluster PTX");
+  checkStatus(mod.status(), "JIT-compile cluster PTX");
   if (!mod.ok())
     return;
   Expected<Function> fn = mod->getFunction("cluster_rank");
@@ -319,7 +319,7 @@ void testTma(const Context &ctx) {
     return;
 
   Expected<Module> mod = Module::loadPtx(ctx, kTmaPtx);
-  checkStatus(mod.status(), "JIT-link TMA PTX");
+  checkStatus(mod.status(), "JIT-compile TMA PTX");
   if (!mod.ok())
     return;
   Expected<Function> fn = mod->getFunction("tma_load");
@@ -385,7 +385,7 @@ void testBundle(const Context &ctx) {
 
   Expected<Module> mod = Module::loadPtx(ctx, read->ptx);
   if (!mod.ok())
-    return checkStatus(mod.status(), "JIT-link bundle PTX");
+    return checkStatus(mod.status(), "JIT-compile bundle PTX");
   Expected<Function> fn = mod->getFunction(read->entry);
   if (!fn.ok())
     return checkStatus(fn.status(), "getFunction(bundle entry)");
@@ -457,7 +457,7 @@ void testTmaBundle(const Context &ctx) {
   checkStatus(dout->poison(), "poison");
   Expected<Module> mod = Module::loadPtx(ctx, b.ptx);
   if (!mod.ok())
-    return checkStatus(mod.status(), "JIT-link TMA bundle PTX");
+    return checkStatus(mod.status(), "JIT-compile TMA bundle PTX");
   Expected<Function> fn = mod->getFunction(parsed->entry);
   if (!fn.ok())
     return checkStatus(fn.status(), "getFunction(tma_load)");

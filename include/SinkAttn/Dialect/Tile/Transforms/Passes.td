@@ -26,9 +26,11 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       P = 24 (32 inside loops around the pipelined one, 56 with cp.async
       copies: what ptxas needs without spilling) registers (two or more
       consumer warpgroups), the producer does `setmaxnreg.dec P` and the
-      consumers `setmaxnreg.inc` to `min(240, (65536 − 128·P) / C)`
-      rounded down to 8, so the register
-      file is never oversubscribed; with one consumer warpgroup every thread
+      consumers `setmaxnreg.inc` to `min(240, (R·T − 128·P) / C)` rounded
+      down to 8, where R·T is what the block of T threads was launched with
+      (R = 65536 / T rounded down to 8: 168 for 384 threads) — the only
+      registers `setmaxnreg.inc` can draw on (asking for more blocks the
+      consumers forever); with one consumer warpgroup every thread
       may have 240 registers anyway and no reallocation is emitted. The
       kernel's `known_block_size` becomes `.maxntid`, which lets ptxas
       honour `setmaxnreg`.
