@@ -20,7 +20,21 @@
 //                                       FA3 does by default).
 // Descriptors computed between wgmmas, the scale-d predicate and a zeroed
 // S accumulator make no difference (VARIANT_SAMEDESC_*, VARIANT_NOSETP,
-// VARIANT_SZERO). Not part of the build: a record of the experiment.
+// VARIANT_SZERO).
+//
+// "Clean" is not "overlapped" (2026-12-01, second look, with SASS): dump
+// the cubin (`-cubin -o k.cubin`, then `cuobjdump -sass k.cubin`; the
+// PyPI wheel nvidia-cuda-cuobjdump carries cuobjdump for a machine without
+// the full toolkit) and summarize it with scripts/sass-events.py. With
+// -DVARIANT_PACK_AFTER_WAIT=1 -DVARIANT_RESCALE_AFTER_WAIT=1 ptxas places
+// `WARPGROUP.DEPBAR.LE gsb0, 0x0` (wait_group 0) inside the max reduction,
+// before every MUFU.EX2: the softmax no longer overlaps P V. Making the
+// conversion depend on O (VARIANT_DEP_O, VARIANT_DEP_ASM) does not move
+// it; putting the wait in a basic block of its own (VARIANT_BRANCH) keeps
+// it after the exponentials. The sink-fwd overlapped loop does the latter
+// by emitting the softmax in both branches of its mask test
+// (docs/design.md, "The overlapped schedule"). Not part of the build: a
+// record of the experiments.
 
 #include <cstdint>
 // Order A of FA3's intra-warpgroup overlap, in our lowering's asm style:
@@ -107,8 +121,19 @@ extern "C" __global__ void __launch_bounds__(128) order_a(float *out, uint64_t d
     scale = __expf(-mx);
 #if VARIANT_PACK_AFTER_WAIT
     for (int i = 0; i < 64; ++i) s[i] = __expf(s[i] - mx);
+#if VARIANT_BRANCH
+    if (n > 0) wg_wait<0>(); else { wg_wait<0>(); out[1] = 0.f; }
+#else
     wg_wait<0>();
+#endif
+#if VARIANT_DEP_O
+    float z = o[0] * 0.f;
+    for (int i = 0; i < 32; ++i) p[i] = pack(s[2*i] + z, s[2*i+1] + z);
+#elif VARIANT_DEP_ASM
+    for (int i = 0; i < 32; ++i) { float a = s[2*i], b = s[2*i+1]; asm volatile("" : "+f"(a), "+f"(b) : "f"(o[i])); p[i] = pack(a, b); }
+#else
     for (int i = 0; i < 32; ++i) p[i] = pack(s[2*i], s[2*i+1]);
+#endif
 #if VARIANT_RESCALE_AFTER_WAIT
     for (int i = 0; i < 64; ++i) o[i] *= scale;
 #endif
