@@ -9,6 +9,7 @@
 # (compiled from bundles.txt by scripts/make-bundles.sh).
 
 import os
+import shutil
 import sys
 
 import lit.formats
@@ -35,6 +36,14 @@ smoke = os.environ.get(
 # Tests run in their own directories: relative paths are taken from the
 # directory lit was started in.
 runner, bundles, smoke = (os.path.abspath(p) for p in (runner, bundles, smoke))
+# A kernel that never finishes (a barrier nobody completes: the persistent
+# GEMM's setmaxnreg.inc once waited forever) fails its RUN line with exit
+# 124 after this many seconds instead of hanging the whole round. The
+# longest check takes a few seconds.
+limit = os.environ.get("SINKATTN_GPU_COMMAND_TIMEOUT", "300")
+timeout_tool = shutil.which("timeout")
+if timeout_tool and limit != "0":
+    runner = f"{timeout_tool} --kill-after=10 {limit} {runner}"
 config.substitutions.append(("%runner", runner))
 config.substitutions.append(("%bundles", bundles))
 config.substitutions.append(("%runtime_smoke", smoke))
