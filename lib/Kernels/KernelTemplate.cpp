@@ -38,6 +38,15 @@ OwningOpRef<ModuleOp> sinkattn::kernels::parseKernelTemplate(
   return module;
 }
 
+int sinkattn::kernels::replaceAll(std::string &text, llvm::StringRef from,
+                                  llvm::StringRef to) {
+  int count = 0;
+  for (size_t at = text.find(from.str()); at != std::string::npos;
+       at = text.find(from.str(), at + to.size()), ++count)
+    text.replace(at, from.size(), to.str());
+  return count;
+}
+
 std::string sinkattn::kernels::mlirTypeName(rt::DType type) {
   switch (type) {
   case rt::DType::BF16:

@@ -26,6 +26,10 @@ parseKernelTemplate(mlir::MLIRContext &context, llvm::StringRef name,
                     llvm::StringRef text,
                     const std::map<std::string, std::string> &values);
 
+/// Replaces every occurrence of `from` in `text` by `to` (for kernel text
+/// assembled from pieces before parseKernelTemplate); returns how many.
+int replaceAll(std::string &text, llvm::StringRef from, llvm::StringRef to);
+
 /// The MLIR spelling of a floating-point element type ("bf16", "f16", ...).
 std::string mlirTypeName(rt::DType type);
 

@@ -108,9 +108,7 @@ module attributes {gpu.container_module} {
       // Rows past the end read the last row (and are not stored).
       %prod = tile.map () : () -> !acc {
       ^bb0(%i: index, %j: index):
-        %row = arith.addi %m0, %i : index
-        %token = arith.addi %qStart, %row : index
-        %r = arith.minui %token, %lastRow : index
+@CLAMPED_ROW@
         %col = arith.addi %hD, %j : index
         %o = memref.load %O[@O_AT@] : !q
         %d = memref.load %dO[@O_AT@] : !q
@@ -126,9 +124,7 @@ module attributes {gpu.container_module} {
       // end hold clamped or the next sequence's rows: masked there).
       %negLse2 = tile.map () : () -> !row {
       ^bb0(%i: index):
-        %row = arith.addi %m0, %i : index
-        %token = arith.addi %qStart, %row : index
-        %r = arith.minui %token, %lastRow : index
+@CLAMPED_ROW@
         %lse = memref.load %LSE[@LSE_AT@] : !lse
         %lse2 = arith.mulf %lse, %log2e : f32
         %v = arith.negf %lse2 : f32
@@ -278,18 +274,14 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
       tile.copy %dO[@Q_TILE@], %sdO : !q, !tileT
       %lse2 = tile.map () : () -> !row {
       ^bb0(%i: index):
-        %row = arith.addi %m0, %i : index
-        %token = arith.addi %qStart, %row : index
-        %r = arith.minui %token, %lastRow : index
+@CLAMPED_ROW@
         %lse = memref.load %LSE[@LSE_AT@] : !lse
         %v = arith.mulf %lse, %log2e : f32
         tile.yield %v : f32
       }
       %deltaRow = tile.map () : () -> !row {
       ^bb0(%i: index):
-        %row = arith.addi %m0, %i : index
-        %token = arith.addi %qStart, %row : index
-        %r = arith.minui %token, %lastRow : index
+@CLAMPED_ROW@
         %v = memref.load %Delta[@LSE_AT@] : !lse
         tile.yield %v : f32
       }
@@ -390,9 +382,7 @@ constexpr llvm::StringLiteral kDqConvertKernel = R"mlir(
       %qRow = arith.addi %qStart, %m0 : index
       %dq16 = tile.map () : () -> !acc16 {
       ^bb0(%i: index, %j: index):
-        %row = arith.addi %m0, %i : index
-        %token = arith.addi %qStart, %row : index
-        %r = arith.minui %token, %lastRow : index
+@CLAMPED_ROW@
         %col = arith.addi %hD, %j : index
         %x = memref.load %dQacc[@O_AT@] : !qacc
         %y = arith.mulf %x, %scale : f32
@@ -411,9 +401,7 @@ constexpr llvm::StringLiteral kPreAtomic = R"mlir(
       @SINK_LOAD@
       %w = tile.map () : () -> !row {
       ^bb0(%i: index):
-        %row = arith.addi %m0, %i : index
-        %token = arith.addi %qStart, %row : index
-        %r = arith.minui %token, %lastRow : index
+@CLAMPED_ROW@
         %lse = memref.load %LSE[@LSE_AT@] : !lse
         %noKey = arith.cmpf oeq, %lse, %ninf : f32
         %x = arith.subf %sink, %lse : f32
@@ -432,6 +420,13 @@ constexpr llvm::StringLiteral kPreAtomic = R"mlir(
 /// -Σ_i w_i P_ij dP_ij over the block's query rows i (w_i = exp(sink -
 /// LSE_i)); dsink_h is their sum over the head's keys, which equals the
 /// separate mode's sum over rows of -w_i Σ_j P_ij dP_ij.
+// Row %i of the query block at %m0, as the token %r it reads from LSE-shaped
+// buffers: clamped to the last row (rows past the end read it and are
+// masked or never stored).
+constexpr llvm::StringLiteral kClampedRow = R"mlir(
+        %row = arith.addi %m0, %i : index
+        %token = arith.addi %qStart, %row : index
+        %r = arith.minui %token, %lastRow : index)mlir";
 constexpr llvm::StringLiteral kDkdvAtomicTerms = R"mlir(
         %tT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
         ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
@@ -876,10 +871,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@SEQUENCE@", layout.sequence},
         {"@BUTTERFLY@", butterflyText()},
         {"@DKDV_STORE@", shares ? layout.storeShares : layout.storeDkdv},
-        {"@DKDV_SUM@", shares ? kSumShares.str() : ""}})
-    for (size_t at = text.find(key); at != std::string::npos;
-         at = text.find(key, at + value.size()))
-      text.replace(at, key.size(), value);
+        {"@DKDV_SUM@", shares ? kSumShares.str() : ""},
+        // Last: the pieces above use it too.
+        {"@CLAMPED_ROW@", kClampedRow.drop_front().str()}})
+    replaceAll(text, key, value);
   OwningOpRef<ModuleOp> module = parseKernelTemplate(
       context, "sink-bwd", text,
       {{"T", type},

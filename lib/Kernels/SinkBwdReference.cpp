@@ -447,9 +447,7 @@ kernels::buildSinkBwdReference(MLIRContext &context,
         {"@KERNEL_ARGS@", kKernelArgs.str()},
         {"@ROW@", referenceRowText(shape)},
         {"@KEY_ROW@", keyRowText(shape)}})
-    for (size_t at = text.find(key); at != std::string::npos;
-         at = text.find(key, at + value.size()))
-      text.replace(at, key.size(), value);
+    replaceAll(text, key, value);
   // dsinks: rows of head h come in runs of SQ per batch ([B, H, SQ]), or
   // one run of TQ (varlen's [H, TQ]).
   int64_t run = shape.varlen() ? shape.tokensQ() : shape.seqQ;

@@ -463,13 +463,10 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                  "      tile.copy %Q[%qRow, %hD], %sQ : !q, !sQ";
     text.loadKV = "        %kRow = arith.addi %kStart, " + kOffset +
                   " : index\n"
-                  "        tile.copy %K[%kRow, %hkD], %sK : !kv, !sKV\n";
-    if (vOffset == kOffset)
-      text.loadKV += "        tile.copy %V[%kRow, %hkD], %sV : !kv, !sKV";
-    else
-      text.loadKV += "        %vRow = arith.addi %kStart, " + vOffset +
-                     " : index\n"
-                     "        tile.copy %V[%vRow, %hkD], %sV : !kv, !sKV";
+                  "        tile.copy %K[%kRow, %hkD], %sK : !kv, !sKV\n"
+                  "        %vRow = arith.addi %kStart, " + vOffset +
+                  " : index\n"
+                  "        tile.copy %V[%vRow, %hkD], %sV : !kv, !sKV";
     const std::string oView = "memref<?x" + hd + "x" + type + ", strided<[" +
                               hd + ", 1], offset: ?>>";
     const std::string lseView = "memref<" + str(shape.heads) +
@@ -669,13 +666,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   // kSoftmaxCore reading the scores `name` (its two uses of %scores).
   auto softmaxOf = [&](llvm::StringRef name) {
     std::string core = text(kSoftmaxCore);
-    constexpr llvm::StringLiteral kScores = "%scores";
-    int uses = 0;
-    for (size_t at = core.find(kScores.data()); at != std::string::npos;
-         at = core.find(kScores.data(), at + name.size()), ++uses)
-      core.replace(at, kScores.size(), name.str());
+    [[maybe_unused]] int uses = kernels::replaceAll(core, "%scores", name);
     assert(uses == 2 && "kSoftmaxCore reads %scores twice");
-    (void)uses;
     return core;
   };
   kernelText += text(overlap ? kOverlapLoopHead : kSerialLoopHead);
