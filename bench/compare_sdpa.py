@@ -6,7 +6,9 @@ For each shape: bf16 Q [B, H, S, D], K/V [B, HK, S, D] expanded to H heads
 before timing (the expansion is not timed: cuDNN's GQA support varies by
 version, and the comparison is against the vendor's fastest dense kernel),
 causal forward with the cuDNN backend forced. CUDA events, warm-up first,
-median of the timed calls, fresh random inputs.
+median of the timed calls, fresh random inputs, and sinkattn-runner bench's
+timing protocol by default (L2 flushed on the stream before every call, no
+host wait between calls: compare_torch.time_ms).
 
 TFLOP/s use the seed's causal formula 4*B*H*S*S*D / 2, and also the exact
 attended-pair count 4*B*H*D*S(S+1)/2 (what sinkattn-runner bench reports).
@@ -30,6 +32,9 @@ SEED_SHAPES = [(1, 64, 8, s, d) for d in (64, 128) for s in (2048, 4096, 8192, 1
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--protocol", choices=("flush", "sync"), default="flush",
+                        help="timing protocol (compare_torch.time_ms): flush, "
+                             "sinkattn-runner bench's (default), or sync")
     args = parser.parse_args()
     torch.manual_seed(0)
     results = []
@@ -41,7 +46,7 @@ def main():
         v = v.repeat_interleave(h // hk, dim=1)
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             ms = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                         iters=30)
+                         iters=30, protocol=args.protocol)
         seed_flops = 4 * b * h * s * s * d / 2
         exact_flops = 4 * b * h * d * s * (s + 1) / 2
         row = {"name": "cudnn_sdpa_causal_fwd", "batch": b, "heads": h, "kv_heads": hk,
@@ -57,7 +62,7 @@ def main():
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             grad_out = torch.randn_like(out)
             ms = time_ms(lambda: torch.autograd.grad(out, (q, k, v), grad_out,
-                                                     retain_graph=True), iters=30)
+                                                     retain_graph=True), iters=30, protocol=args.protocol)
         row = {"name": "cudnn_sdpa_causal_bwd", "batch": b, "heads": h, "kv_heads": hk,
                "seq": s, "head_dim": d, "median_ms": ms,
                "tflops_seed": 2.5 * seed_flops / (ms * 1e-3) / 1e12,
@@ -69,6 +74,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                       "protocol": args.protocol,
                        "results": results}, f, indent=2)
 
 

@@ -3,7 +3,8 @@
 
 cuBLAS bf16 GEMM (torch.matmul, fp32 accumulate) and a device-to-device copy.
 CUDA events around each call, warm-up first, median of the timed calls, a
-fresh set of random inputs (never zeros) for every shape.
+fresh set of random inputs (never zeros) for every shape; the timing
+protocol is sinkattn-runner bench's (see time_ms).
 """
 import argparse
 import json
@@ -12,25 +13,48 @@ import statistics
 import torch
 
 
-def time_ms(fn, warmup=5, iters=50):
+def time_ms(fn, warmup=5, iters=50, protocol="flush"):
+    """Median milliseconds of `iters` timed calls of `fn`.
+
+    protocol "flush" is sinkattn-runner bench's (lib/Runtime/Timing.cpp):
+    before every timed call a buffer of twice the L2 size is zeroed on the
+    stream (a cold L2, and GPU work that the host's next launches queue
+    behind, so the events time the kernels and not the launch overhead), no
+    host synchronization between calls. "sync" is the older protocol: warm
+    L2, the host waits for each call, so a call's events also time the
+    host's launch overhead (which the GPU sat idle through).
+    """
+    flush = None
+    if protocol == "flush":
+        l2 = torch.cuda.get_device_properties(0).L2_cache_size
+        flush = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
+    elif protocol != "sync":
+        raise ValueError(f"unknown timing protocol {protocol!r}")
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
+    pairs = []
+    for i in range(iters):
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
+        if flush is not None:
+            flush.fill_(i & 1)
         start.record()
         fn()
         end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+        if flush is None:
+            end.synchronize()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) for start, end in pairs)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--protocol", choices=("flush", "sync"), default="flush",
+                        help="timing protocol (compare_torch.time_ms): flush, "
+                             "sinkattn-runner bench's (default), or sync")
     args = parser.parse_args()
     torch.manual_seed(0)
     results = []
@@ -38,7 +62,7 @@ def main():
     for m, n, k in [(4096, 4096, 4096), (8192, 8192, 8192)]:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        ms = time_ms(lambda: torch.matmul(a, b))
+        ms = time_ms(lambda: torch.matmul(a, b), protocol=args.protocol)
         tflops = 2 * m * n * k / (ms * 1e-3) / 1e12
         results.append({"name": "cublas_bf16_gemm", "m": m, "n": n, "k": k,
                         "median_ms": ms, "tflops": tflops})
@@ -47,7 +71,7 @@ def main():
     rows, cols = 8192, 8192
     src = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
     dst = torch.empty_like(src)
-    ms = time_ms(lambda: dst.copy_(src))
+    ms = time_ms(lambda: dst.copy_(src), protocol=args.protocol)
     gbps = 2 * src.numel() * src.element_size() / (ms * 1e-3) / 1e9
     results.append({"name": "d2d_copy_bf16", "rows": rows, "cols": cols,
                     "median_ms": ms, "gbps": gbps})
@@ -55,7 +79,8 @@ def main():
 
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"gpu": torch.cuda.get_device_name(), "results": results}, f, indent=2)
+            json.dump({"gpu": torch.cuda.get_device_name(), "protocol": args.protocol,
+                       "results": results}, f, indent=2)
 
 
 if __name__ == "__main__":

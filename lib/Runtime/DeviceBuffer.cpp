@@ -77,4 +77,10 @@ Status DeviceBuffer::fill(uint8_t value) {
   return SINKATTN_RT_CU(*drv, cuMemsetD8_v2, ptr, value, bytes);
 }
 
+Status DeviceBuffer::fillAsync(uint8_t value, CUstream stream) {
+  if (bytes == 0)
+    return Status();
+  return SINKATTN_RT_CU(*drv, cuMemsetD8Async, ptr, value, bytes, stream);
+}
+
 } // namespace sinkattn::rt

@@ -82,8 +82,7 @@ Expected<TimingStats> benchmark(const Context &ctx,
   for (int i = 0; i < iterations; ++i) {
     if (flushL2) {
       // Alternate the fill value so no layer can elide a repeated memset.
-      SINKATTN_RT_TRY(flush.fill(static_cast<uint8_t>(i & 1)));
-      SINKATTN_RT_TRY(ctx.synchronize());
+      SINKATTN_RT_TRY(flush.fillAsync(static_cast<uint8_t>(i & 1), stream));
     }
     SINKATTN_RT_TRY(SINKATTN_RT_CU(driver, cuEventRecord, pairs[i].first, stream));
     SINKATTN_RT_TRY(fn(stream).withContext("timed iteration " +

@@ -45,6 +45,7 @@
   X(cuMemcpyHtoD_v2)                                                           \
   X(cuMemcpyDtoH_v2)                                                           \
   X(cuMemsetD8_v2)                                                             \
+  X(cuMemsetD8Async)                                                           \
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \

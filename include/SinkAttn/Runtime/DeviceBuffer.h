@@ -51,6 +51,9 @@ public:
 
   /// Sets every byte to `value` (cuMemsetD8_v2).
   Status fill(uint8_t value);
+  /// Sets every byte to `value`, ordered on `stream` and not waited for
+  /// (cuMemsetD8Async).
+  Status fillAsync(uint8_t value, CUstream stream);
   /// Fills with 0xFF bytes: NaN in fp32, fp16 and bf16, so output elements a
   /// kernel forgets to write are caught by the comparison.
   Status poison() { return fill(0xFF); }

@@ -30,10 +30,13 @@ size_t l2FlushBytes(const DeviceInfo &info);
 
 /// Runs `fn(stream)` `warmup` times untimed, then `iterations` times, each
 /// bracketed by its own pair of CUDA events recorded on `stream` (which `fn`
-/// must launch into).  With `flushL2`, a buffer of l2FlushBytes() is memset
-/// before every iteration and the context synchronized, both outside the
-/// event pair, so each iteration starts with a cold L2.  Errors from `fn`
-/// abort the benchmark.
+/// must launch into), without host waits between iterations.  With
+/// `flushL2`, a buffer of l2FlushBytes() is memset on `stream` before every
+/// iteration, outside the event pair, so each iteration starts with a cold
+/// L2 — and behind GPU work, so the host has queued the iteration's
+/// launches before the GPU reaches them and the events time the kernels,
+/// not the launch overhead.  (bench/compare_torch.py's time_ms times the
+/// PyTorch baselines the same way.)  Errors from `fn` abort the benchmark.
 Expected<TimingStats> benchmark(const Context &ctx,
                                 const std::function<Status(CUstream)> &fn,
                                 int warmup, int iterations, bool flushL2,
