@@ -83,6 +83,7 @@ module attributes {gpu.container_module} {
       %ln2 = arith.constant 0.693147180559945309417 : f32
       // softmax scale in log2 units: exp(x * scale) = exp2(x * scaleLog2).
       %scaleLog2 = arith.constant @SCALE_LOG2@ : f32
+@TILE_LOOP_BEGIN@
 @BLOCK_IDS@
       %hk = arith.divui %h, %group : index
 @SEQUENCE@
@@ -95,10 +96,7 @@ module attributes {gpu.container_module} {
       %wgRow = arith.muli %wg, %c64 : index
       %m0 = arith.addi %mBlock, %wgRow : index
 @POSITIONS@
-
-      %sQ = memref.alloc() : !sQ
-      %sK = memref.alloc() : !sKV
-      %sV = memref.alloc() : !sKV
+@ALLOCS@
 @LOAD_Q@
       %sQw = memref.subview %sQ[%wgRow, 0] [64, @D@] [1, 1] : !sQ to !sQw
 
@@ -285,11 +283,17 @@ constexpr llvm::StringLiteral kSinkFwdTail = R"mlir(
         tile.yield %r : f32
       }
 @STORE@
+@TILE_LOOP_END@
       gpu.return
     }
   }
 }
 )mlir";
+
+constexpr const char *kAllocs = R"mlir(
+      %sQ = memref.alloc() : !sQ
+      %sK = memref.alloc() : !sKV
+      %sV = memref.alloc() : !sKV)mlir";
 
 // Ping-pong of the two consumer warpgroups (FA3's warp scheduler barriers):
 // warpgroup w issues its Q·Kᵀ only in its turn (named barrier 3 + w, both
@@ -313,6 +317,56 @@ constexpr const char *kPingPongSync = R"mlir(
         nvvm.barrier id = %myTurn number_of_threads = %threads)mlir";
 constexpr const char *kPingPongArrive = R"mlir(
         nvvm.barrier.arrive id = %otherTurn number_of_threads = %threads)mlir";
+
+// --persistent: each block loops over tiles (blocks of BM query rows of one
+// head). The tiles are numbered heaviest first over all heads (tile t is
+// block level t / (H·B) counted from the last, head t mod H, sequence
+// (t mod H·B) / H), and block c of G takes, in round k, tile k·G + c when
+// k is even and k·G + G - 1 - c when k is odd: a heavy tile in one round
+// comes with a light one in the next, so the blocks' sums of work stay
+// level without a tile counter in global memory. Its rounds: every full
+// one, and the last, partial one when its tile exists. The warpgroup index,
+// the shared tiles and the ping-pong's first hand-over come before the
+// loop: the turns run on from one tile to the next, since both warpgroups
+// iterate over the same key blocks.
+std::string persistentLoopBegin(int64_t tiles, int64_t tilesPerLevel,
+                                int64_t levels, int64_t heads) {
+  auto str = [](int64_t v) { return std::to_string(v); };
+  return R"mlir(      %tid = gpu.thread_id x
+      %wg = arith.divui %tid, %c128 : index
+)mlir" + std::string(kAllocs).substr(1) +
+         "\n" + std::string(kPingPongInit).substr(1) + R"mlir(
+      %c2 = arith.constant 2 : index
+      %tileCount = arith.constant )mlir" + str(tiles) + R"mlir( : index
+      %tilesPerLevel = arith.constant )mlir" + str(tilesPerLevel) + R"mlir( : index
+      %lastLevel = arith.constant )mlir" + str(levels - 1) + R"mlir( : index
+      %headCount = arith.constant )mlir" + str(heads) + R"mlir( : index
+      %blockOfGrid = gpu.block_id x
+      %gridBlocks = gpu.grid_dim x
+      %fullRounds = arith.divui %tileCount, %gridBlocks : index
+      %partial = arith.remui %tileCount, %gridBlocks : index
+      %lastRoundParity = arith.remui %fullRounds, %c2 : index
+      %lastRoundEven = arith.cmpi eq, %lastRoundParity, %c0 : index
+      %inEvenLast = arith.cmpi ult, %blockOfGrid, %partial : index
+      %firstOddSlot = arith.subi %gridBlocks, %partial : index
+      %inOddLast = arith.cmpi uge, %blockOfGrid, %firstOddSlot : index
+      %inLast = arith.select %lastRoundEven, %inEvenLast, %inOddLast : i1
+      %extraRound = arith.select %inLast, %c1, %c0 : index
+      %rounds = arith.addi %fullRounds, %extraRound : index
+      %gridLast = arith.subi %gridBlocks, %c1 : index
+      %mirrorSlot = arith.subi %gridLast, %blockOfGrid : index
+      scf.for %round = %c0 to %rounds step %c1 {
+      %roundStart = arith.muli %round, %gridBlocks : index
+      %roundParity = arith.remui %round, %c2 : index
+      %evenRound = arith.cmpi eq, %roundParity, %c0 : index
+      %slot = arith.select %evenRound, %blockOfGrid, %mirrorSlot : index
+      %tile = arith.addi %roundStart, %slot : index
+      %level = arith.divui %tile, %tilesPerLevel : index
+      %qb = arith.subi %lastLevel, %level : index
+      %inLevel = arith.remui %tile, %tilesPerLevel : index
+      %h = arith.remui %inLevel, %headCount : index
+      %b = arith.divui %inLevel, %headCount : index)mlir";
+}
 
 /// Row positions: key positions of the block's first row (%pBlock) and of
 /// this warpgroup's (%p0); row i of the block is position %mBlock + i.
@@ -616,6 +670,34 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                          (config.schedule == "auto" && config.headDim == 128);
   int64_t warpgroups = warpSpecialized ? 2 : 1;
   int64_t blockM = warpgroups * kRowsPerWarpgroup;
+  // --persistent: min(N, tiles) blocks loop over the tiles
+  // (persistentLoopBegin); the two consumer warpgroups' ping-pong and the
+  // producer's pipeline run on from one tile to the next.
+  const bool persistent = config.persistentBlocks != 0;
+  if (persistent) {
+    if (config.persistentBlocks < 0 || config.persistentBlocks > 65535)
+      return fail() << "--persistent " << config.persistentBlocks
+                    << " is not supported: 1 to 65535 blocks (0: one block "
+                       "per tile)";
+    if (!warpSpecialized)
+      return fail() << "--persistent needs a warp-specialized schedule (ws "
+                       "or overlap), not plain"
+                    << (config.schedule == "auto"
+                            ? " (auto's choice for --head-dim 64; give "
+                              "--schedule ws or overlap)"
+                            : "");
+    if (shape.varlen())
+      return fail() << "--persistent supports the bhsd and bshd layouts, "
+                       "not varlen (its tiles' sequences are only known on "
+                       "the GPU)";
+    if (config.packGqa)
+      return fail() << "--persistent and --pack-gqa do not combine (a "
+                       "packed block's rows span query heads)";
+  }
+  const int64_t rowBlocks = (config.seqQ + blockM - 1) / blockM;
+  const int64_t tiles = rowBlocks * config.heads * config.batch;
+  const int64_t persistentBlocks =
+      persistent ? std::min(config.persistentBlocks, tiles) : 0;
   std::string attributes =
       warpSpecialized ? "attributes {known_block_size = array<i32: " +
                             std::to_string(warpgroups * 128) + ", 1, 1>}"
@@ -705,7 +787,13 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"BN", str(kBlockN)},
        {"BN_MINUS_1", str(kBlockN - 1)},
        {"GROUP", str(group)},
-       {"BLOCK_IDS", blockIds},
+       {"TILE_LOOP_BEGIN",
+        persistent ? persistentLoopBegin(tiles, config.heads * config.batch,
+                                         rowBlocks, config.heads)
+                   : ""},
+       {"BLOCK_IDS", persistent ? "" : blockIds},
+       {"ALLOCS", persistent ? "" : kAllocs},
+       {"TILE_LOOP_END", persistent ? "      }" : ""},
        {"POSITIONS", positions},
        {"LAST_KEY", lastKey},
        {"WG_LAST_POSITION", wgLastPosition},
@@ -729,15 +817,15 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"STAGES", str(config.stages)},
        {"BM", str(blockM)},
        {"ATTRIBUTES", attributes},
-       {"PINGPONG_INIT", warpgroups == 2 ? kPingPongInit : ""},
+       {"PINGPONG_INIT", warpgroups == 2 && !persistent ? kPingPongInit : ""},
        {"PINGPONG_SYNC", warpgroups == 2 ? kPingPongSync : ""},
        {"PINGPONG_ARRIVE", warpgroups == 2 ? kPingPongArrive : ""},
        // With one warpgroup its index is a constant (the compiler cannot
        // know that thread ids stay below 128 without a declared block size).
-       {"WARPGROUP_INDEX", warpgroups == 1
-                               ? "%wg = arith.constant 0 : index"
-                               : "%tid = gpu.thread_id x\n      "
-                                 "%wg = arith.divui %tid, %c128 : index"}});
+       {"WARPGROUP_INDEX", persistent       ? ""
+                           : warpgroups == 1 ? "%wg = arith.constant 0 : index"
+                                             : "%tid = gpu.thread_id x\n      "
+                                               "%wg = arith.divui %tid, %c128 : index"}});
   if (!module)
     return failure();
 
@@ -745,10 +833,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   bundle.kernel = "sink-fwd";
   bundle.entry = "sink_fwd";
   bundle.grid =
-      config.packGqa
+      persistent ? rt::Dim3{uint32_t(persistentBlocks), 1, 1}
+      : config.packGqa
           ? rt::Dim3{uint32_t((groupRows + blockM - 1) / blockM),
                      uint32_t(config.kvHeads), uint32_t(config.batch)}
-          : kernels::blockGrid((config.seqQ + blockM - 1) / blockM, shape);
+          : kernels::blockGrid(rowBlocks, shape);
   // The consumers; warp specialization adds its producer warpgroup.
   bundle.block = {uint32_t(warpgroups * 128), 1, 1};
   bundle.config = {{"layout", std::string(rt::layoutName(shape.layout))},
@@ -768,6 +857,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                    {"sink_dtype", std::string(rt::dtypeName(config.sinkDtype))}};
   if (config.packGqa)
     bundle.config["pack_gqa"] = int64_t(1);
+  if (persistent)
+    bundle.config["persistent_blocks"] = persistentBlocks;
   if (shape.varlen()) {
     bundle.config["seqlens_q"] = rt::formatLengths(config.seqlensQ);
     bundle.config["seqlens_kv"] = rt::formatLengths(config.seqlensKv);

@@ -64,10 +64,11 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   if (options.wasGiven("tune-cache") && options.kernel != "sink-fwd")
     return rt::Status::error("--tune-cache does not apply to kernel '" +
                              options.kernel + "': only sink-fwd is tuned");
-  if (options.wasGiven("persistent") && options.kernel != "gemm")
+  if (options.wasGiven("persistent") && options.kernel != "gemm" &&
+      options.kernel != "sink-fwd")
     return rt::Status::error("--persistent does not apply to kernel '" +
-                             options.kernel + "': only gemm has a persistent "
-                             "form");
+                             options.kernel + "': only gemm and sink-fwd have "
+                             "a persistent form");
   if (options.wasGiven("copy-engine") && options.kernel != "gemm")
     return rt::Status::error("--copy-engine does not apply to kernel '" +
                              options.kernel + "': only gemm chooses its copy "
