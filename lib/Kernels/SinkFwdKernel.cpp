@@ -52,6 +52,7 @@ constexpr llvm::StringLiteral kSinkFwdHead = R"mlir(
 !sQ = memref<@BM@x@D@x@T@, #gpu.address_space<workgroup>>
 !sQw = memref<64x@D@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !sKV = memref<@BN@x@D@x@T@, #gpu.address_space<workgroup>>
+!sOw = memref<64x@D@x@T@, #gpu.address_space<workgroup>>
 !S = !tile.fragment<64x@BN@xf32>
 !P = !tile.fragment<64x@BN@x@T@>
 !O = !tile.fragment<64x@D@xf32>
@@ -294,6 +295,10 @@ constexpr const char *kAllocs = R"mlir(
       %sQ = memref.alloc() : !sQ
       %sK = memref.alloc() : !sKV
       %sV = memref.alloc() : !sKV)mlir";
+/// storeThroughSharedMemory's tiles for two warpgroups.
+constexpr const char *kStagingAllocs = R"mlir(
+      %sO0 = memref.alloc() : !sOw
+      %sO1 = memref.alloc() : !sOw)mlir";
 
 // Ping-pong of the two consumer warpgroups (FA3's warp scheduler barriers):
 // warpgroup w issues its Q·Kᵀ only in its turn (named barrier 3 + w, both
@@ -330,11 +335,12 @@ constexpr const char *kPingPongArrive = R"mlir(
 // loop: the turns run on from one tile to the next, since both warpgroups
 // iterate over the same key blocks.
 std::string persistentLoopBegin(int64_t tiles, int64_t tilesPerLevel,
-                                int64_t levels, int64_t heads) {
+                                int64_t levels, int64_t heads,
+                                const std::string &allocs) {
   auto str = [](int64_t v) { return std::to_string(v); };
   return R"mlir(      %tid = gpu.thread_id x
       %wg = arith.divui %tid, %c128 : index
-)mlir" + std::string(kAllocs).substr(1) +
+)mlir" + allocs.substr(1) +
          "\n" + std::string(kPingPongInit).substr(1) + R"mlir(
       %c2 = arith.constant 2 : index
       %tileCount = arith.constant )mlir" + str(tiles) + R"mlir( : index
@@ -453,6 +459,13 @@ struct LayoutText {
   /// varlen also %qStart and %kStart (the sequence's first tokens).
   std::string sequence;
   std::string loadQ, loadKV, store;
+  /// BHSD and BSHD: the indices of O at query row %oRow (the O tile's TMA
+  /// store, storeThroughSharedMemory); empty where O is stored through a
+  /// view that ends with the sequence (varlen, --pack-gqa), which a tensor
+  /// map of the whole O would not clip.
+  std::string oTile;
+  /// With oTile: the LSE store that goes with it.
+  std::string storeLse;
 };
 
 /// `kOffset` and `vOffset` name K's and V's first key: %n0 for both in the
@@ -483,6 +496,8 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                   ", %c0], %sK : !kv, !sKV\n"
                   "        tile.copy %V[%b, %hk, " + vOffset +
                   ", %c0], %sV : !kv, !sKV";
+    text.oTile = "%b, %h, %oRow, %c0";
+    text.storeLse = "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
     text.store = "      tile.store %out, %O[%b, %h, %m0, %c0] : !O16, !q\n"
                  "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
     break;
@@ -500,6 +515,8 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                   ", %hkD], %sK : !kv, !sKV\n"
                   "        tile.copy %V[%b, " + vOffset +
                   ", %hkD], %sV : !kv, !sKV";
+    text.oTile = "%b, %oRow, %hD";
+    text.storeLse = "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
     text.store = "      tile.store %out, %O[%b, %m0, %hD] : !O16, !q\n"
                  "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
     break;
@@ -543,6 +560,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.qType = "memref<" + str(shape.batch) + "x" + rows + "x" + d + "x" +
                  type + ">";
     text.lseType = "memref<" + str(shape.batch) + "x" + rows + "xf32>";
+    text.oTile.clear();
     text.loadQ = "      %qRow = arith.addi %groupRow0, %mBlock : index\n"
                  "      tile.copy %Q[%b, %qRow, %c0], %sQ : !q, !sQ";
     const std::string oView = "memref<1x" + groupRows + "x" + d + "x" + type +
@@ -568,6 +586,41 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
   else
     text.lseType = "memref<" + str(shape.heads) + "x" +
                    str(shape.tokensQ()) + "xf32>";
+  return text;
+}
+/// O through shared memory: each warpgroup writes its 64 rows of O into a
+/// 64 x D tile of its own (a register fragment's store into a swizzled tile
+/// must cover the tile; one warpgroup reuses its Q tile, two have %sO0 and
+/// %sO1), and the block stores the tiles with TMA at
+/// `oTile` — whole 128-byte lines, rows past the tensor's end clipped by the
+/// tensor map — where register stores wrote 2-byte elements 8 rows apart
+/// (measured: the O stores were 20% of the D 128 S 2048 forward, PERF.md).
+std::string storeThroughSharedMemory(const std::string &oTile,
+                                     int64_t warpgroups) {
+  std::string text;
+  if (warpgroups == 1) {
+    // One warpgroup: its Q tile (64 x D, read by no GEMM any more).
+    text = "      tile.store %out, %sQ[%c0, %c0] : !O16, !sQ\n";
+    std::string tile = oTile;
+    kernels::replaceAll(tile, "%oRow", "%mBlock");
+    return text + "      tile.copy %sQ, %O[" + tile + "] : !sQ, !q\n";
+  } else {
+    text = "      %isFirstWarpgroup = arith.cmpi eq, %wg, %c0 : index\n"
+           "      scf.if %isFirstWarpgroup {\n"
+           "        tile.store %out, %sO0[%c0, %c0] : !O16, !sOw\n"
+           "      } else {\n"
+           "        tile.store %out, %sO1[%c0, %c0] : !O16, !sOw\n"
+           "      }\n";
+  }
+  for (int64_t w = 0; w < warpgroups; ++w) {
+    std::string row = w == 0 ? "%mBlock" : "%oRow" + std::to_string(w);
+    if (w > 0)
+      text += "      " + row + " = arith.addi %mBlock, %c64 : index\n";
+    std::string tile = oTile;
+    kernels::replaceAll(tile, "%oRow", row);
+    text += "      tile.copy %sO" + std::to_string(w) + ", %O[" + tile +
+            "] : !sOw, !q\n";
+  }
   return text;
 }
 } // namespace
@@ -694,7 +747,23 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
       return fail() << "--persistent and --pack-gqa do not combine (a "
                        "packed block's rows span query heads)";
   }
+  // O goes through shared memory and TMA where a tensor map of O clips
+  // the tile (BHSD, BSHD) and the staging tiles fit beside Q and the K/V
+  // stages in the 227 KiB a block may have (not: D 128, 3 stages).
+  const int64_t elementBytes = 2;
+  const int64_t tileBytes =
+      (blockM + 2 * config.stages * kBlockN) * config.headDim * elementBytes;
+  const int64_t stagingBytes =
+      warpgroups == 2 ? blockM * config.headDim * elementBytes : 0;
+  constexpr int64_t kSharedMemoryPerBlock = 227 * 1024;
+  constexpr int64_t kBarrierBytes = 1024;
+  const bool oThroughShared =
+      !shape.varlen() && !config.packGqa &&
+      tileBytes + stagingBytes + kBarrierBytes <= kSharedMemoryPerBlock;
   const int64_t rowBlocks = (config.seqQ + blockM - 1) / blockM;
+  const std::string allocs =
+      std::string(kAllocs) +
+      (oThroughShared && warpgroups == 2 ? kStagingAllocs : "");
   const int64_t tiles = rowBlocks * config.heads * config.batch;
   const int64_t persistentBlocks =
       persistent ? std::min(config.persistentBlocks, tiles) : 0;
@@ -789,10 +858,10 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"GROUP", str(group)},
        {"TILE_LOOP_BEGIN",
         persistent ? persistentLoopBegin(tiles, config.heads * config.batch,
-                                         rowBlocks, config.heads)
+                                         rowBlocks, config.heads, allocs)
                    : ""},
        {"BLOCK_IDS", persistent ? "" : blockIds},
-       {"ALLOCS", persistent ? "" : kAllocs},
+       {"ALLOCS", persistent ? "" : allocs},
        {"TILE_LOOP_END", persistent ? "      }" : ""},
        {"POSITIONS", positions},
        {"LAST_KEY", lastKey},
@@ -807,7 +876,10 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"SEQUENCE", layout.sequence},
        {"LOAD_Q", layout.loadQ},
        {"LOAD_KV", layout.loadKV},
-       {"STORE", layout.store},
+       {"STORE", oThroughShared
+                     ? storeThroughSharedMemory(layout.oTile, warpgroups) +
+                           layout.storeLse
+                     : layout.store},
        // Without a window the distance test must always pass.
        {"WINDOW", str(hasWindow ? config.window : config.seqKv + 1)},
        {"HAS_WINDOW", hasWindow ? "true" : "false"},

@@ -103,6 +103,41 @@ LogicalResult markSwizzled(GemmOp gemm, Value tile, StringRef operand) {
   return success();
 }
 
+/// Whether `alloc` is a staging tile for a TMA store: 2-D, 16-bit, fit for
+/// the 128-byte swizzle (columns a multiple of 64, rows a multiple of 8, at
+/// most 256), written only by whole-tile fragment stores and read only by
+/// TMA copies to global memory. Swizzling it spreads a fragment store's
+/// 32-bit pieces over the banks: unswizzled, the eight rows a warp writes at
+/// once sit 128 or 256 bytes apart, in the same banks (an 8-way conflict).
+bool isTmaStoreStaging(memref::AllocOp alloc) {
+  MemRefType type = alloc.getType();
+  if (!isSharedMemory(type) || type.getRank() != 2 ||
+      !type.hasStaticShape() || type.getElementTypeBitWidth() != 16 ||
+      type.getShape()[1] % 64 != 0 || type.getShape()[0] % 8 != 0 ||
+      type.getShape()[0] > 256 || alloc->hasAttr(TileDialect::kSwizzleAttrName))
+    return false;
+  bool stored = false, copied = false;
+  for (Operation *user : alloc->getUsers()) {
+    if (auto store = dyn_cast<StoreOp>(user)) {
+      if (store.getDest() != alloc.getResult() ||
+          store.getValue().getType().getShape() != type.getShape() ||
+          llvm::any_of(store.getIndices(), [](Value index) {
+            return getConstantIntValue(index) != std::optional<int64_t>(0);
+          }))
+        return false;
+      stored = true;
+    } else if (auto copy = dyn_cast<CopyOp>(user)) {
+      if (copy.getSource() != alloc.getResult() ||
+          copy.getCopyEngine() != CopyEngine::tma || copy.getAdd())
+        return false;
+      copied = true;
+    } else {
+      return false;
+    }
+  }
+  return stored && copied;
+}
+
 struct TileAssignLayoutsPass
     : public sinkattn::tile::impl::TileAssignLayoutsBase<TileAssignLayoutsPass> {
   void runOnOperation() override {
@@ -183,6 +218,14 @@ struct TileAssignLayoutsPass
     });
     if (failedAny)
       return signalPassFailure();
+    getOperation()->walk([&](memref::AllocOp alloc) {
+      if (!isTmaStoreStaging(alloc))
+        return;
+      alloc->setAttr(TileDialect::kSwizzleAttrName,
+                     Builder(alloc).getI64IntegerAttr(kSwizzleBytes));
+      if (alloc.getAlignment().value_or(0) < kSwizzleAlignment)
+        alloc.setAlignment(kSwizzleAlignment);
+    });
 
     // One decision per class.
     DenseMap<Value, LayoutKind> kindOfRoot;

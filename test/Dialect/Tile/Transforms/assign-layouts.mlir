@@ -76,3 +76,32 @@ func.func @existing(%v: f32, %out: memref<64x64xf32>) {
   tile.store %a, %out[%c0, %c0] : !tile.fragment<64x64xf32, #tile.layout<accumulator>>, memref<64x64xf32>
   return
 }
+
+// A shared tile that register fragments are stored into (the whole tile)
+// and that only TMA copies to global memory read is a TMA store's staging
+// tile: it becomes 128-byte swizzled too, so the fragment's 32-bit pieces
+// spread over the banks. A tile that something else reads (memref.load), or
+// that a fragment fills only part of, keeps the plain layout.
+// CHECK-LABEL: func @tma_store_staging
+// CHECK: %[[STAGED:.*]] = memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[READ:.*]] = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[PART:.*]] = memref.alloc() : memref<128x128xbf16, #gpu.address_space<workgroup>>
+// CHECK: tile.store %{{.*}}, %[[STAGED]][%c0, %c0]
+// CHECK: tile.copy %[[STAGED]], %{{.*}}[%c0, %c0]
+func.func @tma_store_staging(%out: memref<256x128xbf16>) -> bf16 {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : bf16
+  %staged = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
+  %read = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
+  %part = memref.alloc() : memref<128x128xbf16, #gpu.address_space<workgroup>>
+  %o = tile.fill %one : !tile.fragment<64x128xbf16>
+  tile.store %o, %staged[%c0, %c0] : !tile.fragment<64x128xbf16>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  tile.copy %staged, %out[%c0, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
+  tile.store %o, %read[%c0, %c0] : !tile.fragment<64x128xbf16>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  tile.copy %read, %out[%c64, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
+  %x = memref.load %read[%c0, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>
+  tile.store %o, %part[%c0, %c0] : !tile.fragment<64x128xbf16>, memref<128x128xbf16, #gpu.address_space<workgroup>>
+  tile.copy %part, %out[%c64, %c0] : memref<128x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
+  return %x : bf16
+}

@@ -159,7 +159,7 @@ def TileSoftwarePipeline : Pass<"tile-software-pipeline"> {
 }
 
 def TileAssignLayouts : Pass<"tile-assign-layouts"> {
-  let summary = "Give every register fragment a layout and swizzle the tiles wgmma reads";
+  let summary = "Give every register fragment a layout and swizzle the tiles wgmma reads or TMA stores";
   let description = [{
     * **Register layouts.** Every `!tile.fragment` value gets a
       `#tile.layout`: rank-1 fragments `rows`; rank-2 fragments `operand_a`
@@ -173,6 +173,13 @@ def TileAssignLayouts : Pass<"tile-assign-layouts"> {
       `memref.alloc` (alignment raised to 1024 bytes): TMA then stores them
       as 128-byte-swizzled panels of 64 16-bit columns (`tile-lower-copies`)
       and the wgmma lowering builds matching descriptors.
+    * **TMA store staging.** A 2-D 16-bit shared tile (columns a multiple
+      of 64, rows a multiple of 8, at most 256) that whole-tile fragment
+      `tile.store`s write and only TMA `tile.copy`s to global memory read is
+      swizzled the same way: the fragment's 32-bit pieces then spread over
+      the banks, where a warp's eight rows of an unswizzled tile 128 or 256
+      bytes apart all hit the same ones. Tiles with other users keep the
+      plain layout.
 
     Errors, each naming the value or op: a shape a layout cannot
     distribute (rows not a multiple of 64, columns not a multiple of 8, or of
