@@ -17,16 +17,18 @@ def time_ms(fn, warmup=5, iters=50, protocol="flush"):
     """Median milliseconds of `iters` timed calls of `fn`.
 
     protocol "flush" is sinkattn-runner bench's (lib/Runtime/Timing.cpp):
-    before every timed call a buffer of twice the L2 size is zeroed on the
+    before every timed call a buffer of twice the L2 size is filled on the
     stream (a cold L2, and GPU work that the host's next launches queue
-    behind, so the events time the kernels and not the launch overhead), no
-    host synchronization between calls. "sync" is the older protocol: warm
+    behind, so the events time the kernels and not the launch overhead, as
+    long as the host queues a call faster than the GPU flushes and runs the
+    previous one), no host synchronization between calls. "sync" is the
+    older protocol: warm
     L2, the host waits for each call, so a call's events also time the
     host's launch overhead (which the GPU sat idle through).
     """
     flush = None
     if protocol == "flush":
-        l2 = torch.cuda.get_device_properties(0).L2_cache_size
+        l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
         flush = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
     elif protocol != "sync":
         raise ValueError(f"unknown timing protocol {protocol!r}")

@@ -730,8 +730,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   if (persistent) {
     if (config.persistentBlocks < 0 || config.persistentBlocks > 65535)
       return fail() << "--persistent " << config.persistentBlocks
-                    << " is not supported: 1 to 65535 blocks (0: one block "
-                       "per tile)";
+                    << " is not supported: 1 to 65535 blocks (0 for one "
+                       "block per tile)";
     if (!warpSpecialized)
       return fail() << "--persistent needs a warp-specialized schedule (ws "
                        "or overlap), not plain"

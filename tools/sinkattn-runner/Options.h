@@ -22,7 +22,7 @@ struct Options {
   std::string copyEngine = "tma"; ///< gemm: tma | cp-async | mixed
   std::string dq = "separate";   ///< sink-bwd: separate | atomic
   bool packGqa = false;           ///< sink-fwd: --pack-gqa
-  int64_t persistent = 0;         ///< gemm: persistent blocks (0: off)
+  int64_t persistent = 0;         ///< gemm, sink-fwd: persistent blocks (0: off)
   int64_t stages = 2;
   int64_t startTile = 0;
   /// Attention shape (the sink-attention kernels; validated here, rejected

@@ -43,6 +43,10 @@ std::string runner::scheduleLabel(const rt::Bundle &bundle) {
   rt::Expected<int64_t> stages = rt::configInteger(bundle, "stages");
   std::string label = (schedule.ok() ? *schedule : "-") + " s" +
                       (stages.ok() ? std::to_string(*stages) : "-");
+  rt::Expected<int64_t> persistent =
+      rt::configInteger(bundle, "persistent_blocks");
+  if (persistent.ok() && *persistent > 0)
+    label += " persistent=" + std::to_string(*persistent);
   if (bundle.kernel == "sink-bwd") {
     // Bundles from before --dq computed dQ separately.
     rt::Expected<std::string> dq = rt::configTextOr(bundle, "dq", "separate");

@@ -202,6 +202,14 @@ int runner::runTune(
                    ? std::get<int64_t>(it->second)
                    : 0;
       };
+      // The cache keys problems, not launch forms: a packed or persistent
+      // bundle would be recorded as the plain form of its schedule.
+      for (const char *form : {"pack_gqa", "persistent_blocks"})
+        if (integer(form) != 0)
+          return fail(rt::Status::error(
+              "bundle '" + name + "' is not in the tuning space: its config "
+              "has " + form + " (the tuning space is one block per tile of "
+              "one query head)"));
       TunedChoice choice{text("schedule"), integer("stages"), 0};
       if (!isTunedSchedule(choice.schedule) || choice.stages < 1 ||
           choice.stages > 3)

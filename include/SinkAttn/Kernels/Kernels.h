@@ -42,9 +42,10 @@ struct KernelConfig {
   /// gemm: "tma", "cp-async" (both operands loaded with cp.async: a SIMT
   /// producer) or "mixed" (A with cp.async, B with TMA).
   std::string copyEngine = "tma";
-  /// gemm: 0 = one block per 128x256 tile; N > 0 = a persistent kernel of
-  /// min(N, tiles) blocks, each looping over tiles (the K loop nested in a
-  /// loop over tiles).
+  /// gemm and sink-fwd (ws, overlap): 0 = one block per tile (gemm's
+  /// 128x256 tiles, sink-fwd's blocks of 128 query rows of one head);
+  /// N > 0 = a persistent kernel of min(N, tiles) blocks, each looping over
+  /// tiles (the K or key loop nested in a loop over tiles).
   int64_t persistentBlocks = 0;
   /// sink-fwd: how the per-head sink logits are stored (f32 or bf16).
   rt::DType sinkDtype = rt::DType::F32;
