@@ -1228,6 +1228,10 @@ rt::JsonValue runner::benchJsonRow(const Session &session,
   row.set("tflops", report.tflops);
   row.set("gbps", report.gbps);
   row.set("iterations", report.iterations);
+  rt::JsonValue times = rt::JsonValue::array();
+  for (double ms : report.timesMs)
+    times.push(ms);
+  row.set("times_ms", std::move(times));
   for (const auto &[name, value] : report.metrics)
     row.set(name, value);
   row.set("l2_flush", flushL2);
@@ -1249,6 +1253,7 @@ rt::Expected<BenchReport> Session::bench(int warmup, int iterations,
   report.medianMs = stats.medianMs;
   report.minMs = stats.minMs;
   report.iterations = iterations;
+  report.timesMs = stats.timesMs;
   double seconds = stats.medianMs * 1e-3;
   if (bundle_.kernel == "gemm") {
     double flops = 2.0 * configInt("m") * configInt("n") * configInt("k");

@@ -43,6 +43,9 @@ struct BenchReport {
   double tflops = 0; ///< 0 when the kernel is not arithmetic-bound
   double gbps = 0;   ///< bytes moved / time, for copies
   int iterations = 0;
+  /// Every timed iteration, in launch order (a median far above the
+  /// minimum shows whether the slow ones cluster, e.g. late in the run).
+  std::vector<double> timesMs;
   /// Kernel-specific numbers, by name (also the JSON key), e.g. sink-fwd's
   /// TFLOP/s by the seed's formula next to the exact count in `tflops`.
   std::vector<std::pair<std::string, double>> metrics;
@@ -50,8 +53,9 @@ struct BenchReport {
 
 class Session;
 
-/// One timed kernel as a row of `bench --json`: kernel, config, times,
-/// throughput, the kernel's own metrics and whether L2 was flushed.
+/// One timed kernel as a row of `bench --json`: kernel, config, times
+/// (median, minimum and every iteration's), throughput, the kernel's own
+/// metrics and whether L2 was flushed.
 rt::JsonValue benchJsonRow(const Session &session, const BenchReport &report,
                            bool flushL2);
 

@@ -58,7 +58,7 @@ const FlagSpec kFlags[] = {
     {"iters", "N", "bench tune", "timed iterations (default 50; median reported)"},
     {"warmup", "N", "bench tune", "untimed warm-up iterations (default 5)"},
     {"no-l2-flush", nullptr, "bench tune", "do not flush L2 between iterations"},
-    {"json", "FILE", "bench", "also write the results as JSON"},
+    {"json", "FILE", "bench", "also write the results as JSON (per kernel: config, median_ms, min_ms, times_ms of every timed iteration, throughput)"},
     {"save-io", "DIR", "check bench", "write inputs and outputs as .npy files"},
     {"device", "N", "devices check bench tune", "GPU ordinal (default 0)"},
     {"verbose", nullptr, "devices compile check bench tune", "print the JIT (ptxas) log"},
