@@ -749,17 +749,21 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   }
   // O goes through shared memory and TMA where a tensor map of O clips
   // the tile (BHSD, BSHD) and the staging tiles fit beside Q and the K/V
-  // stages in the 227 KiB a block may have (not: D 128, 3 stages).
+  // stages in the 227 KiB a block may have (not: ws/overlap at D 128 with
+  // 3 stages; one warpgroup stages O in its Q tile and needs no room).
   const int64_t elementBytes = 2;
   const int64_t tileBytes =
       (blockM + 2 * config.stages * kBlockN) * config.headDim * elementBytes;
   const int64_t stagingBytes =
       warpgroups == 2 ? blockM * config.headDim * elementBytes : 0;
   constexpr int64_t kSharedMemoryPerBlock = 227 * 1024;
-  constexpr int64_t kBarrierBytes = 1024;
+  // The runtime aligns dynamic shared memory to 1 KiB (the swizzled
+  // tiles'); the mbarriers are static shared memory, at most 128 bytes.
+  constexpr int64_t kAlignmentSlackBytes = 1024, kStaticBytes = 128;
   const bool oThroughShared =
       !shape.varlen() && !config.packGqa &&
-      tileBytes + stagingBytes + kBarrierBytes <= kSharedMemoryPerBlock;
+      tileBytes + stagingBytes + kAlignmentSlackBytes + kStaticBytes <=
+          kSharedMemoryPerBlock;
   const int64_t rowBlocks = (config.seqQ + blockM - 1) / blockM;
   const std::string allocs =
       std::string(kAllocs) +

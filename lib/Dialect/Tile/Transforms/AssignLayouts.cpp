@@ -107,7 +107,7 @@ LogicalResult markSwizzled(GemmOp gemm, Value tile, StringRef operand) {
 /// the 128-byte swizzle (columns a multiple of 64, rows a multiple of 8, at
 /// most 256), written only by whole-tile fragment stores and read only by
 /// TMA copies to global memory. Swizzling it spreads a fragment store's
-/// 32-bit pieces over the banks: unswizzled, the eight rows a warp writes at
+/// elements over the banks: unswizzled, the eight rows a warp writes at
 /// once sit 128 or 256 bytes apart, in the same banks (an 8-way conflict).
 bool isTmaStoreStaging(memref::AllocOp alloc) {
   MemRefType type = alloc.getType();

@@ -105,3 +105,25 @@ func.func @tma_store_staging(%out: memref<256x128xbf16>) -> bf16 {
   tile.copy %part, %out[%c64, %c0] : memref<128x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
   return %x : bf16
 }
+
+// Not staging tiles either: one read through a subview, one a TMA load
+// fills (it is a load's destination, not only a store's source).
+// CHECK-LABEL: func @not_tma_store_staging
+// CHECK: memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
+func.func @not_tma_store_staging(%out: memref<256x128xbf16>) -> bf16 {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : bf16
+  %viewed = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
+  %loaded = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
+  %o = tile.fill %one : !tile.fragment<64x128xbf16>
+  tile.store %o, %viewed[%c0, %c0] : !tile.fragment<64x128xbf16>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  tile.copy %viewed, %out[%c0, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
+  %row = memref.subview %viewed[8, 0] [8, 128] [1, 1] : memref<64x128xbf16, #gpu.address_space<workgroup>> to memref<8x128xbf16, strided<[128, 1], offset: 1024>, #gpu.address_space<workgroup>>
+  %x = memref.load %row[%c0, %c0] : memref<8x128xbf16, strided<[128, 1], offset: 1024>, #gpu.address_space<workgroup>>
+  tile.copy %out[%c64, %c0], %loaded : memref<256x128xbf16>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  tile.store %o, %loaded[%c0, %c0] : !tile.fragment<64x128xbf16>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  tile.copy %loaded, %out[%c0, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
+  return %x : bf16
+}

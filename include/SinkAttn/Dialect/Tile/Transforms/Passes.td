@@ -176,7 +176,7 @@ def TileAssignLayouts : Pass<"tile-assign-layouts"> {
     * **TMA store staging.** A 2-D 16-bit shared tile (columns a multiple
       of 64, rows a multiple of 8, at most 256) that whole-tile fragment
       `tile.store`s write and only TMA `tile.copy`s to global memory read is
-      swizzled the same way: the fragment's 32-bit pieces then spread over
+      swizzled the same way: the fragment's elements then spread over
       the banks, where a warp's eight rows of an unswizzled tile 128 or 256
       bytes apart all hit the same ones. Tiles with other users keep the
       plain layout.
