@@ -482,6 +482,9 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
       %hD = arith.muli %h, %cD : index
       %hkD = arith.muli %hk, %cD : index)mlir";
   LayoutText text;
+  // BHSD and BSHD store LSE [B, H, SQ] alike.
+  const std::string lseStore =
+      "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
   switch (shape.layout) {
   case rt::AttentionLayout::BHSD:
     text.qType = "memref<" + str(shape.batch) + "x" + str(shape.heads) + "x" +
@@ -497,9 +500,9 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                   "        tile.copy %V[%b, %hk, " + vOffset +
                   ", %c0], %sV : !kv, !sKV";
     text.oTile = "%b, %h, %oRow, %c0";
-    text.storeLse = "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
-    text.store = "      tile.store %out, %O[%b, %h, %m0, %c0] : !O16, !q\n"
-                 "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
+    text.storeLse = lseStore;
+    text.store =
+        "      tile.store %out, %O[%b, %h, %m0, %c0] : !O16, !q\n" + lseStore;
     break;
   case rt::AttentionLayout::BSHD:
     // [B, S, H * D]: a head's rows are a 2-D box at column h * D.
@@ -516,9 +519,8 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                   "        tile.copy %V[%b, " + vOffset +
                   ", %hkD], %sV : !kv, !sKV";
     text.oTile = "%b, %oRow, %hD";
-    text.storeLse = "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
-    text.store = "      tile.store %out, %O[%b, %m0, %hD] : !O16, !q\n"
-                 "      tile.store %lse, %LSE[%b, %h, %m0] : !row, !lse";
+    text.storeLse = lseStore;
+    text.store = "      tile.store %out, %O[%b, %m0, %hD] : !O16, !q\n" + lseStore;
     break;
   case rt::AttentionLayout::Varlen: {
     // [T, H * D] over all sequences. Loads may run past the sequence into
@@ -597,31 +599,24 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
 /// (measured: the O stores were 20% of the D 128 S 2048 forward, PERF.md).
 std::string storeThroughSharedMemory(const std::string &oTile,
                                      int64_t warpgroups) {
-  std::string text;
-  if (warpgroups == 1) {
-    // One warpgroup: its Q tile (64 x D, read by no GEMM any more).
-    text = "      tile.store %out, %sQ[%c0, %c0] : !O16, !sQ\n";
-    std::string tile = oTile;
-    kernels::replaceAll(tile, "%oRow", "%mBlock");
-    return text + "      tile.copy %sQ, %O[" + tile + "] : !sQ, !q\n";
-  } else {
-    text = "      %isFirstWarpgroup = arith.cmpi eq, %wg, %c0 : index\n"
-           "      scf.if %isFirstWarpgroup {\n"
-           "        tile.store %out, %sO0[%c0, %c0] : !O16, !sOw\n"
-           "      } else {\n"
-           "        tile.store %out, %sO1[%c0, %c0] : !O16, !sOw\n"
-           "      }\n";
-  }
-  for (int64_t w = 0; w < warpgroups; ++w) {
-    std::string row = w == 0 ? "%mBlock" : "%oRow" + std::to_string(w);
-    if (w > 0)
-      text += "      " + row + " = arith.addi %mBlock, %c64 : index\n";
+  auto at = [&](const std::string &row) {
     std::string tile = oTile;
     kernels::replaceAll(tile, "%oRow", row);
-    text += "      tile.copy %sO" + std::to_string(w) + ", %O[" + tile +
-            "] : !sOw, !q\n";
-  }
-  return text;
+    return tile;
+  };
+  // One warpgroup: its Q tile (64 x D, read by no GEMM any more).
+  if (warpgroups == 1)
+    return "      tile.store %out, %sQ[%c0, %c0] : !O16, !sQ\n"
+           "      tile.copy %sQ, %O[" + at("%mBlock") + "] : !sQ, !q\n";
+  return "      %isFirstWarpgroup = arith.cmpi eq, %wg, %c0 : index\n"
+         "      scf.if %isFirstWarpgroup {\n"
+         "        tile.store %out, %sO0[%c0, %c0] : !O16, !sOw\n"
+         "      } else {\n"
+         "        tile.store %out, %sO1[%c0, %c0] : !O16, !sOw\n"
+         "      }\n"
+         "      tile.copy %sO0, %O[" + at("%mBlock") + "] : !sOw, !q\n"
+         "      %oRow1 = arith.addi %mBlock, %c64 : index\n"
+         "      tile.copy %sO1, %O[" + at("%oRow1") + "] : !sOw, !q\n";
 }
 } // namespace
 

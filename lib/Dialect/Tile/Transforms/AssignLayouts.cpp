@@ -64,6 +64,14 @@ Operation *reportingOp(Value value) {
   return value.getParentBlock()->getParentOp();
 }
 
+/// Marks `alloc` 128-byte swizzled, aligned to one swizzle pattern.
+void setSwizzled(memref::AllocOp alloc) {
+  alloc->setAttr(TileDialect::kSwizzleAttrName,
+                 Builder(alloc).getI64IntegerAttr(kSwizzleBytes));
+  if (alloc.getAlignment().value_or(0) < kSwizzleAlignment)
+    alloc.setAlignment(kSwizzleAlignment);
+}
+
 /// Marks the allocation behind gemm operand `tile` as swizzled, after
 /// checking its shape suits the swizzled panels: `contiguous` elements per
 /// row (the dimension wgmma reads along 128-byte rows) a multiple of 64
@@ -95,11 +103,7 @@ LogicalResult markSwizzled(GemmOp gemm, Value tile, StringRef operand) {
     return gemm.emitOpError()
            << "operand " << operand << " has " << shape[0]
            << " rows; a swizzled tile is loaded in boxes of at most 256 rows";
-  Builder builder(gemm.getContext());
-  alloc->setAttr(TileDialect::kSwizzleAttrName,
-                 builder.getI64IntegerAttr(kSwizzleBytes));
-  if (alloc.getAlignment().value_or(0) < kSwizzleAlignment)
-    alloc.setAlignment(kSwizzleAlignment);
+  setSwizzled(alloc);
   return success();
 }
 
@@ -219,12 +223,8 @@ struct TileAssignLayoutsPass
     if (failedAny)
       return signalPassFailure();
     getOperation()->walk([&](memref::AllocOp alloc) {
-      if (!isTmaStoreStaging(alloc))
-        return;
-      alloc->setAttr(TileDialect::kSwizzleAttrName,
-                     Builder(alloc).getI64IntegerAttr(kSwizzleBytes));
-      if (alloc.getAlignment().value_or(0) < kSwizzleAlignment)
-        alloc.setAlignment(kSwizzleAlignment);
+      if (isTmaStoreStaging(alloc))
+        setSwizzled(alloc);
     });
 
     // One decision per class.
