@@ -339,6 +339,24 @@ struct StoreLowering : public OpConversionPattern<StoreOp> {
                                                indexConstant(rewriter, loc, cols));
         indices[lead + 1] = arith::RemUIOp::create(
             rewriter, loc, offset, indexConstant(rewriter, loc, cols));
+        // A thread's two adjacent 16-bit columns (an even column and the
+        // next) stay adjacent under the swizzle, which permutes 16-byte
+        // chunks: one 32-bit store instead of two 16-bit ones.
+        if (r + 1 < e && rank == 2 &&
+            type.getElementType().getIntOrFloatBitWidth() == 16) {
+          Placement next = getPlacement(type, r + 1);
+          if (next.row == placement.row && next.col == placement.col + 1 &&
+              placement.col % 2 == 0) {
+            Value pair = vector::FromElementsOp::create(
+                rewriter, loc, VectorType::get({2}, type.getElementType()),
+                ValueRange{element, extractRegister(rewriter, loc, value, r + 1)});
+            vector::StoreOp::create(rewriter, loc, pair, adaptor.getDest(),
+                                    indices, /*nontemporal=*/false,
+                                    /*alignment=*/llvm::MaybeAlign(4));
+            ++r;
+            continue;
+          }
+        }
         memref::StoreOp::create(rewriter, loc, element, adaptor.getDest(), indices);
         continue;
       }

@@ -164,13 +164,19 @@ func.func @gemm_rs(%p: !tile.fragment<64x16xbf16, #tile.layout<operand_a>>,
 
 // A store into a swizzled shared tile writes element (row, col) at
 // panel(col / 64) * rows * 64 + row * 64 + ((col % 64) / 8 ^ row % 8) * 8
-// + col % 8, the TMA/wgmma 128-byte pattern.
+// + col % 8, the TMA/wgmma 128-byte pattern; a thread's two adjacent
+// columns stay adjacent under it, so each pair is one 4-byte-aligned
+// vector store (32 for a 64x128 fragment's 64 registers), and no element
+// store is left.
 // CHECK-LABEL: func @store_swizzled
 // CHECK: %[[CHUNK:.*]] = arith.divui %{{.*}}, %c8
 // CHECK: %[[ROW8:.*]] = arith.remui %{{.*}}, %c8
 // CHECK: %[[ROW8B:.*]] = arith.remui %{{.*}}, %c8
 // CHECK: arith.xori %[[CHUNK]], %[[ROW8B]]
-// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<64x128xbf16, #gpu.address_space<workgroup>>
+// CHECK: vector.from_elements %{{.*}}, %{{.*}} : vector<2xbf16>
+// CHECK-NEXT: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK-COUNT-31: vector.store %{{.*}} {alignment = 4 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK-NOT: memref.store
 // CHECK-NOT: scf.if
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: tile.copy
