@@ -15,7 +15,7 @@
 // are tile.copy in a `tile.num_stages` loop: tile-warp-specialize gives
 // them to a TMA producer warpgroup (K and V are two groups, each with its
 // own full/empty barriers per stage). The overlap schedule (auto's for
-// D = 128 with rows of 16 key blocks or more) also overlaps each
+// D = 128 with rows of more than 16 key blocks) also overlaps each
 // warpgroup's softmax with its own GEMMs (kOverlapLoopHead). The running
 // max starts at the sink (in log2 units) and the running sum at 1,
 // so the sink is in the softmax from the start and rows never see -inf as
@@ -41,8 +41,9 @@ namespace {
 constexpr int64_t kRowsPerWarpgroup = 64;
 constexpr int64_t kBlockN = 128;
 /// Auto's overlapped schedule needs rows that see this many key blocks to
-/// repay its extra iteration (measured break-even: S 2048, causal).
-constexpr int64_t kOverlapMinKeyBlocks = 16;
+/// repay its extra iteration (measured: ws 1.7% ahead at 16 blocks, causal
+/// S 2048, once O went through TMA; overlap ahead at 32 and more).
+constexpr int64_t kOverlapMinKeyBlocks = 17;
 
 // The kernel's text: kSinkFwdHead, then the main loop — serial or
 // overlapped: its head, kMaskDecision, the mask (kMaskMap) and the softmax
@@ -705,8 +706,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   // their own GEMMs (kOverlapLoopHead), at the cost of one more iteration
   // (an S GEMM and a P V GEMM with P = 0). Auto picks it for D = 128 when
   // the longest row sees at least kOverlapMinKeyBlocks key blocks: at 16
-  // (S 2048, causal) it breaks even with ws, at 64 and more it is 7% ahead,
-  // at 2 (window 128) 12% behind (docs/PERF.md).
+  // (S 2048, causal) ws is 1.7% ahead since O goes through TMA, at 32 and
+  // more overlap is ahead, at 2 (window 128) 12% behind (docs/PERF.md).
   int64_t rowKeyBlocks = (config.seqKv + kBlockN - 1) / kBlockN;
   if (config.window > 0)
     rowKeyBlocks = std::min(rowKeyBlocks,
