@@ -719,13 +719,29 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                          (config.schedule == "auto" && config.headDim == 128);
   int64_t warpgroups = warpSpecialized ? 2 : 1;
   int64_t blockM = warpgroups * kRowsPerWarpgroup;
+  const int64_t rowBlocks = (config.seqQ + blockM - 1) / blockM;
+  const int64_t tiles = rowBlocks * config.heads * config.batch;
   // --persistent: min(N, tiles) blocks loop over the tiles
   // (persistentLoopBegin); the two consumer warpgroups' ping-pong and the
-  // producer's pipeline run on from one tile to the next.
-  const bool persistent = config.persistentBlocks != 0;
+  // producer's pipeline run on from one tile to the next. Auto's choice
+  // (kAutoPersistentBlocks): one block per SM where auto runs ws for a
+  // causal BHSD/BSHD forward without a window and there are more tiles than
+  // SMs: at D 128 S 2048 the producer then loads the next tile's Q during
+  // the consumers' epilogue (a tile load, tile-warp-specialize), 3.4%
+  // faster than one block per tile; with overlap (longer rows) persistence
+  // was slower (docs/PERF.md).
+  int64_t requestedBlocks = config.persistentBlocks;
+  if (requestedBlocks == kAutoPersistentBlocks) {
+    bool autoPersistent = config.kernel == "sink-fwd" &&
+                          config.schedule == "auto" && warpSpecialized &&
+                          !overlap && config.window == 0 && !shape.varlen() &&
+                          !config.packGqa && tiles > kPersistentSMs;
+    requestedBlocks = autoPersistent ? kPersistentSMs : 0;
+  }
+  const bool persistent = requestedBlocks != 0;
   if (persistent) {
-    if (config.persistentBlocks < 0 || config.persistentBlocks > 65535)
-      return fail() << "--persistent " << config.persistentBlocks
+    if (requestedBlocks < 0 || requestedBlocks > 65535)
+      return fail() << "--persistent " << requestedBlocks
                     << " is not supported: 1 to 65535 blocks (0 for one "
                        "block per tile)";
     if (!warpSpecialized)
@@ -760,13 +776,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
       !shape.varlen() && !config.packGqa &&
       tileBytes + stagingBytes + kAlignmentSlackBytes + kStaticBytes <=
           kSharedMemoryPerBlock;
-  const int64_t rowBlocks = (config.seqQ + blockM - 1) / blockM;
   const std::string allocs =
       std::string(kAllocs) +
       (oThroughShared && warpgroups == 2 ? kStagingAllocs : "");
-  const int64_t tiles = rowBlocks * config.heads * config.batch;
   const int64_t persistentBlocks =
-      persistent ? std::min(config.persistentBlocks, tiles) : 0;
+      persistent ? std::min(requestedBlocks, tiles) : 0;
   std::string attributes =
       warpSpecialized ? "attributes {known_block_size = array<i32: " +
                             std::to_string(warpgroups * 128) + ", 1, 1>}"

@@ -111,7 +111,11 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.copyEngine = options.copyEngine;
   config.dq = options.dq;
   config.packGqa = options.packGqa;
-  config.persistentBlocks = options.persistent;
+  // Without --persistent, sink-fwd decides (kAutoPersistentBlocks).
+  config.persistentBlocks =
+      options.wasGiven("persistent") || options.kernel != "sink-fwd"
+          ? options.persistent
+          : kAutoPersistentBlocks;
   config.batch = options.batch;
   config.heads = options.heads;
   config.kvHeads = options.kvHeads;

@@ -508,6 +508,16 @@ rt::Status Session::prepare(uint64_t seed) {
   return context_->synchronize();
 }
 
+uint32_t Session::launchedBlocks() const {
+  uint32_t blocks = bundle_.grid.x;
+  rt::Expected<int64_t> persistent =
+      rt::configInteger(bundle_, "persistent_blocks");
+  int smCount = context_->info().smCount;
+  if (persistent.ok() && *persistent > 0 && smCount > 0)
+    blocks = std::min<uint32_t>(blocks, uint32_t(smCount));
+  return blocks;
+}
+
 rt::Status Session::runLaunches(CUstream stream, bool setup) {
   std::map<std::string, CUdeviceptr> addresses;
   for (const auto &[name, buffer] : buffers_)
@@ -519,8 +529,10 @@ rt::Status Session::runLaunches(CUstream stream, bool setup) {
     SINKATTN_RT_ASSIGN_OR_RETURN(
         rt::KernelArgs args,
         rt::buildKernelArgs(bundle_, launch, addresses, &context_->driver()));
-    rt::Status launched = rt::launchKernel(
-        *functions_[i], rt::launchConfigFor(launch, stream), args);
+    rt::LaunchConfig config = rt::launchConfigFor(launch, stream);
+    if (launch.entry == bundle_.entry)
+      config.grid.x = launchedBlocks();
+    rt::Status launched = rt::launchKernel(*functions_[i], config, args);
     if (!launched.ok())
       return launches_.size() == 1
                  ? launched

@@ -95,6 +95,10 @@ public:
   const rt::DeviceInfo &device() const { return context_->info(); }
   /// "m=4096 n=4096 k=4096 dtype=bf16" from the bundle's config.
   std::string describeConfig() const;
+  /// The blocks a launch of the bundle's kernel gets: its grid's x, at
+  /// most the GPU's SM count for a persistent kernel (it strides over its
+  /// tiles by the grid, so a second wave of blocks would only wait).
+  uint32_t launchedBlocks() const;
 
 private:
   Session() = default;

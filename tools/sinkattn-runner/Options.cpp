@@ -29,7 +29,7 @@ const FlagSpec kFlags[] = {
     {"k", "N", "compile check bench", "reduction size (gemm; tma-stream: columns streamed)"},
     {"stages", "S", "compile check bench", "pipeline stages of the main loop (gemm, sink-fwd, sink-bwd, tma-copy, tma-stream; default 2)"},
     {"schedule", "NAME", "compile check bench", "gemm, sink-fwd, sink-bwd: auto (default), ws (warp-specialized: TMA producer warpgroup + consumers), overlap (sink-fwd: ws whose consumers also overlap each block's softmax with their GEMMs; auto's choice for D 128 when the longest row sees at least 16 key blocks of 128) or plain"},
-    {"persistent", "N", "compile check bench", "a persistent kernel of min(N, tiles) blocks looping over the tiles (N >= 1; without it, one block per tile): gemm's 128x256 tiles; sink-fwd's blocks of 128 query rows (ws and overlap schedules, bhsd and bshd)"},
+    {"persistent", "N", "compile check bench", "a persistent kernel of min(N, tiles) blocks looping over the tiles (0: one block per tile, gemm's default): gemm's 128x256 tiles; sink-fwd's blocks of 128 query rows (ws and overlap schedules, bhsd and bshd; without it, auto: 132 blocks where the ws schedule runs causal rows without a window and there are more tiles, else one block per tile); a launch takes at most the GPU's SM count of blocks"},
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
     {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it by fp32 TMA reduce-add: fewer GEMMs, rounding varies run to run; plain schedule only)"},
     {"pack-gqa", nullptr, "compile check bench", "sink-fwd, BHSD, GQA: each block computes rows of all the query heads of one kv head, so K/V tiles serve the whole group (for short query lengths: decoding)"},
@@ -239,7 +239,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       if (number.ok())
         options.stages = *number;
     } else if (name == "persistent") {
-      number = integer(1, 65535);
+      number = integer(0, 65535);
       if (number.ok())
         options.persistent = *number;
     } else if (name == "start-tile") {

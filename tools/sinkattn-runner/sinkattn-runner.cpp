@@ -109,6 +109,10 @@ int runCheckOrBench(const Options &options) {
       return environmentError(report.status());
     std::printf("check %s, seed %llu\n", title.c_str(),
                 (unsigned long long)options.seed);
+    if (s.launchedBlocks() != s.bundle().grid.x)
+      std::printf("  persistent: %u blocks launched of the bundle's %u (one "
+                  "per SM)\n",
+                  s.launchedBlocks(), s.bundle().grid.x);
     std::printf("  rel-L2 %.3e  max-abs %.3e  checked %llu  mismatches %llu  "
                 "non-finite %llu\n",
                 report->relL2, report->maxAbs,

@@ -22,6 +22,12 @@
 
 namespace sinkattn {
 
+/// KernelConfig::persistentBlocks: let the kernel decide.
+constexpr int64_t kAutoPersistentBlocks = -1;
+/// The blocks of auto's persistent kernels: the SMs of an H100 SXM or an
+/// H200 (one block per SM).
+constexpr int64_t kPersistentSMs = 132;
+
 /// What to build. Fields a kernel does not use are ignored by it.
 struct KernelConfig {
   /// Kernel kind: one of kernelNames().
@@ -45,7 +51,11 @@ struct KernelConfig {
   /// gemm and sink-fwd (ws, overlap): 0 = one block per tile (gemm's
   /// 128x256 tiles, sink-fwd's blocks of 128 query rows of one head);
   /// N > 0 = a persistent kernel of min(N, tiles) blocks, each looping over
-  /// tiles (the K or key loop nested in a loop over tiles).
+  /// tiles (the K or key loop nested in a loop over tiles);
+  /// kAutoPersistentBlocks (sink-fwd) = auto's choice: persistent with
+  /// kPersistentSMs blocks where it was measured faster (buildSinkFwd),
+  /// else one block per tile. A launch of a persistent bundle takes at most
+  /// the device's SM count of blocks (the kernels stride by the grid).
   int64_t persistentBlocks = 0;
   /// sink-fwd: how the per-head sink logits are stored (f32 or bf16).
   rt::DType sinkDtype = rt::DType::F32;

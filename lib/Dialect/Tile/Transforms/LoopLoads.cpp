@@ -118,6 +118,95 @@ LogicalResult collectSlice(Block &block, ArrayRef<Value> roots,
   return success();
 }
 
+/// Whether `user` of a loaded buffer only reads it, and is done reading
+/// when it completes in its block: a synchronous tile.gemm or an async one
+/// whose completing wait is in its block, a memref.load, or a subview that
+/// only such ops use.
+bool onlyReads(Operation *user) {
+  auto reader = [](Operation *op) {
+    if (auto gemm = dyn_cast<GemmOp>(op))
+      return !gemm.getAsync() || bool(completingWait(gemm));
+    return isa<memref::LoadOp>(op);
+  };
+  if (reader(user))
+    return true;
+  auto subview = dyn_cast<memref::SubViewOp>(user);
+  return subview && llvm::all_of(subview->getUsers(), reader);
+}
+
+/// The copies at the top level of `outer`'s body before `inner` that the
+/// producer can issue once per iteration of `outer` (TileLoad): global ->
+/// shared, from a kernel argument into a whole static allocation of the
+/// kernel that only readers (onlyReads) inside `outer` use after it, with
+/// indices the producer can compute (pure ops of the body, or values from
+/// before the loop). Others stay where they are.
+SmallVector<TileLoad> findTileLoads(scf::ForOp outer, scf::ForOp inner) {
+  SmallVector<TileLoad> loads;
+  Block &body = *outer.getBody();
+  if (inner->getBlock() != &body)
+    return loads;
+  Block &entry = outer->getParentOfType<gpu::GPUFuncOp>().getBody().front();
+  for (Operation &op : body) {
+    if (&op == inner.getOperation())
+      break;
+    auto copy = dyn_cast<CopyOp>(op);
+    if (!copy || !isGlobalToShared(copy))
+      continue;
+    auto source = dyn_cast<BlockArgument>(copy.getSource());
+    auto dest = copy.getDest().getDefiningOp<memref::AllocOp>();
+    if (!source || source.getOwner() != &entry || !dest ||
+        dest->getBlock() != &entry || !dest.getType().hasStaticShape())
+      continue;
+    Operation *first = nullptr, *last = nullptr;
+    bool qualifies = true;
+    // A reader (through a subview: its readers; a subview only computes an
+    // address) after the copy in the body, reading until it completes or,
+    // for an async gemm, until its completing wait.
+    auto addReader = [&](Operation *reader) {
+      Operation *top = ancestorIn(body, reader);
+      Operation *end = reader;
+      if (auto gemm = dyn_cast<GemmOp>(reader); gemm && gemm.getAsync())
+        end = completingWait(gemm);
+      Operation *endTop = end ? ancestorIn(body, end) : nullptr;
+      if (!top || !endTop || top->isBeforeInBlock(copy)) {
+        qualifies = false;
+        return;
+      }
+      if (!first || top->isBeforeInBlock(first))
+        first = top;
+      if (!last || last->isBeforeInBlock(endTop))
+        last = endTop;
+    };
+    for (Operation *user : dest->getUsers()) {
+      if (user == copy.getOperation())
+        continue;
+      if (!onlyReads(user)) {
+        qualifies = false;
+        break;
+      }
+      if (auto subview = dyn_cast<memref::SubViewOp>(user))
+        llvm::for_each(subview->getUsers(), addReader);
+      else
+        addReader(user);
+    }
+    if (!qualifies || !first)
+      continue;
+    // The producer recomputes the indices: pure ops of the body.
+    llvm::SetVector<Operation *> slice;
+    SmallVector<Value> outside;
+    std::string why;
+    auto carried = [&](Value value) {
+      auto arg = dyn_cast<BlockArgument>(value);
+      return arg && arg.getOwner() == &body && arg != outer.getInductionVar();
+    };
+    if (failed(collectSlice(body, llvm::to_vector(copy.getSourceIndices()),
+                            carried, slice, outside, why)))
+      continue;
+    loads.push_back({copy, first, last});
+  }
+  return loads;
+}
+
 } // namespace
 
 FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
@@ -367,6 +456,11 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
       return failure();
   needed.append({plan.loop.getLowerBound(), plan.loop.getUpperBound(),
                  plan.loop.getStep()});
+  if (plan.outerLoops.size() == 1) {
+    plan.tileLoads = findTileLoads(plan.outerLoops.front(), plan.loop);
+    for (TileLoad &load : plan.tileLoads)
+      llvm::append_range(needed, load.copy.getSourceIndices());
+  }
   // Through the loops around it, innermost first: what their bodies compute
   // for the copies and the inner bounds, and their own bounds.
   plan.outerOps.resize(plan.outerLoops.size());

@@ -34,6 +34,18 @@ struct ProducerGroup {
   mlir::scf::IfOp guard;
 };
 
+/// A load at the top of the one loop around the pipelined loop, before it
+/// (a persistent kernel's Q tile): the producer issues it once per
+/// iteration of that loop, into its one buffer, after the consumers
+/// released the buffer past its last user there.
+struct TileLoad {
+  CopyOp copy;
+  /// The ops of the outer loop's body that read the buffer first and use
+  /// it last (the pipelined loop itself, when only it reads the tile).
+  mlir::Operation *firstReader = nullptr;
+  mlir::Operation *lastUser = nullptr;
+};
+
 struct LoopLoads {
   mlir::scf::ForOp loop;
   int64_t stages = 0;
@@ -57,6 +69,10 @@ struct LoopLoads {
   /// Per outer loop: the pure ops of its body the copies' indices and the
   /// inner loops' bounds need, in order.
   llvm::SmallVector<llvm::SmallVector<mlir::Operation *>> outerOps;
+  /// Loads at the top of the outer loop's body when there is exactly one
+  /// outer loop (TileLoad); copies there that do not qualify stay with the
+  /// consumers (synchronous).
+  llvm::SmallVector<TileLoad> tileLoads;
 };
 
 /// The loads of `func`'s one pipelined loop (`scf.for` with

@@ -188,9 +188,18 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
     }
   for (CopyOp copy : plan.preLoopCopies)
     preLoopCounts.push_back(arrivalsPerPhase({copy}, producers));
+  // A tile load (TileLoad): forward and back-pressure, one phase per
+  // iteration of the loop around the pipelined one.
+  SmallVector<int64_t> tileFullCounts, tileEmptyCounts;
+  for (const TileLoad &load : plan.tileLoads) {
+    tileFullCounts.push_back(arrivalsPerPhase({load.copy}, producers));
+    tileEmptyCounts.push_back(consumers);
+  }
   Value full = barrierArray(fullCounts);
   Value empty = barrierArray(emptyCounts);
   Value preLoop = barrierArray(preLoopCounts);
+  Value tileFull = barrierArray(tileFullCounts);
+  Value tileEmpty = barrierArray(tileEmptyCounts);
 
   // 3. Staged buffers: a leading dimension S.
   DenseMap<Value, Value> staged;
@@ -303,6 +312,13 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
         [&](OpBuilder &b, Location yieldLoc, ArrayRef<BlockArgument> counts) {
           return nextCounts(b, yieldLoc, ValueRange(counts), IRMapping());
         });
+    // The pipelined loop was rebuilt: a tile load's reader or user is it.
+    for (TileLoad &load : plan.tileLoads) {
+      if (load.firstReader == loop.getOperation())
+        load.firstReader = grown.back();
+      if (load.lastUser == loop.getOperation())
+        load.lastUser = grown.back();
+    }
     loop = grown.back();
     plan.loop = loop;
     plan.outerLoops.assign(grown.begin(), grown.end() - 1);
@@ -314,6 +330,25 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
     std::tie(stage, parity) = stageAndParityOf(builder, loc, counters[0], stages);
   } else {
     std::tie(stage, parity) = stageAndParity(builder, loop, stages);
+  }
+  // Tile loads: the consumers wait for the tile before its first reader
+  // and release it after its last user, in the phase of the outer loop's
+  // iteration (one buffer: phase = iteration parity).
+  if (!plan.tileLoads.empty()) {
+    OpBuilder::InsertionGuard tileGuard(builder);
+    Value iteration = createIterationIndex(builder, plan.outerLoops.front());
+    builder.setInsertionPointAfterValue(iteration);
+    Value tileParity = arith::RemUIOp::create(builder, loc, iteration,
+                                              constantIndex(builder, loc, 2));
+    for (auto [index, load] : llvm::enumerate(plan.tileLoads)) {
+      builder.setInsertionPoint(load.firstReader);
+      Value slot = constantIndex(builder, loc, index);
+      MBarrierWaitParityOp::create(builder, loc, tileFull, slot, tileParity);
+      fenceCpAsync({load.copy});
+      builder.setInsertionPointAfter(load.lastUser);
+      MBarrierArriveOp::create(builder, loc, tileEmpty,
+                               constantIndex(builder, loc, index), 1);
+    }
   }
   builder.setInsertionPointAfterValue(parity);
   SmallVector<std::pair<Value, Value>> guardPhase;
@@ -379,6 +414,24 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
       inner.map(outer.getInductionVar(), rebuilt.getInductionVar());
       for (Operation *op : plan.outerOps[level])
         builder.clone(*op, inner);
+      // The tile loads of the loop around the pipelined one: once the
+      // consumers released the buffer (the previous iteration's phase; a
+      // fresh barrier's phase 1 counts as complete), before this
+      // iteration's pipelined loads.
+      if (level + 1 == plan.outerLoops.size() && !plan.tileLoads.empty()) {
+        Value iteration = createIterationIndex(builder, rebuilt);
+        Value tileParity = arith::RemUIOp::create(
+            builder, loc, iteration, constantIndex(builder, loc, 2));
+        Value emptyParity = arith::XOrIOp::create(
+            builder, loc, tileParity, constantIndex(builder, loc, 1));
+        for (auto [index, load] : llvm::enumerate(plan.tileLoads)) {
+          Value slot = constantIndex(builder, loc, index);
+          MBarrierWaitParityOp::create(builder, loc, tileEmpty, slot,
+                                       emptyParity);
+          issueCopiesAndArrive(builder, loc, {load.copy}, inner, tileFull, slot,
+                               [](CopyOp copy) { return copy.getDest(); });
+        }
+      }
       ValueRange results =
           buildLevel(level + 1, inner, rebuilt.getRegionIterArgs());
       if (!results.empty())
@@ -450,6 +503,8 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
       copy.erase();
   for (CopyOp copy : plan.preLoopCopies)
     copy.erase();
+  for (TileLoad &load : plan.tileLoads)
+    load.copy.erase();
   for (memref::AllocOp alloc : plan.buffers)
     alloc.erase();
   func.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(

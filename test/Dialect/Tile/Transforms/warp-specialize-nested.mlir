@@ -80,6 +80,123 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// A tile load (a persistent attention kernel's Q tile): a copy at the top
+// of the tile loop's body, before the pipelined loop, into a buffer only
+// the loop's gemms read (through a subview). The producer issues it once
+// per tile, before the tile's pipelined loads, on a barrier pair of its
+// own: it waits until the consumers released the buffer in the previous
+// tile (parity of the tile iteration, flipped: a fresh barrier's phase 1
+// counts as complete), loads, and arrives. The consumers wait for the
+// tile's phase before the pipelined loop (the buffer's first reader) and
+// release the buffer right after it (its last user), so the next tile's
+// load overlaps their epilogue; their copy is gone.
+// CHECK-LABEL: gpu.func @tile_load
+// CHECK: %[[FULL:.*]] = tile.alloc_barrier [1, 1] : !tile.barriers<2>
+// CHECK: %[[EMPTY:.*]] = tile.alloc_barrier [256, 256] : !tile.barriers<2>
+// CHECK: %[[QFULL:.*]] = tile.alloc_barrier [1] : !tile.barriers<1>
+// CHECK: %[[QEMPTY:.*]] = tile.alloc_barrier [256] : !tile.barriers<1>
+// CHECK: scf.if
+// CHECK:   scf.for %[[T:.*]] = %[[LB:.*]] to %{{.*}} step %[[STEP:[^ ]*]] iter_args
+// CHECK:     %[[OFF:.*]] = arith.subi %[[T]], %[[LB]]
+// CHECK:     %[[IT:.*]] = arith.divui %[[OFF]], %[[STEP]]
+// CHECK:     %[[ROW:.*]] = arith.muli %[[T]], %c64
+// CHECK:     %[[TP:.*]] = arith.remui %[[IT]], %c2
+// CHECK:     %[[EP:.*]] = arith.xori %[[TP]], %c1
+// CHECK:     tile.mbarrier_wait_parity %[[QEMPTY]][%[[SLOT:.*]]], %[[EP]] : !tile.barriers<1>
+// CHECK:     tile.tma_copy %arg0[%[[ROW]], %c0{{.*}}], %[[Q:.*]], barrier(%[[QFULL]][%[[SLOT]]])
+// CHECK:     tile.mbarrier_arrive %[[QFULL]][%[[SLOT]]]
+// CHECK:     scf.for
+// CHECK:       tile.mbarrier_wait_parity %[[EMPTY]]
+// CHECK:       tile.tma_copy %arg1
+// CHECK: } {tile.role = "producer"
+// CHECK: scf.if
+// CHECK-NOT: tile.copy %arg0
+// CHECK:   scf.for %[[CT:.*]] = %[[CLB:.*]] to %{{.*}} step %[[CSTEP:[^ ]*]] iter_args
+// CHECK:     %[[COFF:.*]] = arith.subi %[[CT]], %[[CLB]]
+// CHECK:     %[[CIT:.*]] = arith.divui %[[COFF]], %[[CSTEP]]
+// CHECK:     %[[CTP:.*]] = arith.remui %[[CIT]], %c2
+// CHECK:     memref.subview %[[Q]]
+// CHECK:     tile.mbarrier_wait_parity %[[QFULL]][%[[CSLOT:.*]]], %[[CTP]] : !tile.barriers<1>
+// CHECK-NEXT: %[[LOOP:.*]]:2 = scf.for
+// CHECK:       tile.gemm
+// CHECK:       scf.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: arith.constant 0 : index
+// CHECK-NEXT: tile.mbarrier_arrive %[[QEMPTY]][%{{.*}}] : !tile.barriers<1>
+// CHECK-NEXT: tile.store %[[LOOP]]#0
+// CHECK: } {tile.role = "consumer"
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @tile_load(%Q: memref<?x64xbf16>, %K: memref<?x64xbf16>, %D: memref<?x64xf32>, %tiles: index, %kTiles: index) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %bx = gpu.block_id x
+      %grid = gpu.grid_dim x
+      %sQ = memref.alloc() : memref<128x64xbf16, #gpu.address_space<workgroup>>
+      %sK = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %t = %bx to %tiles step %grid {
+        %row = arith.muli %t, %c64 : index
+        tile.copy %Q[%row, %c0], %sQ : memref<?x64xbf16>, memref<128x64xbf16, #gpu.address_space<workgroup>>
+        %sQw = memref.subview %sQ[%c64, 0] [64, 64] [1, 1] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %k = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %k0 = arith.muli %k, %c64 : index
+          tile.copy %K[%k0, %c0], %sK : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %d = tile.gemm %sQw, %sK, %acc {transpose_b} : memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %d : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+        tile.store %r, %D[%row, %c0] : !tile.fragment<64x64xf32>, memref<?x64xf32>
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// Not a tile load: the buffer is also written after the loop (a tile the
+// consumers stage their output in), so the consumers keep the copy
+// (synchronous, lowered by tile-lower-copies) and no barrier pair is added.
+// CHECK-LABEL: gpu.func @tile_buffer_written
+// CHECK: tile.alloc_barrier [1, 1] : !tile.barriers<2>
+// CHECK-NEXT: tile.alloc_barrier [256, 256] : !tile.barriers<2>
+// CHECK-NOT: tile.alloc_barrier
+// CHECK: } {tile.role = "producer"
+// CHECK: tile.copy %arg0
+// CHECK: tile.store %{{.*}}, %[[Q:.*]][%c0, %c0]
+// CHECK: } {tile.role = "consumer"
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @tile_buffer_written(%Q: memref<?x64xbf16>, %K: memref<?x64xbf16>, %tiles: index, %kTiles: index) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %sQ = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %sK = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %t = %c0 to %tiles step %c1 {
+        %row = arith.muli %t, %c64 : index
+        tile.copy %Q[%row, %c0], %sQ : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %k = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %k0 = arith.muli %k, %c64 : index
+          tile.copy %K[%k0, %c0], %sK : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %d = tile.gemm %sQ, %sK, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %d : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+        %r16 = tile.cast %r : !tile.fragment<64x64xf32> to !tile.fragment<64x64xbf16>
+        tile.store %r16, %sQ[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        tile.copy %sQ, %Q[%row, %c0] : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<?x64xbf16>
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 // Guards under a tile loop: the K-iteration counter and the guard's use
 // counter both run through the two loops; the guarded group takes its
 // stage and parity from the guard's counter, which only advances on

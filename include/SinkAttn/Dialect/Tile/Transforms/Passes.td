@@ -56,7 +56,16 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       tiles): the barriers' phases run on across their iterations, so both
       roles carry a counter of the pipelined loop's iterations through all
       of them and take stage and parity from it; the producer rebuilds the
-      loops with the pure ops of their bodies the copies need.
+      loops with the pure ops of their bodies the copies need. With one
+      such loop, a `tile.copy` at the top of its body before the pipelined
+      loop whose buffer only readers in that body use after it (a Q tile)
+      is a *tile load*: the producer issues it once per iteration, before
+      that iteration's pipelined loads, on a barrier pair of its own
+      (waiting until the consumers released the buffer in the previous
+      iteration); the consumers wait for it before its first reader and
+      release it after its last user, so the next iteration's load
+      overlaps their work after the pipelined loop. Other copies there
+      stay with the consumers.
     * **Consumers** (threads 128 …): the original kernel with thread ids
       renumbered from 0; each pre-loop copy becomes a wait on its barrier;
       in the loop, a wait on `full` (parity `(it/S) % 2`) before a group's
