@@ -724,17 +724,20 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   // --persistent: min(N, tiles) blocks loop over the tiles
   // (persistentLoopBegin); the two consumer warpgroups' ping-pong and the
   // producer's pipeline run on from one tile to the next. Auto's choice
-  // (kAutoPersistentBlocks): one block per SM where auto runs ws for a
-  // causal BHSD/BSHD forward without a window and there are more tiles than
-  // SMs: at D 128 S 2048 the producer then loads the next tile's Q during
-  // the consumers' epilogue (a tile load, tile-warp-specialize), 3.4%
-  // faster than one block per tile; with overlap (longer rows) persistence
-  // was slower (docs/PERF.md).
+  // (kAutoPersistentBlocks): one block per SM where auto runs ws with 2
+  // stages for a BHSD/BSHD forward without a window and there are more
+  // tiles than SMs: at D 128 S 2048 the producer then loads the next
+  // tile's Q during the consumers' epilogue (a tile load,
+  // tile-warp-specialize), 3.4% faster than one block per tile; with
+  // overlap (longer rows) persistence was slower (docs/PERF.md).
   int64_t requestedBlocks = config.persistentBlocks;
   if (requestedBlocks == kAutoPersistentBlocks) {
+    // Measured with 2 stages only: with 1 (ptxas spills) and 3 (no room
+    // for O's staging tiles) persistence was slower (docs/PERF.md).
     bool autoPersistent = config.kernel == "sink-fwd" &&
                           config.schedule == "auto" && warpSpecialized &&
-                          !overlap && config.window == 0 && !shape.varlen() &&
+                          !overlap && config.stages == 2 &&
+                          config.window == 0 && !shape.varlen() &&
                           !config.packGqa && tiles > kPersistentSMs;
     requestedBlocks = autoPersistent ? kPersistentSMs : 0;
   }

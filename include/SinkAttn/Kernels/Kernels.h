@@ -54,8 +54,10 @@ struct KernelConfig {
   /// tiles (the K or key loop nested in a loop over tiles);
   /// kAutoPersistentBlocks (sink-fwd) = auto's choice: persistent with
   /// kPersistentSMs blocks where it was measured faster (buildSinkFwd),
-  /// else one block per tile. A launch of a persistent bundle takes at most
-  /// the device's SM count of blocks (the kernels stride by the grid).
+  /// else one block per tile. The kernels stride over their tiles by the
+  /// grid they are launched with, so fewer blocks stay correct:
+  /// sinkattn-runner launches a persistent bundle with at most the GPU's
+  /// SM count of blocks.
   int64_t persistentBlocks = 0;
   /// sink-fwd: how the per-head sink logits are stored (f32 or bf16).
   rt::DType sinkDtype = rt::DType::F32;

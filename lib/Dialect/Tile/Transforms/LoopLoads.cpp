@@ -134,12 +134,24 @@ bool onlyReads(Operation *user) {
   return subview && llvm::all_of(subview->getUsers(), reader);
 }
 
+/// Whether kernel argument `argument` is only read: every user loads from
+/// it (memref.load, or a tile.copy with it as the source). A tile load
+/// released before a store into its source could otherwise read the next
+/// tile's rows before the store lands.
+bool isReadOnlyArgument(BlockArgument argument) {
+  return llvm::all_of(argument.getUsers(), [&](Operation *user) {
+    if (auto copy = dyn_cast<CopyOp>(user))
+      return copy.getSource() == argument && copy.getDest() != argument;
+    return isa<memref::LoadOp>(user);
+  });
+}
+
 /// The copies at the top level of `outer`'s body before `inner` that the
 /// producer can issue once per iteration of `outer` (TileLoad): global ->
-/// shared, from a kernel argument into a whole static allocation of the
-/// kernel that only readers (onlyReads) inside `outer` use after it, with
-/// indices the producer can compute (pure ops of the body, or values from
-/// before the loop). Others stay where they are.
+/// shared, from a kernel argument the kernel only reads into a whole static
+/// allocation of the kernel that only readers (onlyReads) inside `outer`
+/// use after it, with indices the producer can compute (pure ops of the
+/// body and of the kernel's entry block). Others stay where they are.
 SmallVector<TileLoad> findTileLoads(scf::ForOp outer, scf::ForOp inner) {
   SmallVector<TileLoad> loads;
   Block &body = *outer.getBody();
@@ -154,7 +166,8 @@ SmallVector<TileLoad> findTileLoads(scf::ForOp outer, scf::ForOp inner) {
       continue;
     auto source = dyn_cast<BlockArgument>(copy.getSource());
     auto dest = copy.getDest().getDefiningOp<memref::AllocOp>();
-    if (!source || source.getOwner() != &entry || !dest ||
+    if (!source || source.getOwner() != &entry ||
+        !isReadOnlyArgument(source) || !dest ||
         dest->getBlock() != &entry || !dest.getType().hasStaticShape())
       continue;
     Operation *first = nullptr, *last = nullptr;
@@ -202,6 +215,12 @@ SmallVector<TileLoad> findTileLoads(scf::ForOp outer, scf::ForOp inner) {
     if (failed(collectSlice(body, llvm::to_vector(copy.getSourceIndices()),
                             carried, slice, outside, why)))
       continue;
+    // And what they take from before the loop (not the thread's id).
+    llvm::SetVector<Operation *> entrySlice;
+    SmallVector<Value> external;
+    if (failed(collectSlice(entry, outside, [](Value) { return false; },
+                            entrySlice, external, why)))
+      continue;
     loads.push_back({copy, first, last});
   }
   return loads;
@@ -210,7 +229,8 @@ SmallVector<TileLoad> findTileLoads(scf::ForOp outer, scf::ForOp inner) {
 } // namespace
 
 FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
-                                                      std::string &why) {
+                                                      std::string &why,
+                                                      bool withTileLoads) {
   LoopLoads plan;
   Block &entry = func.getBody().front();
   SmallVector<scf::ForOp> pipelined;
@@ -456,7 +476,7 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
       return failure();
   needed.append({plan.loop.getLowerBound(), plan.loop.getUpperBound(),
                  plan.loop.getStep()});
-  if (plan.outerLoops.size() == 1) {
+  if (withTileLoads && plan.outerLoops.size() == 1) {
     plan.tileLoads = findTileLoads(plan.outerLoops.front(), plan.loop);
     for (TileLoad &load : plan.tileLoads)
       llvm::append_range(needed, load.copy.getSourceIndices());

@@ -81,10 +81,11 @@ struct LoopLoads {
 /// `tile.copy`s at the top of its body filling whole allocations that only
 /// tile.gemm and memref.load read (directly or through subviews), with
 /// indices computed by pure ops from the induction variable and values
-/// defined before the loop.
-/// `why` says what does not fit.
+/// defined before the loop; with `withTileLoads`, also the tile loads
+/// (tile-warp-specialize issues them). `why` says what does not fit.
 mlir::FailureOr<LoopLoads> analyzeLoopLoads(mlir::gpu::GPUFuncOp func,
-                                            std::string &why);
+                                            std::string &why,
+                                            bool withTileLoads = false);
 
 mlir::Value constantIndex(mlir::OpBuilder &builder, mlir::Location loc,
                           int64_t value);

@@ -96,7 +96,8 @@ FailureOr<Plan> analyze(gpu::GPUFuncOp func, std::string &why) {
     return failure();
   }
 
-  FailureOr<LoopLoads> loads = analyzeLoopLoads(func, why);
+  FailureOr<LoopLoads> loads =
+      analyzeLoopLoads(func, why, /*withTileLoads=*/true);
   if (failed(loads))
     return failure();
   static_cast<LoopLoads &>(plan) = std::move(*loads);

@@ -110,11 +110,11 @@ module attributes {gpu.container_module} {
 // CHECK:       tile.tma_copy %arg1
 // CHECK: } {tile.role = "producer"
 // CHECK: scf.if
-// CHECK-NOT: tile.copy %arg0
 // CHECK:   scf.for %[[CT:.*]] = %[[CLB:.*]] to %{{.*}} step %[[CSTEP:[^ ]*]] iter_args
 // CHECK:     %[[COFF:.*]] = arith.subi %[[CT]], %[[CLB]]
 // CHECK:     %[[CIT:.*]] = arith.divui %[[COFF]], %[[CSTEP]]
 // CHECK:     %[[CTP:.*]] = arith.remui %[[CIT]], %c2
+// CHECK-NOT: tile.copy
 // CHECK:     memref.subview %[[Q]]
 // CHECK:     tile.mbarrier_wait_parity %[[QFULL]][%[[CSLOT:.*]]], %[[CTP]] : !tile.barriers<1>
 // CHECK-NEXT: %[[LOOP:.*]]:2 = scf.for
@@ -189,6 +189,79 @@ module attributes {gpu.container_module} {
         %r16 = tile.cast %r : !tile.fragment<64x64xf32> to !tile.fragment<64x64xbf16>
         tile.store %r16, %sQ[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
         tile.copy %sQ, %Q[%row, %c0] : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<?x64xbf16>
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// Not tile loads, so the consumers keep them (synchronous) and the kernel
+// is still specialized: a copy whose row depends on the thread (the
+// producer's threads are not the consumers'), and one from an argument the
+// kernel also writes (releasing the buffer before that store could let the
+// next tile's load read rows the store has not written yet).
+// CHECK-LABEL: gpu.func @tile_copy_by_thread
+// CHECK: tile.alloc_barrier [1, 1] : !tile.barriers<2>
+// CHECK-NEXT: tile.alloc_barrier [256, 256] : !tile.barriers<2>
+// CHECK-NOT: tile.alloc_barrier
+// CHECK: } {tile.role = "producer"
+// CHECK: tile.copy %arg0
+// CHECK: } {tile.role = "consumer"
+// CHECK-LABEL: gpu.func @tile_copy_source_written
+// CHECK: tile.alloc_barrier [1, 1] : !tile.barriers<2>
+// CHECK-NEXT: tile.alloc_barrier [256, 256] : !tile.barriers<2>
+// CHECK-NOT: tile.alloc_barrier
+// CHECK: } {tile.role = "producer"
+// CHECK: tile.copy %arg0
+// CHECK: tile.store %{{.*}}, %arg0
+// CHECK: } {tile.role = "consumer"
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @tile_copy_by_thread(%Q: memref<?x64xbf16>, %K: memref<?x64xbf16>, %tiles: index, %kTiles: index) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %c128 = arith.constant 128 : index
+      %zero = arith.constant 0.0 : f32
+      %tid = gpu.thread_id x
+      %wg = arith.divui %tid, %c128 : index
+      %sQ = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %sK = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %t = %c0 to %tiles step %c1 {
+        %row = arith.muli %t, %c64 : index
+        %qRow = arith.addi %row, %wg : index
+        tile.copy %Q[%qRow, %c0], %sQ : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %k = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %k0 = arith.muli %k, %c64 : index
+          tile.copy %K[%k0, %c0], %sK : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %d = tile.gemm %sQ, %sK, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %d : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+      }
+      gpu.return
+    }
+    gpu.func @tile_copy_source_written(%Q: memref<?x64xbf16>, %K: memref<?x64xbf16>, %tiles: index, %kTiles: index) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %sQ = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %sK = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %t = %c0 to %tiles step %c1 {
+        %row = arith.muli %t, %c64 : index
+        tile.copy %Q[%row, %c0], %sQ : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %k = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %k0 = arith.muli %k, %c64 : index
+          tile.copy %K[%k0, %c0], %sK : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %d = tile.gemm %sQ, %sK, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %d : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+        %r16 = tile.cast %r : !tile.fragment<64x64xf32> to !tile.fragment<64x64xbf16>
+        tile.store %r16, %Q[%row, %c0] : !tile.fragment<64x64xbf16>, memref<?x64xbf16>
       }
       gpu.return
     }

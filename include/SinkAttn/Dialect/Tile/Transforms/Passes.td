@@ -57,9 +57,13 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       roles carry a counter of the pipelined loop's iterations through all
       of them and take stage and parity from it; the producer rebuilds the
       loops with the pure ops of their bodies the copies need. With one
-      such loop, a `tile.copy` at the top of its body before the pipelined
-      loop whose buffer only readers in that body use after it (a Q tile)
-      is a *tile load*: the producer issues it once per iteration, before
+      such loop, a global -> shared `tile.copy` directly in its body before
+      the pipelined loop (TMA or cp.async) is a *tile load* (a Q tile) when
+      it fills a whole static allocation of the kernel that only readers in
+      that body use after it (`tile.gemm`s, synchronous or completed by a
+      `tile.gemm_wait` in their block, and `memref.load`s, directly or
+      through subviews), from a kernel argument the kernel only reads, with
+      indices the producer can compute (pure ops, not the thread id): the producer issues it once per iteration, before
       that iteration's pipelined loads, on a barrier pair of its own
       (waiting until the consumers released the buffer in the previous
       iteration); the consumers wait for it before its first reader and
