@@ -270,6 +270,105 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// More copies that are not tile loads: the buffer is read before the copy
+// in the tile loop's body (the previous tile's rows), or after the tile
+// loop, or the pipelined loop sits in two loops (tile loads need exactly
+// one around it: their phase is that loop's iteration).
+// CHECK-LABEL: gpu.func @tile_buffer_read_before
+// CHECK: tile.alloc_barrier [1, 1] : !tile.barriers<2>
+// CHECK-NEXT: tile.alloc_barrier [256, 256] : !tile.barriers<2>
+// CHECK-NOT: tile.alloc_barrier
+// CHECK: } {tile.role = "producer"
+// CHECK: memref.load
+// CHECK: tile.copy %arg0
+// CHECK: } {tile.role = "consumer"
+// CHECK-LABEL: gpu.func @tile_buffer_read_after
+// CHECK: tile.alloc_barrier [1, 1] : !tile.barriers<2>
+// CHECK-NEXT: tile.alloc_barrier [256, 256] : !tile.barriers<2>
+// CHECK-NOT: tile.alloc_barrier
+// CHECK: } {tile.role = "producer"
+// CHECK: tile.copy %arg0
+// CHECK: } {tile.role = "consumer"
+// CHECK-LABEL: gpu.func @two_loops_around
+// CHECK: tile.alloc_barrier [1, 1] : !tile.barriers<2>
+// CHECK-NEXT: tile.alloc_barrier [256, 256] : !tile.barriers<2>
+// CHECK-NOT: tile.alloc_barrier
+// CHECK: } {tile.role = "producer"
+// CHECK: tile.copy %arg0
+// CHECK: } {tile.role = "consumer"
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @tile_buffer_read_before(%Q: memref<?x64xbf16>, %K: memref<?x64xbf16>, %out: memref<?xbf16>, %tiles: index, %kTiles: index) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %sQ = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %sK = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %t = %c0 to %tiles step %c1 {
+        %row = arith.muli %t, %c64 : index
+        %previous = memref.load %sQ[%c0, %c0] : memref<64x64xbf16, #gpu.address_space<workgroup>>
+        memref.store %previous, %out[%t] : memref<?xbf16>
+        tile.copy %Q[%row, %c0], %sQ : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %k = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %k0 = arith.muli %k, %c64 : index
+          tile.copy %K[%k0, %c0], %sK : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %d = tile.gemm %sQ, %sK, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %d : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+      }
+      gpu.return
+    }
+    gpu.func @tile_buffer_read_after(%Q: memref<?x64xbf16>, %K: memref<?x64xbf16>, %out: memref<?xbf16>, %tiles: index, %kTiles: index) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %sQ = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %sK = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %t = %c0 to %tiles step %c1 {
+        %row = arith.muli %t, %c64 : index
+        tile.copy %Q[%row, %c0], %sQ : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %k = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %k0 = arith.muli %k, %c64 : index
+          tile.copy %K[%k0, %c0], %sK : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %d = tile.gemm %sQ, %sK, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %d : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+      }
+      %last = memref.load %sQ[%c0, %c0] : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      memref.store %last, %out[%c0] : memref<?xbf16>
+      gpu.return
+    }
+    gpu.func @two_loops_around(%Q: memref<?x64xbf16>, %K: memref<?x64xbf16>, %batches: index, %tiles: index, %kTiles: index) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %sQ = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %sK = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %b = %c0 to %batches step %c1 {
+        scf.for %t = %c0 to %tiles step %c1 {
+          %row = arith.muli %t, %c64 : index
+          tile.copy %Q[%row, %c0], %sQ : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %init = tile.fill %zero : !tile.fragment<64x64xf32>
+          %r = scf.for %k = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+            %k0 = arith.muli %k, %c64 : index
+            tile.copy %K[%k0, %c0], %sK : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+            %d = tile.gemm %sQ, %sK, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+            scf.yield %d : !tile.fragment<64x64xf32>
+          } {tile.num_stages = 2}
+        }
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 // Guards under a tile loop: the K-iteration counter and the guard's use
 // counter both run through the two loops; the guarded group takes its
 // stage and parity from the guard's counter, which only advances on
