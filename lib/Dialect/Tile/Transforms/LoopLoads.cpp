@@ -120,8 +120,10 @@ LogicalResult collectSlice(Block &block, ArrayRef<Value> roots,
 
 /// Whether `user` of a loaded buffer only reads it, and is done reading
 /// when it completes in its block: a synchronous tile.gemm or an async one
-/// whose completing wait is in its block, a memref.load, or a subview that
-/// only such ops use.
+/// whose completing wait is in its block (it reads the buffer until then,
+/// so that wait is the last use a release follows), a memref.load (a
+/// thread's load is done when it returns, before the thread reaches the
+/// release), or a subview (a warpgroup's rows) that only such ops use.
 bool onlyReads(Operation *user) {
   auto reader = [](Operation *op) {
     if (auto gemm = dyn_cast<GemmOp>(op))
@@ -132,6 +134,37 @@ bool onlyReads(Operation *user) {
     return true;
   auto subview = dyn_cast<memref::SubViewOp>(user);
   return subview && llvm::all_of(subview->getUsers(), reader);
+}
+
+/// The first and last ops of `scope` that read `buffer`, which `copy`
+/// fills: its other users and its subviews' users (a subview only computes
+/// an address), an async gemm reading until its completing wait. Null and
+/// null when nothing reads it; failure when a reader is outside `scope`.
+FailureOr<std::pair<Operation *, Operation *>>
+readSpan(Value buffer, Operation *copy, Block &scope) {
+  SmallVector<Operation *> readers;
+  for (Operation *user : buffer.getUsers()) {
+    if (user == copy)
+      continue;
+    if (isa<memref::SubViewOp>(user))
+      llvm::append_range(readers, user->getUsers());
+    else
+      readers.push_back(user);
+  }
+  for (size_t r = 0, e = readers.size(); r < e; ++r)
+    if (auto gemm = dyn_cast<GemmOp>(readers[r]); gemm && gemm.getAsync())
+      readers.push_back(completingWait(gemm));
+  Operation *first = nullptr, *last = nullptr;
+  for (Operation *reader : readers) {
+    Operation *top = reader ? ancestorIn(scope, reader) : nullptr;
+    if (!top)
+      return failure();
+    if (!first || top->isBeforeInBlock(first))
+      first = top;
+    if (!last || last->isBeforeInBlock(top))
+      last = top;
+  }
+  return std::make_pair(first, last);
 }
 
 /// Whether kernel argument `argument` is only read: every user loads from
@@ -170,39 +203,13 @@ SmallVector<TileLoad> findTileLoads(scf::ForOp outer, scf::ForOp inner) {
         !isReadOnlyArgument(source) || !dest ||
         dest->getBlock() != &entry || !dest.getType().hasStaticShape())
       continue;
-    Operation *first = nullptr, *last = nullptr;
-    bool qualifies = true;
-    // A reader (through a subview: its readers; a subview only computes an
-    // address) after the copy in the body, reading until it completes or,
-    // for an async gemm, until its completing wait.
-    auto addReader = [&](Operation *reader) {
-      Operation *top = ancestorIn(body, reader);
-      Operation *end = reader;
-      if (auto gemm = dyn_cast<GemmOp>(reader); gemm && gemm.getAsync())
-        end = completingWait(gemm);
-      Operation *endTop = end ? ancestorIn(body, end) : nullptr;
-      if (!top || !endTop || top->isBeforeInBlock(copy)) {
-        qualifies = false;
-        return;
-      }
-      if (!first || top->isBeforeInBlock(first))
-        first = top;
-      if (!last || last->isBeforeInBlock(endTop))
-        last = endTop;
-    };
-    for (Operation *user : dest->getUsers()) {
-      if (user == copy.getOperation())
-        continue;
-      if (!onlyReads(user)) {
-        qualifies = false;
-        break;
-      }
-      if (auto subview = dyn_cast<memref::SubViewOp>(user))
-        llvm::for_each(subview->getUsers(), addReader);
-      else
-        addReader(user);
-    }
-    if (!qualifies || !first)
+    if (!llvm::all_of(dest->getUsers(), [&](Operation *user) {
+          return user == copy.getOperation() || onlyReads(user);
+        }))
+      continue;
+    FailureOr<std::pair<Operation *, Operation *>> span =
+        readSpan(dest.getResult(), copy, body);
+    if (failed(span) || !span->first || span->first->isBeforeInBlock(copy))
       continue;
     // The producer recomputes the indices: pure ops of the body.
     llvm::SetVector<Operation *> slice;
@@ -221,7 +228,7 @@ SmallVector<TileLoad> findTileLoads(scf::ForOp outer, scf::ForOp inner) {
     if (failed(collectSlice(entry, outside, [](Value) { return false; },
                             entrySlice, external, why)))
       continue;
-    loads.push_back({copy, first, last});
+    loads.push_back({copy, span->first, span->second});
   }
   return loads;
 }
@@ -338,26 +345,6 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
             "the kernel";
       return failure();
     }
-    // tile.gemm: a synchronous one, or an async one whose completing wait
-    // is in its block (it reads the stage until then, so that wait is the
-    // last use the stage's release follows).
-    auto gemmReader = [](Operation *user) {
-      auto gemm = dyn_cast<GemmOp>(user);
-      return gemm && (!gemm.getAsync() || completingWait(gemm));
-    };
-    // Or a memref.load: a thread's load is done when it returns, before
-    // the thread reaches the stage's release (the plain schedule's role
-    // sync, or its own arrival on the empty barrier under ws).
-    auto reader = [&](Operation *user) {
-      return gemmReader(user) || isa<memref::LoadOp>(user);
-    };
-    auto readsOnly = [&](Operation *user) {
-      // A reader, or a subview (a warpgroup's rows) that only readers read.
-      if (isa<CopyOp>(user) || reader(user))
-        return true;
-      auto subview = dyn_cast<memref::SubViewOp>(user);
-      return subview && llvm::all_of(subview->getUsers(), reader);
-    };
     // The producer reads the source too: a kernel argument.
     auto source = dyn_cast<BlockArgument>(copy.getSource());
     if (!source || source.getOwner() != &entry) {
@@ -365,7 +352,8 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
       return failure();
     }
     for (Operation *user : alloc->getUsers())
-      if (!plan.loop->isAncestor(user) || !readsOnly(user)) {
+      if (!plan.loop->isAncestor(user) ||
+          !(isa<CopyOp>(user) || onlyReads(user))) {
         why = "a buffer the loop fills is also used outside the loop or by "
               "an op other than a tile.gemm (synchronous, or async with a "
               "tile.gemm_wait in its block that completes it) or a "
@@ -383,35 +371,15 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
 
   // Groups by (first reader, last user).
   for (CopyOp copy : loopCopies) {
-    Operation *first = nullptr, *last = nullptr;
-    // The ops that read the buffer: its users, and the users of its
-    // subviews (a subview only computes an address).
-    SmallVector<Operation *> readers;
-    for (Operation *user : copy.getDest().getUsers()) {
-      if (user == copy)
-        continue;
-      if (isa<memref::SubViewOp>(user))
-        llvm::append_range(readers, user->getUsers());
-      else
-        readers.push_back(user);
-    }
-    // An async gemm reads until its wait: the stage is in use up to there.
-    for (size_t r = 0, e = readers.size(); r < e; ++r)
-      if (auto gemm = dyn_cast<GemmOp>(readers[r]); gemm && gemm.getAsync())
-        readers.push_back(completingWait(gemm));
     scf::IfOp guard = guardOf.lookup(copy);
     Block &scope = guard ? guard.getThenRegion().front() : body;
-    for (Operation *user : readers) {
-      Operation *top = ancestorIn(scope, user);
-      if (!top) {
-        why = "a guarded copy's buffer is read outside its guard";
-        return failure();
-      }
-      if (!first || top->isBeforeInBlock(first))
-        first = top;
-      if (!last || last->isBeforeInBlock(top))
-        last = top;
+    FailureOr<std::pair<Operation *, Operation *>> span =
+        readSpan(copy.getDest(), copy, scope);
+    if (failed(span)) {
+      why = "a guarded copy's buffer is read outside its guard";
+      return failure();
     }
+    Operation *first = span->first, *last = span->second;
     if (!first || first->isBeforeInBlock(copy)) {
       why = "a loop copy is not read after it in the loop body";
       return failure();

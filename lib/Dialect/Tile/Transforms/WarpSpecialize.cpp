@@ -143,6 +143,15 @@ bool reallocationPays(const Plan &plan) {
   return launchRegisters(plan) < consumerRegisters(plan);
 }
 
+/// `it % 2` of `loop`'s iteration `it` counted from its start (computed at
+/// the start of its body), at `builder`'s insertion point in that body: the
+/// phase of a one-buffer barrier pair used once per iteration.
+Value iterationParity(OpBuilder &builder, scf::ForOp loop) {
+  Value iteration = createIterationIndex(builder, loop);
+  return arith::RemUIOp::create(builder, loop.getLoc(), iteration,
+                                constantIndex(builder, loop.getLoc(), 2));
+}
+
 void specialize(gpu::GPUFuncOp func, Plan &plan) {
   MLIRContext *context = func.getContext();
   Block &entry = func.getBody().front();
@@ -337,10 +346,8 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
   // iteration (one buffer: phase = iteration parity).
   if (!plan.tileLoads.empty()) {
     OpBuilder::InsertionGuard tileGuard(builder);
-    Value iteration = createIterationIndex(builder, plan.outerLoops.front());
-    builder.setInsertionPointAfterValue(iteration);
-    Value tileParity = arith::RemUIOp::create(builder, loc, iteration,
-                                              constantIndex(builder, loc, 2));
+    builder.setInsertionPointToStart(plan.outerLoops.front().getBody());
+    Value tileParity = iterationParity(builder, plan.outerLoops.front());
     for (auto [index, load] : llvm::enumerate(plan.tileLoads)) {
       builder.setInsertionPoint(load.firstReader);
       Value slot = constantIndex(builder, loc, index);
@@ -420,9 +427,7 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
       // fresh barrier's phase 1 counts as complete), before this
       // iteration's pipelined loads.
       if (level + 1 == plan.outerLoops.size() && !plan.tileLoads.empty()) {
-        Value iteration = createIterationIndex(builder, rebuilt);
-        Value tileParity = arith::RemUIOp::create(
-            builder, loc, iteration, constantIndex(builder, loc, 2));
+        Value tileParity = iterationParity(builder, rebuilt);
         Value emptyParity = arith::XOrIOp::create(
             builder, loc, tileParity, constantIndex(builder, loc, 1));
         for (auto [index, load] : llvm::enumerate(plan.tileLoads)) {
