@@ -562,12 +562,13 @@ struct LayoutText {
   /// %j (or %col = %hD + %j); q-side tile at row %qRow; kv-side at %kRow.
   std::string lseAt, oAt, qTile, kvTile;
   std::string storeDelta, storeTerms, storeDq, storeDkdv, storeShares;
-  /// The dQ kernel's dQ store and the MHA dK/dV store where a tensor map of
-  /// the output clips the tile (BHSD, BSHD): through the kernel's Q (K, V)
-  /// tile, which no GEMM reads after the loop, and one TMA store each —
-  /// whole lines instead of 2-byte elements 8 rows apart (the forward's O
-  /// gained 3-18% this way). Varlen: the register stores above.
-  std::string storeDqFromQTile, storeDkdvFromKvTiles;
+  /// The dQ kernel's dQ store: where a tensor map of dQ clips the tile
+  /// (BHSD, BSHD), through the kernel's Q tile, which no GEMM reads after
+  /// the loop, and one TMA store — whole lines instead of 2-byte elements 8
+  /// rows apart (the forward's O gained 3-18% this way); the MHA dK/dV
+  /// store (storeDkdv) goes through the K and V tiles alike. Varlen: the
+  /// register stores (storeDq, used by the dQ conversion kernel too).
+  std::string storeDqFromQTile;
   /// dkdv_sum: %token and %hk from %rows (element index / D).
   std::string decode;
   /// dsinks: a head's rows come in RUN_BATCHES runs of RUN rows, BATCH_ROWS
@@ -660,13 +661,10 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     // Stores at the tiles' own indices: the rows start at 0 (%qRow = %m0,
     // %kRow = %n0).
     text.storeDq = "      tile.store %dq16, %dQ[" + text.qTile + "] : !acc16, !q";
-    text.storeDkdv = dkGradient + "\n      tile.store %dk16, %dK[" +
-                     text.kvTile + "] : !acc16, !dkv\n      tile.store %dv16, "
-                     "%dV[" + text.kvTile + "] : !acc16, !dkv";
     text.storeDqFromQTile =
         "      tile.store %dq16, %sQ[%c0, %c0] : !acc16, !tileT\n"
         "      tile.copy %sQ, %dQ[" + text.qTile + "] : !tileT, !q";
-    text.storeDkdvFromKvTiles =
+    text.storeDkdv =
         dkGradient +
         "\n      tile.store %dk16, %sK[%c0, %c0] : !acc16, !tileT"
         "\n      tile.copy %sK, %dK[" + text.kvTile + "] : !tileT, !dkv"
@@ -748,6 +746,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
         "\n      %dvSeq = memref.subview %dV[%kStart, 0] [%skv, " + hkd +
         "] [1, 1] : !dkv to " + kvView +
         "\n      tile.store %dv16, %dvSeq[%n0, %hkD] : !acc16, " + kvView;
+    text.storeDqFromQTile = text.storeDq;
     text.sharesType = "memref<" + heads + "x" + tk + "x" + d + "xf32>";
     text.storeShares =
         dkShare + "\n      %dkSeq = memref.subview %dK[0, %kStart, 0] [" +
@@ -885,10 +884,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@CONSTANTS@", kConstants.str()},
         {"@SEQUENCE@", layout.sequence},
         {"@BUTTERFLY@", butterflyText()},
-        {"@DKDV_STORE@",
-         shares ? layout.storeShares
-                : layout.storeDkdvFromKvTiles.empty() ? layout.storeDkdv
-                                                      : layout.storeDkdvFromKvTiles},
+        {"@DKDV_STORE@", shares ? layout.storeShares : layout.storeDkdv},
         {"@DKDV_SUM@", shares ? kSumShares.str() : ""},
         // Last: the pieces above use it too.
         {"@CLAMPED_ROW@", kClampedRow.drop_front().str()}})
@@ -924,9 +920,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"STORE_DELTA", layout.storeDelta},
        {"STORE_TERMS", layout.storeTerms},
        {"STORE_DQ", layout.storeDq},
-       {"STORE_DQ_FROM_Q_TILE", layout.storeDqFromQTile.empty()
-                                    ? layout.storeDq
-                                    : layout.storeDqFromQTile},
+       {"STORE_DQ_FROM_Q_TILE", layout.storeDqFromQTile},
        {"QACC_TYPE", layout.qAccType},
        {"KTERMS_TYPE", layout.keyTermsType},
        {"STORE_W", layout.storeWeights},

@@ -953,6 +953,13 @@ Expected<Bundle> readBundle(const std::string &directory) {
   return b;
 }
 
+uint32_t launchedBlocks(const Bundle &bundle, int smCount) {
+  Expected<int64_t> persistent = configInteger(bundle, "persistent_blocks");
+  if (persistent.ok() && *persistent > 0 && smCount > 0)
+    return std::min<uint32_t>(bundle.grid.x, uint32_t(smCount));
+  return bundle.grid.x;
+}
+
 LaunchConfig launchConfigFor(const Bundle &bundle, CUstream stream) {
   BundleLaunch single;
   single.grid = bundle.grid;

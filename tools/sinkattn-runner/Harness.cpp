@@ -351,6 +351,8 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
                                rt::Context::create(driver, device));
   session->context_ = std::make_unique<rt::Context>(std::move(context));
   SINKATTN_RT_TRY(rt::checkHopperOrNewer(session->context_->info()));
+  session->launchedBlocks_ =
+      rt::launchedBlocks(bundle, session->context_->info().smCount);
   session->launches_ = rt::launchesOf(bundle);
   const std::string &name = session->launches_.front().entry;
   SINKATTN_RT_ASSIGN_OR_RETURN(
@@ -508,16 +510,6 @@ rt::Status Session::prepare(uint64_t seed) {
   return context_->synchronize();
 }
 
-uint32_t Session::launchedBlocks() const {
-  uint32_t blocks = bundle_.grid.x;
-  rt::Expected<int64_t> persistent =
-      rt::configInteger(bundle_, "persistent_blocks");
-  int smCount = context_->info().smCount;
-  if (persistent.ok() && *persistent > 0 && smCount > 0)
-    blocks = std::min<uint32_t>(blocks, uint32_t(smCount));
-  return blocks;
-}
-
 rt::Status Session::runLaunches(CUstream stream, bool setup) {
   std::map<std::string, CUdeviceptr> addresses;
   for (const auto &[name, buffer] : buffers_)
@@ -531,7 +523,7 @@ rt::Status Session::runLaunches(CUstream stream, bool setup) {
         rt::buildKernelArgs(bundle_, launch, addresses, &context_->driver()));
     rt::LaunchConfig config = rt::launchConfigFor(launch, stream);
     if (launch.entry == bundle_.entry)
-      config.grid.x = launchedBlocks();
+      config.grid.x = launchedBlocks_;
     rt::Status launched = rt::launchKernel(*functions_[i], config, args);
     if (!launched.ok())
       return launches_.size() == 1

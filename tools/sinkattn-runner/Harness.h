@@ -95,10 +95,9 @@ public:
   const rt::DeviceInfo &device() const { return context_->info(); }
   /// "m=4096 n=4096 k=4096 dtype=bf16" from the bundle's config.
   std::string describeConfig() const;
-  /// The blocks a launch of the bundle's kernel gets: its grid's x, at
-  /// most the GPU's SM count for a persistent kernel (it strides over its
-  /// tiles by the grid, so a second wave of blocks would only wait).
-  uint32_t launchedBlocks() const;
+  /// The blocks a launch of the bundle's kernel gets on this GPU
+  /// (rt::launchedBlocks: at most one per SM for a persistent kernel).
+  uint32_t launchedBlocks() const { return launchedBlocks_; }
 
 private:
   Session() = default;
@@ -119,6 +118,8 @@ private:
 
   rt::Bundle bundle_;
   std::unique_ptr<rt::Context> context_;
+  /// rt::launchedBlocks for this GPU, decided once at open().
+  uint32_t launchedBlocks_ = 0;
   std::unique_ptr<rt::Module> module_;
   /// The bundle's launches and their functions, in order.
   std::vector<rt::BundleLaunch> launches_;

@@ -56,8 +56,8 @@ struct KernelConfig {
   /// kPersistentSMs blocks where it was measured faster (buildSinkFwd),
   /// else one block per tile. The kernels stride over their tiles by the
   /// grid they are launched with, so fewer blocks stay correct:
-  /// sinkattn-runner launches a persistent bundle with at most the GPU's
-  /// SM count of blocks.
+  /// rt::launchedBlocks gives a persistent bundle at most the GPU's SM
+  /// count (sinkattn-runner launches with it).
   int64_t persistentBlocks = 0;
   /// sink-fwd: how the per-head sink logits are stored (f32 or bf16).
   rt::DType sinkDtype = rt::DType::F32;

@@ -202,6 +202,12 @@ std::vector<BundleLaunch> launchesOf(const Bundle &bundle);
 /// Builds the launch configuration of a single-kernel bundle, or of one
 /// launch.
 LaunchConfig launchConfigFor(const Bundle &bundle, CUstream stream = nullptr);
+/// The blocks a launch of `bundle`'s kernel gets on a GPU of `smCount` SMs:
+/// its grid's x, at most `smCount` for a persistent kernel (config
+/// `persistent_blocks` > 0): it strides over its tiles by the grid it is
+/// launched with, one block per SM, so a second wave of blocks would only
+/// wait. `smCount` <= 0: the grid's x.
+uint32_t launchedBlocks(const Bundle &bundle, int smCount);
 LaunchConfig launchConfigFor(const BundleLaunch &launch,
                              CUstream stream = nullptr);
 

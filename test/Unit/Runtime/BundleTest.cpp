@@ -156,6 +156,20 @@ TEST(Bundle, SampleIsValid) {
   EXPECT_TRUE(st.ok()) << st.message();
 }
 
+TEST(Bundle, LaunchedBlocks) {
+  Bundle b = sampleBundle(); // grid.x 16, no persistent_blocks
+  EXPECT_EQ(launchedBlocks(b, 8), 16u);
+  b.grid.x = 200;
+  b.config["persistent_blocks"] = int64_t(200);
+  EXPECT_EQ(launchedBlocks(b, 132), 132u); // one block per SM
+  EXPECT_EQ(launchedBlocks(b, 0), 200u);   // SM count unknown
+  b.grid.x = 100;
+  b.config["persistent_blocks"] = int64_t(100);
+  EXPECT_EQ(launchedBlocks(b, 132), 100u); // fewer blocks than SMs
+  b.config["persistent_blocks"] = int64_t(0);
+  EXPECT_EQ(launchedBlocks(b, 8), 100u);   // one block per tile
+}
+
 TEST(Bundle, WriteReadRoundTrip) {
   Bundle b = sampleBundle();
   fs::path dir = tempDir("roundtrip");
