@@ -105,33 +105,41 @@ module attributes {gpu.container_module} {
     gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@SEQUENCE_ARGS@)
         kernel {
 @QUERY_BLOCK_PROLOGUE@
-      // Rows past the end read the last row (and are not stored).
-      %prod = tile.map () : () -> !acc {
-      ^bb0(%i: index, %j: index):
+      // One warp per row at a time, 16 rows per warp: lane l reads columns
+      // l, l + 32, ... of O and dO (unrolled: all of a row's loads in
+      // flight at once), so a warp's loads are whole 64-byte runs (a
+      // fragment-layout map read 16 of every 32 bytes and ran at half the
+      // HBM bandwidth, PERF.md), then a butterfly sums the lanes.
+      // Rows past the end read the last row (and are not stored); the
+      // block's -LSE·log2(e) and Delta go side by side into its record for
+      // the dK/dV kernel to load with its Q and dO tiles (rows past the
+      // sequence's end hold clamped or the next sequence's rows: masked
+      // there).
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %width = arith.constant 32 : i32
+      %tid = gpu.thread_id x
+      %warp = arith.divui %tid, %c32 : index
+      %lane = arith.remui %tid, %c32 : index
+      %firstLane = arith.cmpi eq, %lane, %c0 : index
+      %warpRow = arith.muli %warp, %c16 : index
+      scf.for %k = %c0 to %c16 step %c1 {
+        %i = arith.addi %warpRow, %k : index
 @CLAMPED_ROW@
-        %col = arith.addi %hD, %j : index
-        %o = memref.load %O[@O_AT@] : !q
-        %d = memref.load %dO[@O_AT@] : !q
-        %of = arith.extf %o : @T@ to f32
-        %df = arith.extf %d : @T@ to f32
-        %x = arith.mulf %of, %df : f32
-        tile.yield %x : f32
+@PRE_ROW_DOT@
+@BUTTERFLY@
+        scf.if %firstLane {
+          %lse = memref.load %LSE[@LSE_AT@] : !lse
+          %lse2 = arith.mulf %lse, %log2e : f32
+          %negLse2 = arith.negf %lse2 : f32
+          memref.store %negLse2, %Stats[%b, %h, %qb, %c0, %i] : !stats
+          memref.store %total, %Stats[%b, %h, %qb, %c1, %i] : !stats
+          %inside = arith.cmpi ult, %row, %seqQ : index
+          scf.if %inside {
+            memref.store %total, %Delta[@LSE_AT@] : !lse
+          }
+        }
       }
-      %delta = tile.reduce sum %prod along 1 : !acc -> !row
-@STORE_DELTA@
-      // The block's -LSE·log2(e) and Delta side by side, for the dK/dV
-      // kernel to load with its Q and dO tiles (rows past the sequence's
-      // end hold clamped or the next sequence's rows: masked there).
-      %negLse2 = tile.map () : () -> !row {
-      ^bb0(%i: index):
-@CLAMPED_ROW@
-        %lse = memref.load %LSE[@LSE_AT@] : !lse
-        %lse2 = arith.mulf %lse, %log2e : f32
-        %v = arith.negf %lse2 : f32
-        tile.yield %v : f32
-      }
-      tile.store %negLse2, %Stats[%b, %h, %qb, %c0, %c0] : !row, !stats
-      tile.store %delta, %Stats[%b, %h, %qb, %c1, %c0] : !row, !stats
 @PRE_ATOMIC@
       gpu.return
     }
@@ -547,6 +555,40 @@ constexpr llvm::StringLiteral kSumShares = R"mlir(
       gpu.return
     })mlir";
 
+/// The preprocess kernel's dot product of one row of O and dO for lane
+/// %lane of its warp (%sum): columns %lane + 32k, all loads first. `oAt`
+/// indexes O at row %r and column %j (or %col = %hD + %j). Multiply-adds
+/// that may contract to fma: math.fma outside a tile.map lowers to a
+/// libdevice call.
+std::string rowDotText(const std::string &oAt, int64_t headDim,
+                       const std::string &type) {
+  std::string text, sum = "%zero";
+  for (int64_t k = 0; k < headDim / 32; ++k) {
+    std::string n = std::to_string(k), at = oAt;
+    kernels::replaceAll(at, "%col", "%col" + n);
+    kernels::replaceAll(at, "%j", "%j" + n);
+    text += "        %offset" + n + "Col = arith.constant " +
+            std::to_string(32 * k) + " : index\n        %j" + n +
+            " = arith.addi %lane, %offset" + n + "Col : index\n        %col" +
+            n + " = arith.addi %hD, %j" + n + " : index\n        %o" + n +
+            " = memref.load %O[" + at + "] : !q\n        %d" + n +
+            " = memref.load %dO[" + at + "] : !q\n";
+  }
+  for (int64_t k = 0; k < headDim / 32; ++k) {
+    std::string n = std::to_string(k);
+    std::string next = k + 1 == headDim / 32 ? "%sum" : "%partial" + n;
+    text += "        %of" + n + " = arith.extf %o" + n + " : " + type +
+            " to f32\n        %df" + n + " = arith.extf %d" + n + " : " +
+            type + " to f32\n        %x" + n + " = arith.mulf %of" + n +
+            ", %df" + n + " fastmath<contract> : f32\n        " + next +
+            " = arith.addf %x" + n + ", " + sum +
+            " fastmath<contract> : f32\n";
+    sum = next;
+  }
+  text.pop_back();
+  return text;
+}
+
 /// The parts of the template that depend on the memory layout (as in
 /// SinkFwdKernel.cpp: BHSD, BSHD viewed as [B, S, H * D], varlen packed
 /// [T, H * D] with the sequence offsets as arguments).
@@ -561,7 +603,7 @@ struct LayoutText {
   /// Indices: LSE/Delta at clamped row %r; O/dO element at row %r, column
   /// %j (or %col = %hD + %j); q-side tile at row %qRow; kv-side at %kRow.
   std::string lseAt, oAt, qTile, kvTile;
-  std::string storeDelta, storeTerms, storeDq, storeDkdv, storeShares;
+  std::string storeTerms, storeDq, storeDkdv, storeShares;
   /// The dQ kernel's dQ store: where a tensor map of dQ clips the tile
   /// (BHSD, BSHD), through the kernel's Q tile, which no GEMM reads after
   /// the loop, and one TMA store — whole lines instead of 2-byte elements 8
@@ -671,7 +713,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
         "\n      tile.store %dv16, %sV[%c0, %c0] : !acc16, !tileT"
         "\n      tile.copy %sV, %dV[" + text.kvTile + "] : !tileT, !dkv";
     text.lseAt = "%b, %h, %r";
-    text.storeDelta = "      tile.store %delta, %Delta[%b, %h, %m0] : !row, !lse";
     text.storeTerms = "      tile.store %term, %Terms[%b, %h, %m0] : !row, !lse";
     // The shares as [H, B, SKV, D]: a tile overhanging its sequence is cut
     // at SKV instead of running into the next batch's rows.
@@ -728,10 +769,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     const std::string sharesView = "memref<" + heads + "x?x" + d +
                                    "xf32, strided<[" + str(shape.tokensKv() * shape.headDim) +
                                    ", " + d + ", 1], offset: ?>>";
-    text.storeDelta =
-        "      %deltaSeq = memref.subview %Delta[0, %qStart] [" + heads +
-        ", %seqQ] [1, 1] : !lse to " + rowsView +
-        "\n      tile.store %delta, %deltaSeq[%h, %m0] : !row, " + rowsView;
     text.storeTerms =
         "      %termsSeq = memref.subview %Terms[0, %qStart] [" + heads +
         ", %seqQ] [1, 1] : !lse to " + rowsView +
@@ -884,6 +921,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@CONSTANTS@", kConstants.str()},
         {"@SEQUENCE@", layout.sequence},
         {"@BUTTERFLY@", butterflyText()},
+        {"@PRE_ROW_DOT@", rowDotText(layout.oAt, shape.headDim, type)},
         {"@DKDV_STORE@", shares ? layout.storeShares : layout.storeDkdv},
         {"@DKDV_SUM@", shares ? kSumShares.str() : ""},
         // Last: the pieces above use it too.
@@ -917,7 +955,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"O_AT", layout.oAt},
        {"Q_TILE", layout.qTile},
        {"KV_TILE", layout.kvTile},
-       {"STORE_DELTA", layout.storeDelta},
        {"STORE_TERMS", layout.storeTerms},
        {"STORE_DQ", layout.storeDq},
        {"STORE_DQ_FROM_Q_TILE", layout.storeDqFromQTile},
