@@ -61,6 +61,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <numeric>
 
 using namespace mlir;
@@ -227,11 +228,15 @@ module attributes {gpu.container_module} {
 
 @DQ_KERNEL@
     // One warp per head; lane l sums rows l, l + 32, ... of each run of the
-    // head's rows, then the lanes combine in a fixed butterfly.
+    // head's rows into kSinkSumLanes partial sums (row l + 32u into sum u,
+    // so that many loads are in flight: one chain of dependent loads took
+    // 31 us at S 8192), adds them in order, then the lanes combine in a
+    // fixed butterfly.
     gpu.func @sink_bwd_sinks(%Terms: !terms, %dsinks: memref<@H@xf32>) kernel {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c32 = arith.constant 32 : index
+      %cStride = arith.constant @SINK_SUM_STRIDE@ : index
       %zero = arith.constant 0.0 : f32
       %width = arith.constant 32 : i32
       %run = arith.constant @RUN@ : index
@@ -240,17 +245,15 @@ module attributes {gpu.container_module} {
       %h = gpu.block_id x
       %lane = gpu.thread_id x
       %headBase = arith.muli %h, %run : index
-      %sum = scf.for %r = %c0 to %runs step %c1 iter_args(%acc0 = %zero) -> (f32) {
+      %sums:@SINK_SUM_LANES@ = scf.for %r = %c0 to %runs step %c1 iter_args(@SINK_SUM_INITS@) -> (@SINK_SUM_TYPES@) {
         %runBase = arith.muli %r, %batchRows : index
         %base = arith.addi %runBase, %headBase : index
-        %s = scf.for %k = %lane to %run step %c32 iter_args(%acc = %acc0) -> (f32) {
-          %at = arith.addi %base, %k : index
-          %v = memref.load %Terms[%at] : !terms
-          %a = arith.addf %acc, %v : f32
-          scf.yield %a : f32
+        %s:@SINK_SUM_LANES@ = scf.for %k = %lane to %run step %cStride iter_args(@SINK_SUM_ITER@) -> (@SINK_SUM_TYPES@) {
+@SINK_SUM_BODY@
         }
-        scf.yield %s : f32
+        scf.yield @SINK_SUM_S@ : @SINK_SUM_TYPES@
       }
+@SINK_SUM_COMBINE@
 @BUTTERFLY@
       %first = arith.cmpi eq, %lane, %c0 : index
       scf.if %first {
@@ -589,6 +592,51 @@ std::string rowDotText(const std::string &oAt, int64_t headDim,
   return text;
 }
 
+/// Partial sums per lane of the dsinks kernel.
+constexpr int64_t kSinkSumLanes = 8;
+
+/// The dsinks kernel's pieces for kSinkSumLanes partial sums: the loops'
+/// iter_args and types, the inner body (row %k + 32u into sum u; rows past
+/// the run read row %k and add 0) and the in-order combination into %sum.
+std::map<std::string, std::string> sinkSumText() {
+  std::string outerIter, innerIter, types, loads, adds, yields, results,
+      combine;
+  for (int64_t u = 0; u < kSinkSumLanes; ++u) {
+    std::string n = std::to_string(u), sep = u ? ", " : "";
+    outerIter += sep + "%sums" + n + " = %zero";
+    innerIter += sep + "%acc" + n + " = %sums" + n;
+    types += sep + "f32";
+    yields += sep + "%a" + n;
+    results += sep + "%s#" + n;
+    loads += "          %offset" + n + "Row = arith.constant " +
+             std::to_string(32 * u) + " : index\n          %k" + n +
+             " = arith.addi %k, %offset" + n + "Row : index\n          %in" +
+             n + " = arith.cmpi ult, %k" + n + ", %run : index\n          %kIn" +
+             n + " = arith.select %in" + n + ", %k" + n +
+             ", %k : index\n          %at" + n +
+             " = arith.addi %base, %kIn" + n + " : index\n          %v" + n +
+             " = memref.load %Terms[%at" + n + "] : !terms\n";
+    adds += "          %w" + n + " = arith.select %in" + n + ", %v" + n +
+            ", %zero : f32\n          %a" + n + " = arith.addf %acc" + n +
+            ", %w" + n + " : f32\n";
+    if (u > 0)
+      combine += std::string(combine.empty() ? "" : "\n") + "      " +
+                 (u + 1 == kSinkSumLanes ? "%sum" : "%sumTo" + n) +
+                 " = arith.addf " +
+                 (u == 1 ? std::string("%sums#0") : "%sumTo" + std::to_string(u - 1)) +
+                 ", %sums#" + n + " : f32";
+  }
+  return {{"@SINK_SUM_LANES@", std::to_string(kSinkSumLanes)},
+          {"@SINK_SUM_STRIDE@", std::to_string(32 * kSinkSumLanes)},
+          {"@SINK_SUM_INITS@", outerIter},
+          {"@SINK_SUM_ITER@", innerIter},
+          {"@SINK_SUM_TYPES@", types},
+          {"@SINK_SUM_BODY@",
+           loads + adds + "          scf.yield " + yields + " : " + types},
+          {"@SINK_SUM_S@", results},
+          {"@SINK_SUM_COMBINE@", combine}};
+}
+
 /// The parts of the template that depend on the memory layout (as in
 /// SinkFwdKernel.cpp: BHSD, BSHD viewed as [B, S, H * D], varlen packed
 /// [T, H * D] with the sequence offsets as arguments).
@@ -895,6 +943,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
+  for (const auto &[key, value] : sinkSumText())
+    replaceAll(text, key, value);
   for (auto [key, value] :
        {std::pair<std::string, std::string>{
             "@DQ_KERNEL@", atomicDq ? kDqConvertKernel.str() : kDqKernel.str()},
