@@ -109,13 +109,14 @@ module attributes {gpu.container_module} {
       // One warp per row at a time, 16 rows per warp: lane l reads columns
       // l, l + 32, ... of O and dO (unrolled: all of a row's loads in
       // flight at once), so a warp's loads are whole 64-byte runs (a
-      // fragment-layout map read 16 of every 32 bytes and ran at half the
-      // HBM bandwidth, PERF.md), then a butterfly sums the lanes.
-      // Rows past the end read the last row (and are not stored); the
-      // block's -LSE·log2(e) and Delta go side by side into its record for
-      // the dK/dV kernel to load with its Q and dO tiles (rows past the
-      // sequence's end hold clamped or the next sequence's rows: masked
-      // there).
+      // fragment-layout map read 16 of every 32 bytes: at D 128 it reached
+      // 30% of the HBM bandwidth, this 54-64%, PERF.md), then a butterfly
+      // sums the lanes. Lane 0 writes the row's -LSE·log2(e) and Delta
+      // side by side into the block's record for the dK/dV kernel to load
+      // with its Q and dO tiles, and Delta itself for rows inside the
+      // sequence. Rows past the sequence's end read a clamped row (the
+      // last one, or varlen's next sequence's): they go into the record,
+      // where the dK/dV kernel masks them, but not into Delta.
       %c16 = arith.constant 16 : index
       %c32 = arith.constant 32 : index
       %width = arith.constant 32 : i32
@@ -228,14 +229,13 @@ module attributes {gpu.container_module} {
 
 @DQ_KERNEL@
     // One warp per head; lane l sums rows l, l + 32, ... of each run of the
-    // head's rows into kSinkSumLanes partial sums (row l + 32u into sum u,
-    // so that many loads are in flight: one chain of dependent loads took
-    // 31 us at S 8192), adds them in order, then the lanes combine in a
-    // fixed butterfly.
+    // head's rows into kSinkPartialSums partial sums (rows l + 32u + 256m,
+    // m = 0, 1, ..., into sum u, so that many loads are in flight: one
+    // chain of dependent loads took 31 us at S 8192), adds them in order,
+    // then the lanes combine in a fixed butterfly.
     gpu.func @sink_bwd_sinks(%Terms: !terms, %dsinks: memref<@H@xf32>) kernel {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %c32 = arith.constant 32 : index
       %cStride = arith.constant @SINK_SUM_STRIDE@ : index
       %zero = arith.constant 0.0 : f32
       %width = arith.constant 32 : i32
@@ -593,18 +593,21 @@ std::string rowDotText(const std::string &oAt, int64_t headDim,
 }
 
 /// Partial sums per lane of the dsinks kernel.
-constexpr int64_t kSinkSumLanes = 8;
+constexpr int64_t kSinkPartialSums = 8;
+static_assert(kSinkPartialSums >= 2, "sinkSumText combines two or more sums");
 
-/// The dsinks kernel's pieces for kSinkSumLanes partial sums: the loops'
-/// iter_args and types, the inner body (row %k + 32u into sum u; rows past
-/// the run read row %k and add 0) and the in-order combination into %sum.
+/// The dsinks kernel's pieces for kSinkPartialSums partial sums, substituted
+/// before the template's other placeholders: the loops' iter_args (%partU
+/// in the outer loop, %accU in the inner) and types, the inner body (row
+/// %k + 32u into sum u; rows past the run read row %k and add 0) and the
+/// in-order combination of the outer loop's results %sums#U into %sum.
 std::map<std::string, std::string> sinkSumText() {
   std::string outerIter, innerIter, types, loads, adds, yields, results,
       combine;
-  for (int64_t u = 0; u < kSinkSumLanes; ++u) {
+  for (int64_t u = 0; u < kSinkPartialSums; ++u) {
     std::string n = std::to_string(u), sep = u ? ", " : "";
-    outerIter += sep + "%sums" + n + " = %zero";
-    innerIter += sep + "%acc" + n + " = %sums" + n;
+    outerIter += sep + "%part" + n + " = %zero";
+    innerIter += sep + "%acc" + n + " = %part" + n;
     types += sep + "f32";
     yields += sep + "%a" + n;
     results += sep + "%s#" + n;
@@ -621,13 +624,13 @@ std::map<std::string, std::string> sinkSumText() {
             ", %w" + n + " : f32\n";
     if (u > 0)
       combine += std::string(combine.empty() ? "" : "\n") + "      " +
-                 (u + 1 == kSinkSumLanes ? "%sum" : "%sumTo" + n) +
+                 (u + 1 == kSinkPartialSums ? "%sum" : "%sumTo" + n) +
                  " = arith.addf " +
                  (u == 1 ? std::string("%sums#0") : "%sumTo" + std::to_string(u - 1)) +
                  ", %sums#" + n + " : f32";
   }
-  return {{"@SINK_SUM_LANES@", std::to_string(kSinkSumLanes)},
-          {"@SINK_SUM_STRIDE@", std::to_string(32 * kSinkSumLanes)},
+  return {{"@SINK_SUM_LANES@", std::to_string(kSinkPartialSums)},
+          {"@SINK_SUM_STRIDE@", std::to_string(32 * kSinkPartialSums)},
           {"@SINK_SUM_INITS@", outerIter},
           {"@SINK_SUM_ITER@", innerIter},
           {"@SINK_SUM_TYPES@", types},
@@ -940,8 +943,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // memory allows two. The atomic mode's kernel fits two at D 64 (250
   // registers) and one at D 128 (136 KB of shared memory).
   const bool threeBlocksPerSm = !warpSpecialized && shape.headDim == 64 && !atomicDq;
-  // Substituted in two rounds: the shared pieces first (they hold
-  // placeholders of their own).
+  // Substituted in three rounds: the dsinks kernel's sums, the shared
+  // pieces (they hold placeholders of their own), then the values.
   std::string text = kSinkBwdTemplate.str();
   for (const auto &[key, value] : sinkSumText())
     replaceAll(text, key, value);
