@@ -43,7 +43,8 @@ namespace sinkattn {
 void sinkattn::buildGpuToNVVMPipeline(OpPassManager &pm,
                                       const PTXTargetOptions &options) {
   // Upstream's gpu-lower-to-nvvm-pipeline (GPUToNVVMPipeline.cpp) up to the
-  // NVVM lowering of gpu.modules, plus sinkattn-tensor-maps-by-value.
+  // NVVM lowering of gpu.modules, plus sinkattn-tensor-maps-by-value and
+  // sinkattn-reject-libdevice-calls.
   pm.addPass(createConvertNVGPUToNVVMPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createConvertVectorToSCFPass());
@@ -72,6 +73,9 @@ void sinkattn::buildGpuToNVVMPipeline(OpPassManager &pm,
   gpuModule.addPass(createCSEPass());
   gpuModule.addPass(createReconcileUnrealizedCastsPass());
   gpuModule.addPass(createTensorMapsByValuePass());
+  // Before serialization, which would link libdevice only where the
+  // environment names a CUDA toolkit.
+  gpuModule.addPass(createRejectLibdeviceCallsPass());
 }
 
 void sinkattn::buildTileToNVGPUPipeline(OpPassManager &pm) {

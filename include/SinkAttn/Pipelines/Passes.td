@@ -70,4 +70,27 @@ def TensorMapsByValuePass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 
+def RejectLibdeviceCallsPass
+    : Pass<"sinkattn-reject-libdevice-calls", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Reject kernels that call libdevice functions";
+  let description = [{
+    Upstream's `convert-gpu-to-nvvm` lowers some `math` ops (`math.fma`,
+    `math.exp`, `math.log`, ...) to calls of libdevice functions (`__nv_*`).
+    SinkAttn links no libdevice: `gpu-module-to-binary` would link it only
+    when a CUDA toolkit is found through `CUDA_ROOT`, `CUDA_HOME` or
+    `CUDA_PATH`, so the same kernel would compile to self-contained PTX in
+    one environment and to PTX with an unresolved call, which ptxas and the
+    JIT reject, in another. This pass runs after `convert-gpu-to-nvvm` and
+    makes the result the same everywhere: a call of an external `__nv_*`
+    function is an error naming the function and its caller. The tile
+    dialect's fragment lowering emits `fma.rn`, `ex2.approx` and `lg2.approx`
+    for `math.fma`, `math.exp2` and `math.log2` inside `tile.map`; outside
+    it, write `arith.mulf`/`arith.addf` with `fastmath<contract>` or an NVVM
+    intrinsic.
+
+    Modules without such calls are left unchanged.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // SINKATTN_PIPELINES_PASSES_TD
