@@ -61,7 +61,6 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <numeric>
 
 using namespace mlir;
@@ -236,7 +235,6 @@ module attributes {gpu.container_module} {
     gpu.func @sink_bwd_sinks(%Terms: !terms, %dsinks: memref<@H@xf32>) kernel {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %cStride = arith.constant @SINK_SUM_STRIDE@ : index
       %zero = arith.constant 0.0 : f32
       %width = arith.constant 32 : i32
       %run = arith.constant @RUN@ : index
@@ -245,15 +243,7 @@ module attributes {gpu.container_module} {
       %h = gpu.block_id x
       %lane = gpu.thread_id x
       %headBase = arith.muli %h, %run : index
-      %sums:@SINK_SUM_LANES@ = scf.for %r = %c0 to %runs step %c1 iter_args(@SINK_SUM_INITS@) -> (@SINK_SUM_TYPES@) {
-        %runBase = arith.muli %r, %batchRows : index
-        %base = arith.addi %runBase, %headBase : index
-        %s:@SINK_SUM_LANES@ = scf.for %k = %lane to %run step %cStride iter_args(@SINK_SUM_ITER@) -> (@SINK_SUM_TYPES@) {
-@SINK_SUM_BODY@
-        }
-        scf.yield @SINK_SUM_S@ : @SINK_SUM_TYPES@
-      }
-@SINK_SUM_COMBINE@
+@SINK_SUM@
 @BUTTERFLY@
       %first = arith.cmpi eq, %lane, %c0 : index
       scf.if %first {
@@ -562,7 +552,7 @@ constexpr llvm::StringLiteral kSumShares = R"mlir(
 /// %lane of its warp (%sum): columns %lane + 32k, all loads first. `oAt`
 /// indexes O at row %r and column %j (or %col = %hD + %j). Multiply-adds
 /// that may contract to fma: math.fma outside a tile.map lowers to a
-/// libdevice call.
+/// libdevice call, which sinkattn-reject-libdevice-calls rejects.
 std::string rowDotText(const std::string &oAt, int64_t headDim,
                        const std::string &type) {
   std::string text, sum = "%zero";
@@ -596,12 +586,11 @@ std::string rowDotText(const std::string &oAt, int64_t headDim,
 constexpr int64_t kSinkPartialSums = 8;
 static_assert(kSinkPartialSums >= 2, "sinkSumText combines two or more sums");
 
-/// The dsinks kernel's pieces for kSinkPartialSums partial sums, substituted
-/// before the template's other placeholders: the loops' iter_args (%partU
-/// in the outer loop, %accU in the inner) and types, the inner body (row
-/// %k + 32u into sum u; rows past the run read row %k and add 0) and the
-/// in-order combination of the outer loop's results %sums#U into %sum.
-std::map<std::string, std::string> sinkSumText() {
+/// The dsinks kernel's sum of lane %lane's rows into %sum: over the runs
+/// (outer loop, partial sums %partU), rows %k + 32u into sum u (inner
+/// loop, %accU; rows past the run read row %k and add 0), then the
+/// outer loop's results %sums#U added in order.
+std::string sinkSumText() {
   std::string outerIter, innerIter, types, loads, adds, yields, results,
       combine;
   for (int64_t u = 0; u < kSinkPartialSums; ++u) {
@@ -623,21 +612,25 @@ std::map<std::string, std::string> sinkSumText() {
             ", %zero : f32\n          %a" + n + " = arith.addf %acc" + n +
             ", %w" + n + " : f32\n";
     if (u > 0)
-      combine += std::string(combine.empty() ? "" : "\n") + "      " +
-                 (u + 1 == kSinkPartialSums ? "%sum" : "%sumTo" + n) +
+      combine += "\n      " +
+                 (u + 1 == kSinkPartialSums ? std::string("%sum")
+                                            : "%sumTo" + n) +
                  " = arith.addf " +
                  (u == 1 ? std::string("%sums#0") : "%sumTo" + std::to_string(u - 1)) +
                  ", %sums#" + n + " : f32";
   }
-  return {{"@SINK_SUM_LANES@", std::to_string(kSinkPartialSums)},
-          {"@SINK_SUM_STRIDE@", std::to_string(32 * kSinkPartialSums)},
-          {"@SINK_SUM_INITS@", outerIter},
-          {"@SINK_SUM_ITER@", innerIter},
-          {"@SINK_SUM_TYPES@", types},
-          {"@SINK_SUM_BODY@",
-           loads + adds + "          scf.yield " + yields + " : " + types},
-          {"@SINK_SUM_S@", results},
-          {"@SINK_SUM_COMBINE@", combine}};
+  const std::string count = std::to_string(kSinkPartialSums);
+  return "      %cStride = arith.constant " +
+         std::to_string(32 * kSinkPartialSums) + " : index\n      %sums:" +
+         count + " = scf.for %r = %c0 to %runs step %c1 iter_args(" +
+         outerIter + ") -> (" + types +
+         ") {\n        %runBase = arith.muli %r, %batchRows : index\n"
+         "        %base = arith.addi %runBase, %headBase : index\n        %s:" +
+         count + " = scf.for %k = %lane to %run step %cStride iter_args(" +
+         innerIter + ") -> (" + types + ") {\n" + loads + adds +
+         "          scf.yield " + yields + " : " + types +
+         "\n        }\n        scf.yield " + results + " : " + types +
+         "\n      }" + combine;
 }
 
 /// The parts of the template that depend on the memory layout (as in
@@ -943,11 +936,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // memory allows two. The atomic mode's kernel fits two at D 64 (250
   // registers) and one at D 128 (136 KB of shared memory).
   const bool threeBlocksPerSm = !warpSpecialized && shape.headDim == 64 && !atomicDq;
-  // Substituted in three rounds: the dsinks kernel's sums, the shared
-  // pieces (they hold placeholders of their own), then the values.
+  // Substituted in two rounds: the shared pieces first (they hold
+  // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
-  for (const auto &[key, value] : sinkSumText())
-    replaceAll(text, key, value);
   for (auto [key, value] :
        {std::pair<std::string, std::string>{
             "@DQ_KERNEL@", atomicDq ? kDqConvertKernel.str() : kDqKernel.str()},
@@ -974,6 +965,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@CONSTANTS@", kConstants.str()},
         {"@SEQUENCE@", layout.sequence},
         {"@BUTTERFLY@", butterflyText()},
+        {"@SINK_SUM@", sinkSumText()},
         {"@PRE_ROW_DOT@", rowDotText(layout.oAt, shape.headDim, type)},
         {"@DKDV_STORE@", shares ? layout.storeShares : layout.storeDkdv},
         {"@DKDV_SUM@", shares ? kSumShares.str() : ""},
