@@ -102,7 +102,7 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileStats = memref<2x64xf32, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
-    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@SEQUENCE_ARGS@)
+    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@PRE_COUNTS_ARG@@SEQUENCE_ARGS@)
         kernel {
 @QUERY_BLOCK_PROLOGUE@
       // One warp per row at a time, 16 rows per warp: lane l reads columns
@@ -142,11 +142,12 @@ module attributes {gpu.container_module} {
         }
       }
 @PRE_ATOMIC@
+@PRE_ZERO_COUNTS@
       gpu.return
     }
 
     gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %Stats: !stats,
-                            %dK: !dkv, %dV: !dkv@DKDV_ATOMIC_ARGS@@SEQUENCE_ARGS@) kernel
+                            %dK: !dkv, %dV: !dkv@DKDV_ATOMIC_ARGS@@DKDV_SUM_ARGS@@SEQUENCE_ARGS@) kernel
         @DKDV_ATTRIBUTES@ {
 @CONSTANTS@
 @DKDV_BLOCK_IDS@
@@ -221,6 +222,7 @@ module attributes {gpu.container_module} {
         scf.yield %dkNew, %dvNew@DKDV_YIELD@
       } {tile.num_stages = @STAGES@}
 @DKDV_STORE@
+@DKDV_SUM_IN_KERNEL@
 @DKDV_ATOMIC_POST@
       gpu.return
     }
@@ -633,6 +635,105 @@ std::string sinkSumText() {
          "\n      }" + combine;
 }
 
+/// GQA with the plain schedule: the dK/dV kernel sums the group's shares
+/// itself. The group's blocks for one kv head and key block run side by
+/// side (grid x: head in the group), so the last of them to finish — a
+/// counter per (sequence, kv head, key block), which the preprocess kernel
+/// zeroes — finds every share in L2 and adds them in head order (the
+/// order of sink_bwd_dkdv_sum, which read them back from HBM: bit-identical
+/// results). Writes are made visible with a GPU-scope fence before the
+/// count (release) and read after one (acquire).
+constexpr llvm::StringLiteral kSumSharesInKernel = R"mlir(
+      nvvm.memory.barrier #nvvm.mem_scope<gpu>
+      gpu.barrier
+      %sumTid = gpu.thread_id x
+      %isFirstThread = arith.cmpi eq, %sumTid, %c0 : index
+      %sTicket = memref.alloc() : memref<1xi32, #gpu.address_space<workgroup>>
+      scf.if %isFirstThread {
+        %one32 = arith.constant 1 : i32
+        %kvHeadCountSum = arith.constant @HK@ : index
+        %keyBlockCount = arith.constant @DKDV_BLOCKS@ : index
+        %bHk = arith.muli %b, %kvHeadCountSum : index
+        %bHkHk = arith.addi %bHk, %hk : index
+        %countRow = arith.muli %bHkHk, %keyBlockCount : index
+        %countAt = arith.addi %countRow, %kb : index
+        %before = memref.atomic_rmw addi %one32, %Counts[%countAt] : (i32, memref<@COUNTS@xi32>) -> i32
+        memref.store %before, %sTicket[%c0] : memref<1xi32, #gpu.address_space<workgroup>>
+      }
+      gpu.barrier
+      %ticket = memref.load %sTicket[%c0] : memref<1xi32, #gpu.address_space<workgroup>>
+      %lastTicket = arith.constant @GROUP_MINUS_1@ : i32
+      %isLast = arith.cmpi eq, %ticket, %lastTicket : i32
+      %sumHere = arith.andi %isLast, %live : i1
+      scf.if %sumHere {
+        nvvm.memory.barrier #nvvm.mem_scope<gpu>
+        %sumStep = arith.constant @SUM_STEP@ : index
+        %tileElements = arith.constant @TILE_ELEMENTS@ : index
+        %hFirst = arith.muli %hk, %group : index
+        scf.for %e = %sumTid to %tileElements step %sumStep {
+@SUM_ELEMENTS@
+        }
+      })mlir";
+
+/// kSumSharesInKernel's loop body: kSumUnroll elements per thread (128
+/// apart), every share load issued before the first add (rows past the
+/// sequence read row %n0 and are not stored).
+constexpr int64_t kSumUnroll = 4;
+std::string sumSharesElementsText() {
+  std::string loads, stores;
+  for (int64_t u = 0; u < kSumUnroll; ++u) {
+    std::string n = std::to_string(u);
+    loads += "          %offset" + n + "Sum = arith.constant " +
+             std::to_string(128 * u) + " : index\n"
+             "          %e" + n + " = arith.addi %e, %offset" + n + "Sum : index\n"
+             "          %rowInTile" + n + " = arith.divui %e" + n + ", %cD : index\n"
+             "          %dd" + n + " = arith.remui %e" + n + ", %cD : index\n"
+             "          %nRaw" + n + " = arith.addi %n0, %rowInTile" + n + " : index\n"
+             "          %inSequence" + n + " = arith.cmpi slt, %nRaw" + n + ", %skv : index\n"
+             "          %nSum" + n + " = arith.select %inSequence" + n + ", %nRaw" + n + ", %n0 : index\n"
+             "          %kr" + n + " = arith.addi %kStart, %nSum" + n + " : index\n"
+             "          %col" + n + " = arith.addi %hkD, %dd" + n + " : index\n"
+             "          %sums" + n + ":2 = scf.for %g" + n + " = %c0 to %group step %c1\n"
+             "              iter_args(%sk" + n + " = %zero, %sv" + n + " = %zero) -> (f32, f32) {\n"
+             "            %gh" + n + " = arith.addi %hFirst, %g" + n + " : index\n"
+             "            %k" + n + " = memref.load %dK[@SHARES_AT_" + n + "@] : !dkv\n"
+             "            %v" + n + " = memref.load %dV[@SHARES_AT_" + n + "@] : !dkv\n"
+             "            %sk" + n + "Next = arith.addf %sk" + n + ", %k" + n + " : f32\n"
+             "            %sv" + n + "Next = arith.addf %sv" + n + ", %v" + n + " : f32\n"
+             "            scf.yield %sk" + n + "Next, %sv" + n + "Next : f32, f32\n"
+             "          }\n";
+    stores += "          scf.if %inSequence" + n + " {\n"
+              "            %k16" + n + " = arith.truncf %sums" + n + "#0 : f32 to @T@\n"
+              "            %v16" + n + " = arith.truncf %sums" + n + "#1 : f32 to @T@\n"
+              "            memref.store %k16" + n + ", %dKout[@KV_ELEMENT_AT_" + n + "@] : !kv\n"
+              "            memref.store %v16" + n + ", %dVout[@KV_ELEMENT_AT_" + n + "@] : !kv\n"
+              "          }\n";
+  }
+  std::string text = loads + stores;
+  text.pop_back();
+  return text;
+}
+
+/// Zeroes kSumSharesInKernel's counters: every preprocess block a strided
+/// part of them.
+constexpr llvm::StringLiteral kZeroShareCounts = R"mlir(
+      %zero32 = arith.constant 0 : i32
+      %countTotal = arith.constant @COUNTS@ : index
+      %headsPre = arith.constant @H@ : index
+      %qbCount = arith.constant @QB@ : index
+      %preThreads = arith.constant 128 : index
+      %preStride = arith.constant @PRE_COUNT_STRIDE@ : index
+      %bH = arith.muli %b, %headsPre : index
+      %bHh = arith.addi %bH, %h : index
+      %preBlockRow = arith.muli %bHh, %qbCount : index
+      %preBlock = arith.addi %preBlockRow, %qb : index
+      %preBase = arith.muli %preBlock, %preThreads : index
+      %preTid = gpu.thread_id x
+      %preFirst = arith.addi %preBase, %preTid : index
+      scf.for %ci = %preFirst to %countTotal step %preStride {
+        memref.store %zero32, %Counts[%ci] : memref<@COUNTS@xi32>
+      })mlir";
+
 /// The parts of the template that depend on the memory layout (as in
 /// SinkFwdKernel.cpp: BHSD, BSHD viewed as [B, S, H * D], varlen packed
 /// [T, H * D] with the sequence offsets as arguments).
@@ -648,6 +749,9 @@ struct LayoutText {
   /// %j (or %col = %hD + %j); q-side tile at row %qRow; kv-side at %kRow.
   std::string lseAt, oAt, qTile, kvTile;
   std::string storeTerms, storeDq, storeDkdv, storeShares;
+  /// kSumSharesInKernel: a share element (query head %gh, token %kr,
+  /// column %dd) and a dK/dV element (token %kr, column %col = %hkD + %dd).
+  std::string sharesAt, kvElementAt;
   /// The dQ kernel's dQ store: where a tensor map of dQ clips the tile
   /// (BHSD, BSHD), through the kernel's Q tile, which no GEMM reads after
   /// the loop, and one TMA store — whole lines instead of 2-byte elements 8
@@ -718,6 +822,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
       text.kvType = "memref<" + str(shape.batch) + "x" + str(shape.kvHeads) +
                     "x" + str(shape.seqKv) + "x" + d + "x" + type + ">";
       text.oAt = "%b, %h, %r, %j";
+      text.kvElementAt = "%b, %hk, %kr, %dd";
       text.qTile = "%b, %h, %qRow, %c0";
       text.kvTile = "%b, %hk, %kRow, %c0";
       // dK element ((b * HK + hk) * SKV + n) * D + d.
@@ -734,6 +839,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
       text.kvType = "memref<" + str(shape.batch) + "x" + str(shape.seqKv) +
                     "x" + hkd + "x" + type + ">";
       text.oAt = "%b, %r, %col";
+      text.kvElementAt = "%b, %kr, %col";
       text.qTile = "%b, %qRow, %hD";
       text.kvTile = "%b, %kRow, %hkD";
       // dK element ((b * SKV + n) * HK + hk) * D + d.
@@ -760,6 +866,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.storeTerms = "      tile.store %term, %Terms[%b, %h, %m0] : !row, !lse";
     // The shares as [H, B, SKV, D]: a tile overhanging its sequence is cut
     // at SKV instead of running into the next batch's rows.
+    text.sharesAt = "%gh, %b, %kr, %dd";
     text.sharesType = "memref<" + heads + "x" + str(shape.batch) + "x" +
                       str(shape.seqKv) + "x" + d + "xf32>";
     text.storeShares = dkShare +
@@ -801,6 +908,8 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                     str(shape.tokensQ() - 1) + " : index" + past;
     text.lseAt = "%h, %r";
     text.oAt = "%r, %col";
+    text.kvElementAt = "%kr, %col";
+    text.sharesAt = "%gh, %kr, %dd";
     text.qTile = "%qRow, %hD";
     text.kvTile = "%kRow, %hkD";
     // Stores go through views that end with the sequence.
@@ -926,6 +1035,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // GQA: per query head fp32 shares of dK/dV, then their sum.
   const int64_t group = shape.heads / shape.kvHeads;
   const bool shares = group > 1;
+  // The plain schedule's dK/dV kernel sums the shares itself
+  // (kSumSharesInKernel); ws keeps sink_bwd_dkdv_sum (its barriers would
+  // have to leave the producer out).
+  const bool sumInKernel = shares && !warpSpecialized;
+  const int64_t shareCounts = shape.batch * shape.kvHeads * int64_t(keyBlocks);
   LayoutText layout = layoutText(shape, type);
   // Three dK/dV blocks per SM at D 64 (3 x 51 KB of shared memory at 2
   // stages, 3 x 67 KB at 3) ran the backward 2-4% faster than two (PERF.md);
@@ -968,10 +1082,27 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@SINK_SUM@", sinkSumText()},
         {"@PRE_ROW_DOT@", rowDotText(layout.oAt, shape.headDim, type)},
         {"@DKDV_STORE@", shares ? layout.storeShares : layout.storeDkdv},
-        {"@DKDV_SUM@", shares ? kSumShares.str() : ""},
+        {"@DKDV_SUM@", shares && !sumInKernel ? kSumShares.str() : ""},
+        {"@DKDV_SUM_IN_KERNEL@", sumInKernel ? kSumSharesInKernel.str() : ""},
+        {"@SUM_ELEMENTS@", sumSharesElementsText()},
+        {"@DKDV_SUM_ARGS@",
+         sumInKernel ? ", %dKout: !kv, %dVout: !kv, %Counts: memref<@COUNTS@xi32>"
+                     : ""},
+        {"@PRE_COUNTS_ARG@", sumInKernel ? ", %Counts: memref<@COUNTS@xi32>" : ""},
+        {"@PRE_ZERO_COUNTS@", sumInKernel ? kZeroShareCounts.str() : ""},
         // Last: the pieces above use it too.
         {"@CLAMPED_ROW@", kClampedRow.drop_front().str()}})
     replaceAll(text, key, value);
+  // kSumSharesInKernel's indices, one set per unrolled element.
+  for (int64_t u = 0; u < kSumUnroll; ++u) {
+    std::string n = std::to_string(u), sharesAt = layout.sharesAt,
+                elementAt = layout.kvElementAt;
+    for (std::string *at : {&sharesAt, &elementAt})
+      for (const char *name : {"%gh", "%kr", "%dd", "%col"})
+        replaceAll(*at, name, std::string(name) + n);
+    replaceAll(text, "@SHARES_AT_" + n + "@", sharesAt);
+    replaceAll(text, "@KV_ELEMENT_AT_" + n + "@", elementAt);
+  }
   OwningOpRef<ModuleOp> module = parseKernelTemplate(
       context, "sink-bwd", text,
       {{"T", type},
@@ -990,6 +1121,12 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"SHARES", str(shape.heads * layout.shareTokens * shape.headDim)},
        {"SLAB", str(layout.shareTokens * shape.headDim)},
        {"DKV_TYPE", shares ? layout.sharesType : "!kv"},
+       {"COUNTS", str(shareCounts)},
+       {"DKDV_BLOCKS", str(keyBlocks)},
+       {"GROUP_MINUS_1", str(group - 1)},
+       {"TILE_ELEMENTS", str(kBlock * shape.headDim)},
+       {"SUM_STEP", str(128 * kSumUnroll)},
+       {"PRE_COUNT_STRIDE", str(int64_t(queryBlocks) * shape.heads * shape.batch * 128)},
        {"ROWS", str(std::accumulate(termDims.begin(), termDims.end(),
                                     int64_t(1), std::multiplies<int64_t>()))},
        {"Q_TYPE", layout.qType},
@@ -1072,6 +1209,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     bundle.params.push_back(outputBuffer("dk_shares", rt::DType::F32, sharesShape));
     bundle.params.push_back(outputBuffer("dv_shares", rt::DType::F32, sharesShape));
   }
+  // kSumSharesInKernel's counters (the preprocess kernel zeroes them).
+  if (sumInKernel)
+    bundle.params.push_back(outputBuffer("share_counts", rt::DType::I32,
+                                         {uint64_t(shareCounts)}));
 
   auto launch = [](std::string entry, rt::Dim3 grid, uint32_t threads,
                    std::vector<std::string> args) {
@@ -1101,6 +1242,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (atomicDq)
     preprocessArgs.insert(preprocessArgs.end(),
                           {"sinks", "sink_weights", "dq_accum"});
+  if (sumInKernel)
+    preprocessArgs.push_back("share_counts");
   bundle.launches = {
       forwardLaunch,
       launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
@@ -1110,9 +1253,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                                    shares ? "dv_shares" : "dv"});
   if (atomicDq)
     dkdvArgs.insert(dkdvArgs.end(), {"dq_accum", "sink_weights", "sink_terms"});
+  if (sumInKernel)
+    dkdvArgs.insert(dkdvArgs.end(), {"dk", "dv", "share_counts"});
   bundle.launches.push_back(launch("sink_bwd_dkdv", blockGrid(keyBlocks, shape),
                                    128, withSequences(dkdvArgs)));
-  if (shares)
+  if (shares && !sumInKernel)
     bundle.launches.push_back(launch(
         "sink_bwd_dkdv_sum",
         {uint32_t((shape.kvElements() + 255) / 256), 1, 1}, 256,

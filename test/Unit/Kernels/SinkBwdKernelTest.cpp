@@ -3,8 +3,10 @@
 // What of sink-bwd can be checked without a GPU: the bundle's launches and
 // arguments for each layout and GQA or MHA, that the compiled bundle
 // validates (every launched entry in the PTX), and the SIMT kernel that adds
-// GQA's dK/dV shares, run on the CPU for every layout against sums computed
-// here from the layouts' own offsets.
+// GQA's dK/dV shares under --schedule ws, run on the CPU for every layout
+// against sums computed here from the layouts' own offsets (the plain
+// schedule's dK/dV kernel adds them itself; test/GPU/sink-bwd.test checks
+// that on the GPU).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,7 +43,8 @@ std::vector<std::string> entries(const rt::Bundle &bundle) {
 }
 
 TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
-  // GQA in BHSD: the forward as setup, then the share sum after dK/dV.
+  // GQA in BHSD: the forward as setup; the dK/dV kernel sums the group's
+  // shares itself, through counters that the preprocess kernel zeroes.
   FailureOr<KernelModule> gqa =
       kernels::buildSinkBwd(context, backward(configOf(2, 4, 2, 100, 300, 64, 0)));
   ASSERT_TRUE(succeeded(gqa));
@@ -50,31 +53,52 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   EXPECT_TRUE(b.entry.empty());
   EXPECT_EQ(entries(b), (std::vector<std::string>{
                             "sink_fwd", "sink_bwd_preprocess", "sink_bwd_dkdv",
-                            "sink_bwd_dkdv_sum", "sink_bwd_dq",
-                            "sink_bwd_sinks"}));
+                            "sink_bwd_dq", "sink_bwd_sinks"}));
   EXPECT_TRUE(b.launches[0].setup);
   for (size_t i = 1; i < b.launches.size(); ++i)
     EXPECT_FALSE(b.launches[i].setup) << b.launches[i].entry;
   // dK/dV and dQ, causal: x the query head within its kv head's group, y
   // the 64-key (64-row) block, z kv head and sequence (blockGrid).
   EXPECT_EQ(b.launches[2].grid, (rt::Dim3{2, 5, 4}));
-  EXPECT_EQ(b.launches[4].grid, (rt::Dim3{2, 2, 4}));
+  EXPECT_EQ(b.launches[3].grid, (rt::Dim3{2, 2, 4}));
   // The dK/dV kernel reads the preprocess kernel's per-block row
   // records [B, H, query blocks, 2, 64] instead of LSE and Delta.
   EXPECT_EQ(b.launches[1].args,
-            (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats"}));
+            (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats",
+                                      "share_counts"}));
   EXPECT_EQ(b.launches[2].args,
             (std::vector<std::string>{"q", "k", "v", "do", "row_stats",
-                                      "dk_shares", "dv_shares"}));
+                                      "dk_shares", "dv_shares", "dk", "dv",
+                                      "share_counts"}));
+  // One counter per (sequence, kv head, 64-key block).
+  const rt::BundleParam *counts = rt::findParam(b, "share_counts");
+  ASSERT_TRUE(counts);
+  EXPECT_EQ(counts->shape, (std::vector<uint64_t>{2 * 2 * 5}));
+  EXPECT_EQ(counts->dtype, rt::DType::I32);
   EXPECT_EQ(rt::findParam(b, "row_stats")->shape,
             (std::vector<uint64_t>{2, 4, 2, 2, 64}));
-  // The shares: [H, B * SKV, D] fp32; the sum: one thread per dK element.
+  // The shares: [H, B * SKV, D] fp32.
   const rt::BundleParam *shares = rt::findParam(b, "dk_shares");
   ASSERT_TRUE(shares);
   EXPECT_EQ(shares->shape, (std::vector<uint64_t>{4, 600, 64}));
   EXPECT_EQ(shares->dtype, rt::DType::F32);
-  EXPECT_EQ(b.launches[3].grid, (rt::Dim3{(2 * 2 * 300 * 64 + 255) / 256, 1, 1}));
-  EXPECT_EQ(b.launches[5].grid, (rt::Dim3{4, 1, 1}));
+  EXPECT_EQ(b.launches[4].grid, (rt::Dim3{4, 1, 1}));
+
+  // --schedule ws keeps a kernel of its own for the sum (its dK/dV kernel's
+  // barriers would have to leave the producer out): one thread per dK
+  // element, and no counters.
+  KernelConfig wsConfig = backward(configOf(2, 4, 2, 100, 300, 64, 0));
+  wsConfig.schedule = "ws";
+  FailureOr<KernelModule> ws = kernels::buildSinkBwd(context, wsConfig);
+  ASSERT_TRUE(succeeded(ws));
+  EXPECT_EQ(entries(ws->bundle), (std::vector<std::string>{
+                                     "sink_fwd", "sink_bwd_preprocess",
+                                     "sink_bwd_dkdv", "sink_bwd_dkdv_sum",
+                                     "sink_bwd_dq", "sink_bwd_sinks"}));
+  EXPECT_EQ(ws->bundle.launches[3].grid,
+            (rt::Dim3{(2 * 2 * 300 * 64 + 255) / 256, 1, 1}));
+  EXPECT_FALSE(rt::findParam(ws->bundle, "share_counts"));
+  EXPECT_EQ(ws->bundle.launches[2].args.back(), "dv_shares");
   for (const char *name : {"do", "dq", "dk", "dv", "dsinks", "delta", "sink_terms"})
     EXPECT_TRUE(rt::findParam(b, name)) << name;
 
@@ -151,16 +175,17 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
   const rt::Bundle &b = atomic->bundle;
   EXPECT_EQ(entries(b), (std::vector<std::string>{
                             "sink_fwd", "sink_bwd_preprocess", "sink_bwd_dkdv",
-                            "sink_bwd_dkdv_sum", "sink_bwd_dq_convert",
-                            "sink_bwd_sinks"}));
+                            "sink_bwd_dq_convert", "sink_bwd_sinks"}));
   EXPECT_EQ(b.launches[1].args,
             (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats",
-                                      "sinks", "sink_weights", "dq_accum"}));
+                                      "sinks", "sink_weights", "dq_accum",
+                                      "share_counts"}));
   EXPECT_EQ(b.launches[2].args,
             (std::vector<std::string>{"q", "k", "v", "do", "row_stats",
                                       "dk_shares", "dv_shares", "dq_accum",
-                                      "sink_weights", "sink_terms"}));
-  EXPECT_EQ(b.launches[4].grid, (rt::Dim3{2, 4, 2}));
+                                      "sink_weights", "sink_terms", "dk", "dv",
+                                      "share_counts"}));
+  EXPECT_EQ(b.launches[3].grid, (rt::Dim3{2, 4, 2}));
   EXPECT_EQ(rt::findParam(b, "sink_terms")->shape,
             (std::vector<uint64_t>{2, 4, 300}));
   EXPECT_EQ(rt::findParam(b, "sink_weights")->shape,
@@ -193,8 +218,9 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
   EXPECT_TRUE(failed(kernels::buildSinkBwd(context, config)));
 }
 
-/// Runs sink_bwd_dkdv_sum on the CPU: dK/dV of every (batch, kv head, key,
-/// column) must be the sum of its group's shares, in each layout.
+/// Runs sink_bwd_dkdv_sum (--schedule ws) on the CPU: dK/dV of every
+/// (batch, kv head, key, column) must be the sum of its group's shares, in
+/// each layout.
 TEST_F(SinkBwdKernelTest, ShareSumFollowsEachLayout) {
   KernelConfig bshd = backward(configOf(2, 6, 2, 5, 7, 64, 0));
   bshd.layout = rt::AttentionLayout::BSHD;
@@ -202,6 +228,7 @@ TEST_F(SinkBwdKernelTest, ShareSumFollowsEachLayout) {
        {backward(configOf(2, 6, 2, 5, 7, 64, 0)), bshd,
         backward(varlenConfigOf(4, 1, {3, 0, 6}, {5, 2, 6}, 64, 0))}) {
     SCOPED_TRACE(rt::layoutName(config.layout));
+    config.schedule = "ws";
     rt::SinkAttentionShape shape = kernels::sinkAttentionShape(config);
     FailureOr<KernelModule> kernel = kernels::buildSinkBwd(context, config);
     ASSERT_TRUE(succeeded(kernel));
