@@ -105,41 +105,33 @@ module attributes {gpu.container_module} {
     gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@PRE_COUNTS_ARG@@SEQUENCE_ARGS@)
         kernel {
 @QUERY_BLOCK_PROLOGUE@
-      // One warp per row at a time, 16 rows per warp: lane l reads columns
-      // l, l + 32, ... of O and dO (unrolled: all of a row's loads in
-      // flight at once), so a warp's loads are whole 64-byte runs (a
-      // fragment-layout map read 16 of every 32 bytes: at D 128 it reached
-      // 30% of the HBM bandwidth, this 54-64%, PERF.md), then a butterfly
-      // sums the lanes. Lane 0 writes the row's -LSE·log2(e) and Delta
-      // side by side into the block's record for the dK/dV kernel to load
-      // with its Q and dO tiles, and Delta itself for rows inside the
-      // sequence. Rows past the sequence's end read a clamped row (the
-      // last one, or varlen's next sequence's): they go into the record,
-      // where the dK/dV kernel masks them, but not into Delta.
+      // 16 rows per warp, @ROWS_PER_STEP@ at a time (kPreprocessRowsText):
+      // each row is a group of D / 8 lanes, each lane reading 8 columns (16
+      // bytes) of O and dO, every load of the step issued before the first
+      // multiply; a butterfly in the group sums its lanes. The group's first
+      // lane writes the row's -LSE·log2(e) and Delta side by side into the
+      // block's record for the dK/dV kernel to load with its Q and dO
+      // tiles, and Delta itself for rows inside the sequence. Rows past the
+      // sequence's end read a clamped row (the last one, or varlen's next
+      // sequence's): they go into the record, where the dK/dV kernel masks
+      // them, but not into Delta.
       %c16 = arith.constant 16 : index
       %c32 = arith.constant 32 : index
       %width = arith.constant 32 : i32
       %tid = gpu.thread_id x
       %warp = arith.divui %tid, %c32 : index
       %lane = arith.remui %tid, %c32 : index
-      %firstLane = arith.cmpi eq, %lane, %c0 : index
+      %rowLanes = arith.constant @ROW_LANES@ : index
+      %rowOfLane = arith.divui %lane, %rowLanes : index
+      %chunk = arith.remui %lane, %rowLanes : index
+      %firstLane = arith.cmpi eq, %chunk, %c0 : index
+      %c8 = arith.constant 8 : index
+      %j = arith.muli %chunk, %c8 : index
+      %col = arith.addi %hD, %j : index
       %warpRow = arith.muli %warp, %c16 : index
-      scf.for %k = %c0 to %c16 step %c1 {
-        %i = arith.addi %warpRow, %k : index
-@CLAMPED_ROW@
-@PRE_ROW_DOT@
-@BUTTERFLY@
-        scf.if %firstLane {
-          %lse = memref.load %LSE[@LSE_AT@] : !lse
-          %lse2 = arith.mulf %lse, %log2e : f32
-          %negLse2 = arith.negf %lse2 : f32
-          memref.store %negLse2, %Stats[%b, %h, %qb, %c0, %i] : !stats
-          memref.store %total, %Stats[%b, %h, %qb, %c1, %i] : !stats
-          %inside = arith.cmpi ult, %row, %seqQ : index
-          scf.if %inside {
-            memref.store %total, %Delta[@LSE_AT@] : !lse
-          }
-        }
+      %rowsPerStep = arith.constant @ROWS_PER_STEP@ : index
+      scf.for %k = %c0 to %c16 step %rowsPerStep {
+@PRE_ROWS@
       }
 @PRE_ATOMIC@
 @PRE_ZERO_COUNTS@
@@ -550,36 +542,69 @@ constexpr llvm::StringLiteral kSumShares = R"mlir(
       gpu.return
     })mlir";
 
-/// The preprocess kernel's dot product of one row of O and dO for lane
-/// %lane of its warp (%sum): columns %lane + 32k, all loads first. `oAt`
-/// indexes O at row %r and column %j (or %col = %hD + %j). Multiply-adds
-/// that may contract to fma: math.fma outside a tile.map lowers to a
-/// libdevice call, which sinkattn-reject-libdevice-calls rejects.
-std::string rowDotText(const std::string &oAt, int64_t headDim,
-                       const std::string &type) {
-  std::string text, sum = "%zero";
-  for (int64_t k = 0; k < headDim / 32; ++k) {
-    std::string n = std::to_string(k), at = oAt;
-    kernels::replaceAll(at, "%col", "%col" + n);
-    kernels::replaceAll(at, "%j", "%j" + n);
-    text += "        %offset" + n + "Col = arith.constant " +
-            std::to_string(32 * k) + " : index\n        %j" + n +
-            " = arith.addi %lane, %offset" + n + "Col : index\n        %col" +
-            n + " = arith.addi %hD, %j" + n + " : index\n        %o" + n +
-            " = memref.load %O[" + at + "] : !q\n        %d" + n +
-            " = memref.load %dO[" + at + "] : !q\n";
+/// The preprocess kernel's rows: one load instruction of a warp covers
+/// 256 / D rows (D / 8 lanes per row, 16 bytes per lane), and a step of its
+/// row loop issues kPreprocessLoads of them. Returns the step's text: every
+/// row's clamped row and its loads of O, dO and LSE first (one dependent
+/// latency per step instead of one per row), then per row the dot product,
+/// the butterfly over its lanes and the group's first lane's record and
+/// Delta stores. `oAt` and
+/// `lseAt` index O/dO and LSE/Delta at row %r and column %j (%col = %hD +
+/// %j).
+constexpr int64_t kPreprocessLoads = 4;
+std::string preprocessRowsText(const std::string &oAt, const std::string &lseAt,
+                               int64_t headDim, const std::string &type) {
+  const int64_t rowLanes = headDim / 8, rowsPerLoad = 32 / rowLanes;
+  auto withRow = [](const std::string &at, const std::string &u) {
+    std::string text;
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(at).split(parts, ", ");
+    for (llvm::StringRef part : parts)
+      text += (text.empty() ? "" : ", ") +
+              (part == "%r" ? "%r" + u : part.str());
+    return text;
+  };
+  const std::string vec = "vector<8x" + type + ">";
+  std::string loads, rows;
+  for (int64_t u = 0; u < kPreprocessLoads; ++u) {
+    std::string n = std::to_string(u), oAtU = withRow(oAt, n),
+                lseAtU = withRow(lseAt, n);
+    loads += "        %rowOffset" + n + " = arith.constant " +
+             std::to_string(u * rowsPerLoad) + " : index\n"
+             "        %kRow" + n + " = arith.addi %k, %rowOffset" + n + " : index\n"
+             "        %kLane" + n + " = arith.addi %kRow" + n + ", %rowOfLane : index\n"
+             "        %i" + n + " = arith.addi %warpRow, %kLane" + n + " : index\n"
+             "        %row" + n + " = arith.addi %m0, %i" + n + " : index\n"
+             "        %token" + n + " = arith.addi %qStart, %row" + n + " : index\n"
+             "        %r" + n + " = arith.minui %token" + n + ", %lastRow : index\n"
+             "        %o" + n + " = vector.load %O[" + oAtU + "] {alignment = 16 : i64} : !q, " + vec + "\n"
+             "        %d" + n + " = vector.load %dO[" + oAtU + "] {alignment = 16 : i64} : !q, " + vec + "\n"
+             "        %lse" + n + " = memref.load %LSE[" + lseAtU + "] : !lse\n";
+    rows += "        %of" + n + " = arith.extf %o" + n + " : " + vec + " to vector<8xf32>\n"
+            "        %df" + n + " = arith.extf %d" + n + " : " + vec + " to vector<8xf32>\n"
+            "        %x" + n + " = arith.mulf %of" + n + ", %df" + n + " : vector<8xf32>\n"
+            "        %sum" + n + " = vector.reduction <add>, %x" + n + " : vector<8xf32> into f32\n";
+    std::string value = "%sum" + n;
+    for (int64_t offset = rowLanes / 2, step = 0; offset >= 1; offset /= 2, ++step) {
+      std::string s = n + "_" + std::to_string(step);
+      rows += "        %offset" + s + " = arith.constant " + std::to_string(offset) +
+              " : i32\n        %other" + s + ", %valid" + s + " = gpu.shuffle xor " +
+              value + ", %offset" + s + ", %width : f32\n        %sum" + s +
+              " = arith.addf " + value + ", %other" + s + " : f32\n";
+      value = "%sum" + s;
+    }
+    rows += "        scf.if %firstLane {\n"
+            "          %lse2" + n + " = arith.mulf %lse" + n + ", %log2e : f32\n"
+            "          %negLse2" + n + " = arith.negf %lse2" + n + " : f32\n"
+            "          memref.store %negLse2" + n + ", %Stats[%b, %h, %qb, %c0, %i" + n + "] : !stats\n"
+            "          memref.store " + value + ", %Stats[%b, %h, %qb, %c1, %i" + n + "] : !stats\n"
+            "          %inside" + n + " = arith.cmpi ult, %row" + n + ", %seqQ : index\n"
+            "          scf.if %inside" + n + " {\n"
+            "            memref.store " + value + ", %Delta[" + lseAtU + "] : !lse\n"
+            "          }\n"
+            "        }\n";
   }
-  for (int64_t k = 0; k < headDim / 32; ++k) {
-    std::string n = std::to_string(k);
-    std::string next = k + 1 == headDim / 32 ? "%sum" : "%partial" + n;
-    text += "        %of" + n + " = arith.extf %o" + n + " : " + type +
-            " to f32\n        %df" + n + " = arith.extf %d" + n + " : " +
-            type + " to f32\n        %x" + n + " = arith.mulf %of" + n +
-            ", %df" + n + " fastmath<contract> : f32\n        " + next +
-            " = arith.addf %x" + n + ", " + sum +
-            " fastmath<contract> : f32\n";
-    sum = next;
-  }
+  std::string text = loads + rows;
   text.pop_back();
   return text;
 }
@@ -1080,7 +1105,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@SEQUENCE@", layout.sequence},
         {"@BUTTERFLY@", butterflyText()},
         {"@SINK_SUM@", sinkSumText()},
-        {"@PRE_ROW_DOT@", rowDotText(layout.oAt, shape.headDim, type)},
+        {"@PRE_ROWS@", preprocessRowsText(layout.oAt, layout.lseAt,
+                                          shape.headDim, type)},
+        {"@ROW_LANES@", std::to_string(shape.headDim / 8)},
+        {"@ROWS_PER_STEP@",
+         std::to_string(256 / shape.headDim * kPreprocessLoads)},
         {"@DKDV_STORE@", shares ? layout.storeShares : layout.storeDkdv},
         {"@DKDV_SUM@", shares && !sumInKernel ? kSumShares.str() : ""},
         {"@DKDV_SUM_IN_KERNEL@", sumInKernel ? kSumSharesInKernel.str() : ""},
