@@ -41,7 +41,7 @@ bool BundleParam::operator==(const BundleParam &o) const {
 bool BundleLaunch::operator==(const BundleLaunch &o) const {
   return entry == o.entry && grid == o.grid && block == o.block &&
          cluster == o.cluster && sharedMemoryBytes == o.sharedMemoryBytes &&
-         args == o.args && setup == o.setup;
+         args == o.args && setup == o.setup && overlapsNext == o.overlapsNext;
 }
 
 bool Bundle::operator==(const Bundle &o) const {
@@ -280,6 +280,19 @@ Status validateBundle(const Bundle &b) {
         return Status::error(where + ".setup: setup launches come first (they "
                              "run once before the others)");
       timed = timed || !launch.setup;
+      if (launch.overlapsNext) {
+        if (launch.setup)
+          return Status::error(where + ".overlaps_next: a setup launch runs "
+                               "alone, before the others");
+        if (i + 1 == b.launches.size())
+          return Status::error(where + ".overlaps_next: the last launch has "
+                               "no next launch to overlap");
+        if (b.launches[i + 1].overlapsNext)
+          return Status::error(
+              where + ".overlaps_next: launches[" + std::to_string(i + 1) +
+              "] overlaps its next launch too; only two launches run "
+              "together");
+      }
     }
     if (!timed)
       return Status::error("launches: every launch is a setup launch; at "
@@ -423,6 +436,8 @@ JsonValue manifestToJson(const Bundle &b) {
       l.set("args", std::move(args));
       if (launch.setup)
         l.set("setup", true);
+      if (launch.overlapsNext)
+        l.set("overlaps_next", true);
       launches.push(std::move(l));
     }
     m.set("launches", std::move(launches));
@@ -773,6 +788,11 @@ Status readLaunch(const JsonValue &j, size_t index, Bundle &b) {
     if (!setup->isBool())
       return r.wrongType("setup", "a boolean", *setup);
     launch.setup = setup->asBool();
+  }
+  if (const JsonValue *overlaps = r.get("overlaps_next")) {
+    if (!overlaps->isBool())
+      return r.wrongType("overlaps_next", "a boolean", *overlaps);
+    launch.overlapsNext = overlaps->asBool();
   }
   SINKATTN_RT_TRY(r.finish(""));
   b.launches.push_back(std::move(launch));

@@ -107,12 +107,46 @@ Status Context::synchronize() const {
   return SINKATTN_RT_CU(*drv, cuCtxSynchronize);
 }
 
-Expected<Stream> Stream::create(const Context &ctx) {
+Expected<Stream> Stream::create(const Context &ctx, unsigned flags) {
   Stream s;
   s.drv = ctx.driverPtr();
-  SINKATTN_RT_TRY(
-      SINKATTN_RT_CU(*s.drv, cuStreamCreate, &s.stream, CU_STREAM_DEFAULT));
+  SINKATTN_RT_TRY(SINKATTN_RT_CU(*s.drv, cuStreamCreate, &s.stream, flags));
   return s;
+}
+
+Expected<Event> Event::create(const Context &ctx) {
+  Event e;
+  e.drv = ctx.driverPtr();
+  SINKATTN_RT_TRY(SINKATTN_RT_CU(*e.drv, cuEventCreate, &e.event,
+                                 CU_EVENT_DISABLE_TIMING));
+  return e;
+}
+
+Event::Event(Event &&other) noexcept { *this = std::move(other); }
+
+Event &Event::operator=(Event &&other) noexcept {
+  if (this != &other) {
+    reset();
+    drv = std::move(other.drv);
+    event = std::exchange(other.event, nullptr);
+  }
+  return *this;
+}
+
+Event::~Event() { reset(); }
+
+void Event::reset() {
+  if (event && drv)
+    (void)drv->cuEventDestroy_v2(event);
+  event = nullptr;
+}
+
+Status Event::record(CUstream stream) const {
+  return SINKATTN_RT_CU(*drv, cuEventRecord, event, stream);
+}
+
+Status Event::waitIn(CUstream stream) const {
+  return SINKATTN_RT_CU(*drv, cuStreamWaitEvent, stream, event, 0);
 }
 
 Stream::Stream(Stream &&other) noexcept { *this = std::move(other); }

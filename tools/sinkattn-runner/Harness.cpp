@@ -387,6 +387,20 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
                                          : ""));
     session->functions_.push_back(
         std::make_unique<rt::Function>(std::move(function)));
+    // Non-blocking: the timed launches go to the legacy default stream,
+    // which a blocking stream would wait for (and it for them).
+    if (launch.overlapsNext && !session->sideStream_) {
+      SINKATTN_RT_ASSIGN_OR_RETURN(
+          rt::Stream side,
+          rt::Stream::create(*session->context_, CU_STREAM_NON_BLOCKING));
+      session->sideStream_ = std::move(side);
+      SINKATTN_RT_ASSIGN_OR_RETURN(rt::Event fork,
+                                   rt::Event::create(*session->context_));
+      SINKATTN_RT_ASSIGN_OR_RETURN(rt::Event join,
+                                   rt::Event::create(*session->context_));
+      session->forkEvent_ = std::move(fork);
+      session->joinEvent_ = std::move(join);
+    }
   }
   session->bundle_ = std::move(bundle);
   session->verbose_ = verbose;
@@ -514,14 +528,29 @@ rt::Status Session::runLaunches(CUstream stream, bool setup) {
   std::map<std::string, CUdeviceptr> addresses;
   for (const auto &[name, buffer] : buffers_)
     addresses[name] = buffer.address();
+  // An overlapping pair (validateBundle: launch i overlapsNext, i + 1 not):
+  // i on the side stream after the work before it, i + 1 on `stream`, and
+  // whatever comes after them (the next launch, or the caller's end event)
+  // waits for i's end.
+  bool joinPending = false;
   for (size_t i = 0; i < launches_.size(); ++i) {
     const rt::BundleLaunch &launch = launches_[i];
     if (launch.setup != setup)
       continue;
+    if (joinPending && i > 0 && !launches_[i - 1].overlapsNext) {
+      SINKATTN_RT_TRY(joinEvent_->waitIn(stream));
+      joinPending = false;
+    }
+    CUstream launchStream = stream;
+    if (launch.overlapsNext) {
+      SINKATTN_RT_TRY(forkEvent_->record(stream));
+      SINKATTN_RT_TRY(forkEvent_->waitIn(sideStream_->handle()));
+      launchStream = sideStream_->handle();
+    }
     SINKATTN_RT_ASSIGN_OR_RETURN(
         rt::KernelArgs args,
         rt::buildKernelArgs(bundle_, launch, addresses, &context_->driver()));
-    rt::LaunchConfig config = rt::launchConfigFor(launch, stream);
+    rt::LaunchConfig config = rt::launchConfigFor(launch, launchStream);
     if (launch.entry == bundle_.entry)
       config.grid.x = launchedBlocks_;
     rt::Status launched = rt::launchKernel(*functions_[i], config, args);
@@ -529,7 +558,13 @@ rt::Status Session::runLaunches(CUstream stream, bool setup) {
       return launches_.size() == 1
                  ? launched
                  : launched.withContext("launch of " + launch.entry + ": ");
+    if (launch.overlapsNext) {
+      SINKATTN_RT_TRY(joinEvent_->record(launchStream));
+      joinPending = true;
+    }
   }
+  if (joinPending)
+    SINKATTN_RT_TRY(joinEvent_->waitIn(stream));
   return rt::Status();
 }
 

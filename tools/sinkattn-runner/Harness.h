@@ -20,6 +20,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,12 @@ private:
   /// The bundle's launches and their functions, in order.
   std::vector<rt::BundleLaunch> launches_;
   std::vector<std::unique_ptr<rt::Function>> functions_;
+  /// For a launch with overlapsNext: the second stream it runs on, the
+  /// event it waits for there (the work before it) and the event the
+  /// launch after the pair waits for (its end). Created at open() when a
+  /// launch overlaps.
+  std::optional<rt::Stream> sideStream_;
+  std::optional<rt::Event> forkEvent_, joinEvent_;
   std::map<std::string, rt::DeviceBuffer> buffers_;
   /// Input values as float (after rounding to the buffer's dtype).
   std::map<std::string, std::vector<float>> inputs_;

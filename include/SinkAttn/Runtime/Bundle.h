@@ -121,6 +121,12 @@ struct BundleLaunch {
   /// pass whose O and LSE a backward reads): the runner runs it once after
   /// filling the inputs and does not time it. Manifest field "setup".
   bool setup = false;
+  /// This launch and the next one depend only on the launches before them,
+  /// not on each other (the backward's dK/dV and dQ kernels): the runner
+  /// starts this one on a second stream beside the next, and the launch
+  /// after them waits for both, so each fills the other's tail. Manifest
+  /// field "overlaps_next".
+  bool overlapsNext = false;
 
   bool operator==(const BundleLaunch &o) const;
   bool operator!=(const BundleLaunch &o) const { return !(*this == o); }

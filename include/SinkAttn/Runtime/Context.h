@@ -85,8 +85,11 @@ class Stream {
 public:
   Stream() = default;
   /// Creates a blocking stream (CU_STREAM_DEFAULT) so it stays ordered with
-  /// the legacy default stream that synchronous memcpy/memset use.
-  static Expected<Stream> create(const Context &ctx);
+  /// the legacy default stream that synchronous memcpy/memset use; with
+  /// CU_STREAM_NON_BLOCKING it runs beside that stream (ordered with it
+  /// only through events).
+  static Expected<Stream> create(const Context &ctx,
+                                 unsigned flags = CU_STREAM_DEFAULT);
 
   Stream(Stream &&other) noexcept;
   Stream &operator=(Stream &&other) noexcept;
@@ -101,6 +104,32 @@ private:
   void reset();
   std::shared_ptr<const CudaDriver> drv;
   CUstream stream = nullptr;
+};
+
+/// RAII CUDA event without timing (cuEventCreate with
+/// CU_EVENT_DISABLE_TIMING / cuEventDestroy_v2): orders work across
+/// streams.
+class Event {
+public:
+  static Expected<Event> create(const Context &ctx);
+
+  Event(Event &&other) noexcept;
+  Event &operator=(Event &&other) noexcept;
+  Event(const Event &) = delete;
+  Event &operator=(const Event &) = delete;
+  ~Event();
+
+  /// Marks the point in `stream` that waitIn waits for.
+  Status record(CUstream stream) const;
+  /// Makes the work queued on `stream` after this call wait until the
+  /// recorded point has been reached (cuStreamWaitEvent; no host wait).
+  Status waitIn(CUstream stream) const;
+
+private:
+  Event() = default;
+  void reset();
+  std::shared_ptr<const CudaDriver> drv;
+  CUevent event = nullptr;
 };
 
 } // namespace sinkattn::rt

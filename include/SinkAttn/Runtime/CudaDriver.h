@@ -59,6 +59,7 @@
   X(cuEventDestroy_v2)                                                         \
   X(cuStreamCreate)                                                            \
   X(cuStreamSynchronize)                                                       \
+  X(cuStreamWaitEvent)                                                         \
   X(cuStreamDestroy_v2)                                                        \
   X(cuTensorMapEncodeTiled)                                                    \
   X(cuTensorMapEncodeIm2col)

@@ -57,6 +57,9 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   EXPECT_TRUE(b.launches[0].setup);
   for (size_t i = 1; i < b.launches.size(); ++i)
     EXPECT_FALSE(b.launches[i].setup) << b.launches[i].entry;
+  // dK/dV and dQ run together (disjoint outputs, both after preprocess).
+  for (size_t i = 0; i < b.launches.size(); ++i)
+    EXPECT_EQ(b.launches[i].overlapsNext, i == 2) << b.launches[i].entry;
   // dK/dV and dQ, causal: x the query head within its kv head's group, y
   // the 64-key (64-row) block, z kv head and sequence (blockGrid).
   EXPECT_EQ(b.launches[2].grid, (rt::Dim3{2, 5, 4}));
@@ -99,6 +102,9 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
             (rt::Dim3{(2 * 2 * 300 * 64 + 255) / 256, 1, 1}));
   EXPECT_FALSE(rt::findParam(ws->bundle, "share_counts"));
   EXPECT_EQ(ws->bundle.launches[2].args.back(), "dv_shares");
+  // The sum reads dK/dV's shares: nothing overlaps there.
+  for (const rt::BundleLaunch &launch : ws->bundle.launches)
+    EXPECT_FALSE(launch.overlapsNext) << launch.entry;
   for (const char *name : {"do", "dq", "dk", "dv", "dsinks", "delta", "sink_terms"})
     EXPECT_TRUE(rt::findParam(b, name)) << name;
 
@@ -186,6 +192,9 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
                                       "sink_weights", "sink_terms", "dk", "dv",
                                       "share_counts"}));
   EXPECT_EQ(b.launches[3].grid, (rt::Dim3{2, 4, 2}));
+  // The convert kernel reads the dQ that dK/dV adds to: nothing overlaps.
+  for (const rt::BundleLaunch &launch : b.launches)
+    EXPECT_FALSE(launch.overlapsNext) << launch.entry;
   EXPECT_EQ(rt::findParam(b, "sink_terms")->shape,
             (std::vector<uint64_t>{2, 4, 300}));
   EXPECT_EQ(rt::findParam(b, "sink_weights")->shape,

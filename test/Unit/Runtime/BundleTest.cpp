@@ -726,6 +726,24 @@ TEST(Bundle, LaunchesRoundTripAndArgs) {
   EXPECT_EQ(*parsed, b);
   EXPECT_EQ(launchesOf(b), b.launches);
 
+  // A launch that overlaps the next one (a third launch to overlap).
+  Bundle overlapping = b;
+  BundleLaunch next = overlapping.launches[1];
+  overlapping.launches[1].overlapsNext = true;
+  overlapping.launches.push_back(next);
+  st = validateBundle(overlapping);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::string text = writeJson(manifestToJson(overlapping));
+  EXPECT_CONTAINS(text, "\"overlaps_next\": true");
+  Expected<Bundle> reparsed = parseManifest(text);
+  ASSERT_TRUE(reparsed.ok()) << reparsed.message();
+  reparsed->ptx = overlapping.ptx;
+  EXPECT_EQ(*reparsed, overlapping);
+  EXPECT_TRUE(reparsed->launches[1].overlapsNext);
+  EXPECT_FALSE(reparsed->launches[2].overlapsNext);
+  reparsed->launches[1].overlapsNext = false;
+  EXPECT_NE(*reparsed, overlapping);
+
   // Each launch gets its own arguments, in its order.
   std::map<std::string, CUdeviceptr> addrs = {
       {"q", 0x10000}, {"o", 0x20000}, {"img", 0x30000}};
@@ -784,6 +802,20 @@ TEST(Bundle, MalformedLaunches) {
   EXPECT_EQ(invalid([](Bundle &b) { b.launches[1].setup = true; }),
             "launches: every launch is a setup launch; at least one must be "
             "the kernel itself");
+  EXPECT_EQ(invalid([](Bundle &b) { b.launches[1].overlapsNext = true; }),
+            "launches[1].overlaps_next: the last launch has no next launch "
+            "to overlap");
+  EXPECT_EQ(invalid([](Bundle &b) { b.launches[0].overlapsNext = true; }),
+            "launches[0].overlaps_next: a setup launch runs alone, before the "
+            "others");
+  EXPECT_EQ(invalid([](Bundle &b) {
+              b.launches.push_back(b.launches[1]);
+              b.launches.push_back(b.launches[1]);
+              b.launches[1].overlapsNext = true;
+              b.launches[2].overlapsNext = true;
+            }),
+            "launches[1].overlaps_next: launches[2] overlaps its next launch "
+            "too; only two launches run together");
   EXPECT_EQ(invalid([](Bundle &b) { b.grid = {2, 1, 1}; }),
             "grid, block, cluster, shared_memory_bytes: a bundle with "
             "launches has no top-level launch shape (each launch has its own)");
@@ -821,6 +853,15 @@ TEST(Bundle, MalformedLaunches) {
               m.set("launches", launches);
             }),
             "manifest.json: launches[0].setup: expected a boolean, got integer");
+  EXPECT_EQ(edited([](JsonValue &m) {
+              JsonValue launch = m.find("launches")->asArray()[0];
+              launch.set("overlaps_next", "yes");
+              JsonValue launches = JsonValue::array();
+              launches.push(launch);
+              m.set("launches", launches);
+            }),
+            "manifest.json: launches[0].overlaps_next: expected a boolean, got "
+            "string");
   EXPECT_EQ(edited([](JsonValue &m) {
               JsonValue launch = without(m.find("launches")->asArray()[0], "args");
               JsonValue launches = JsonValue::array();
