@@ -3,6 +3,8 @@
 // The gradients of O = softmax([Q Kᵀ · scale, sink]) V (the forward in
 // SinkFwdKernel.cpp) with respect to Q, K, V and the per-head sink logits,
 // as one bundle of up to six kernels in one module, launched in order
+// except that sink_bwd_dkdv and sink_bwd_dq run side by side (the dK/dV
+// launch's `overlaps_next`: neither reads what the other writes)
 // (`--dq separate`, the default):
 //
 //   sink_fwd              (setup) the forward: O and the LSE the others read.
@@ -22,12 +24,13 @@
 //                         read them from the query block's record in shared
 //                         memory, loaded (and pipelined) with Q and dO.
 //                         With GQA each query
-//                         head writes its fp32 share of its kv head's dK/dV
-//                         and
-//   sink_bwd_dkdv_sum     adds the group's shares in head order: K/V are
-//                         never repeated, and blocks per query head (not per
-//                         kv head) keep the causal triangle's work balanced
-//                         over the SMs.
+//                         head writes its fp32 share of its kv head's dK/dV,
+//                         and the group's last block for those keys (an
+//                         atomic counter, kSumSharesInKernel) adds the
+//                         shares in head order: K/V are never repeated, and
+//                         blocks per query head (not per kv head) keep the
+//                         causal triangle's work balanced over the SMs.
+//   sink_bwd_dkdv_sum     (--schedule ws only) adds the shares instead.
 //   sink_bwd_dq           per block of 64 query rows: loops over the key
 //                         blocks its rows see, S = Q Kᵀ, P, dP = dO Vᵀ, dS,
 //                         dQ += dS K · scale, accumulated in fp32 registers
@@ -42,7 +45,8 @@
 //                         sink terms in a fixed order, then a butterfly.
 //
 // Every output element has exactly one writer and every sum a fixed order
-// (no atomics): the gradients are bit-identical from run to run.
+// (the share sum's counter only elects which block adds, not the order):
+// the gradients are bit-identical from run to run.
 //
 // `--dq atomic` drops sink_bwd_dq: the dK/dV kernel also computes dQ's
 // share of its keys and adds it to an fp32 dQ with a TMA reduce-add, and
@@ -105,7 +109,7 @@ module attributes {gpu.container_module} {
     gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@PRE_COUNTS_ARG@@SEQUENCE_ARGS@)
         kernel {
 @QUERY_BLOCK_PROLOGUE@
-      // 16 rows per warp, @ROWS_PER_STEP@ at a time (kPreprocessRowsText):
+      // 16 rows per warp, @ROWS_PER_STEP@ at a time (preprocessRowsText):
       // each row is a group of D / 8 lanes, each lane reading 8 columns (16
       // bytes) of O and dO, every load of the step issued before the first
       // multiply; a butterfly in the group sums its lanes. The group's first
@@ -661,13 +665,15 @@ std::string sinkSumText() {
 }
 
 /// GQA with the plain schedule: the dK/dV kernel sums the group's shares
-/// itself. The group's blocks for one kv head and key block run side by
-/// side (grid x: head in the group), so the last of them to finish — a
-/// counter per (sequence, kv head, key block), which the preprocess kernel
-/// zeroes — finds every share in L2 and adds them in head order (the
-/// order of sink_bwd_dkdv_sum, which read them back from HBM: bit-identical
-/// results). Writes are made visible with a GPU-scope fence before the
-/// count (release) and read after one (acquire).
+/// itself. The last of the group's blocks for one kv head and key block to
+/// finish — a counter per (sequence, kv head, key block), which the
+/// preprocess kernel zeroes — adds the shares in head order (the order of
+/// sink_bwd_dkdv_sum: bit-identical results). Without a window those
+/// blocks run side by side (grid x: head in the group, blockGrid), so it
+/// finds the shares in L2; with one (grid y: head) they are further apart
+/// and may read some from HBM, as sink_bwd_dkdv_sum did. Writes are made
+/// visible with a GPU-scope fence before the count (release) and read
+/// after one (acquire).
 constexpr llvm::StringLiteral kSumSharesInKernel = R"mlir(
       nvvm.memory.barrier #nvvm.mem_scope<gpu>
       gpu.barrier
@@ -1306,8 +1312,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // 4096, PERF.md). With --dq atomic the convert kernel reads dK/dV's dQ.
   rt::BundleLaunch &beforeDq = bundle.launches[bundle.launches.size() - 2];
   if (bundle.launches.back().entry == "sink_bwd_dq" &&
-      beforeDq.entry == "sink_bwd_dkdv")
+      beforeDq.entry == "sink_bwd_dkdv") {
     beforeDq.overlapsNext = true;
+    bundle.formatVersion = rt::kBundleOverlapFormatVersion;
+  }
   bundle.launches.push_back(
       launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"}));
   KernelModule kernel{std::move(module), std::move(bundle)};

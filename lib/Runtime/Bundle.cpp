@@ -281,6 +281,9 @@ Status validateBundle(const Bundle &b) {
                              "run once before the others)");
       timed = timed || !launch.setup;
       if (launch.overlapsNext) {
+        if (b.formatVersion < kBundleOverlapFormatVersion)
+          return Status::error(where + ".overlaps_next: needs format_version " +
+                               std::to_string(kBundleOverlapFormatVersion));
         if (launch.setup)
           return Status::error(where + ".overlaps_next: a setup launch runs "
                                "alone, before the others");

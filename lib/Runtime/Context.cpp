@@ -142,10 +142,14 @@ void Event::reset() {
 }
 
 Status Event::record(CUstream stream) const {
+  if (!event)
+    return Status::error("Event::record on a moved-from Event");
   return SINKATTN_RT_CU(*drv, cuEventRecord, event, stream);
 }
 
 Status Event::waitIn(CUstream stream) const {
+  if (!event)
+    return Status::error("Event::waitIn on a moved-from Event");
   return SINKATTN_RT_CU(*drv, cuStreamWaitEvent, stream, event, 0);
 }
 

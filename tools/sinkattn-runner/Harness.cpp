@@ -554,10 +554,14 @@ rt::Status Session::runLaunches(CUstream stream, bool setup) {
     if (launch.entry == bundle_.entry)
       config.grid.x = launchedBlocks_;
     rt::Status launched = rt::launchKernel(*functions_[i], config, args);
-    if (!launched.ok())
+    if (!launched.ok()) {
+      // Leave no work of this call on the side stream unjoined.
+      if (joinPending)
+        (void)joinEvent_->waitIn(stream);
       return launches_.size() == 1
                  ? launched
                  : launched.withContext("launch of " + launch.entry + ": ");
+    }
     if (launch.overlapsNext) {
       SINKATTN_RT_TRY(joinEvent_->record(launchStream));
       joinPending = true;

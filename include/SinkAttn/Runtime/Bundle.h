@@ -30,13 +30,18 @@ namespace sinkattn::rt {
 
 /// The newest manifest format version this runtime reads and writes.
 /// Version 2 added the optional `reference` kernel and floating-point
-/// config values; version 3 added `launches` (several kernels per bundle).
-inline constexpr int64_t kBundleFormatVersion = 3;
+/// config values; version 3 added `launches` (several kernels per bundle);
+/// version 4 a launch's `overlaps_next`.
+inline constexpr int64_t kBundleFormatVersion = 4;
 /// The version new bundles default to: a single-kernel bundle needs nothing
 /// newer, so older runtimes still read it.
 inline constexpr int64_t kBundleDefaultFormatVersion = 2;
 /// The version a bundle with `launches` needs.
 inline constexpr int64_t kBundleLaunchesFormatVersion = 3;
+/// The version a bundle with an `overlaps_next` launch needs (a runtime
+/// that would run the pair one after the other, or not know the field,
+/// then says "unsupported format_version").
+inline constexpr int64_t kBundleOverlapFormatVersion = 4;
 /// The oldest version it still reads: version-1 manifests are version 2
 /// without those two features.
 inline constexpr int64_t kBundleOldestFormatVersion = 1;

@@ -49,7 +49,8 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
       kernels::buildSinkBwd(context, backward(configOf(2, 4, 2, 100, 300, 64, 0)));
   ASSERT_TRUE(succeeded(gqa));
   const rt::Bundle &b = gqa->bundle;
-  EXPECT_EQ(b.formatVersion, rt::kBundleLaunchesFormatVersion);
+  // Version 4: the dK/dV launch overlaps dQ (below).
+  EXPECT_EQ(b.formatVersion, rt::kBundleOverlapFormatVersion);
   EXPECT_TRUE(b.entry.empty());
   EXPECT_EQ(entries(b), (std::vector<std::string>{
                             "sink_fwd", "sink_bwd_preprocess", "sink_bwd_dkdv",
@@ -105,6 +106,7 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   // The sum reads dK/dV's shares: nothing overlaps there.
   for (const rt::BundleLaunch &launch : ws->bundle.launches)
     EXPECT_FALSE(launch.overlapsNext) << launch.entry;
+  EXPECT_EQ(ws->bundle.formatVersion, rt::kBundleLaunchesFormatVersion);
   for (const char *name : {"do", "dq", "dk", "dv", "dsinks", "delta", "sink_terms"})
     EXPECT_TRUE(rt::findParam(b, name)) << name;
 
@@ -118,6 +120,7 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
                                       "sink_bwd_sinks"}));
   EXPECT_FALSE(rt::findParam(mha->bundle, "dk_shares"));
   EXPECT_EQ(mha->bundle.launches[2].args.back(), "dv");
+  EXPECT_TRUE(mha->bundle.launches[2].overlapsNext);
   // D 128 loads the row records too.
   EXPECT_EQ(mha->bundle.launches[1].args,
             (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats"}));
@@ -195,6 +198,7 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
   // The convert kernel reads the dQ that dK/dV adds to: nothing overlaps.
   for (const rt::BundleLaunch &launch : b.launches)
     EXPECT_FALSE(launch.overlapsNext) << launch.entry;
+  EXPECT_EQ(b.formatVersion, rt::kBundleLaunchesFormatVersion);
   EXPECT_EQ(rt::findParam(b, "sink_terms")->shape,
             (std::vector<uint64_t>{2, 4, 300}));
   EXPECT_EQ(rt::findParam(b, "sink_weights")->shape,

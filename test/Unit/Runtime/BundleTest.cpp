@@ -234,12 +234,12 @@ TEST(Bundle, MalformedManifests) {
                   "missing required field 'format_version'");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
-          [](JsonValue &m) { m.set("format_version", 4); })),
-      "unsupported format_version 4; this runtime reads versions 1 to 3");
+          [](JsonValue &m) { m.set("format_version", 5); })),
+      "unsupported format_version 5; this runtime reads versions 1 to 4");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
           [](JsonValue &m) { m.set("format_version", 0); })),
-      "unsupported format_version 0; this runtime reads versions 1 to 3");
+      "unsupported format_version 0; this runtime reads versions 1 to 4");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
           [](JsonValue &m) { m.set("format_version", "1"); })),
@@ -728,6 +728,7 @@ TEST(Bundle, LaunchesRoundTripAndArgs) {
 
   // A launch that overlaps the next one (a third launch to overlap).
   Bundle overlapping = b;
+  overlapping.formatVersion = kBundleOverlapFormatVersion;
   BundleLaunch next = overlapping.launches[1];
   overlapping.launches[1].overlapsNext = true;
   overlapping.launches.push_back(next);
@@ -802,13 +803,25 @@ TEST(Bundle, MalformedLaunches) {
   EXPECT_EQ(invalid([](Bundle &b) { b.launches[1].setup = true; }),
             "launches: every launch is a setup launch; at least one must be "
             "the kernel itself");
-  EXPECT_EQ(invalid([](Bundle &b) { b.launches[1].overlapsNext = true; }),
+  EXPECT_EQ(invalid([](Bundle &b) {
+              b.launches.push_back(b.launches[1]);
+              b.launches[1].overlapsNext = true;
+            }),
+            "launches[1].overlaps_next: needs format_version 4");
+  EXPECT_EQ(invalid([](Bundle &b) {
+              b.formatVersion = 4;
+              b.launches[1].overlapsNext = true;
+            }),
             "launches[1].overlaps_next: the last launch has no next launch "
             "to overlap");
-  EXPECT_EQ(invalid([](Bundle &b) { b.launches[0].overlapsNext = true; }),
+  EXPECT_EQ(invalid([](Bundle &b) {
+              b.formatVersion = 4;
+              b.launches[0].overlapsNext = true;
+            }),
             "launches[0].overlaps_next: a setup launch runs alone, before the "
             "others");
   EXPECT_EQ(invalid([](Bundle &b) {
+              b.formatVersion = 4;
               b.launches.push_back(b.launches[1]);
               b.launches.push_back(b.launches[1]);
               b.launches[1].overlapsNext = true;
