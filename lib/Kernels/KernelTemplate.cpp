@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
@@ -45,6 +46,25 @@ int sinkattn::kernels::replaceAll(std::string &text, llvm::StringRef from,
        at = text.find(from.str(), at + to.size()), ++count)
     text.replace(at, from.size(), to.str());
   return count;
+}
+
+std::string sinkattn::kernels::withSuffix(std::string text,
+                                          llvm::ArrayRef<llvm::StringRef> names,
+                                          llvm::StringRef suffix) {
+  auto continuesName = [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '.' || c == '$' || c == '-';
+  };
+  for (llvm::StringRef name : names) {
+    for (size_t at = text.find(name.str()); at != std::string::npos;
+         at = text.find(name.str(), at + 1)) {
+      size_t end = at + name.size();
+      if (end < text.size() && continuesName(text[end]))
+        continue;
+      text.insert(end, suffix.str());
+      at = end + suffix.size() - 1;
+    }
+  }
+  return text;
 }
 
 std::string sinkattn::kernels::mlirTypeName(rt::DType type) {

@@ -12,6 +12,7 @@
 #include "SinkAttn/Runtime/DType.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "mlir/IR/OwningOpRef.h"
 
 #include <map>
@@ -29,6 +30,12 @@ parseKernelTemplate(mlir::MLIRContext &context, llvm::StringRef name,
 /// Replaces every occurrence of `from` in `text` by `to` (for kernel text
 /// assembled from pieces before parseKernelTemplate); returns how many.
 int replaceAll(std::string &text, llvm::StringRef from, llvm::StringRef to);
+
+/// `text` with each SSA name of `names` (whole names: "%r" is not the start
+/// of "%row") renamed to name + `suffix`: one copy of a piece of kernel text
+/// per unrolled step.
+std::string withSuffix(std::string text, llvm::ArrayRef<llvm::StringRef> names,
+                       llvm::StringRef suffix);
 
 /// The MLIR spelling of a floating-point element type ("bf16", "f16", ...).
 std::string mlirTypeName(rt::DType type);

@@ -559,28 +559,19 @@ constexpr int64_t kPreprocessLoads = 4;
 std::string preprocessRowsText(const std::string &oAt, const std::string &lseAt,
                                int64_t headDim, const std::string &type) {
   const int64_t rowLanes = headDim / 8, rowsPerLoad = 32 / rowLanes;
-  auto withRow = [](const std::string &at, const std::string &u) {
-    std::string text;
-    llvm::SmallVector<llvm::StringRef> parts;
-    llvm::StringRef(at).split(parts, ", ");
-    for (llvm::StringRef part : parts)
-      text += (text.empty() ? "" : ", ") +
-              (part == "%r" ? "%r" + u : part.str());
-    return text;
-  };
   const std::string vec = "vector<8x" + type + ">";
   std::string loads, rows;
   for (int64_t u = 0; u < kPreprocessLoads; ++u) {
-    std::string n = std::to_string(u), oAtU = withRow(oAt, n),
-                lseAtU = withRow(lseAt, n);
+    std::string n = std::to_string(u), oAtU = kernels::withSuffix(oAt, {"%r"}, n),
+                lseAtU = kernels::withSuffix(lseAt, {"%r"}, n);
     loads += "        %rowOffset" + n + " = arith.constant " +
              std::to_string(u * rowsPerLoad) + " : index\n"
              "        %kRow" + n + " = arith.addi %k, %rowOffset" + n + " : index\n"
              "        %kLane" + n + " = arith.addi %kRow" + n + ", %rowOfLane : index\n"
-             "        %i" + n + " = arith.addi %warpRow, %kLane" + n + " : index\n"
-             "        %row" + n + " = arith.addi %m0, %i" + n + " : index\n"
-             "        %token" + n + " = arith.addi %qStart, %row" + n + " : index\n"
-             "        %r" + n + " = arith.minui %token" + n + ", %lastRow : index\n"
+             "        %i" + n + " = arith.addi %warpRow, %kLane" + n + " : index\n" +
+             kernels::withSuffix(kClampedRow.drop_front().str(),
+                        {"%i", "%row", "%token", "%r"}, n) +
+             "\n"
              "        %o" + n + " = vector.load %O[" + oAtU + "] {alignment = 16 : i64} : !q, " + vec + "\n"
              "        %d" + n + " = vector.load %dO[" + oAtU + "] {alignment = 16 : i64} : !q, " + vec + "\n"
              "        %lse" + n + " = memref.load %LSE[" + lseAtU + "] : !lse\n";
@@ -708,12 +699,18 @@ constexpr llvm::StringLiteral kSumSharesInKernel = R"mlir(
 
 /// kSumSharesInKernel's loop body: kSumUnroll elements per thread (128
 /// apart), every share load issued before the first add (rows past the
-/// sequence read row %n0 and are not stored).
+/// sequence read row %n0 and are not stored). `sharesAt` indexes a share
+/// (query head %gh, token %kr, column %dd), `kvElementAt` a dK/dV element
+/// (token %kr, column %dd or %col = %hkD + %dd).
 constexpr int64_t kSumUnroll = 4;
-std::string sumSharesElementsText() {
+std::string sumSharesElementsText(const std::string &sharesAt,
+                                  const std::string &kvElementAt) {
   std::string loads, stores;
   for (int64_t u = 0; u < kSumUnroll; ++u) {
     std::string n = std::to_string(u);
+    auto indexed = [&](const std::string &at) {
+      return kernels::withSuffix(at, {"%gh", "%kr", "%dd", "%col"}, n);
+    };
     loads += "          %offset" + n + "Sum = arith.constant " +
              std::to_string(128 * u) + " : index\n"
              "          %e" + n + " = arith.addi %e, %offset" + n + "Sum : index\n"
@@ -727,8 +724,8 @@ std::string sumSharesElementsText() {
              "          %sums" + n + ":2 = scf.for %g" + n + " = %c0 to %group step %c1\n"
              "              iter_args(%sk" + n + " = %zero, %sv" + n + " = %zero) -> (f32, f32) {\n"
              "            %gh" + n + " = arith.addi %hFirst, %g" + n + " : index\n"
-             "            %k" + n + " = memref.load %dK[@SHARES_AT_" + n + "@] : !dkv\n"
-             "            %v" + n + " = memref.load %dV[@SHARES_AT_" + n + "@] : !dkv\n"
+             "            %k" + n + " = memref.load %dK[" + indexed(sharesAt) + "] : !dkv\n"
+             "            %v" + n + " = memref.load %dV[" + indexed(sharesAt) + "] : !dkv\n"
              "            %sk" + n + "Next = arith.addf %sk" + n + ", %k" + n + " : f32\n"
              "            %sv" + n + "Next = arith.addf %sv" + n + ", %v" + n + " : f32\n"
              "            scf.yield %sk" + n + "Next, %sv" + n + "Next : f32, f32\n"
@@ -736,8 +733,8 @@ std::string sumSharesElementsText() {
     stores += "          scf.if %inSequence" + n + " {\n"
               "            %k16" + n + " = arith.truncf %sums" + n + "#0 : f32 to @T@\n"
               "            %v16" + n + " = arith.truncf %sums" + n + "#1 : f32 to @T@\n"
-              "            memref.store %k16" + n + ", %dKout[@KV_ELEMENT_AT_" + n + "@] : !kv\n"
-              "            memref.store %v16" + n + ", %dVout[@KV_ELEMENT_AT_" + n + "@] : !kv\n"
+              "            memref.store %k16" + n + ", %dKout[" + indexed(kvElementAt) + "] : !kv\n"
+              "            memref.store %v16" + n + ", %dVout[" + indexed(kvElementAt) + "] : !kv\n"
               "          }\n";
   }
   std::string text = loads + stores;
@@ -1119,7 +1116,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_STORE@", shares ? layout.storeShares : layout.storeDkdv},
         {"@DKDV_SUM@", shares && !sumInKernel ? kSumShares.str() : ""},
         {"@DKDV_SUM_IN_KERNEL@", sumInKernel ? kSumSharesInKernel.str() : ""},
-        {"@SUM_ELEMENTS@", sumSharesElementsText()},
+        {"@SUM_ELEMENTS@",
+         sumSharesElementsText(layout.sharesAt, layout.kvElementAt)},
         {"@DKDV_SUM_ARGS@",
          sumInKernel ? ", %dKout: !kv, %dVout: !kv, %Counts: memref<@COUNTS@xi32>"
                      : ""},
@@ -1128,16 +1126,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         // Last: the pieces above use it too.
         {"@CLAMPED_ROW@", kClampedRow.drop_front().str()}})
     replaceAll(text, key, value);
-  // kSumSharesInKernel's indices, one set per unrolled element.
-  for (int64_t u = 0; u < kSumUnroll; ++u) {
-    std::string n = std::to_string(u), sharesAt = layout.sharesAt,
-                elementAt = layout.kvElementAt;
-    for (std::string *at : {&sharesAt, &elementAt})
-      for (const char *name : {"%gh", "%kr", "%dd", "%col"})
-        replaceAll(*at, name, std::string(name) + n);
-    replaceAll(text, "@SHARES_AT_" + n + "@", sharesAt);
-    replaceAll(text, "@KV_ELEMENT_AT_" + n + "@", elementAt);
-  }
   OwningOpRef<ModuleOp> module = parseKernelTemplate(
       context, "sink-bwd", text,
       {{"T", type},
