@@ -557,6 +557,17 @@ public:
     return Status();
   }
 
+  /// An optional boolean: `out` keeps its value when the field is absent.
+  Status readOptionalBool(const std::string &field, bool &out) {
+    const JsonValue *v = get(field);
+    if (!v)
+      return Status();
+    if (!v->isBool())
+      return wrongType(field, "a boolean", *v);
+    out = v->asBool();
+    return Status();
+  }
+
   Status readInt(const std::string &field, int64_t &out, int64_t lo,
                  int64_t hi, bool required = true) {
     const JsonValue *v = get(field);
@@ -741,11 +752,7 @@ Status readParam(const JsonValue &j, size_t index, BundleParam &p) {
     else
       return r.error("role", "unknown value '" + role +
                                  "'; expected one of input, output");
-    if (const JsonValue *arg = r.get("kernel_arg")) {
-      if (!arg->isBool())
-        return r.wrongType("kernel_arg", "a boolean", *arg);
-      p.kernelArg = arg->asBool();
-    }
+    SINKATTN_RT_TRY(r.readOptionalBool("kernel_arg", p.kernelArg));
     break;
   }
   case ParamKind::TensorMap:
@@ -787,16 +794,8 @@ Status readLaunch(const JsonValue &j, size_t index, Bundle &b) {
                          arg);
     launch.args.push_back(arg.asString());
   }
-  if (const JsonValue *setup = r.get("setup")) {
-    if (!setup->isBool())
-      return r.wrongType("setup", "a boolean", *setup);
-    launch.setup = setup->asBool();
-  }
-  if (const JsonValue *overlaps = r.get("overlaps_next")) {
-    if (!overlaps->isBool())
-      return r.wrongType("overlaps_next", "a boolean", *overlaps);
-    launch.overlapsNext = overlaps->asBool();
-  }
+  SINKATTN_RT_TRY(r.readOptionalBool("setup", launch.setup));
+  SINKATTN_RT_TRY(r.readOptionalBool("overlaps_next", launch.overlapsNext));
   SINKATTN_RT_TRY(r.finish(""));
   b.launches.push_back(std::move(launch));
   return Status();

@@ -114,11 +114,10 @@ Expected<Stream> Stream::create(const Context &ctx, unsigned flags) {
   return s;
 }
 
-Expected<Event> Event::create(const Context &ctx) {
+Expected<Event> Event::create(const Context &ctx, unsigned flags) {
   Event e;
   e.drv = ctx.driverPtr();
-  SINKATTN_RT_TRY(SINKATTN_RT_CU(*e.drv, cuEventCreate, &e.event,
-                                 CU_EVENT_DISABLE_TIMING));
+  SINKATTN_RT_TRY(SINKATTN_RT_CU(*e.drv, cuEventCreate, &e.event, flags));
   return e;
 }
 

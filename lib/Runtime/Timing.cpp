@@ -29,28 +29,6 @@ size_t l2FlushBytes(const DeviceInfo &info) {
   return std::max<size_t>(bytes, 1 << 20);
 }
 
-namespace {
-/// Owns the CUDA events of one benchmark run.
-class EventSet {
-public:
-  explicit EventSet(const CudaDriver &driver) : driver(driver) {}
-  ~EventSet() {
-    for (CUevent e : events)
-      (void)driver.cuEventDestroy_v2(e);
-  }
-  Expected<CUevent> create() {
-    CUevent e = nullptr;
-    SINKATTN_RT_TRY(SINKATTN_RT_CU(driver, cuEventCreate, &e, CU_EVENT_DEFAULT));
-    events.push_back(e);
-    return e;
-  }
-
-private:
-  const CudaDriver &driver;
-  std::vector<CUevent> events;
-};
-} // namespace
-
 Expected<TimingStats> benchmark(const Context &ctx,
                                 const std::function<Status(CUstream)> &fn,
                                 int warmup, int iterations, bool flushL2,
@@ -71,12 +49,11 @@ Expected<TimingStats> benchmark(const Context &ctx,
                                            std::to_string(i) + ": "));
   SINKATTN_RT_TRY(ctx.synchronize());
 
-  EventSet events(driver);
-  std::vector<std::pair<CUevent, CUevent>> pairs;
+  std::vector<std::pair<Event, Event>> pairs;
   for (int i = 0; i < iterations; ++i) {
-    SINKATTN_RT_ASSIGN_OR_RETURN(CUevent start, events.create());
-    SINKATTN_RT_ASSIGN_OR_RETURN(CUevent stop, events.create());
-    pairs.emplace_back(start, stop);
+    SINKATTN_RT_ASSIGN_OR_RETURN(Event start, Event::create(ctx, CU_EVENT_DEFAULT));
+    SINKATTN_RT_ASSIGN_OR_RETURN(Event stop, Event::create(ctx, CU_EVENT_DEFAULT));
+    pairs.emplace_back(std::move(start), std::move(stop));
   }
 
   for (int i = 0; i < iterations; ++i) {
@@ -84,19 +61,19 @@ Expected<TimingStats> benchmark(const Context &ctx,
       // Alternate the fill value so no layer can elide a repeated memset.
       SINKATTN_RT_TRY(flush.fillAsync(static_cast<uint8_t>(i & 1), stream));
     }
-    SINKATTN_RT_TRY(SINKATTN_RT_CU(driver, cuEventRecord, pairs[i].first, stream));
+    SINKATTN_RT_TRY(pairs[i].first.record(stream));
     SINKATTN_RT_TRY(fn(stream).withContext("timed iteration " +
                                            std::to_string(i) + ": "));
-    SINKATTN_RT_TRY(SINKATTN_RT_CU(driver, cuEventRecord, pairs[i].second, stream));
+    SINKATTN_RT_TRY(pairs[i].second.record(stream));
   }
 
   std::vector<double> times;
   times.reserve(pairs.size());
   for (auto &[start, stop] : pairs) {
-    SINKATTN_RT_TRY(SINKATTN_RT_CU(driver, cuEventSynchronize, stop));
+    SINKATTN_RT_TRY(SINKATTN_RT_CU(driver, cuEventSynchronize, stop.handle()));
     float ms = 0;
-    SINKATTN_RT_TRY(
-        SINKATTN_RT_CU(driver, cuEventElapsedTime_v2, &ms, start, stop));
+    SINKATTN_RT_TRY(SINKATTN_RT_CU(driver, cuEventElapsedTime_v2, &ms,
+                                   start.handle(), stop.handle()));
     times.push_back(ms);
   }
   return summarizeTimes(std::move(times));

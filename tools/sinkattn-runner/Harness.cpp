@@ -389,17 +389,16 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
         std::make_unique<rt::Function>(std::move(function)));
     // Non-blocking: the timed launches go to the legacy default stream,
     // which a blocking stream would wait for (and it for them).
-    if (launch.overlapsNext && !session->sideStream_) {
+    if (launch.overlapsNext && !session->side_) {
       SINKATTN_RT_ASSIGN_OR_RETURN(
           rt::Stream side,
           rt::Stream::create(*session->context_, CU_STREAM_NON_BLOCKING));
-      session->sideStream_ = std::move(side);
       SINKATTN_RT_ASSIGN_OR_RETURN(rt::Event fork,
                                    rt::Event::create(*session->context_));
       SINKATTN_RT_ASSIGN_OR_RETURN(rt::Event join,
                                    rt::Event::create(*session->context_));
-      session->forkEvent_ = std::move(fork);
-      session->joinEvent_ = std::move(join);
+      session->side_ =
+          SideStream{std::move(side), std::move(fork), std::move(join)};
     }
   }
   session->bundle_ = std::move(bundle);
@@ -537,15 +536,15 @@ rt::Status Session::runLaunches(CUstream stream, bool setup) {
     const rt::BundleLaunch &launch = launches_[i];
     if (launch.setup != setup)
       continue;
-    if (joinPending && i > 0 && !launches_[i - 1].overlapsNext) {
-      SINKATTN_RT_TRY(joinEvent_->waitIn(stream));
+    if (joinPending && !launches_[i - 1].overlapsNext) {
+      SINKATTN_RT_TRY(side_->join.waitIn(stream));
       joinPending = false;
     }
     CUstream launchStream = stream;
     if (launch.overlapsNext) {
-      SINKATTN_RT_TRY(forkEvent_->record(stream));
-      SINKATTN_RT_TRY(forkEvent_->waitIn(sideStream_->handle()));
-      launchStream = sideStream_->handle();
+      launchStream = side_->stream.handle();
+      SINKATTN_RT_TRY(side_->fork.record(stream));
+      SINKATTN_RT_TRY(side_->fork.waitIn(launchStream));
     }
     SINKATTN_RT_ASSIGN_OR_RETURN(
         rt::KernelArgs args,
@@ -557,18 +556,18 @@ rt::Status Session::runLaunches(CUstream stream, bool setup) {
     if (!launched.ok()) {
       // Leave no work of this call on the side stream unjoined.
       if (joinPending)
-        (void)joinEvent_->waitIn(stream);
+        (void)side_->join.waitIn(stream);
       return launches_.size() == 1
                  ? launched
                  : launched.withContext("launch of " + launch.entry + ": ");
     }
     if (launch.overlapsNext) {
-      SINKATTN_RT_TRY(joinEvent_->record(launchStream));
+      SINKATTN_RT_TRY(side_->join.record(launchStream));
       joinPending = true;
     }
   }
   if (joinPending)
-    SINKATTN_RT_TRY(joinEvent_->waitIn(stream));
+    SINKATTN_RT_TRY(side_->join.waitIn(stream));
   return rt::Status();
 }
 

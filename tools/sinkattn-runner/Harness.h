@@ -129,8 +129,11 @@ private:
   /// event it waits for there (the work before it) and the event the
   /// launch after the pair waits for (its end). Created at open() when a
   /// launch overlaps.
-  std::optional<rt::Stream> sideStream_;
-  std::optional<rt::Event> forkEvent_, joinEvent_;
+  struct SideStream {
+    rt::Stream stream;
+    rt::Event fork, join;
+  };
+  std::optional<SideStream> side_;
   std::map<std::string, rt::DeviceBuffer> buffers_;
   /// Input values as float (after rounding to the buffer's dtype).
   std::map<std::string, std::vector<float>> inputs_;

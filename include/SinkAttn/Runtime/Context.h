@@ -106,12 +106,13 @@ private:
   CUstream stream = nullptr;
 };
 
-/// RAII CUDA event without timing (cuEventCreate with
-/// CU_EVENT_DISABLE_TIMING / cuEventDestroy_v2): orders work across
-/// streams.
+/// RAII CUDA event (cuEventCreate / cuEventDestroy_v2). By default without
+/// timing (CU_EVENT_DISABLE_TIMING), to order work across streams;
+/// CU_EVENT_DEFAULT for cuEventElapsedTime.
 class Event {
 public:
-  static Expected<Event> create(const Context &ctx);
+  static Expected<Event> create(const Context &ctx,
+                                unsigned flags = CU_EVENT_DISABLE_TIMING);
 
   Event(Event &&other) noexcept;
   Event &operator=(Event &&other) noexcept;
@@ -124,6 +125,7 @@ public:
   /// Makes the work queued on `stream` after this call wait until the
   /// recorded point has been reached (cuStreamWaitEvent; no host wait).
   Status waitIn(CUstream stream) const;
+  CUevent handle() const { return event; }
 
 private:
   Event() = default;
