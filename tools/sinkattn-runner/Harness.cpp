@@ -351,64 +351,23 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
                                rt::Context::create(driver, device));
   session->context_ = std::make_unique<rt::Context>(std::move(context));
   SINKATTN_RT_TRY(rt::checkHopperOrNewer(session->context_->info()));
-  session->launchedBlocks_ =
-      rt::launchedBlocks(bundle, session->context_->info().smCount);
-  session->launches_ = rt::launchesOf(bundle);
-  const std::string &name = session->launches_.front().entry;
   SINKATTN_RT_ASSIGN_OR_RETURN(
-      rt::Module module,
-      rt::Module::loadPtx(*session->context_, bundle.ptx, rt::JitOptions(),
-                          (bundle.launches.empty() ? name : bundle.kernel) +
-                              ".ptx"));
+      rt::LoadedBundle loaded,
+      rt::LoadedBundle::load(*session->context_, std::move(bundle)));
   if (verbose)
     std::fprintf(stderr, "JIT log of %s:\n%s\n",
-                 (bundle.launches.empty() ? name : bundle.kernel).c_str(),
-                 module.infoLog().c_str());
-  session->module_ = std::make_unique<rt::Module>(std::move(module));
-  for (const rt::BundleLaunch &launch : session->launches_) {
-    SINKATTN_RT_ASSIGN_OR_RETURN(rt::Function function,
-                                 session->module_->getFunction(launch.entry));
-    // Say which kernel asks for too much shared memory, and how much the
-    // GPU has, before the driver's opt-in fails with "invalid argument".
-    SINKATTN_RT_ASSIGN_OR_RETURN(
-        int staticBytes,
-        function.getAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
-    const rt::DeviceInfo &info = session->context_->info();
-    uint64_t needed = uint64_t(staticBytes) + launch.sharedMemoryBytes;
-    if (needed > uint64_t(info.maxSharedMemoryPerBlockOptin))
-      return rt::Status::error(
-          "kernel " + launch.entry + " needs " + std::to_string(needed) +
-          " bytes of shared memory per block (" +
-          std::to_string(launch.sharedMemoryBytes) + " dynamic + " +
-          std::to_string(staticBytes) + " static); " + info.name +
-          " allows at most " +
-          std::to_string(info.maxSharedMemoryPerBlockOptin) + " per block" +
-          (bundle.config.count("stages") ? ": compile it with fewer --stages"
-                                         : ""));
-    session->functions_.push_back(
-        std::make_unique<rt::Function>(std::move(function)));
-    // Non-blocking: the timed launches go to the legacy default stream,
-    // which a blocking stream would wait for (and it for them).
-    if (launch.overlapsNext && !session->side_) {
-      SINKATTN_RT_ASSIGN_OR_RETURN(
-          rt::Stream side,
-          rt::Stream::create(*session->context_, CU_STREAM_NON_BLOCKING));
-      SINKATTN_RT_ASSIGN_OR_RETURN(rt::Event fork,
-                                   rt::Event::create(*session->context_));
-      SINKATTN_RT_ASSIGN_OR_RETURN(rt::Event join,
-                                   rt::Event::create(*session->context_));
-      session->side_ =
-          SideStream{std::move(side), std::move(fork), std::move(join)};
-    }
-  }
-  session->bundle_ = std::move(bundle);
+                 (loaded.bundle().launches.empty() ? loaded.bundle().entry
+                                                   : loaded.bundle().kernel)
+                     .c_str(),
+                 loaded.infoLog().c_str());
+  session->loaded_ = std::make_unique<rt::LoadedBundle>(std::move(loaded));
   session->verbose_ = verbose;
   return session;
 }
 
 int64_t Session::configInt(const std::string &key) const {
-  auto it = bundle_.config.find(key);
-  if (it == bundle_.config.end())
+  auto it = bundle().config.find(key);
+  if (it == bundle().config.end())
     return 0;
   if (const int64_t *value = std::get_if<int64_t>(&it->second))
     return *value;
@@ -417,7 +376,7 @@ int64_t Session::configInt(const std::string &key) const {
 
 std::string Session::describeConfig() const {
   std::string text;
-  for (const auto &[key, value] : bundle_.config) {
+  for (const auto &[key, value] : bundle().config) {
     if (key == "chip")
       continue;
     text += (text.empty() ? "" : " ") + key + "=";
@@ -465,7 +424,7 @@ std::string runner::formatSinkLogits(const std::vector<float> &values) {
 
 rt::Status Session::fixSinks(std::vector<float> values) {
   SINKATTN_RT_ASSIGN_OR_RETURN(fixedSinks_,
-                               sinkLogitsFor(bundle_, std::move(values)));
+                               sinkLogitsFor(bundle(), std::move(values)));
   return rt::Status::success();
 }
 
@@ -475,8 +434,8 @@ rt::Status Session::prepare(uint64_t seed) {
   inputBytes_.clear();
   referenceOutputs_.clear();
   seed_ = seed;
-  for (size_t index = 0; index < bundle_.params.size(); ++index) {
-    const rt::BundleParam &param = bundle_.params[index];
+  for (size_t index = 0; index < bundle().params.size(); ++index) {
+    const rt::BundleParam &param = bundle().params[index];
     if (param.kind != rt::ParamKind::Buffer)
       continue;
     uint64_t bytes = rt::bufferBytes(param);
@@ -487,7 +446,7 @@ rt::Status Session::prepare(uint64_t seed) {
       // Integer inputs are not random: the sequence offsets of a varlen
       // sink-fwd come from its config.
       SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<int32_t> values,
-                                   integerInput(bundle_, param.name));
+                                   integerInput(bundle(), param.name));
       if (values.size() * sizeof(int32_t) != bytes)
         return rt::Status::error("internal error: buffer '" + param.name +
                                  "' has the wrong size for its values");
@@ -503,10 +462,10 @@ rt::Status Session::prepare(uint64_t seed) {
       std::vector<float> values =
           param.name == "sinks" && !fixedSinks_.empty()
               ? fixedSinks_
-              : randomInput(bundle_.kernel, param.name, count, stream);
+              : randomInput(bundle().kernel, param.name, count, stream);
       // tma-stream sums tiles in f32 and is checked bit-exactly: multiples
       // of 1/64 in [-1, 1] are exact in bf16/fp16 and their sums in f32.
-      if (bundle_.kernel == "tma-stream")
+      if (bundle().kernel == "tma-stream")
         for (float &value : values)
           value = std::round(value * 64.f) / 64.f;
       SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<uint8_t> encoded,
@@ -523,66 +482,25 @@ rt::Status Session::prepare(uint64_t seed) {
   return context_->synchronize();
 }
 
-rt::Status Session::runLaunches(CUstream stream, bool setup) {
+rt::Status Session::runLaunches(CUstream stream, rt::LaunchPhase phase) {
   std::map<std::string, CUdeviceptr> addresses;
   for (const auto &[name, buffer] : buffers_)
     addresses[name] = buffer.address();
-  // An overlapping pair (validateBundle: launch i overlapsNext, i + 1 not):
-  // i on the side stream after the work before it, i + 1 on `stream`, and
-  // whatever comes after them (the next launch, or the caller's end event)
-  // waits for i's end.
-  bool joinPending = false;
-  for (size_t i = 0; i < launches_.size(); ++i) {
-    const rt::BundleLaunch &launch = launches_[i];
-    if (launch.setup != setup)
-      continue;
-    if (joinPending && !launches_[i - 1].overlapsNext) {
-      SINKATTN_RT_TRY(side_->join.waitIn(stream));
-      joinPending = false;
-    }
-    CUstream launchStream = stream;
-    if (launch.overlapsNext) {
-      launchStream = side_->stream.handle();
-      SINKATTN_RT_TRY(side_->fork.record(stream));
-      SINKATTN_RT_TRY(side_->fork.waitIn(launchStream));
-    }
-    SINKATTN_RT_ASSIGN_OR_RETURN(
-        rt::KernelArgs args,
-        rt::buildKernelArgs(bundle_, launch, addresses, &context_->driver()));
-    rt::LaunchConfig config = rt::launchConfigFor(launch, launchStream);
-    if (launch.entry == bundle_.entry)
-      config.grid.x = launchedBlocks_;
-    rt::Status launched = rt::launchKernel(*functions_[i], config, args);
-    if (!launched.ok()) {
-      // Leave no work of this call on the side stream unjoined.
-      if (joinPending)
-        (void)side_->join.waitIn(stream);
-      return launches_.size() == 1
-                 ? launched
-                 : launched.withContext("launch of " + launch.entry + ": ");
-    }
-    if (launch.overlapsNext) {
-      SINKATTN_RT_TRY(side_->join.record(launchStream));
-      joinPending = true;
-    }
-  }
-  if (joinPending)
-    SINKATTN_RT_TRY(side_->join.waitIn(stream));
-  return rt::Status();
+  return loaded_->run(addresses, stream, phase);
 }
 
 rt::Status Session::launch(CUstream stream) {
-  return runLaunches(stream, /*setup=*/false);
+  return runLaunches(stream, rt::LaunchPhase::Main);
 }
 
 rt::Status Session::setup() {
-  SINKATTN_RT_TRY(runLaunches(nullptr, /*setup=*/true));
+  SINKATTN_RT_TRY(runLaunches(nullptr, rt::LaunchPhase::Setup));
   return context_->synchronize();
 }
 
 rt::Expected<std::vector<float>>
 Session::downloadAsFloat(const std::string &name) const {
-  const rt::BundleParam *param = rt::findParam(bundle_, name);
+  const rt::BundleParam *param = rt::findParam(bundle(), name);
   auto it = buffers_.find(name);
   if (!param || it == buffers_.end())
     return rt::Status::error("internal error: no buffer '" + name + "'");
@@ -593,32 +511,32 @@ Session::downloadAsFloat(const std::string &name) const {
 
 rt::Expected<CheckReport> Session::check() {
   for (auto &[name, buffer] : buffers_)
-    if (rt::findParam(bundle_, name)->role == rt::BufferRole::Output)
+    if (rt::findParam(bundle(), name)->role == rt::BufferRole::Output)
       SINKATTN_RT_TRY(buffer.poison());
   SINKATTN_RT_TRY(setup());
   SINKATTN_RT_TRY(launch(nullptr));
   SINKATTN_RT_TRY(context_->synchronize());
 
-  if (bundle_.kernel == "sink-fwd")
+  if (bundle().kernel == "sink-fwd")
     return checkSinkFwd();
-  if (bundle_.kernel == "sink-bwd")
+  if (bundle().kernel == "sink-bwd")
     return checkSinkBwd();
 
   CheckReport report;
   Comparison comparison;
-  if (bundle_.kernel == "tma-copy") {
+  if (bundle().kernel == "tma-copy") {
     // A copy is exact: compare bits, not values.
     const std::vector<uint8_t> &in = inputBytes_.at("in");
     std::vector<uint8_t> out(in.size());
     SINKATTN_RT_TRY(buffers_.at("out").copyToHost(out.data(), out.size()));
-    size_t elementSize = rt::dtypeSize(rt::findParam(bundle_, "in")->dtype);
+    size_t elementSize = rt::dtypeSize(rt::findParam(bundle(), "in")->dtype);
     for (size_t i = 0; i < in.size(); i += elementSize)
       if (std::memcmp(&in[i], &out[i], elementSize) != 0)
         ++report.mismatches;
     // The bytes just downloaded, as values (no second download).
     SINKATTN_RT_ASSIGN_OR_RETURN(
         std::vector<float> outValues,
-        decode(out, rt::findParam(bundle_, "out")->dtype));
+        decode(out, rt::findParam(bundle(), "out")->dtype));
     const std::vector<float> &inValues = inputs_.at("in");
     for (size_t i = 0; i < inValues.size(); ++i)
       comparison.add(outValues[i], inValues[i]);
@@ -628,7 +546,7 @@ rt::Expected<CheckReport> Session::check() {
     return report;
   }
 
-  if (bundle_.kernel == "tma-im2col") {
+  if (bundle().kernel == "tma-im2col") {
     // out[tap][p][c] = x[n0][bh + dh][bw + dw][c] (0 outside the tensor),
     // (bh, bw) the p-th pixel from (h0, w0) along W, wrapping to the next
     // row (the bounding box is the whole tensor), tap = dh * 3 + dw.
@@ -636,7 +554,7 @@ rt::Expected<CheckReport> Session::check() {
     int64_t pixels = configInt("pixels"), taps = configInt("taps");
     int64_t n0 = configInt("n0"), h0 = configInt("h0"), w0 = configInt("w0");
     const std::vector<uint8_t> &x = inputBytes_.at("x");
-    rt::DType dtype = rt::findParam(bundle_, "out")->dtype;
+    rt::DType dtype = rt::findParam(bundle(), "out")->dtype;
     size_t elementSize = rt::dtypeSize(dtype);
     std::vector<uint8_t> out(size_t(taps * pixels * c) * elementSize);
     SINKATTN_RT_TRY(buffers_.at("out").copyToHost(out.data(), out.size()));
@@ -668,7 +586,7 @@ rt::Expected<CheckReport> Session::check() {
     return report;
   }
 
-  if (bundle_.kernel == "tma-stream") {
+  if (bundle().kernel == "tma-stream") {
     // out[m, c] = sum over tiles kt >= start of A[m, kt*64 + c] + B[...].
     int64_t m = configInt("m"), k = configInt("k"), start = configInt("start_tile");
     const std::vector<float> &a = inputs_.at("a");
@@ -747,12 +665,12 @@ static rt::Status checkReferenceScale(const rt::SinkAttentionShape &shape,
 rt::Status Session::loadReference() {
   if (referenceFunction_)
     return rt::Status();
-  if (!bundle_.reference)
+  if (!bundle().reference)
     return rt::Status::error(
-        "the " + bundle_.kernel + " bundle carries no reference kernel "
+        "the " + bundle().kernel + " bundle carries no reference kernel "
         "(manifest field 'reference', format_version 2), which its check "
         "runs; recompile the bundle");
-  const rt::BundleReference &reference = *bundle_.reference;
+  const rt::BundleReference &reference = *bundle().reference;
   // The error of a failed JIT compile holds ptxas's log.
   rt::Expected<rt::Module> module = rt::Module::loadPtx(
       *context_, reference.ptx, rt::JitOptions(), reference.ptxFile);
@@ -774,8 +692,8 @@ rt::Expected<CheckReport> Session::checkSinkFwd() {
   // The kernel has run (check()); now the fp32 GPU reference on the same
   // inputs, into outputs of its own, poisoned like the kernel's.
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
-                               sinkFwdShape(bundle_));
-  SINKATTN_RT_TRY(checkReferenceScale(shape, bundle_.kernel));
+                               sinkFwdShape(bundle()));
+  SINKATTN_RT_TRY(checkReferenceScale(shape, bundle().kernel));
   SINKATTN_RT_TRY(loadReference());
   SINKATTN_RT_ASSIGN_OR_RETURN(
       rt::DeviceBuffer refO,
@@ -808,9 +726,9 @@ rt::Expected<CheckReport> Session::checkSinkFwd() {
       shape, {inputs_.at("q"), inputs_.at("k"), inputs_.at("v"),
               inputs_.at("sinks")},
       o, lse, refOValues, refLseValues, seed_);
-  referenceOutputs_["o"] = {rt::findParam(bundle_, "o")->shape,
+  referenceOutputs_["o"] = {rt::findParam(bundle(), "o")->shape,
                             std::move(refOValues)};
-  referenceOutputs_["lse"] = {rt::findParam(bundle_, "lse")->shape,
+  referenceOutputs_["lse"] = {rt::findParam(bundle(), "lse")->shape,
                               std::move(refLseValues)};
   return report;
 }
@@ -819,8 +737,8 @@ rt::Expected<CheckReport> Session::checkSinkBwd() {
   // The kernels have run (check()); now the backward's fp32 GPU reference
   // (rows, keys, sinks kernels of one module) on the same inputs.
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
-                               sinkFwdShape(bundle_));
-  SINKATTN_RT_TRY(checkReferenceScale(shape, bundle_.kernel));
+                               sinkFwdShape(bundle()));
+  SINKATTN_RT_TRY(checkReferenceScale(shape, bundle().kernel));
   SINKATTN_RT_TRY(loadReference());
   rt::Function *rows = referenceFunction_.get();
   std::unique_ptr<rt::Function> keys, sinks;
@@ -884,7 +802,7 @@ rt::Expected<CheckReport> Session::checkSinkBwd() {
   for (auto [name, values] :
        {std::pair{"dq", &refs.dq}, std::pair{"dk", &refs.dk},
         std::pair{"dv", &refs.dv}, std::pair{"dsinks", &refs.dsinks}})
-    referenceOutputs_[name] = {rt::findParam(bundle_, name)->shape,
+    referenceOutputs_[name] = {rt::findParam(bundle(), name)->shape,
                                std::move(*values)};
   return report;
 }
@@ -1297,28 +1215,28 @@ rt::Expected<BenchReport> Session::bench(int warmup, int iterations,
   report.iterations = iterations;
   report.timesMs = stats.timesMs;
   double seconds = stats.medianMs * 1e-3;
-  if (bundle_.kernel == "gemm") {
+  if (bundle().kernel == "gemm") {
     double flops = 2.0 * configInt("m") * configInt("n") * configInt("k");
     report.tflops = flops / seconds / 1e12;
-  } else if (bundle_.kernel == "tma-copy") {
+  } else if (bundle().kernel == "tma-copy") {
     // Bytes read plus bytes written.
-    const rt::BundleParam *in = rt::findParam(bundle_, "in");
+    const rt::BundleParam *in = rt::findParam(bundle(), "in");
     report.gbps = 2.0 * rt::bufferBytes(*in) / seconds / 1e9;
-  } else if (bundle_.kernel == "tma-stream") {
+  } else if (bundle().kernel == "tma-stream") {
     // Bytes streamed in (the small output is not counted).
-    double bytes = double(rt::bufferBytes(*rt::findParam(bundle_, "a"))) +
-                   double(rt::bufferBytes(*rt::findParam(bundle_, "b")));
+    double bytes = double(rt::bufferBytes(*rt::findParam(bundle(), "a"))) +
+                   double(rt::bufferBytes(*rt::findParam(bundle(), "b")));
     report.gbps = bytes / seconds / 1e9;
-  } else if (bundle_.kernel == "sink-fwd" || bundle_.kernel == "sink-bwd") {
+  } else if (bundle().kernel == "sink-fwd" || bundle().kernel == "sink-bwd") {
     // Two GEMMs (QK^T and PV) of 2 * D flops per attended (i, j) pair,
     // counted exactly (causal and window masks included); the backward
     // counts 2.5 times the forward (FlashAttention's convention: five
     // GEMMs, one of them the recomputed S).
     SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
-                                 sinkFwdShape(bundle_));
+                                 sinkFwdShape(bundle()));
     double pairs = double(rt::attendedPairs(shape));
     double perPair = 4.0 * double(shape.heads) * double(shape.headDim) *
-                     (bundle_.kernel == "sink-bwd" ? 2.5 : 1.0);
+                     (bundle().kernel == "sink-bwd" ? 2.5 : 1.0);
     report.tflops = perPair * pairs / seconds / 1e12;
     // The seed's formula, 4*B*H*SQ*SKV*D/2 without a window or varlen
     // (attended pairs with them), so numbers compare with the seed's tables.
@@ -1335,7 +1253,7 @@ rt::Expected<BenchReport> Session::bench(int warmup, int iterations,
 
 rt::Status Session::saveIo(const std::string &directory) const {
   for (const auto &[name, buffer] : buffers_) {
-    const rt::BundleParam *param = rt::findParam(bundle_, name);
+    const rt::BundleParam *param = rt::findParam(bundle(), name);
     std::vector<uint8_t> bytes(buffer.size());
     SINKATTN_RT_TRY(buffer.copyToHost(bytes.data(), bytes.size()));
     rt::NpyArray array;

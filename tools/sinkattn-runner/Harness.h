@@ -15,6 +15,7 @@
 #include "SinkAttn/Runtime/Context.h"
 #include "SinkAttn/Runtime/DeviceBuffer.h"
 #include "SinkAttn/Runtime/Json.h"
+#include "SinkAttn/Runtime/LoadedBundle.h"
 #include "SinkAttn/Runtime/Module.h"
 #include "SinkAttn/Runtime/Status.h"
 
@@ -92,13 +93,13 @@ public:
   /// the GPU reference's outputs of the last check as ref_<name>.npy.
   rt::Status saveIo(const std::string &directory) const;
 
-  const rt::Bundle &bundle() const { return bundle_; }
+  const rt::Bundle &bundle() const { return loaded_->bundle(); }
   const rt::DeviceInfo &device() const { return context_->info(); }
   /// "m=4096 n=4096 k=4096 dtype=bf16" from the bundle's config.
   std::string describeConfig() const;
   /// The blocks a launch of the bundle's kernel gets on this GPU
   /// (rt::launchedBlocks: at most one per SM for a persistent kernel).
-  uint32_t launchedBlocks() const { return launchedBlocks_; }
+  uint32_t launchedBlocks() const { return loaded_->launchedBlocks(); }
 
 private:
   Session() = default;
@@ -112,28 +113,15 @@ private:
   /// float64 CPU backward, the exact gradient and finite differences
   /// (compareSinkBwd).
   rt::Expected<CheckReport> checkSinkBwd();
-  /// Runs the setup launches (setup == true) or the others, in order.
-  rt::Status runLaunches(CUstream stream, bool setup);
+  /// Runs the phase's launches (rt::LoadedBundle::run) on this session's
+  /// buffers.
+  rt::Status runLaunches(CUstream stream, rt::LaunchPhase phase);
   /// JIT-compiles the bundle's reference kernel on first use.
   rt::Status loadReference();
 
-  rt::Bundle bundle_;
   std::unique_ptr<rt::Context> context_;
-  /// rt::launchedBlocks for this GPU, decided once at open().
-  uint32_t launchedBlocks_ = 0;
-  std::unique_ptr<rt::Module> module_;
-  /// The bundle's launches and their functions, in order.
-  std::vector<rt::BundleLaunch> launches_;
-  std::vector<std::unique_ptr<rt::Function>> functions_;
-  /// For a launch with overlapsNext: the second stream it runs on, the
-  /// event it waits for there (the work before it) and the event the
-  /// launch after the pair waits for (its end). Created at open() when a
-  /// launch overlaps.
-  struct SideStream {
-    rt::Stream stream;
-    rt::Event fork, join;
-  };
-  std::optional<SideStream> side_;
+  /// The bundle, its kernels JIT-compiled and their launch sequence.
+  std::unique_ptr<rt::LoadedBundle> loaded_;
   std::map<std::string, rt::DeviceBuffer> buffers_;
   /// Input values as float (after rounding to the buffer's dtype).
   std::map<std::string, std::vector<float>> inputs_;

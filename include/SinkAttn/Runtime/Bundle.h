@@ -111,8 +111,8 @@ struct BundleReference {
 };
 
 /// One kernel launch of a multi-kernel bundle (manifest field "launches",
-/// format version 3). The launches run in order on one stream, each with the
-/// arguments it names.
+/// format version 3). The launches run in order, each with the arguments it
+/// names (rt::LoadedBundle::run; overlapsNext pairs side by side).
 struct BundleLaunch {
   std::string entry; ///< PTX .entry symbol.
   Dim3 grid;

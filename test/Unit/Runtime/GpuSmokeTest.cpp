@@ -4,8 +4,9 @@
 // loading, context queries, PTX JIT compilation (and its error log), plain and
 // cluster launches with >48 KB dynamic shared memory, device buffers, TMA
 // descriptor encoding consumed by a hand-written cp.async.bulk.tensor
-// kernel, CUDA-event benchmarking with L2 flushing, and a bundle round trip
-// launched the way sinkattn-runner does.
+// kernel, CUDA-event benchmarking with L2 flushing, a bundle round trip
+// launched the way sinkattn-runner does, and LoadedBundle's launch sequence
+// (setup phase; an overlapping pair's fork and joins).
 //
 // Without libcuda it prints SKIP and exits 0 (so it can live in CTest on
 // GPU-less CI); `--require-gpu` turns that into exit code 2.
@@ -15,6 +16,7 @@
 #include "SinkAttn/Runtime/Bundle.h"
 #include "SinkAttn/Runtime/Context.h"
 #include "SinkAttn/Runtime/DeviceBuffer.h"
+#include "SinkAttn/Runtime/LoadedBundle.h"
 #include "SinkAttn/Runtime/Module.h"
 #include "SinkAttn/Runtime/Random.h"
 #include "SinkAttn/Runtime/Timing.h"
@@ -77,6 +79,92 @@ const char *kAxpyPtx = R"(
     fma.rn.f32 %f4, %f1, %f2, %f3;
     st.global.f32 [%rd6], %f4;
 $L_done:
+    ret;
+}
+)";
+
+// Kernels of a multi-launch bundle that tests LoadedBundle's sequencing. One
+// thread each; %globaltimer spins make the order visible: a launch that
+// starts before the launch it should wait for reads the old value.
+//   slow_store(out, value, spin):  spin, then *out = value
+//   slow_add(out, in, addend, spin, end_time):
+//       v = *in; spin; *end_time = now; *out = v + addend
+//   stamp(time):  *time = now
+//   copy(out, in):  *out = *in
+const char *kSequencePtx = R"(
+.version 8.0
+.target sm_90a
+.address_size 64
+
+.visible .entry slow_store(.param .u64 ss_out, .param .u32 ss_value,
+                           .param .u64 ss_spin)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [ss_out];
+    ld.param.u32 %r1, [ss_value];
+    ld.param.u64 %rd2, [ss_spin];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u64 %rd3, %globaltimer;
+$L_ss_spin:
+    mov.u64 %rd4, %globaltimer;
+    sub.u64 %rd5, %rd4, %rd3;
+    setp.lt.u64 %p1, %rd5, %rd2;
+    @%p1 bra $L_ss_spin;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+
+.visible .entry slow_add(.param .u64 sa_out, .param .u64 sa_in,
+                         .param .u32 sa_addend, .param .u64 sa_spin,
+                         .param .u64 sa_end_time)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<9>;
+    ld.param.u64 %rd1, [sa_out];
+    ld.param.u64 %rd2, [sa_in];
+    ld.param.u32 %r1, [sa_addend];
+    ld.param.u64 %rd3, [sa_spin];
+    ld.param.u64 %rd4, [sa_end_time];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    cvta.to.global.u64 %rd4, %rd4;
+    ld.global.u32 %r2, [%rd2];
+    mov.u64 %rd5, %globaltimer;
+$L_sa_spin:
+    mov.u64 %rd6, %globaltimer;
+    sub.u64 %rd7, %rd6, %rd5;
+    setp.lt.u64 %p1, %rd7, %rd3;
+    @%p1 bra $L_sa_spin;
+    mov.u64 %rd8, %globaltimer;
+    st.global.u64 [%rd4], %rd8;
+    add.u32 %r3, %r2, %r1;
+    st.global.u32 [%rd1], %r3;
+    ret;
+}
+
+.visible .entry stamp(.param .u64 st_time)
+{
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [st_time];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u64 %rd2, %globaltimer;
+    st.global.u64 [%rd1], %rd2;
+    ret;
+}
+
+.visible .entry copy(.param .u64 cp_out, .param .u64 cp_in)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [cp_out];
+    ld.param.u64 %rd2, [cp_in];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    ld.global.u32 %r1, [%rd2];
+    st.global.u32 [%rd1], %r1;
     ret;
 }
 )";
@@ -478,6 +566,124 @@ void testTmaBundle(const Context &ctx) {
   check(ok, "TMA bundle kernel copied rows 64..95");
 }
 
+// LoadedBundle's launch sequence, with the runner's stream (the legacy
+// default one, which the non-blocking side stream does not wait for by
+// itself): setup launches apart; an overlapping launch waits for the work
+// before it (fork), runs beside the next launch, and whatever follows the
+// pair waits for it (join), inside run() and after it. Each launch that
+// must wait reads a value its predecessor writes only after a 20 ms spin,
+// so a missing fork or join fails every time, not as a rare race.
+void testLaunchSequence(const Context &ctx) {
+  auto buffer = [](const std::string &name, DType dtype) {
+    BundleParam param;
+    param.name = name;
+    param.kind = ParamKind::Buffer;
+    param.dtype = dtype;
+    param.shape = {1};
+    param.role = BufferRole::Output;
+    return param;
+  };
+  auto scalar = [](const std::string &name, DType dtype, int64_t value) {
+    BundleParam param;
+    param.name = name;
+    param.kind = ParamKind::Scalar;
+    param.dtype = dtype;
+    param.intValue = value;
+    return param;
+  };
+  auto launch = [](const std::string &entry, std::vector<std::string> args) {
+    BundleLaunch l;
+    l.entry = entry;
+    l.block = {1, 1, 1};
+    l.args = std::move(args);
+    return l;
+  };
+  const int64_t spinNs = 20'000'000;
+  Bundle b;
+  b.formatVersion = kBundleOverlapFormatVersion;
+  b.kernel = "sequence";
+  b.params = {buffer("a", DType::U32),           buffer("b", DType::U32),
+              buffer("c", DType::U32),           buffer("side_end", DType::U64),
+              buffer("next_start", DType::U64),  scalar("seven", DType::U32, 7),
+              scalar("addend", DType::U32, 35),  scalar("spin", DType::U64, spinNs)};
+  BundleLaunch storeA = launch("slow_store", {"a", "seven", "spin"});
+  storeA.setup = true;
+  BundleLaunch addB =
+      launch("slow_add", {"b", "a", "addend", "spin", "side_end"});
+  addB.overlapsNext = true;
+  b.launches = {storeA, addB, launch("stamp", {"next_start"}),
+                launch("copy", {"c", "b"})};
+  b.ptx = kSequencePtx;
+  // The same pair as the bundle's last launches: the join must then happen
+  // before run() returns.
+  Bundle tail = b;
+  tail.launches.pop_back();
+  // One launch of `copy` after run(), on the same stream.
+  Bundle after = b;
+  after.launches = {launch("copy", {"c", "b"})};
+  after.formatVersion = kBundleLaunchesFormatVersion;
+  for (const Bundle *bundle : {&b, &tail, &after})
+    checkStatus(validateBundle(*bundle), "sequence bundle validates");
+
+  std::map<std::string, DeviceBuffer> buffers;
+  std::map<std::string, CUdeviceptr> addresses;
+  for (const char *name : {"a", "b", "c", "side_end", "next_start"}) {
+    Expected<DeviceBuffer> buf = DeviceBuffer::allocate(ctx, 8);
+    if (!buf.ok())
+      return checkStatus(buf.status(), "allocate sequence buffers");
+    addresses[name] = buf->address();
+    buffers.emplace(name, std::move(*buf));
+  }
+  auto read = [&](const char *name) -> uint64_t {
+    Expected<std::vector<uint64_t>> got = buffers.at(name).download<uint64_t>();
+    return got.ok() ? got->front() : ~0ull;
+  };
+  auto reset = [&] {
+    for (auto &[name, buf] : buffers)
+      checkStatus(buf.fill(0), "zero " + name);
+    checkStatus(ctx.synchronize(), "synchronize after zeroing");
+  };
+
+  Expected<LoadedBundle> full = LoadedBundle::load(ctx, b);
+  Expected<LoadedBundle> tailOnly = LoadedBundle::load(ctx, tail);
+  Expected<LoadedBundle> copyAfter = LoadedBundle::load(ctx, after);
+  if (!full.ok() || !tailOnly.ok() || !copyAfter.ok())
+    return check(false, "load sequence bundles",
+                 full.status().message() + tailOnly.status().message() +
+                     copyAfter.status().message());
+  check(full->launches().size() == 4, "LoadedBundle keeps the four launches");
+
+  reset();
+  checkStatus(full->run(addresses, nullptr, LaunchPhase::Setup),
+              "run setup launches");
+  checkStatus(ctx.synchronize(), "synchronize after setup");
+  check(read("a") == 7 && read("b") == 0,
+        "setup phase runs the setup launch only",
+        "a=" + std::to_string(read("a")) + " b=" + std::to_string(read("b")));
+  checkStatus(full->run(addresses, nullptr), "run main launches");
+  checkStatus(ctx.synchronize(), "synchronize after main launches");
+  check(read("b") == 42, "overlapping launch waits for the work before it",
+        "b=" + std::to_string(read("b")) + ", expected 7 + 35");
+  check(read("c") == 42, "launch after the pair waits for the side launch",
+        "c=" + std::to_string(read("c")) + ", expected 42");
+  uint64_t sideEnd = read("side_end"), nextStart = read("next_start");
+  check(nextStart != 0 && nextStart < sideEnd,
+        "the next launch runs beside the overlapping one",
+        "next launch at " + std::to_string(nextStart) + " ns, side launch end " +
+            std::to_string(sideEnd) + " ns");
+
+  // The pair at the end: the caller's next launch on the stream must see
+  // the side launch's result.
+  reset();
+  checkStatus(tailOnly->run(addresses, nullptr, LaunchPhase::Setup),
+              "run setup launches (pair last)");
+  checkStatus(tailOnly->run(addresses, nullptr), "run main launches (pair last)");
+  checkStatus(copyAfter->run(addresses, nullptr), "run a launch after run()");
+  checkStatus(ctx.synchronize(), "synchronize after the pair-last run");
+  check(read("c") == 42, "work queued after run() waits for the side launch",
+        "c=" + std::to_string(read("c")) + ", expected 42");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -510,6 +716,7 @@ int main(int argc, char **argv) {
   testTma(*ctx);
   testBundle(*ctx);
   testTmaBundle(*ctx);
+  testLaunchSequence(*ctx);
   std::printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
   return failures ? 1 : 0;
 }

@@ -1,0 +1,94 @@
+//===- LoadedBundle.h - A bundle's kernels, loaded and launched -*- C++ -*-===//
+//
+// A bundle on one GPU: its PTX JIT-compiled, each launch's function looked
+// up and its shared memory checked against the GPU, and the launch sequence
+// the manifest describes (setup launches apart from the others; a launch
+// with `overlaps_next` on a second stream beside the next one, joined before
+// anything after the pair). sinkattn-runner launches bundles through this;
+// so can any program that links SinkAttnRuntime, without repeating the
+// sequencing rules of docs/bundle.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SINKATTN_RUNTIME_LOADEDBUNDLE_H
+#define SINKATTN_RUNTIME_LOADEDBUNDLE_H
+
+#include "SinkAttn/Runtime/Bundle.h"
+#include "SinkAttn/Runtime/Context.h"
+#include "SinkAttn/Runtime/Module.h"
+#include "SinkAttn/Runtime/Status.h"
+
+#include <cuda.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sinkattn::rt {
+
+/// Which of a bundle's launches LoadedBundle::run launches: the setup
+/// launches (they compute inputs of the others, such as the forward's O and
+/// LSE a backward reads) or the rest (what a benchmark times).
+enum class LaunchPhase { Setup, Main };
+
+class LoadedBundle {
+public:
+  /// JIT-compiles `bundle.ptx` on `ctx` (current on the calling thread; it
+  /// must outlive the result) and looks up every launch's entry. Errors:
+  /// the JIT's (with ptxas's log, naming the bundle's kernel), a missing
+  /// entry, or a launch that needs more shared memory per block (static +
+  /// dynamic) than the GPU allows, naming the kernel and both sizes.
+  static Expected<LoadedBundle> load(const Context &ctx, Bundle bundle,
+                                     const JitOptions &options = {});
+
+  LoadedBundle(LoadedBundle &&) = default;
+  LoadedBundle &operator=(LoadedBundle &&) = default;
+  LoadedBundle(const LoadedBundle &) = delete;
+  LoadedBundle &operator=(const LoadedBundle &) = delete;
+
+  const Bundle &bundle() const { return bundle_; }
+  /// launchesOf(bundle()): the launches in manifest order.
+  const std::vector<BundleLaunch> &launches() const { return launches_; }
+  /// ptxas's informational log of the JIT (registers, spills per kernel).
+  const std::string &infoLog() const { return module_.infoLog(); }
+  /// rt::launchedBlocks on this GPU: the grid x a single-kernel bundle is
+  /// launched with (at most one block per SM for a persistent kernel).
+  uint32_t launchedBlocks() const { return launchedBlocks_; }
+
+  /// Launches the `phase`'s kernels in manifest order on `stream`
+  /// (asynchronously), with the buffers' device addresses by param name.
+  /// A launch with overlapsNext starts on a second, non-blocking stream
+  /// once the work queued on `stream` before it is done, and runs beside
+  /// the next launch, which goes to `stream`; the launch after the pair
+  /// waits for both. When run returns, successful or not, the second
+  /// stream's work is joined into `stream`: whatever the caller queues or
+  /// records on `stream` next follows every launch of this call.
+  Status run(const std::map<std::string, CUdeviceptr> &bufferAddresses,
+             CUstream stream, LaunchPhase phase = LaunchPhase::Main) const;
+
+private:
+  LoadedBundle(Bundle bundle, Module module)
+      : bundle_(std::move(bundle)), module_(std::move(module)) {}
+
+  Bundle bundle_;
+  Module module_;
+  std::shared_ptr<const CudaDriver> driver_;
+  std::vector<BundleLaunch> launches_;
+  /// functions_[i] is launches_[i]'s entry in module_.
+  std::vector<Function> functions_;
+  uint32_t launchedBlocks_ = 0;
+  /// The second stream of overlapping launches, the event it waits for
+  /// there (the work before the launch) and the event the launch after the
+  /// pair waits for (its end). Created by load() when a launch overlaps.
+  struct SideStream {
+    Stream stream;
+    Event fork, join;
+  };
+  std::optional<SideStream> side_;
+};
+
+} // namespace sinkattn::rt
+
+#endif // SINKATTN_RUNTIME_LOADEDBUNDLE_H

@@ -1,0 +1,109 @@
+//===- LoadedBundle.cpp - A bundle's kernels, loaded and launched ---------===//
+
+#include "SinkAttn/Runtime/LoadedBundle.h"
+
+namespace sinkattn::rt {
+
+Expected<LoadedBundle> LoadedBundle::load(const Context &ctx, Bundle bundle,
+                                          const JitOptions &options) {
+  std::vector<BundleLaunch> launches = launchesOf(bundle);
+  if (launches.empty())
+    return Status::error("bundle of kernel '" + bundle.kernel +
+                         "' has no launches");
+  // The JIT's messages name the bundle's kernel kind for a multi-kernel
+  // bundle and the entry for a single one.
+  std::string source =
+      (bundle.launches.empty() ? launches.front().entry : bundle.kernel) +
+      ".ptx";
+  SINKATTN_RT_ASSIGN_OR_RETURN(Module module,
+                               Module::loadPtx(ctx, bundle.ptx, options, source));
+  LoadedBundle loaded(std::move(bundle), std::move(module));
+  loaded.driver_ = ctx.driverPtr();
+  loaded.launches_ = std::move(launches);
+  const DeviceInfo &info = ctx.info();
+  loaded.launchedBlocks_ = rt::launchedBlocks(loaded.bundle_, info.smCount);
+  for (const BundleLaunch &launch : loaded.launches_) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(Function function,
+                                 loaded.module_.getFunction(launch.entry));
+    // Say which kernel asks for too much shared memory, and how much the
+    // GPU has, before the driver's opt-in fails with "invalid argument".
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        int staticBytes,
+        function.getAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
+    uint64_t needed = uint64_t(staticBytes) + launch.sharedMemoryBytes;
+    if (needed > uint64_t(info.maxSharedMemoryPerBlockOptin))
+      return Status::error(
+          "kernel " + launch.entry + " needs " + std::to_string(needed) +
+          " bytes of shared memory per block (" +
+          std::to_string(launch.sharedMemoryBytes) + " dynamic + " +
+          std::to_string(staticBytes) + " static); " + info.name +
+          " allows at most " +
+          std::to_string(info.maxSharedMemoryPerBlockOptin) + " per block" +
+          (loaded.bundle_.config.count("stages")
+               ? ": compile it with fewer --stages"
+               : ""));
+    loaded.functions_.push_back(std::move(function));
+    // Non-blocking: callers time launches on the legacy default stream,
+    // which a blocking stream would wait for (and it for them).
+    if (launch.overlapsNext && !loaded.side_) {
+      SINKATTN_RT_ASSIGN_OR_RETURN(Stream side,
+                                   Stream::create(ctx, CU_STREAM_NON_BLOCKING));
+      SINKATTN_RT_ASSIGN_OR_RETURN(Event fork, Event::create(ctx));
+      SINKATTN_RT_ASSIGN_OR_RETURN(Event join, Event::create(ctx));
+      loaded.side_ =
+          SideStream{std::move(side), std::move(fork), std::move(join)};
+    }
+  }
+  return loaded;
+}
+
+Status LoadedBundle::run(const std::map<std::string, CUdeviceptr> &addresses,
+                         CUstream stream, LaunchPhase phase) const {
+  bool setup = phase == LaunchPhase::Setup;
+  // An overlapping pair (validateBundle: launch i overlapsNext, i + 1 not,
+  // both in the same phase): i on the side stream after the work before
+  // it, i + 1 on `stream`, and whatever comes after them (the next launch,
+  // or the caller's next work) waits for i's end.
+  bool joinPending = false;
+  for (size_t i = 0; i < launches_.size(); ++i) {
+    const BundleLaunch &launch = launches_[i];
+    if (launch.setup != setup)
+      continue;
+    if (joinPending && !launches_[i - 1].overlapsNext) {
+      SINKATTN_RT_TRY(side_->join.waitIn(stream));
+      joinPending = false;
+    }
+    CUstream launchStream = stream;
+    if (launch.overlapsNext) {
+      launchStream = side_->stream.handle();
+      SINKATTN_RT_TRY(side_->fork.record(stream));
+      SINKATTN_RT_TRY(side_->fork.waitIn(launchStream));
+    }
+    Expected<KernelArgs> args =
+        buildKernelArgs(bundle_, launch, addresses, driver_.get());
+    Status launched = args.status();
+    if (launched.ok()) {
+      LaunchConfig config = launchConfigFor(launch, launchStream);
+      if (launch.entry == bundle_.entry)
+        config.grid.x = launchedBlocks_;
+      launched = launchKernel(functions_[i], config, *args);
+    }
+    if (!launched.ok()) {
+      // Leave no work of this call on the side stream unjoined.
+      if (joinPending)
+        (void)side_->join.waitIn(stream);
+      return launches_.size() == 1
+                 ? launched
+                 : launched.withContext("launch of " + launch.entry + ": ");
+    }
+    if (launch.overlapsNext) {
+      SINKATTN_RT_TRY(side_->join.record(launchStream));
+      joinPending = true;
+    }
+  }
+  if (joinPending)
+    SINKATTN_RT_TRY(side_->join.waitIn(stream));
+  return Status();
+}
+
+} // namespace sinkattn::rt
