@@ -662,7 +662,7 @@ void testLaunchSequence(const Context &ctx) {
         "a=" + std::to_string(read("a")) + " b=" + std::to_string(read("b")));
   checkStatus(full->run(addresses, nullptr), "run main launches");
   checkStatus(ctx.synchronize(), "synchronize after main launches");
-  check(read("b") == 42, "overlapping launch waits for the work before it",
+  check(read("b") == 42, "overlapping launch reads the setup launch's result",
         "b=" + std::to_string(read("b")) + ", expected 7 + 35");
   check(read("c") == 42, "launch after the pair waits for the side launch",
         "c=" + std::to_string(read("c")) + ", expected 42");
@@ -672,14 +672,17 @@ void testLaunchSequence(const Context &ctx) {
         "next launch at " + std::to_string(nextStart) + " ns, side launch end " +
             std::to_string(sideEnd) + " ns");
 
-  // The pair at the end: the caller's next launch on the stream must see
-  // the side launch's result.
+  // The pair at the end, queued right after the setup launch (no host
+  // wait): the side launch must wait for it (fork), and the caller's next
+  // launch on the stream must see the side launch's result.
   reset();
   checkStatus(tailOnly->run(addresses, nullptr, LaunchPhase::Setup),
               "run setup launches (pair last)");
   checkStatus(tailOnly->run(addresses, nullptr), "run main launches (pair last)");
   checkStatus(copyAfter->run(addresses, nullptr), "run a launch after run()");
   checkStatus(ctx.synchronize(), "synchronize after the pair-last run");
+  check(read("b") == 42, "overlapping launch waits for the work queued before it",
+        "b=" + std::to_string(read("b")) + ", expected 7 + 35");
   check(read("c") == 42, "work queued after run() waits for the side launch",
         "c=" + std::to_string(read("c")) + ", expected 42");
 }
