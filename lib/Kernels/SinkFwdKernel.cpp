@@ -59,6 +59,7 @@ constexpr llvm::StringLiteral kSinkFwdHead = R"mlir(
 !O = !tile.fragment<64x@D@xf32>
 !O16 = !tile.fragment<64x@D@x@T@>
 !row = !tile.fragment<64xf32>
+!rowParts = !tile.fragment<64x8xf32>
 !q = @Q_TYPE@
 !kv = @KV_TYPE@
 !lse = @LSE_TYPE@
@@ -120,7 +121,15 @@ module attributes {gpu.container_module} {
       %hiBlocks = arith.maxsi %hiLive, %loBlocks : index
 
 @SINK_INIT@
-      %lInit = tile.fill %one : !row
+      // The running row sum as eight partial columns (each thread adds only
+      // its own registers; one reduction after the loop): the sink's
+      // exp2(sink - m) = 1 starts in column 0.
+      %lInit = tile.map () : () -> !rowParts {
+      ^bb0(%i: index, %j: index):
+        %first = arith.cmpi eq, %j, %c0 : index
+        %r = arith.select %first, %one, %zero : f32
+        tile.yield %r : f32
+      }
       %oInit = tile.fill %zero : !O
       %sZero = tile.fill %zero : !S
 @PINGPONG_INIT@
@@ -128,7 +137,7 @@ module attributes {gpu.container_module} {
 // The serial loop: S = Q K_jᵀ, softmax, O += P V, one block after another.
 constexpr llvm::StringLiteral kSerialLoopHead = R"mlir(
       %res:3 = scf.for %kb = %loBlocks to %hiBlocks step %c1
-          iter_args(%m = %mInit, %l = %lInit, %o = %oInit) -> (!row, !row, !O) {
+          iter_args(%m = %mInit, %l = %lInit, %o = %oInit) -> (!row, !rowParts, !O) {
         %n0 = arith.muli %kb, %cBN : index
 @LOAD_KV@
 @PINGPONG_SYNC@
@@ -189,15 +198,15 @@ constexpr llvm::StringLiteral kSoftmaxCore = R"mlir(
           %e = math.exp2 %t : f32
           tile.yield %e : f32
         }
-        %blockSum = tile.reduce sum %p along 1 : !S -> !row
+        %blockSum = tile.partial_reduce sum %p : !S -> !rowParts
         %alpha = tile.map (%m, %mUse) : (!row, !row) -> !row {
         ^bb0(%i: index, %mOld: f32, %mu: f32):
           %d = arith.subf %mOld, %mu : f32
           %e = math.exp2 %d : f32
           tile.yield %e : f32
         }
-        %lNew = tile.map (%l, %alpha, %blockSum) : (!row, !row, !row) -> !row {
-        ^bb0(%i: index, %lOld: f32, %a: f32, %sum: f32):
+        %lNew = tile.map (%l, %alpha, %blockSum) : (!rowParts, !row, !rowParts) -> !rowParts {
+        ^bb0(%i: index, %j: index, %lOld: f32, %a: f32, %sum: f32):
           %r = math.fma %lOld, %a, %sum : f32
           tile.yield %r : f32
         }
@@ -210,7 +219,7 @@ constexpr llvm::StringLiteral kSerialLoopTail = R"mlir(
         }
         %p16 = tile.cast %p : !S to !P
         %oNew = tile.gemm %p16, %sV, %oScaled : !P, !sKV, !O
-        scf.yield %mNew, %lNew, %oNew : !row, !row, !O
+        scf.yield %mNew, %lNew, %oNew : !row, !rowParts, !O
       } {tile.num_stages = @STAGES@}
 )mlir";
 constexpr llvm::StringLiteral kOverlapLoopHead = R"mlir(
@@ -232,7 +241,7 @@ constexpr llvm::StringLiteral kOverlapLoopHead = R"mlir(
       %pInit = tile.fill %zeroT : !P
       %res:4 = scf.for %kb = %loBlocks to %hiIterations step %c1
           iter_args(%m = %mInit, %l = %lInit, %o = %oInit, %pPrev = %pInit)
-          -> (!row, !row, !O, !P) {
+          -> (!row, !rowParts, !O, !P) {
         %n0 = arith.muli %kb, %cBN : index
         %kbK = arith.minsi %kb, %lastKeyBlock : index
         %nK = arith.muli %kbK, %cBN : index
@@ -258,13 +267,14 @@ constexpr llvm::StringLiteral kOverlapLoopTail = R"mlir(
           tile.yield %r : f32
         }
         %p16 = tile.cast %soft#2 : !S to !P
-        scf.yield %soft#0, %soft#1, %oScaled, %p16 : !row, !row, !O, !P
+        scf.yield %soft#0, %soft#1, %oScaled, %p16 : !row, !rowParts, !O, !P
       } {tile.num_stages = @STAGES@}
 )mlir";
 constexpr llvm::StringLiteral kSinkFwdTail = R"mlir(
       // O = o / l (0 when l is 0: a -inf sink and no key); LSE in natural
       // log units: (m + log2 l) * ln 2.
-      %inverse = tile.map (%res#1) : (!row) -> !row {
+      %rowSum = tile.reduce sum %res#1 along 1 : !rowParts -> !row
+      %inverse = tile.map (%rowSum) : (!row) -> !row {
       ^bb0(%i: index, %x: f32):
         %isZero = arith.cmpf oeq, %x, %zero : f32
         %inv = arith.divf %one, %x : f32
@@ -277,7 +287,7 @@ constexpr llvm::StringLiteral kSinkFwdTail = R"mlir(
         %r = arith.truncf %y : f32 to @T@
         tile.yield %r : @T@
       }
-      %lse = tile.map (%res#0, %res#1) : (!row, !row) -> !row {
+      %lse = tile.map (%res#0, %rowSum) : (!row, !row) -> !row {
       ^bb0(%i: index, %mx: f32, %sum: f32):
         %lg = math.log2 %sum : f32
         %t = arith.addf %mx, %lg : f32
@@ -851,9 +861,10 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
     // of its basic block (no overlap left), so P V's wait must start a
     // block of its own, after the softmax.
     const std::string yield =
-        "        scf.yield %mNew, %lNew, %p, %alpha : !row, !row, !S, !row\n";
-    kernelText += "        %soft:4 = scf.if %needsMask -> (!row, !row, !S, "
-                  "!row) {\n" +
+        "        scf.yield %mNew, %lNew, %p, %alpha : !row, !rowParts, !S, "
+        "!row\n";
+    kernelText += "        %soft:4 = scf.if %needsMask -> (!row, !rowParts, "
+                  "!S, !row) {\n" +
                   text(kMaskMap) + softmaxOf("%maskedS") + yield +
                   "        } else {\n" + softmaxOf("%s") + yield +
                   "        }\n";

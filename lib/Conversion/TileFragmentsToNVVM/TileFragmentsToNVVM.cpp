@@ -298,6 +298,44 @@ struct ReduceLowering : public OpConversionPattern<ReduceOp> {
   }
 };
 
+/// Columns g * W + c of the source combine into column c of the result. In
+/// the accumulator layout both hold columns 8j + 2q + e in register
+/// b * N/2 + 4j + 2h + e, so source register (b, j, h, e) goes to result
+/// register (b, j mod W/8, h, e): every thread combines its own registers.
+struct PartialReduceLowering : public OpConversionPattern<PartialReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PartialReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FragmentType sourceType = op.getSource().getType();
+    FragmentType resultType = op.getType();
+    auto vectorType = dyn_cast_or_null<VectorType>(
+        getTypeConverter()->convertType(resultType));
+    if (!vectorType || !getLayoutKind(sourceType))
+      return rewriter.notifyMatchFailure(op, "fragment without a layout");
+    Location loc = op.getLoc();
+    int64_t sourcePerBlock = sourceType.getShape()[1] / 2;
+    int64_t resultPerBlock = resultType.getShape()[1] / 2;
+    int64_t resultSteps = resultPerBlock / 4; // W / 8 column steps
+    SmallVector<SmallVector<Value>> groups(getRegistersPerThread(resultType));
+    for (int64_t r = 0, e = getRegistersPerThread(sourceType); r < e; ++r) {
+      int64_t block = r / sourcePerBlock, rest = r % sourcePerBlock;
+      int64_t step = rest / 4, within = rest % 4; // within = 2h + e
+      int64_t target =
+          block * resultPerBlock + 4 * (step % resultSteps) + within;
+      groups[target].push_back(
+          extractRegister(rewriter, loc, adaptor.getSource(), r));
+    }
+    SmallVector<Value> registers;
+    for (SmallVector<Value> &group : groups)
+      registers.push_back(
+          combineTree(rewriter, loc, op.getKind(), std::move(group)));
+    rewriter.replaceOpWithNewOp<vector::FromElementsOp>(op, vectorType,
+                                                        registers);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Stores
 //===----------------------------------------------------------------------===//
@@ -708,6 +746,14 @@ LogicalResult checkLowerable(Operation *op) {
       return reduce.emitOpError() << "reduces " << element
                                   << " elements; the lowering shuffles 32-bit "
                                      "values (f32 or i32)";
+  } else if (auto partial = dyn_cast<PartialReduceOp>(op)) {
+    for (FragmentType type :
+         {partial.getSource().getType(), partial.getType()})
+      if (getLayoutKind(type) != LayoutKind::accumulator)
+        return partial.emitOpError()
+               << "combines columns of " << type
+               << "; the lowering handles #tile.layout<accumulator> "
+                  "fragments only";
   } else if (auto store = dyn_cast<StoreOp>(op)) {
     MemRefType destType = store.getDest().getType();
     FragmentType type = store.getValue().getType();
@@ -771,12 +817,12 @@ struct ConvertTileFragmentsToNVVMPass
                            LLVM::LLVMDialect, math::MathDialect,
                            memref::MemRefDialect, NVVM::NVVMDialect,
                            scf::SCFDialect, vector::VectorDialect>();
-    target.addIllegalOp<FillOp, MapOp, YieldOp, ReduceOp, CastOp, GemmOp,
-                        GemmWaitOp, StoreOp>();
+    target.addIllegalOp<FillOp, MapOp, YieldOp, ReduceOp, PartialReduceOp,
+                        CastOp, GemmOp, GemmWaitOp, StoreOp>();
     RewritePatternSet patterns(context);
     patterns.add<FillLowering, CastLowering, MapLowering, ReduceLowering,
-                 StoreLowering, GemmLowering, GemmWaitLowering>(converter,
-                                                                context);
+                 PartialReduceLowering, StoreLowering, GemmLowering,
+                 GemmWaitLowering>(converter, context);
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                          target);
     // Ops of the body of a tile.map are cloned by its lowering; tile ops

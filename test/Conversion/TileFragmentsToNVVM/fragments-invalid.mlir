@@ -72,3 +72,11 @@ func.func @wait_bf16(%p: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>) 
   %r = tile.gemm_wait %p pending 0 : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>
   return
 }
+
+// -----
+
+func.func @partial_reduce_operand_a(%p: !tile.fragment<64x32xbf16, #tile.layout<operand_a>>) {
+  // expected-error @+1 {{combines columns of '!tile.fragment<64x32xbf16, #tile.layout<operand_a>>'; the lowering handles #tile.layout<accumulator> fragments only}}
+  %r = tile.partial_reduce sum %p : !tile.fragment<64x32xbf16, #tile.layout<operand_a>> -> !tile.fragment<64x16xbf16, #tile.layout<accumulator>>
+  return
+}

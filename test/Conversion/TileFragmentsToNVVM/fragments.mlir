@@ -243,3 +243,39 @@ func.func @gemm_rows_of_two_panel_tile(%acc: !tile.fragment<64x64xf32, #tile.lay
   %d = tile.gemm %rows, %sB, %acc {transpose_b} : memref<64x128xbf16, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<64x128xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32, #tile.layout<accumulator>>
   return %d : !tile.fragment<64x64xf32, #tile.layout<accumulator>>
 }
+
+// tile.partial_reduce combines registers inside the thread only: 64x32 ->
+// 64x16 adds column step j + 2 to step j (registers r and r + 8), with no
+// shuffle.
+// CHECK-LABEL: func @partial_reduce_half
+// CHECK-NOT: gpu.shuffle
+// CHECK-DAG: %[[A0:.*]] = vector.extract %[[S:.*]][0] : f32 from vector<16xf32>
+// CHECK-DAG: %[[A8:.*]] = vector.extract %[[S]][8] : f32 from vector<16xf32>
+// CHECK-DAG: %[[A7:.*]] = vector.extract %[[S]][7] : f32 from vector<16xf32>
+// CHECK-DAG: %[[A15:.*]] = vector.extract %[[S]][15] : f32 from vector<16xf32>
+// CHECK-DAG: %[[R0:.*]] = arith.addf %[[A0]], %[[A8]] : f32
+// CHECK-DAG: %[[R7:.*]] = arith.addf %[[A7]], %[[A15]] : f32
+// CHECK: vector.from_elements %[[R0]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[R7]] : vector<8xf32>
+// CHECK-NOT: gpu.shuffle
+// CHECK: return
+func.func @partial_reduce_half(%s: !tile.fragment<64x32xf32, #tile.layout<accumulator>>) -> !tile.fragment<64x16xf32, #tile.layout<accumulator>> {
+  %r = tile.partial_reduce sum %s : !tile.fragment<64x32xf32, #tile.layout<accumulator>> -> !tile.fragment<64x16xf32, #tile.layout<accumulator>>
+  return %r : !tile.fragment<64x16xf32, #tile.layout<accumulator>>
+}
+
+// 128x32 -> 128x8, max: each 64-row block's registers stay in its block
+// (result register 4 = row block 1, h 0, e 0 = source registers 16, 20,
+// 24, 28), combined as a tree.
+// CHECK-LABEL: func @partial_reduce_blocks
+// CHECK-DAG: %[[B16:.*]] = vector.extract %[[T:.*]][16] : i32 from vector<32xi32>
+// CHECK-DAG: %[[B20:.*]] = vector.extract %[[T]][20] : i32 from vector<32xi32>
+// CHECK-DAG: %[[B24:.*]] = vector.extract %[[T]][24] : i32 from vector<32xi32>
+// CHECK-DAG: %[[B28:.*]] = vector.extract %[[T]][28] : i32 from vector<32xi32>
+// CHECK-DAG: %[[M1:.*]] = arith.maxsi %[[B16]], %[[B20]] : i32
+// CHECK-DAG: %[[M2:.*]] = arith.maxsi %[[B24]], %[[B28]] : i32
+// CHECK: %[[R4:.*]] = arith.maxsi %[[M1]], %[[M2]] : i32
+// CHECK: vector.from_elements %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[R4]], %{{.*}}, %{{.*}}, %{{.*}} : vector<8xi32>
+func.func @partial_reduce_blocks(%s: !tile.fragment<128x32xi32, #tile.layout<accumulator>>) -> !tile.fragment<128x8xi32, #tile.layout<accumulator>> {
+  %r = tile.partial_reduce max %s : !tile.fragment<128x32xi32, #tile.layout<accumulator>> -> !tile.fragment<128x8xi32, #tile.layout<accumulator>>
+  return %r : !tile.fragment<128x8xi32, #tile.layout<accumulator>>
+}

@@ -419,6 +419,34 @@ LogicalResult ReduceOp::verify() {
   return success();
 }
 
+LogicalResult PartialReduceOp::verify() {
+  FragmentType source = getSource().getType();
+  FragmentType result = getResult().getType();
+  if (source.getRank() != 2 || result.getRank() != 2)
+    return emitOpError() << "combines the columns of a 2-D fragment into a "
+                            "2-D fragment, got ranks "
+                         << source.getRank() << " and " << result.getRank();
+  if (source.getElementType() != result.getElementType())
+    return emitOpError() << "element type mismatch: source holds "
+                         << source.getElementType() << " but result holds "
+                         << result.getElementType();
+  int64_t rows = source.getShape()[0], columns = source.getShape()[1];
+  int64_t width = result.getShape()[1];
+  if (result.getShape()[0] != rows)
+    return emitOpError() << "shape mismatch: the result has "
+                         << result.getShape()[0] << " rows, the source "
+                         << rows;
+  if (width % 8 != 0)
+    return emitOpError() << "result has " << width
+                         << " columns; it needs a multiple of 8 so that each "
+                            "thread combines only its own registers";
+  if (columns % width != 0)
+    return emitOpError() << "result has " << width
+                         << " columns, which do not divide the source's "
+                         << columns;
+  return success();
+}
+
 LogicalResult MapOp::verify() {
   ArrayRef<int64_t> resultShape = getResult().getType().getShape();
   for (auto [position, input] : llvm::enumerate(getInputs())) {

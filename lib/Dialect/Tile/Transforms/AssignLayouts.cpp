@@ -205,7 +205,8 @@ struct TileAssignLayoutsPass
                << "reduces along dimension " << reduce.getDim()
                << ": only row reductions (dimension 1) have a register layout "
                   "(#tile.layout<rows>)");
-      } else if (!isa<scf::YieldOp, MapOp, YieldOp, FillOp, CastOp, StoreOp, GemmWaitOp>(op) &&
+      } else if (!isa<scf::YieldOp, MapOp, YieldOp, FillOp, CastOp, StoreOp,
+                       GemmWaitOp, PartialReduceOp>(op) &&
                  !isa<FunctionOpInterface>(op)) {
         // Any other op must not produce or carry fragments: we would not
         // know how to tie its values.

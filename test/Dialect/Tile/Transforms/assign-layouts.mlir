@@ -127,3 +127,18 @@ func.func @not_tma_store_staging(%out: memref<256x128xbf16>) -> bf16 {
   tile.copy %loaded, %out[%c0, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
   return %x : bf16
 }
+
+// tile.partial_reduce ties nothing: its source and result are 2-D, so both
+// get the accumulator layout (and its row reduction the rows layout).
+// CHECK-LABEL: func @partial_row_sum
+// CHECK: tile.partial_reduce sum %{{.*}} : !tile.fragment<64x128xf32, #tile.layout<accumulator>> -> !tile.fragment<64x8xf32, #tile.layout<accumulator>>
+// CHECK: tile.reduce sum %{{.*}} along 1 : !tile.fragment<64x8xf32, #tile.layout<accumulator>> -> !tile.fragment<64xf32, #tile.layout<rows>>
+func.func @partial_row_sum(%out: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  %p = tile.fill %one : !tile.fragment<64x128xf32>
+  %parts = tile.partial_reduce sum %p : !tile.fragment<64x128xf32> -> !tile.fragment<64x8xf32>
+  %rows = tile.reduce sum %parts along 1 : !tile.fragment<64x8xf32> -> !tile.fragment<64xf32>
+  tile.store %rows, %out[%c0] : !tile.fragment<64xf32>, memref<64xf32>
+  return
+}

@@ -529,6 +529,34 @@ def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_PartialReduceOp : Tile_Op<"partial_reduce", [Pure]> {
+  let summary = "combine a register tile's columns into a narrower tile";
+  let description = [{
+    Combines the columns of a 2-D `source` of `N` columns into a `result` of
+    `W` columns (`W` divides `N`) with `max`, `min` or `sum`:
+    `result[i, c]` combines `source[i, g * W + c]` over `g = 0 ... N/W - 1`.
+    A `tile.reduce ... along 1` of the result gives the same row vector as
+    one of the source.
+
+    `W` is a multiple of 8, so in the accumulator layout every thread
+    combines only registers it holds (it holds columns `8j + 2q + e` of both
+    tiles): no shuffles, unlike a row reduction, whose butterfly over the
+    quad waits for the other lanes. A softmax keeps its running row sum as
+    such partial columns and reduces them once after its loop (FA3's
+    deferred row sum) instead of shuffling in every iteration.
+
+    ```mlir
+    %partial = tile.partial_reduce sum %p : !tile.fragment<64x128xf32> -> !tile.fragment<64x8xf32>
+    ```
+  }];
+  let arguments = (ins Tile_ReduceKind:$kind, Tile_Fragment:$source);
+  let results = (outs Tile_Fragment:$result);
+  let assemblyFormat = [{
+    $kind $source attr-dict `:` qualified(type($source)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_MapOp : Tile_Op<"map", [RecursiveMemoryEffects, SingleBlock]> {
   let summary = "elementwise computation over register tiles and indices";
   let description = [{
