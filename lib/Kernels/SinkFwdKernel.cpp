@@ -121,15 +121,7 @@ module attributes {gpu.container_module} {
       %hiBlocks = arith.maxsi %hiLive, %loBlocks : index
 
 @SINK_INIT@
-      // The running row sum as eight partial columns (each thread adds only
-      // its own registers; one reduction after the loop): the sink's
-      // exp2(sink - m) = 1 starts in column 0.
-      %lInit = tile.map () : () -> !rowParts {
-      ^bb0(%i: index, %j: index):
-        %first = arith.cmpi eq, %j, %c0 : index
-        %r = arith.select %first, %one, %zero : f32
-        tile.yield %r : f32
-      }
+@L_INIT@
       %oInit = tile.fill %zero : !O
       %sZero = tile.fill %zero : !S
 @PINGPONG_INIT@
@@ -137,7 +129,7 @@ module attributes {gpu.container_module} {
 // The serial loop: S = Q K_jᵀ, softmax, O += P V, one block after another.
 constexpr llvm::StringLiteral kSerialLoopHead = R"mlir(
       %res:3 = scf.for %kb = %loBlocks to %hiBlocks step %c1
-          iter_args(%m = %mInit, %l = %lInit, %o = %oInit) -> (!row, !rowParts, !O) {
+          iter_args(%m = %mInit, %l = %lInit, %o = %oInit) -> (!row, @L@, !O) {
         %n0 = arith.muli %kb, %cBN : index
 @LOAD_KV@
 @PINGPONG_SYNC@
@@ -198,15 +190,15 @@ constexpr llvm::StringLiteral kSoftmaxCore = R"mlir(
           %e = math.exp2 %t : f32
           tile.yield %e : f32
         }
-        %blockSum = tile.partial_reduce sum %p : !S -> !rowParts
+        @BLOCK_SUM@
         %alpha = tile.map (%m, %mUse) : (!row, !row) -> !row {
         ^bb0(%i: index, %mOld: f32, %mu: f32):
           %d = arith.subf %mOld, %mu : f32
           %e = math.exp2 %d : f32
           tile.yield %e : f32
         }
-        %lNew = tile.map (%l, %alpha, %blockSum) : (!rowParts, !row, !rowParts) -> !rowParts {
-        ^bb0(%i: index, %j: index, %lOld: f32, %a: f32, %sum: f32):
+        %lNew = tile.map (%l, %alpha, %blockSum) : (@L@, !row, @L@) -> @L@ {
+        ^bb0(@L_INDICES@, %lOld: f32, %a: f32, %sum: f32):
           %r = math.fma %lOld, %a, %sum : f32
           tile.yield %r : f32
         }
@@ -219,7 +211,7 @@ constexpr llvm::StringLiteral kSerialLoopTail = R"mlir(
         }
         %p16 = tile.cast %p : !S to !P
         %oNew = tile.gemm %p16, %sV, %oScaled : !P, !sKV, !O
-        scf.yield %mNew, %lNew, %oNew : !row, !rowParts, !O
+        scf.yield %mNew, %lNew, %oNew : !row, @L@, !O
       } {tile.num_stages = @STAGES@}
 )mlir";
 constexpr llvm::StringLiteral kOverlapLoopHead = R"mlir(
@@ -241,7 +233,7 @@ constexpr llvm::StringLiteral kOverlapLoopHead = R"mlir(
       %pInit = tile.fill %zeroT : !P
       %res:4 = scf.for %kb = %loBlocks to %hiIterations step %c1
           iter_args(%m = %mInit, %l = %lInit, %o = %oInit, %pPrev = %pInit)
-          -> (!row, !rowParts, !O, !P) {
+          -> (!row, @L@, !O, !P) {
         %n0 = arith.muli %kb, %cBN : index
         %kbK = arith.minsi %kb, %lastKeyBlock : index
         %nK = arith.muli %kbK, %cBN : index
@@ -267,14 +259,14 @@ constexpr llvm::StringLiteral kOverlapLoopTail = R"mlir(
           tile.yield %r : f32
         }
         %p16 = tile.cast %soft#2 : !S to !P
-        scf.yield %soft#0, %soft#1, %oScaled, %p16 : !row, !rowParts, !O, !P
+        scf.yield %soft#0, %soft#1, %oScaled, %p16 : !row, @L@, !O, !P
       } {tile.num_stages = @STAGES@}
 )mlir";
 constexpr llvm::StringLiteral kSinkFwdTail = R"mlir(
       // O = o / l (0 when l is 0: a -inf sink and no key); LSE in natural
       // log units: (m + log2 l) * ln 2.
-      %rowSum = tile.reduce sum %res#1 along 1 : !rowParts -> !row
-      %inverse = tile.map (%rowSum) : (!row) -> !row {
+@ROW_SUM@
+      %inverse = tile.map (@ROW_SUM_VALUE@) : (!row) -> !row {
       ^bb0(%i: index, %x: f32):
         %isZero = arith.cmpf oeq, %x, %zero : f32
         %inv = arith.divf %one, %x : f32
@@ -287,7 +279,7 @@ constexpr llvm::StringLiteral kSinkFwdTail = R"mlir(
         %r = arith.truncf %y : f32 to @T@
         tile.yield %r : @T@
       }
-      %lse = tile.map (%res#0, %rowSum) : (!row, !row) -> !row {
+      %lse = tile.map (%res#0, @ROW_SUM_VALUE@) : (!row, !row) -> !row {
       ^bb0(%i: index, %mx: f32, %sum: f32):
         %lg = math.log2 %sum : f32
         %t = arith.addf %mx, %lg : f32
@@ -440,6 +432,36 @@ std::string packedPositions(int64_t groupRows) {
          "\n      // The group's first row in the [B, H * Sq] view of Q, O "
          "and LSE."
          "\n      %groupRow0 = arith.muli %hk, %groupRows : index";
+}
+
+/// The running row sum l of the softmax. Deferred (the default): eight
+/// partial columns per row, each thread adding only its own registers
+/// (tile.partial_reduce), reduced across the quad once after the loop, as
+/// FA3 does: the per-iteration butterfly's shuffles are gone from the
+/// loop. Not deferred (ws, persistent): one value per row, reduced in every
+/// iteration; there the four partial registers made ptxas spill and the
+/// kernel 6% slower at D 128 S 2048 (docs/PERF.md, session 15).
+struct RowSumText {
+  std::string type, init, blockSum, updateIndices, finish, value;
+};
+
+RowSumText rowSumText(bool deferred) {
+  if (!deferred)
+    return {"!row", "      %lInit = tile.fill %one : !row",
+            "%blockSum = tile.reduce sum %p along 1 : !S -> !row",
+            "%i: index", "", "%res#1"};
+  return {"!rowParts",
+          R"mlir(      // The sink's exp2(sink - m) = 1 starts in column 0.
+      %lInit = tile.map () : () -> !rowParts {
+      ^bb0(%i: index, %j: index):
+        %first = arith.cmpi eq, %j, %c0 : index
+        %r = arith.select %first, %one, %zero : f32
+        tile.yield %r : f32
+      })mlir",
+          "%blockSum = tile.partial_reduce sum %p : !S -> !rowParts",
+          "%i: index, %j: index",
+          "      %rowSum = tile.reduce sum %res#1 along 1 : !rowParts -> !row",
+          "%rowSum"};
 }
 
 /// --pack-gqa: the running max of each row starts at its own head's sink
@@ -838,6 +860,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                "      %b = gpu.block_id z\n"
                "      %h = arith.muli %hkOfBlock, %group : index\n";
   }
+  const RowSumText rowSum = rowSumText(/*deferred=*/overlap || !persistent);
   // The pieces after the first start with the newline after R"mlir(.
   std::string kernelText = kSinkFwdHead.str();
   auto text = [](llvm::StringRef piece) { return piece.drop_front().str(); };
@@ -861,10 +884,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
     // of its basic block (no overlap left), so P V's wait must start a
     // block of its own, after the softmax.
     const std::string yield =
-        "        scf.yield %mNew, %lNew, %p, %alpha : !row, !rowParts, !S, "
-        "!row\n";
-    kernelText += "        %soft:4 = scf.if %needsMask -> (!row, !rowParts, "
-                  "!S, !row) {\n" +
+        "        scf.yield %mNew, %lNew, %p, %alpha : !row, @L@, !S, !row\n";
+    kernelText += "        %soft:4 = scf.if %needsMask -> (!row, @L@, !S, "
+                  "!row) {\n" +
                   text(kMaskMap) + softmaxOf("%maskedS") + yield +
                   "        } else {\n" + softmaxOf("%s") + yield +
                   "        }\n";
@@ -909,6 +931,12 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                            layout.storeLse
                      : layout.store},
        // Without a window the distance test must always pass.
+       {"L", rowSum.type},
+       {"L_INIT", rowSum.init},
+       {"BLOCK_SUM", rowSum.blockSum},
+       {"L_INDICES", rowSum.updateIndices},
+       {"ROW_SUM", rowSum.finish},
+       {"ROW_SUM_VALUE", rowSum.value},
        {"WINDOW", str(hasWindow ? config.window : config.seqKv + 1)},
        {"HAS_WINDOW", hasWindow ? "true" : "false"},
        {"SCALE_LOG2", scaleLog2},
