@@ -93,7 +93,6 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !acc = !tile.fragment<64x@D@xf32>
 !acc16 = !tile.fragment<64x@D@x@T@>
 !row = !tile.fragment<64xf32>
-!rowParts = !tile.fragment<64x8xf32>
 !q = @Q_TYPE@
 !kv = @KV_TYPE@
 !lse = @LSE_TYPE@
@@ -303,14 +302,11 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
       %hiBlocks = arith.maxsi %hiLive, %lo : index
       %accZero = tile.fill %zero : !acc
       %sZero = tile.fill %zero : !S
-      %pdpZero = tile.fill %zero : !rowParts
-      // P ⊙ dP summed over the key blocks as eight partial columns per row
-      // (tile.partial_reduce: adds of a thread's own registers), reduced to
-      // rows once after the loop: a row reduction per block (shuffles) cost
-      // 3-4% of the backward at D = 64, and a 64x64 elementwise sum holds 28
-      // registers more (dQ at D 64: 158 -> 128 registers).
+      // P ⊙ dP summed elementwise over the key blocks (one FMA per
+      // element), reduced to rows once after the loop: a row reduction per
+      // block (shuffles) cost 3-4% of the backward at D = 64.
       %res:2 = scf.for %kb = %lo to %hiBlocks step %c1
-          iter_args(%acc = %accZero, %pdpSum = %pdpZero) -> (!acc, !rowParts) {
+          iter_args(%acc = %accZero, %pdpSum = %sZero) -> (!acc, !S) {
         %n0 = arith.muli %kb, %c64 : index
         %kRow = arith.addi %kStart, %n0 : index
         tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
@@ -338,22 +334,16 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
           %v = arith.mulf %pv, %x : f32
           tile.yield %v : f32
         }
-        %pdp = tile.map (%p, %dp) : (!S, !S) -> !S {
-        ^bb0(%ii: index, %jj: index, %pv: f32, %dpv: f32):
-          %v = arith.mulf %pv, %dpv : f32
-          tile.yield %v : f32
-        }
-        %pdpPart = tile.partial_reduce sum %pdp : !S -> !rowParts
-        %pdpNew = tile.map (%pdpSum, %pdpPart) : (!rowParts, !rowParts) -> !rowParts {
-        ^bb0(%ii: index, %jj: index, %a: f32, %part: f32):
-          %v = arith.addf %a, %part : f32
+        %pdpNew = tile.map (%pdpSum, %p, %dp) : (!S, !S, !S) -> !S {
+        ^bb0(%ii: index, %jj: index, %a: f32, %pv: f32, %dpv: f32):
+          %v = math.fma %pv, %dpv, %a : f32
           tile.yield %v : f32
         }
         %ds16 = tile.cast %ds : !S to !P
         %accNew = tile.gemm %ds16, %sK, %acc : !P, !tileT, !acc
-        scf.yield %accNew, %pdpNew : !acc, !rowParts
+        scf.yield %accNew, %pdpNew : !acc, !S
       } {tile.num_stages = @STAGES@}
-      %pdpRows = tile.reduce sum %res#1 along 1 : !rowParts -> !row
+      %pdpRows = tile.reduce sum %res#1 along 1 : !S -> !row
       @SINK_LOAD@
       // The row's sink term: the sink's probability exp(sink - LSE) times
       // Σ_j P_j dP_j; 0 for a row with neither keys nor a finite sink
