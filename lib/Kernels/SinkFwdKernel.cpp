@@ -86,10 +86,6 @@ module attributes {gpu.container_module} {
       %ln2 = arith.constant 0.693147180559945309417 : f32
       // softmax scale in log2 units: exp(x * scale) = exp2(x * scaleLog2).
       %scaleLog2 = arith.constant @SCALE_LOG2@ : f32
-      // How far (log2 units) a block's max may exceed the running max m
-      // before m moves: p = exp2(s - m) stays below 2^8, and most blocks
-      // leave m, hence alpha = 1 and O unscaled (tile.scale_rows).
-      %rescaleMargin = arith.constant 8.0 : f32
 @TILE_LOOP_BEGIN@
 @BLOCK_IDS@
       %hk = arith.divui %h, %group : index
@@ -176,9 +172,7 @@ constexpr llvm::StringLiteral kSoftmaxCore = R"mlir(
         %mNew = tile.map (%m, %blockMax) : (!row, !row) -> !row {
         ^bb0(%i: index, %mOld: f32, %x: f32):
           %t = arith.mulf %x, %scaleLog2 : f32
-          %limit = arith.addf %mOld, %rescaleMargin : f32
-          %grows = arith.cmpf ogt, %t, %limit : f32
-          %r = arith.select %grows, %t, %mOld : f32
+          %r = arith.maxnumf %mOld, %t : f32
           tile.yield %r : f32
         }
         // The offset subtracted before exp2: the new max, or 0 while the
@@ -210,7 +204,11 @@ constexpr llvm::StringLiteral kSoftmaxCore = R"mlir(
         }
 )mlir";
 constexpr llvm::StringLiteral kSerialLoopTail = R"mlir(
-        %oScaled = tile.scale_rows %o by %alpha : !O, !row
+        %oScaled = tile.map (%o, %alpha) : (!O, !row) -> !O {
+        ^bb0(%i: index, %j: index, %x: f32, %a: f32):
+          %r = arith.mulf %x, %a : f32
+          tile.yield %r : f32
+        }
         %p16 = tile.cast %p : !S to !P
         %oNew = tile.gemm %p16, %sV, %oScaled : !P, !sKV, !O
         scf.yield %mNew, %lNew, %oNew : !row, @L@, !O
@@ -255,7 +253,11 @@ constexpr llvm::StringLiteral kOverlapLoopTail = R"mlir(
         // serializes the two GEMMs (C7513) when they are redefined earlier
         // (docs/experiments/c7513-order-a.cu).
         %oDone = tile.gemm_wait %oAsync pending 0 : !O
-        %oScaled = tile.scale_rows %oDone by %soft#3 : !O, !row
+        %oScaled = tile.map (%oDone, %soft#3) : (!O, !row) -> !O {
+        ^bb0(%i: index, %j: index, %x: f32, %a: f32):
+          %r = arith.mulf %x, %a : f32
+          tile.yield %r : f32
+        }
         %p16 = tile.cast %soft#2 : !S to !P
         scf.yield %soft#0, %soft#1, %oScaled, %p16 : !row, @L@, !O, !P
       } {tile.num_stages = @STAGES@}
