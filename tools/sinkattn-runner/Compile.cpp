@@ -93,7 +93,14 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.stages = options.stages;
   config.startTile = options.startTile;
   config.schedule = options.schedule;
-  // A tuned problem's fastest schedule and stages, when asked to choose.
+  // Without --persistent, sink-fwd decides (kAutoPersistentBlocks).
+  config.persistentBlocks =
+      options.wasGiven("persistent") || options.kernel != "sink-fwd"
+          ? options.persistent
+          : kAutoPersistentBlocks;
+  // A tuned problem's fastest schedule, stages and persistent form, when
+  // asked to choose (an explicit --persistent still wins: auto's own
+  // persistence decision needs schedule auto, so the cache must say it).
   if (options.kernel == "sink-fwd" && !options.tuneCache.empty() &&
       options.schedule == "auto" && !options.wasGiven("stages")) {
     rt::Expected<std::optional<TunedChoice>> tuned =
@@ -103,19 +110,19 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
     if (*tuned) {
       config.schedule = (*tuned)->schedule;
       config.stages = (*tuned)->stages;
-      std::fprintf(stderr, "tuned: schedule=%s stages=%lld (from %s)\n",
+      if (!options.wasGiven("persistent"))
+        config.persistentBlocks = (*tuned)->persistentBlocks;
+      std::fprintf(stderr,
+                   "tuned: schedule=%s stages=%lld persistent=%lld (from "
+                   "%s)\n",
                    config.schedule.c_str(), (long long)config.stages,
+                   (long long)config.persistentBlocks,
                    options.tuneCache.c_str());
     }
   }
   config.copyEngine = options.copyEngine;
   config.dq = options.dq;
   config.packGqa = options.packGqa;
-  // Without --persistent, sink-fwd decides (kAutoPersistentBlocks).
-  config.persistentBlocks =
-      options.wasGiven("persistent") || options.kernel != "sink-fwd"
-          ? options.persistent
-          : kAutoPersistentBlocks;
   config.batch = options.batch;
   config.heads = options.heads;
   config.kvHeads = options.kvHeads;

@@ -2,9 +2,10 @@
 //
 // The autotuning space is small on purpose: the schedule (warp-specialized
 // with two consumer warpgroups, the same with each warpgroup's softmax
-// overlapped with its GEMMs, or plain with one) and the pipeline depth
-// (1 to 3 stages) are what the measurements showed to matter per head
-// dimension and length (docs/PERF.md). Each problem's winner is cached in a
+// overlapped with its GEMMs, or plain with one), the pipeline depth (1 to
+// 3 stages) and, for the two warp-specialized schedules, one block per tile
+// or a persistent kernel of one block per SM are what the measurements
+// showed to matter per head dimension and length (docs/PERF.md). Each problem's winner is cached in a
 // JSON file that `compile`/`check`/`bench --tune-cache FILE` consult when
 // the schedule is `auto`.
 //
@@ -16,6 +17,8 @@
 #include "Harness.h"
 #include "Preset.h"
 
+#include "SinkAttn/Runtime/Context.h"
+#include "SinkAttn/Runtime/CudaDriver.h"
 #include "SinkAttn/Runtime/Json.h"
 
 #include <algorithm>
@@ -25,6 +28,7 @@
 #include <iterator>
 #include <map>
 #include <sstream>
+#include <vector>
 
 using namespace sinkattn;
 using namespace sinkattn::runner;
@@ -125,15 +129,29 @@ runner::lookupTuned(const std::string &file, const std::string &key) {
   const rt::JsonValue *schedule = entry->find("schedule");
   const rt::JsonValue *stages = entry->find("stages");
   const rt::JsonValue *ms = entry->find("median_ms");
+  const rt::JsonValue *persistent = entry->find("persistent_blocks");
   if (!schedule || !schedule->isString() ||
       !isTunedSchedule(schedule->asString()) || !stages || !stages->isInt() ||
       stages->asInt() < 1 || stages->asInt() > 3)
     return rt::Status::error("the tuning cache '" + file + "' entry '" + key +
                              "' needs schedule ws|overlap|plain and stages "
                              "1..3");
+  // Optional (caches written before it existed have none): 0 or 1..65535
+  // blocks, and only for the warp-specialized schedules.
+  int64_t persistentBlocks = 0;
+  if (persistent) {
+    if (!persistent->isInt() || persistent->asInt() < 0 ||
+        persistent->asInt() > 65535 ||
+        (persistent->asInt() > 0 && schedule->asString() == "plain"))
+      return rt::Status::error(
+          "the tuning cache '" + file + "' entry '" + key +
+          "' has persistent_blocks that is not an integer 0..65535 for a "
+          "ws or overlap schedule (0 for plain)");
+    persistentBlocks = persistent->asInt();
+  }
   return std::optional<TunedChoice>(TunedChoice{
       schedule->asString(), stages->asInt(),
-      ms && ms->isNumber() ? ms->asDouble() : 0.0});
+      ms && ms->isNumber() ? ms->asDouble() : 0.0, persistentBlocks});
 }
 
 int runner::runTune(
@@ -163,18 +181,40 @@ int runner::runTune(
           "this runtime-only build cannot compile the variants; pass "
           "--bundles DIR"));
     std::string key = tuneKey(options);
-    for (const char *schedule : kTunedSchedules)
-      for (int64_t stages = 1; stages <= 3; ++stages) {
-        Options variant = options;
-        variant.schedule = schedule;
-        variant.stages = stages;
-        rt::Expected<rt::Bundle> bundle = compile(variant);
-        if (!bundle.ok())
-          return fail(bundle.status());
-        problems[key].emplace_back(
-            std::string(schedule) + " stages=" + std::to_string(stages),
-            std::move(*bundle));
-      }
+    // The persistent form exists for the warp-specialized schedules over
+    // the BHSD and BSHD layouts, one query head per tile; it gets one block
+    // per SM of the GPU being tuned (which tune needs anyway).
+    bool persistentForm = options.layout != "varlen" && !options.packGqa;
+    int64_t smCount = 0;
+    if (persistentForm) {
+      auto driver = rt::CudaDriver::load();
+      if (!driver.ok())
+        return fail(driver.status());
+      auto info = rt::queryDevice(**driver, int(options.device));
+      if (!info.ok())
+        return fail(info.status());
+      smCount = info->smCount;
+    }
+    for (const char *schedule : kTunedSchedules) {
+      std::vector<int64_t> forms = {0};
+      if (smCount > 0 && std::string(schedule) != "plain")
+        forms.push_back(smCount);
+      for (int64_t stages = 1; stages <= 3; ++stages)
+        for (int64_t blocks : forms) {
+          Options variant = options;
+          variant.schedule = schedule;
+          variant.stages = stages;
+          variant.persistent = blocks;
+          variant.given.push_back("persistent");
+          rt::Expected<rt::Bundle> bundle = compile(variant);
+          if (!bundle.ok())
+            return fail(bundle.status());
+          problems[key].emplace_back(
+              std::string(schedule) + " stages=" + std::to_string(stages) +
+                  (blocks ? " persistent=" + std::to_string(blocks) : ""),
+              std::move(*bundle));
+        }
+    }
   }
 
   rt::Expected<rt::JsonValue> cache = readCache(options.tuneCache);
@@ -184,7 +224,8 @@ int runner::runTune(
   std::string gpu;
   for (auto &[key, candidates] : problems) {
     std::printf("tune %s\n", key.c_str());
-    std::printf("  %-8s %6s %10s\n", "schedule", "stages", "median ms");
+    std::printf("  %-8s %6s %10s %10s\n", "schedule", "stages", "persistent",
+                "median ms");
     std::optional<TunedChoice> best;
     rt::JsonValue timed = rt::JsonValue::array({});
     for (auto &[name, bundle] : candidates) {
@@ -202,15 +243,14 @@ int runner::runTune(
                    ? std::get<int64_t>(it->second)
                    : 0;
       };
-      // The cache keys problems, not launch forms: a packed or persistent
-      // bundle would be recorded as the plain form of its schedule.
-      for (const char *form : {"pack_gqa", "persistent_blocks"})
-        if (integer(form) != 0)
-          return fail(rt::Status::error(
-              "bundle '" + name + "' is not in the tuning space: its config "
-              "has " + form + " (the tuning space is one block per tile of "
-              "one query head)"));
-      TunedChoice choice{text("schedule"), integer("stages"), 0};
+      // A packed bundle is another problem's launch form (its tiles span
+      // the query heads of a group), which a cache entry cannot say.
+      if (integer("pack_gqa") != 0)
+        return fail(rt::Status::error(
+            "bundle '" + name + "' is not in the tuning space: its config "
+            "has pack_gqa (the tuning space is tiles of one query head)"));
+      TunedChoice choice{text("schedule"), integer("stages"), 0,
+                         integer("persistent_blocks")};
       if (!isTunedSchedule(choice.schedule) || choice.stages < 1 ||
           choice.stages > 3)
         return fail(rt::Status::error(
@@ -230,22 +270,25 @@ int runner::runTune(
         return fail(report.status());
       gpu = (*session)->device().name;
       choice.medianMs = report->medianMs;
-      std::printf("  %-8s %6lld %10.4f\n", choice.schedule.c_str(),
-                  (long long)choice.stages, choice.medianMs);
+      std::printf("  %-8s %6lld %10lld %10.4f\n", choice.schedule.c_str(),
+                  (long long)choice.stages, (long long)choice.persistentBlocks,
+                  choice.medianMs);
       rt::JsonValue row = rt::JsonValue::object();
       row.set("schedule", choice.schedule);
       row.set("stages", choice.stages);
+      row.set("persistent_blocks", choice.persistentBlocks);
       row.set("median_ms", choice.medianMs);
       timed.push(std::move(row));
       if (!best || choice.medianMs < best->medianMs)
         best = choice;
     }
-    std::printf("  fastest: schedule=%s stages=%lld (%.4f ms)\n",
+    std::printf("  fastest: schedule=%s stages=%lld persistent=%lld (%.4f ms)\n",
                 best->schedule.c_str(), (long long)best->stages,
-                best->medianMs);
+                (long long)best->persistentBlocks, best->medianMs);
     rt::JsonValue entry = rt::JsonValue::object();
     entry.set("schedule", best->schedule);
     entry.set("stages", best->stages);
+    entry.set("persistent_blocks", best->persistentBlocks);
     entry.set("median_ms", best->medianMs);
     entry.set("gpu", gpu);
     entry.set("timed", std::move(timed));
