@@ -52,7 +52,7 @@ const FlagSpec kFlags[] = {
     {"o", "PATH", "compile", "output file, or directory for --emit bundle ('-': stdout)"},
     {"bundle", "DIR", "check bench", "run a compiled bundle instead of compiling"},
     {"preset", "NAME", "bench", "time a table of configurations: seed (bf16 B1 H64 HK8, S 2k..16k x D 64/128; sink-fwd causal and window 128, or with --kernel sink-bwd the causal backward)"},
-    {"tune-cache", "FILE", "compile check bench tune", "sink-fwd: the tuning cache; tune records each problem's fastest schedule and stages in it, and --schedule auto (without --stages) uses them"},
+    {"tune-cache", "FILE", "compile check bench tune", "sink-fwd: the tuning cache; tune records each problem's fastest schedule, stages and persistent form in it, and --schedule auto (without --stages) uses them (an explicit --persistent wins)"},
     {"bundles", "DIR", "bench tune", "with --preset: take each configuration's bundle from the bundles under DIR (found by their manifests) instead of compiling; tune: time the sink-fwd bundles under DIR"},
     {"seed", "N", "check bench tune", "seed of the random inputs (default 0)"},
     {"iters", "N", "bench tune", "timed iterations (default 50; median reported)"},
@@ -152,8 +152,8 @@ std::string runner::usage(bool hasCompiler) {
       "  check     run a kernel on random inputs and compare with a reference\n"
       "            (exit 0: pass, 1: fail)\n"
       "  bench     time a kernel (median of --iters runs), print a table\n"
-      "  tune      time sink-fwd's schedules x stages per problem and record\n"
-      "            the fastest in --tune-cache\n"
+      "  tune      time sink-fwd's schedules x stages (x persistent) per problem\n"
+      "            and record the fastest in --tune-cache\n"
       "  help      this text\n";
   if (!hasCompiler)
     text += "\nThis is a runtime-only build: check and bench need --bundle DIR\n"
