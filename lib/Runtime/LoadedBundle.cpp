@@ -6,10 +6,10 @@ namespace sinkattn::rt {
 
 Expected<LoadedBundle> LoadedBundle::load(const Context &ctx, Bundle bundle,
                                           const JitOptions &options) {
+  // run() relies on the launch rules (setup launches first, an
+  // overlapping launch followed by one that is not, in the same phase).
+  SINKATTN_RT_TRY(validateBundle(bundle));
   std::vector<BundleLaunch> launches = launchesOf(bundle);
-  if (launches.empty())
-    return Status::error("bundle of kernel '" + bundle.kernel +
-                         "' has no launches");
   // The JIT's messages name the bundle's kernel kind for a multi-kernel
   // bundle and the entry for a single one.
   std::string source =
@@ -65,13 +65,22 @@ Status LoadedBundle::run(const std::map<std::string, CUdeviceptr> &addresses,
   // it, i + 1 on `stream`, and whatever comes after them (the next launch,
   // or the caller's next work) waits for i's end.
   bool joinPending = false;
+  // Orders the side launch before what comes next on `stream`; if even
+  // that fails, waits for it on the host, so that nothing of this call is
+  // left running unordered.
+  auto join = [&]() -> Status {
+    Status joined = side_->join.waitIn(stream);
+    if (!joined.ok())
+      (void)side_->stream.synchronize();
+    return joined;
+  };
   for (size_t i = 0; i < launches_.size(); ++i) {
     const BundleLaunch &launch = launches_[i];
     if (launch.setup != setup)
       continue;
     if (joinPending && !launches_[i - 1].overlapsNext) {
-      SINKATTN_RT_TRY(side_->join.waitIn(stream));
       joinPending = false;
+      SINKATTN_RT_TRY(join());
     }
     CUstream launchStream = stream;
     if (launch.overlapsNext) {
@@ -89,20 +98,22 @@ Status LoadedBundle::run(const std::map<std::string, CUdeviceptr> &addresses,
       launched = launchKernel(functions_[i], config, *args);
     }
     if (!launched.ok()) {
-      // Leave no work of this call on the side stream unjoined.
       if (joinPending)
-        (void)side_->join.waitIn(stream);
+        (void)join();
       return launches_.size() == 1
                  ? launched
                  : launched.withContext("launch of " + launch.entry + ": ");
     }
     if (launch.overlapsNext) {
-      SINKATTN_RT_TRY(side_->join.record(launchStream));
+      if (Status recorded = side_->join.record(launchStream); !recorded.ok()) {
+        (void)side_->stream.synchronize();
+        return recorded.withContext("launch of " + launch.entry + ": ");
+      }
       joinPending = true;
     }
   }
   if (joinPending)
-    SINKATTN_RT_TRY(side_->join.waitIn(stream));
+    SINKATTN_RT_TRY(join());
   return Status();
 }
 

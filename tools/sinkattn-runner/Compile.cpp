@@ -113,10 +113,11 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
       if (!options.wasGiven("persistent"))
         config.persistentBlocks = (*tuned)->persistentBlocks;
       std::fprintf(stderr,
-                   "tuned: schedule=%s stages=%lld persistent=%lld (from "
+                   "tuned: schedule=%s stages=%lld persistent=%lld%s (from "
                    "%s)\n",
                    config.schedule.c_str(), (long long)config.stages,
                    (long long)config.persistentBlocks,
+                   options.wasGiven("persistent") ? " (given)" : "",
                    options.tuneCache.c_str());
     }
   }

@@ -35,11 +35,12 @@ enum class LaunchPhase { Setup, Main };
 
 class LoadedBundle {
 public:
-  /// JIT-compiles `bundle.ptx` on `ctx` (current on the calling thread; it
-  /// must outlive the result) and looks up every launch's entry. Errors:
-  /// the JIT's (with ptxas's log, naming the bundle's kernel), a missing
-  /// entry, or a launch that needs more shared memory per block (static +
-  /// dynamic) than the GPU allows, naming the kernel and both sizes.
+  /// Validates `bundle` (validateBundle), JIT-compiles its PTX on `ctx`
+  /// (current on the calling thread; it must outlive the result) and looks
+  /// up every launch's entry. Errors: the validation's, the JIT's (with
+  /// ptxas's log, naming the bundle's kernel), a missing entry, or a launch
+  /// that needs more shared memory per block (static + dynamic) than the
+  /// GPU allows, naming the kernel and both sizes.
   static Expected<LoadedBundle> load(const Context &ctx, Bundle bundle,
                                      const JitOptions &options = {});
 
@@ -64,7 +65,11 @@ public:
   /// the next launch, which goes to `stream`; the launch after the pair
   /// waits for both. When run returns, successful or not, the second
   /// stream's work is joined into `stream`: whatever the caller queues or
-  /// records on `stream` next follows every launch of this call.
+  /// records on `stream` next follows every launch of this call (after an
+  /// error that even the join could not order, run waits for the second
+  /// stream on the host). One call at a time: the fork and join events are
+  /// the object's own, so concurrent calls from several host threads must
+  /// be serialized by the caller.
   Status run(const std::map<std::string, CUdeviceptr> &bufferAddresses,
              CUstream stream, LaunchPhase phase = LaunchPhase::Main) const;
 

@@ -754,6 +754,13 @@ LogicalResult checkLowerable(Operation *op) {
                << "combines columns of " << type
                << "; the lowering handles #tile.layout<accumulator> "
                   "fragments only";
+    // As tile.reduce: 32-bit values, so that a partial tile reduced later
+    // gives the same row values (no 16-bit sums, no i1 max as signed).
+    Type element = partial.getSource().getType().getElementType();
+    if (!element.isF32() && !element.isInteger(32))
+      return partial.emitOpError()
+             << "combines " << element
+             << " elements; the lowering handles f32 and i32";
   } else if (auto store = dyn_cast<StoreOp>(op)) {
     MemRefType destType = store.getDest().getType();
     FragmentType type = store.getValue().getType();

@@ -75,6 +75,22 @@ func.func @wait_bf16(%p: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>) 
 
 // -----
 
+func.func @partial_reduce_bf16(%p: !tile.fragment<64x32xbf16, #tile.layout<accumulator>>) {
+  // expected-error @+1 {{combines 'bf16' elements; the lowering handles f32 and i32}}
+  %r = tile.partial_reduce sum %p : !tile.fragment<64x32xbf16, #tile.layout<accumulator>> -> !tile.fragment<64x16xbf16, #tile.layout<accumulator>>
+  return
+}
+
+// -----
+
+func.func @partial_reduce_operand_a_result(%p: !tile.fragment<64x32xbf16, #tile.layout<accumulator>>) {
+  // expected-error @+1 {{combines columns of '!tile.fragment<64x16xbf16, #tile.layout<operand_a>>'; the lowering handles #tile.layout<accumulator> fragments only}}
+  %r = tile.partial_reduce sum %p : !tile.fragment<64x32xbf16, #tile.layout<accumulator>> -> !tile.fragment<64x16xbf16, #tile.layout<operand_a>>
+  return
+}
+
+// -----
+
 func.func @partial_reduce_operand_a(%p: !tile.fragment<64x32xbf16, #tile.layout<operand_a>>) {
   // expected-error @+1 {{combines columns of '!tile.fragment<64x32xbf16, #tile.layout<operand_a>>'; the lowering handles #tile.layout<accumulator> fragments only}}
   %r = tile.partial_reduce sum %p : !tile.fragment<64x32xbf16, #tile.layout<operand_a>> -> !tile.fragment<64x16xbf16, #tile.layout<accumulator>>

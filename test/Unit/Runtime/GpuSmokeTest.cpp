@@ -651,7 +651,16 @@ void testLaunchSequence(const Context &ctx) {
     return check(false, "load sequence bundles",
                  full.status().message() + tailOnly.status().message() +
                      copyAfter.status().message());
-  check(full->launches().size() == 4, "LoadedBundle keeps the four launches");
+  // load() validates: a last launch that overlaps has no pair, which run()
+  // would otherwise leave unjoined.
+  Bundle unpaired = tail;
+  unpaired.launches.back().overlapsNext = true;
+  unpaired.launches[1].overlapsNext = false;
+  Expected<LoadedBundle> refused = LoadedBundle::load(ctx, unpaired);
+  check(!refused.ok() && refused.status().message().find(
+                             "the last launch has no next launch to overlap") !=
+                             std::string::npos,
+        "load refuses an invalid launch sequence", refused.status().message());
 
   reset();
   checkStatus(full->run(addresses, nullptr, LaunchPhase::Setup),
