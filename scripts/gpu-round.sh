@@ -145,7 +145,8 @@ if [[ -n "$preset" ]]; then
   while read -r line; do note "preset $preset sink-bwd: $line"; done < <(grep -E "^ *[0-9]+ " "$out/bench-preset-$preset-bwd.txt")
 fi
 if [[ -n "$preset" ]]; then
-  # Autotuning: every seed cell's schedule x stages variant; the fastest
+  # Autotuning: every seed cell's schedule x stages variant (and the ws/overlap
+  # persistent forms at 2 stages); the fastest
   # per cell goes to $out/tune-cache.json (compile --tune-cache uses it).
   tune_bundles="$out/tune-bundles"
   rm -rf "$tune_bundles" && mkdir -p "$tune_bundles"
