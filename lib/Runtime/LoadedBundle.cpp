@@ -10,14 +10,12 @@ Expected<LoadedBundle> LoadedBundle::load(const Context &ctx, Bundle bundle,
   // overlapping launch followed by one that is not, in the same phase).
   SINKATTN_RT_TRY(validateBundle(bundle));
   std::vector<BundleLaunch> launches = launchesOf(bundle);
-  // The JIT's messages name the bundle's kernel kind for a multi-kernel
-  // bundle and the entry for a single one.
-  std::string source =
-      (bundle.launches.empty() ? launches.front().entry : bundle.kernel) +
-      ".ptx";
-  SINKATTN_RT_ASSIGN_OR_RETURN(Module module,
-                               Module::loadPtx(ctx, bundle.ptx, options, source));
+  std::string name =
+      bundle.launches.empty() ? launches.front().entry : bundle.kernel;
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      Module module, Module::loadPtx(ctx, bundle.ptx, options, name + ".ptx"));
   LoadedBundle loaded(std::move(bundle), std::move(module));
+  loaded.name_ = std::move(name);
   loaded.driver_ = ctx.driverPtr();
   loaded.launches_ = std::move(launches);
   const DeviceInfo &info = ctx.info();

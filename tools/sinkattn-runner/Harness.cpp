@@ -355,10 +355,7 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
       rt::LoadedBundle loaded,
       rt::LoadedBundle::load(*session->context_, std::move(bundle)));
   if (verbose)
-    std::fprintf(stderr, "JIT log of %s:\n%s\n",
-                 (loaded.bundle().launches.empty() ? loaded.bundle().entry
-                                                   : loaded.bundle().kernel)
-                     .c_str(),
+    std::fprintf(stderr, "JIT log of %s:\n%s\n", loaded.name().c_str(),
                  loaded.infoLog().c_str());
   session->loaded_ = std::make_unique<rt::LoadedBundle>(std::move(loaded));
   session->verbose_ = verbose;
@@ -430,6 +427,7 @@ rt::Status Session::fixSinks(std::vector<float> values) {
 
 rt::Status Session::prepare(uint64_t seed) {
   buffers_.clear();
+  addresses_.clear();
   inputs_.clear();
   inputBytes_.clear();
   referenceOutputs_.clear();
@@ -477,24 +475,18 @@ rt::Status Session::prepare(uint64_t seed) {
     } else {
       SINKATTN_RT_TRY(buffer.poison());
     }
+    addresses_[param.name] = buffer.address();
     buffers_.emplace(param.name, std::move(buffer));
   }
   return context_->synchronize();
 }
 
-rt::Status Session::runLaunches(CUstream stream, rt::LaunchPhase phase) {
-  std::map<std::string, CUdeviceptr> addresses;
-  for (const auto &[name, buffer] : buffers_)
-    addresses[name] = buffer.address();
-  return loaded_->run(addresses, stream, phase);
-}
-
 rt::Status Session::launch(CUstream stream) {
-  return runLaunches(stream, rt::LaunchPhase::Main);
+  return loaded_->run(addresses_, stream, rt::LaunchPhase::Main);
 }
 
 rt::Status Session::setup() {
-  SINKATTN_RT_TRY(runLaunches(nullptr, rt::LaunchPhase::Setup));
+  SINKATTN_RT_TRY(loaded_->run(addresses_, nullptr, rt::LaunchPhase::Setup));
   return context_->synchronize();
 }
 

@@ -113,9 +113,6 @@ private:
   /// float64 CPU backward, the exact gradient and finite differences
   /// (compareSinkBwd).
   rt::Expected<CheckReport> checkSinkBwd();
-  /// Runs the phase's launches (rt::LoadedBundle::run) on this session's
-  /// buffers.
-  rt::Status runLaunches(CUstream stream, rt::LaunchPhase phase);
   /// JIT-compiles the bundle's reference kernel on first use.
   rt::Status loadReference();
 
@@ -123,6 +120,9 @@ private:
   /// The bundle, its kernels JIT-compiled and their launch sequence.
   std::unique_ptr<rt::LoadedBundle> loaded_;
   std::map<std::string, rt::DeviceBuffer> buffers_;
+  /// buffers_' device addresses by name, for the launches (set by
+  /// prepare(), not rebuilt for every timed launch).
+  std::map<std::string, CUdeviceptr> addresses_;
   /// Input values as float (after rounding to the buffer's dtype).
   std::map<std::string, std::vector<float>> inputs_;
   /// Input bytes exactly as uploaded.

@@ -50,6 +50,9 @@ public:
   LoadedBundle &operator=(const LoadedBundle &) = delete;
 
   const Bundle &bundle() const { return bundle_; }
+  /// What the JIT's messages call the bundle: its kernel kind for a
+  /// multi-kernel bundle, its entry for a single one.
+  const std::string &name() const { return name_; }
   /// launchesOf(bundle()): the launches in manifest order.
   const std::vector<BundleLaunch> &launches() const { return launches_; }
   /// ptxas's informational log of the JIT (registers, spills per kernel).
@@ -78,6 +81,7 @@ private:
       : bundle_(std::move(bundle)), module_(std::move(module)) {}
 
   Bundle bundle_;
+  std::string name_;
   Module module_;
   std::shared_ptr<const CudaDriver> driver_;
   std::vector<BundleLaunch> launches_;
