@@ -86,6 +86,7 @@ module attributes {gpu.container_module} {
       %ln2 = arith.constant 0.693147180559945309417 : f32
       // softmax scale in log2 units: exp(x * scale) = exp2(x * scaleLog2).
       %scaleLog2 = arith.constant @SCALE_LOG2@ : f32
+@RESCALE_MARGIN@
 @TILE_LOOP_BEGIN@
 @BLOCK_IDS@
       %hk = arith.divui %h, %group : index
@@ -172,7 +173,7 @@ constexpr llvm::StringLiteral kSoftmaxCore = R"mlir(
         %mNew = tile.map (%m, %blockMax) : (!row, !row) -> !row {
         ^bb0(%i: index, %mOld: f32, %x: f32):
           %t = arith.mulf %x, %scaleLog2 : f32
-          %r = arith.maxnumf %mOld, %t : f32
+@MAX_UPDATE@
           tile.yield %r : f32
         }
         // The offset subtracted before exp2: the new max, or 0 while the
@@ -253,11 +254,7 @@ constexpr llvm::StringLiteral kOverlapLoopTail = R"mlir(
         // serializes the two GEMMs (C7513) when they are redefined earlier
         // (docs/experiments/c7513-order-a.cu).
         %oDone = tile.gemm_wait %oAsync pending 0 : !O
-        %oScaled = tile.map (%oDone, %soft#3) : (!O, !row) -> !O {
-        ^bb0(%i: index, %j: index, %x: f32, %a: f32):
-          %r = arith.mulf %x, %a : f32
-          tile.yield %r : f32
-        }
+        %oScaled = tile.scale_rows %oDone by %soft#3 : !O, !row
         %p16 = tile.cast %soft#2 : !S to !P
         scf.yield %soft#0, %soft#1, %oScaled, %p16 : !row, @L@, !O, !P
       } {tile.num_stages = @STAGES@}
@@ -940,6 +937,20 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"WINDOW", str(hasWindow ? config.window : config.seqKv + 1)},
        {"HAS_WINDOW", hasWindow ? "true" : "false"},
        {"SCALE_LOG2", scaleLog2},
+       // The overlapped loop rescales O conditionally (FA4): the running max
+       // m moves only when a block's max exceeds it by more than a margin
+       // (log2 units; p = exp2(s - m) then stays below 2^8), so most blocks
+       // leave m, hence alpha = 1, and tile.scale_rows lets a thread skip
+       // O's multiplies. Measured for overlap only: the other forms rescale
+       // O before their P V GEMM, where the skip's branch did not pay
+       // (docs/PERF.md).
+       {"RESCALE_MARGIN",
+        overlap ? "      %rescaleMargin = arith.constant 8.0 : f32" : ""},
+       {"MAX_UPDATE",
+        overlap ? "          %limit = arith.addf %mOld, %rescaleMargin : f32\n"
+                  "          %grows = arith.cmpf ogt, %t, %limit : f32\n"
+                  "          %r = arith.select %grows, %t, %mOld : f32"
+                : "          %r = arith.maxnumf %mOld, %t : f32"},
        // Without warp specialization tile-software-pipeline prefetches
        // K and V S - 1 blocks ahead.
        {"STAGES", str(config.stages)},

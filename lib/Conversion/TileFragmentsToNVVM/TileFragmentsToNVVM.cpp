@@ -336,6 +336,57 @@ struct PartialReduceLowering : public OpConversionPattern<PartialReduceOp> {
   }
 };
 
+/// Each register times its row's factor (Placement::rowRegister), inside
+/// an scf.if that only threads with a factor other than exactly 1 enter:
+/// the others keep their registers (x * 1 == x, so the value is the same).
+struct ScaleRowsLowering : public OpConversionPattern<ScaleRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScaleRowsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FragmentType type = op.getType();
+    FragmentType factorType = op.getFactors().getType();
+    auto vectorType = dyn_cast_or_null<VectorType>(
+        getTypeConverter()->convertType(type));
+    if (!vectorType || !getLayoutKind(type) || !getLayoutKind(factorType))
+      return rewriter.notifyMatchFailure(op, "fragment without a layout");
+    Location loc = op.getLoc();
+    Value source = adaptor.getSource(), factors = adaptor.getFactors();
+    Type element = type.getElementType();
+    Value one = arith::ConstantOp::create(rewriter, loc, element,
+                                          rewriter.getFloatAttr(element, 1.0));
+    SmallVector<Value> rowFactors;
+    Value needed;
+    for (int64_t r = 0, e = getRegistersPerThread(factorType); r < e; ++r) {
+      rowFactors.push_back(extractRegister(rewriter, loc, factors, r));
+      // Unordered: a NaN factor multiplies too.
+      Value differs = arith::CmpFOp::create(
+          rewriter, loc, arith::CmpFPredicate::UNE, rowFactors.back(), one);
+      needed = needed ? arith::OrIOp::create(rewriter, loc, needed, differs)
+                            .getResult()
+                      : differs;
+    }
+    auto branch = scf::IfOp::create(rewriter, loc, TypeRange{vectorType},
+                                    needed, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(branch.thenBlock());
+      SmallVector<Value> scaled;
+      for (int64_t r = 0, e = getRegistersPerThread(type); r < e; ++r)
+        scaled.push_back(arith::MulFOp::create(
+            rewriter, loc, extractRegister(rewriter, loc, source, r),
+            rowFactors[getPlacement(type, r).rowRegister]));
+      Value vector =
+          vector::FromElementsOp::create(rewriter, loc, vectorType, scaled);
+      scf::YieldOp::create(rewriter, loc, vector);
+      rewriter.setInsertionPointToStart(branch.elseBlock());
+      scf::YieldOp::create(rewriter, loc, source);
+    }
+    rewriter.replaceOp(op, branch.getResults());
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Stores
 //===----------------------------------------------------------------------===//
@@ -746,6 +797,12 @@ LogicalResult checkLowerable(Operation *op) {
       return reduce.emitOpError() << "reduces " << element
                                   << " elements; the lowering shuffles 32-bit "
                                      "values (f32 or i32)";
+  } else if (auto scale = dyn_cast<ScaleRowsOp>(op)) {
+    if (getLayoutKind(scale.getType()) != LayoutKind::accumulator)
+      return scale.emitOpError()
+             << "scales the rows of " << scale.getType()
+             << "; the lowering handles #tile.layout<accumulator> fragments "
+                "only";
   } else if (auto partial = dyn_cast<PartialReduceOp>(op)) {
     for (FragmentType type :
          {partial.getSource().getType(), partial.getType()})
@@ -825,11 +882,11 @@ struct ConvertTileFragmentsToNVVMPass
                            memref::MemRefDialect, NVVM::NVVMDialect,
                            scf::SCFDialect, vector::VectorDialect>();
     target.addIllegalOp<FillOp, MapOp, YieldOp, ReduceOp, PartialReduceOp,
-                        CastOp, GemmOp, GemmWaitOp, StoreOp>();
+                        ScaleRowsOp, CastOp, GemmOp, GemmWaitOp, StoreOp>();
     RewritePatternSet patterns(context);
     patterns.add<FillLowering, CastLowering, MapLowering, ReduceLowering,
-                 PartialReduceLowering, StoreLowering, GemmLowering,
-                 GemmWaitLowering>(converter, context);
+                 PartialReduceLowering, ScaleRowsLowering, StoreLowering,
+                 GemmLowering, GemmWaitLowering>(converter, context);
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                          target);
     // Ops of the body of a tile.map are cloned by its lowering; tile ops

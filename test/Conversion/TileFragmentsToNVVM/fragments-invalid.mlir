@@ -96,3 +96,11 @@ func.func @partial_reduce_operand_a(%p: !tile.fragment<64x32xbf16, #tile.layout<
   %r = tile.partial_reduce sum %p : !tile.fragment<64x32xbf16, #tile.layout<operand_a>> -> !tile.fragment<64x16xbf16, #tile.layout<accumulator>>
   return
 }
+
+// -----
+
+func.func @scale_rows_operand_a(%p: !tile.fragment<64x32xbf16, #tile.layout<operand_a>>, %a: !tile.fragment<64xbf16, #tile.layout<rows>>) {
+  // expected-error @+1 {{scales the rows of '!tile.fragment<64x32xbf16, #tile.layout<operand_a>>'; the lowering handles #tile.layout<accumulator> fragments only}}
+  %r = tile.scale_rows %p by %a : !tile.fragment<64x32xbf16, #tile.layout<operand_a>>, !tile.fragment<64xbf16, #tile.layout<rows>>
+  return
+}

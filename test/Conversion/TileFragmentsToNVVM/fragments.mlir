@@ -279,3 +279,29 @@ func.func @partial_reduce_blocks(%s: !tile.fragment<128x32xi32, #tile.layout<acc
   %r = tile.partial_reduce max %s : !tile.fragment<128x32xi32, #tile.layout<accumulator>> -> !tile.fragment<128x8xi32, #tile.layout<accumulator>>
   return %r : !tile.fragment<128x8xi32, #tile.layout<accumulator>>
 }
+
+// tile.scale_rows: the thread's two row factors (registers 0 and 1 of the
+// row vector) are compared with 1 (unordered: NaN multiplies); only then
+// does it multiply, register r by its row's factor (rows h = 0: registers
+// 0, 1, 4, 5 of a 64x16 accumulator; h = 1: 2, 3, 6, 7). Otherwise the
+// registers pass through unchanged.
+// CHECK-LABEL: func @scale_rows
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-DAG: %[[A0:.*]] = vector.extract %[[A:.*]][0] : f32 from vector<2xf32>
+// CHECK-DAG: %[[A1:.*]] = vector.extract %[[A]][1] : f32 from vector<2xf32>
+// CHECK-DAG: %[[D0:.*]] = arith.cmpf une, %[[A0]], %[[ONE]] : f32
+// CHECK-DAG: %[[D1:.*]] = arith.cmpf une, %[[A1]], %[[ONE]] : f32
+// CHECK: %[[ANY:.*]] = arith.ori %[[D0]], %[[D1]] : i1
+// CHECK: %[[R:.*]] = scf.if %[[ANY]] -> (vector<8xf32>) {
+// CHECK-DAG: %[[X2:.*]] = vector.extract %[[O:.*]][2] : f32 from vector<8xf32>
+// CHECK-DAG: %[[X4:.*]] = vector.extract %[[O]][4] : f32 from vector<8xf32>
+// CHECK-DAG: arith.mulf %[[X2]], %[[A1]] : f32
+// CHECK-DAG: arith.mulf %[[X4]], %[[A0]] : f32
+// CHECK: scf.yield %{{.*}} : vector<8xf32>
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.yield %[[O]] : vector<8xf32>
+// CHECK-NEXT: }
+func.func @scale_rows(%o: !acc, %a: !rows) -> !acc {
+  %r = tile.scale_rows %o by %a : !acc, !rows
+  return %r : !acc
+}

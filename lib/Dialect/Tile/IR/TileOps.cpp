@@ -447,6 +447,26 @@ LogicalResult PartialReduceOp::verify() {
   return success();
 }
 
+LogicalResult ScaleRowsOp::verify() {
+  FragmentType source = getSource().getType();
+  FragmentType factors = getFactors().getType();
+  if (source.getRank() != 2 || factors.getRank() != 1)
+    return emitOpError() << "scales the rows of a 2-D fragment by a row "
+                            "vector, got ranks "
+                         << source.getRank() << " and " << factors.getRank();
+  if (!isa<FloatType>(source.getElementType()) ||
+      source.getElementType() != factors.getElementType())
+    return emitOpError() << "needs floating-point elements of one type: "
+                            "source holds "
+                         << source.getElementType() << ", factors "
+                         << factors.getElementType();
+  if (factors.getShape()[0] != source.getShape()[0])
+    return emitOpError() << "has " << factors.getShape()[0]
+                         << " factors for " << source.getShape()[0]
+                         << " rows";
+  return success();
+}
+
 LogicalResult MapOp::verify() {
   ArrayRef<int64_t> resultShape = getResult().getType().getShape();
   for (auto [position, input] : llvm::enumerate(getInputs())) {

@@ -195,6 +195,9 @@ struct TileAssignLayoutsPass
           failedAny = true;
         if (failed(markSwizzled(gemm, gemm.getB(), "B")))
           failedAny = true;
+      } else if (auto scale = dyn_cast<ScaleRowsOp>(op)) {
+        // Result and source are one type (their registers correspond).
+        classes.unite(scale.getSource(), scale.getResult());
       } else if (auto wait = dyn_cast<GemmWaitOp>(op)) {
         for (auto [operand, result] :
              llvm::zip(wait.getFragments(), wait.getResults()))

@@ -142,3 +142,17 @@ func.func @partial_row_sum(%out: memref<64xf32>) {
   tile.store %rows, %out[%c0] : !tile.fragment<64xf32>, memref<64xf32>
   return
 }
+
+// tile.scale_rows ties its result to its source (one type); the factors
+// are a row vector.
+// CHECK-LABEL: func @scaled_rows
+// CHECK: tile.scale_rows %{{.*}} by %{{.*}} : !tile.fragment<64x64xf32, #tile.layout<accumulator>>, !tile.fragment<64xf32, #tile.layout<rows>>
+func.func @scaled_rows(%out: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %two = arith.constant 2.0 : f32
+  %o = tile.fill %two : !tile.fragment<64x64xf32>
+  %a = tile.fill %two : !tile.fragment<64xf32>
+  %r = tile.scale_rows %o by %a : !tile.fragment<64x64xf32>, !tile.fragment<64xf32>
+  tile.store %r, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+  return
+}

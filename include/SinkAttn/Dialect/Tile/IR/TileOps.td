@@ -557,6 +557,29 @@ def Tile_PartialReduceOp : Tile_Op<"partial_reduce", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_ScaleRowsOp : Tile_Op<"scale_rows",
+    [Pure, AllTypesMatch<["source", "result"]>]> {
+  let summary = "multiply each row of a register tile by its row's factor";
+  let description = [{
+    `result[i, j] = source[i, j] * factors[i]`: the value a `tile.map`
+    multiplying by a broadcast row vector computes. The lowering lets a
+    thread whose rows' factors are all exactly 1 skip its multiplies
+    (`x * 1` is `x`) behind a branch, so an online softmax whose running
+    max moves only when it grows by a margin rescales its output in few
+    iterations (FA4's conditional rescaling) instead of in every one.
+
+    ```mlir
+    %o2 = tile.scale_rows %o by %alpha : !tile.fragment<64x128xf32>, !tile.fragment<64xf32>
+    ```
+  }];
+  let arguments = (ins Tile_Fragment:$source, Tile_Fragment:$factors);
+  let results = (outs Tile_Fragment:$result);
+  let assemblyFormat = [{
+    $source `by` $factors attr-dict `:` qualified(type($source)) `,` qualified(type($factors))
+  }];
+  let hasVerifier = 1;
+}
+
 def Tile_MapOp : Tile_Op<"map", [RecursiveMemoryEffects, SingleBlock]> {
   let summary = "elementwise computation over register tiles and indices";
   let description = [{
