@@ -516,9 +516,12 @@ constexpr llvm::StringLiteral kConstants = R"mlir(
 /// %past): its last key lies after its first row's position (the
 /// diagonal; also every block with keys past the sequence's end, since
 /// live rows' positions stay below it), or, with a window, its last row is
-/// a window or more past its first key. Every other block keeps all its
-/// elements, and its map skips the index math: about 40% of the dQ loop's
-/// instructions at D 64 were the mask's (SASS of the seed bundle).
+/// a window or more past its first key. Every other block keeps every
+/// element of its rows inside the sequence (without a window, dQ rows past
+/// the end may keep keys the stand-in window seqKv + 1 cut; those rows are
+/// never stored, and dK/dV masks such blocks by their rows), and its map
+/// skips the index math: about 40% of the dQ loop's instructions at D 64
+/// were the mask's (SASS of the seed bundle).
 constexpr llvm::StringLiteral kBlockMaskText = R"mlir(        %blockLastKey = arith.addi %n0, %c63 : index
         %crossesDiagonal = arith.cmpi sgt, %blockLastKey, %rowsFirstPos : index
         %rowsLastPos = arith.addi %rowsFirstPos, %c63 : index

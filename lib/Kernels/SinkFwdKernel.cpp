@@ -939,7 +939,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"SCALE_LOG2", scaleLog2},
        // The overlapped loop rescales O conditionally (FA4): the running max
        // m moves only when a block's max exceeds it by more than a margin
-       // (log2 units; p = exp2(s - m) then stays below 2^8), so most blocks
+       // (log2 units; p = exp2(s - m) then stays at most 2^8), so most blocks
        // leave m, hence alpha = 1, and tile.scale_rows lets a thread skip
        // O's multiplies. Measured for overlap only: the other forms rescale
        // O before their P V GEMM, where the skip's branch did not pay

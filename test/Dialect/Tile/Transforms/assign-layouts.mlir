@@ -156,3 +156,24 @@ func.func @scaled_rows(%out: memref<64x64xf32>) {
   tile.store %r, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
   return
 }
+
+// tile.scale_rows ties its source to its result: a result used as a wgmma
+// register A operand makes the source operand_a too (which the lowering
+// then rejects, fragments-invalid.mlir); without the tie the source would
+// default to the accumulator layout.
+// CHECK-LABEL: func @scaled_rows_operand_a
+// CHECK: %[[P:.*]] = tile.fill %{{.*}} : !tile.fragment<64x64xbf16, #tile.layout<operand_a>>
+// CHECK: tile.scale_rows %[[P]] by %{{.*}} : !tile.fragment<64x64xbf16, #tile.layout<operand_a>>, !tile.fragment<64xbf16, #tile.layout<rows>>
+func.func @scaled_rows_operand_a(%out: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : bf16
+  %zero = arith.constant 0.0 : f32
+  %b = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  %p = tile.fill %one : !tile.fragment<64x64xbf16>
+  %a = tile.fill %one : !tile.fragment<64xbf16>
+  %ps = tile.scale_rows %p by %a : !tile.fragment<64x64xbf16>, !tile.fragment<64xbf16>
+  %acc = tile.fill %zero : !tile.fragment<64x64xf32>
+  %d = tile.gemm %ps, %b, %acc : !tile.fragment<64x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+  tile.store %d, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+  return
+}
