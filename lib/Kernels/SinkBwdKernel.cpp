@@ -191,35 +191,8 @@ module attributes {gpu.container_module} {
         %rowsPastEnd = arith.cmpi sge, %blockLastRow, %seqQ : index
 @BLOCK_MASK@
         %needsMask = arith.ori %needsMaskAt, %rowsPastEnd : i1
-        %pT = scf.if %needsMask -> (!S) {
-          %masked = tile.map (%sT) : (!S) -> !S {
-          ^bb0(%jj: index, %ii: index, %x: f32):
-            %j = arith.addi %n0, %jj : index
-            %i = arith.addi %m0, %ii : index
-            %p = arith.addi %i, %past : index
-            %causal = arith.cmpi sle, %j, %p : index
-            %distance = arith.subi %p, %j : index
-            %near = arith.cmpi ult, %distance, %window : index
-            %inside = arith.cmpi ult, %i, %seqQ : index
-            %keepNear = arith.andi %causal, %near : i1
-            %keep = arith.andi %keepNear, %inside : i1
-            %negLse2 = memref.load %sStats[%c0, %ii] : !tileStats
-            %y = math.fma %x, %scaleLog2, %negLse2 : f32
-            %e = math.exp2 %y : f32
-            %v = arith.select %keep, %e, %zero : f32
-            tile.yield %v : f32
-          }
-          scf.yield %masked : !S
-        } else {
-          %unmasked = tile.map (%sT) : (!S) -> !S {
-          ^bb0(%jj: index, %ii: index, %x: f32):
-            %negLse2 = memref.load %sStats[%c0, %ii] : !tileStats
-            %y = math.fma %x, %scaleLog2, %negLse2 : f32
-            %e = math.exp2 %y : f32
-            tile.yield %e : f32
-          }
-          scf.yield %unmasked : !S
-        }
+        // Pᵀ = exp2(Sᵀ·scale·log2(e) - LSE·log2(e)) (dkdvProbabilities).
+@DKDV_P_MAP@
         %pT16 = tile.cast %pT : !S to !P
         %dvNew = tile.gemm %pT16, %sdO, %dv : !P, !tileT, !acc
         %dpT = tile.gemm %sV, %sdO, %sZero {transpose_b} : !tileT, !tileT, !S
@@ -335,33 +308,8 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
         // per-element mask (kBlockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
 @BLOCK_MASK@
-        %p = scf.if %needsMaskAt -> (!S) {
-          %masked = tile.map (%s, %lse2) : (!S, !row) -> !S {
-          ^bb0(%ii: index, %jj: index, %x: f32, %l: f32):
-            %i = arith.addi %m0, %ii : index
-            %j = arith.addi %n0, %jj : index
-            %pos = arith.addi %i, %past : index
-            %causal = arith.cmpi sle, %j, %pos : index
-            %distance = arith.subi %pos, %j : index
-            %near = arith.cmpi ult, %distance, %window : index
-            %keep = arith.andi %causal, %near : i1
-            %negL = arith.negf %l : f32
-            %y = math.fma %x, %scaleLog2, %negL : f32
-            %e = math.exp2 %y : f32
-            %v = arith.select %keep, %e, %zero : f32
-            tile.yield %v : f32
-          }
-          scf.yield %masked : !S
-        } else {
-          %unmasked = tile.map (%s, %lse2) : (!S, !row) -> !S {
-          ^bb0(%ii: index, %jj: index, %x: f32, %l: f32):
-            %negL = arith.negf %l : f32
-            %y = math.fma %x, %scaleLog2, %negL : f32
-            %e = math.exp2 %y : f32
-            tile.yield %e : f32
-          }
-          scf.yield %unmasked : !S
-        }
+        // P = exp2(S·scale·log2(e) - LSE·log2(e)) (dqProbabilities).
+@DQ_P_MAP@
         %dp = tile.gemm %sdO, %sV, %sZero {transpose_b} : !tileT, !tileT, !S
         %ds = tile.map (%p, %dp, %deltaRow) : (!S, !S, !row) -> !S {
         ^bb0(%ii: index, %jj: index, %pv: f32, %dpv: f32, %d: f32):
@@ -529,6 +477,64 @@ constexpr llvm::StringLiteral kBlockMaskText = R"mlir(        %blockLastKey = ar
         %leavesWindow = arith.cmpi sge, %blockSpan, %window : index
         %windowEdge = arith.andi %hasWindow, %leavesWindow : i1
         %needsMaskAt = arith.ori %crossesDiagonal, %windowEdge : i1)mlir";
+
+/// `%<result> = scf.if %<decision>`: the block's probabilities, from a
+/// tile.map whose first line and block arguments are `head` and whose `exp`
+/// lines compute %e: with the per-element mask (`keep` computes %keep from
+/// the map's indices; masked elements are 0) where the block needs it
+/// (kBlockMaskText), the exp2 alone where it keeps every element.
+std::string blockMaskedMap(llvm::StringRef result, llvm::StringRef decision,
+                           llvm::StringRef head, llvm::StringRef keep,
+                           llvm::StringRef exp) {
+  return ("        %" + result + " = scf.if %" + decision +
+          " -> (!S) {\n          %masked = " + head + "\n" + keep + "\n" +
+          exp +
+          "\n            %v = arith.select %keep, %e, %zero : f32\n"
+          "            tile.yield %v : f32\n          }\n"
+          "          scf.yield %masked : !S\n        } else {\n"
+          "          %unmasked = " +
+          head + "\n" + exp +
+          "\n            tile.yield %e : f32\n          }\n"
+          "          scf.yield %unmasked : !S\n        }")
+      .str();
+}
+
+/// The dK/dV kernel's Pᵀ (transposed: key jj, query ii; -LSE·log2(e) per
+/// column from the query block's record; rows past the end masked too).
+std::string dkdvProbabilities() {
+  return blockMaskedMap("pT", "needsMask",
+                        R"mlir(tile.map (%sT) : (!S) -> !S {
+          ^bb0(%jj: index, %ii: index, %x: f32):)mlir",
+                        R"mlir(            %j = arith.addi %n0, %jj : index
+            %i = arith.addi %m0, %ii : index
+            %p = arith.addi %i, %past : index
+            %causal = arith.cmpi sle, %j, %p : index
+            %distance = arith.subi %p, %j : index
+            %near = arith.cmpi ult, %distance, %window : index
+            %inside = arith.cmpi ult, %i, %seqQ : index
+            %keepNear = arith.andi %causal, %near : i1
+            %keep = arith.andi %keepNear, %inside : i1)mlir",
+                        R"mlir(            %negLse2 = memref.load %sStats[%c0, %ii] : !tileStats
+            %y = math.fma %x, %scaleLog2, %negLse2 : f32
+            %e = math.exp2 %y : f32)mlir");
+}
+
+/// The dQ kernel's P (LSE·log2(e) per row).
+std::string dqProbabilities() {
+  return blockMaskedMap("p", "needsMaskAt",
+                        R"mlir(tile.map (%s, %lse2) : (!S, !row) -> !S {
+          ^bb0(%ii: index, %jj: index, %x: f32, %l: f32):)mlir",
+                        R"mlir(            %i = arith.addi %m0, %ii : index
+            %j = arith.addi %n0, %jj : index
+            %pos = arith.addi %i, %past : index
+            %causal = arith.cmpi sle, %j, %pos : index
+            %distance = arith.subi %pos, %j : index
+            %near = arith.cmpi ult, %distance, %window : index
+            %keep = arith.andi %causal, %near : i1)mlir",
+                        R"mlir(            %negL = arith.negf %l : f32
+            %y = math.fma %x, %scaleLog2, %negL : f32
+            %e = math.exp2 %y : f32)mlir");
+}
 
 std::string butterflyText() {
   std::string text;
@@ -1160,6 +1166,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@QUERY_BLOCK_PROLOGUE@", kQueryBlockPrologue.str()},
         {"@CONSTANTS@", kConstants.str()},
         {"@BLOCK_MASK@", kBlockMaskText.str()},
+        {"@DKDV_P_MAP@", dkdvProbabilities()},
+        {"@DQ_P_MAP@", dqProbabilities()},
         {"@SEQUENCE@", layout.sequence},
         {"@BUTTERFLY@", butterflyText()},
         {"@SINK_SUM@", sinkSumText()},
