@@ -49,6 +49,19 @@ rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
 /// (x: block, y: head). Needs %c1 and %group.
 std::string blockIdsText(const std::string &blockVar, bool heaviestLast,
                          const rt::SinkAttentionShape &shape);
+/// Whether a block of keys %n0 .. %n0 + `lastKeyOffset` seen by query rows
+/// at key positions `firstPosition` .. `lastPosition` needs the
+/// per-element causal/window mask (keep key j for position p when j <= p
+/// and p - j < W): its last key lies after the first row's position (the
+/// diagonal), or, with a window, its last row is a window or more past its
+/// first key. Every other block keeps all of those rows' keys. Defines the
+/// i1 `result`; `lastPositionDef` defines `lastPosition` (empty when it is
+/// defined already). Needs %window and %hasWindow.
+std::string blockMaskDecisionText(const std::string &lastKeyOffset,
+                                  const std::string &firstPosition,
+                                  const std::string &lastPosition,
+                                  const std::string &lastPositionDef,
+                                  const std::string &result);
 /// The grid for blockIdsText: `blocks` per head and sequence.
 rt::Dim3 blockGrid(int64_t blocks, const rt::SinkAttentionShape &shape);
 

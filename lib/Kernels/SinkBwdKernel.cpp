@@ -185,7 +185,7 @@ module attributes {gpu.container_module} {
         tile.copy %Stats[%b, %h, %qBlock, %c0, %c0], %sStats : !stats, !tileStats
         %sT = tile.gemm %sK, %sQ, %sZero {transpose_b} : !tileT, !tileT, !S
         // Only blocks on the diagonal, at the window's edge or with rows
-        // past the sequence's end need the per-element mask (kBlockMaskText).
+        // past the sequence's end need the per-element mask (blockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
         %blockLastRow = arith.addi %m0, %c63 : index
         %rowsPastEnd = arith.cmpi sge, %blockLastRow, %seqQ : index
@@ -305,7 +305,7 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
         tile.copy %V[@KV_TILE@], %sV : !kv, !tileT
         %s = tile.gemm %sQ, %sK, %sZero {transpose_b} : !tileT, !tileT, !S
         // Only blocks on the diagonal or at the window's edge need the
-        // per-element mask (kBlockMaskText).
+        // per-element mask (blockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
 @BLOCK_MASK@
         // P = exp2(S·scale·log2(e) - LSE·log2(e)) (dqProbabilities).
@@ -461,28 +461,26 @@ constexpr llvm::StringLiteral kConstants = R"mlir(
 
 /// Whether a 64 x 64 block of query rows %m0.. and keys %n0.. needs the
 /// per-element causal/window mask (%needsMaskAt; %rowsFirstPos = %m0 +
-/// %past): its last key lies after its first row's position (the
-/// diagonal; also every block with keys past the sequence's end, since
-/// live rows' positions stay below it), or, with a window, its last row is
-/// a window or more past its first key. Every other block keeps every
-/// element of its rows inside the sequence (without a window, dQ rows past
-/// the end may keep keys the stand-in window seqKv + 1 cut; those rows are
-/// never stored, and dK/dV masks such blocks by their rows), and its map
-/// skips the index math: about 40% of the dQ loop's instructions at D 64
-/// were the mask's (SASS of the seed bundle).
-constexpr llvm::StringLiteral kBlockMaskText = R"mlir(        %blockLastKey = arith.addi %n0, %c63 : index
-        %crossesDiagonal = arith.cmpi sgt, %blockLastKey, %rowsFirstPos : index
-        %rowsLastPos = arith.addi %rowsFirstPos, %c63 : index
-        %blockSpan = arith.subi %rowsLastPos, %n0 : index
-        %leavesWindow = arith.cmpi sge, %blockSpan, %window : index
-        %windowEdge = arith.andi %hasWindow, %leavesWindow : i1
-        %needsMaskAt = arith.ori %crossesDiagonal, %windowEdge : i1)mlir";
+/// %past): blockMaskDecisionText, also true for every block with keys past
+/// the sequence's end, since live rows' positions stay below it. Every
+/// other block keeps every element of its rows inside the sequence
+/// (without a window, dQ rows past the end may keep keys the stand-in
+/// window seqKv + 1 cut; those rows are never stored, and dK/dV masks such
+/// blocks by their rows), and its map skips the index math: about 40% of
+/// the dQ loop's instructions at D 64 were the mask's (SASS of the seed
+/// bundle).
+std::string blockMaskText() {
+  return kernels::blockMaskDecisionText(
+      "%c63", "%rowsFirstPos", "%rowsLastPos",
+      "%rowsLastPos = arith.addi %rowsFirstPos, %c63 : index",
+      "%needsMaskAt");
+}
 
 /// `%<result> = scf.if %<decision>`: the block's probabilities, from a
 /// tile.map whose first line and block arguments are `head` and whose `exp`
 /// lines compute %e: with the per-element mask (`keep` computes %keep from
 /// the map's indices; masked elements are 0) where the block needs it
-/// (kBlockMaskText), the exp2 alone where it keeps every element.
+/// (blockMaskText), the exp2 alone where it keeps every element.
 std::string blockMaskedMap(llvm::StringRef result, llvm::StringRef decision,
                            llvm::StringRef head, llvm::StringRef keep,
                            llvm::StringRef exp) {
@@ -1165,7 +1163,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_ATOMIC_POST@", atomicDq ? layout.storeKeyTerms : ""},
         {"@QUERY_BLOCK_PROLOGUE@", kQueryBlockPrologue.str()},
         {"@CONSTANTS@", kConstants.str()},
-        {"@BLOCK_MASK@", kBlockMaskText.str()},
+        {"@BLOCK_MASK@", blockMaskText()},
         {"@DKDV_P_MAP@", dkdvProbabilities()},
         {"@DQ_P_MAP@", dqProbabilities()},
         {"@SEQUENCE@", layout.sequence},

@@ -46,9 +46,9 @@ constexpr int64_t kBlockN = 128;
 constexpr int64_t kOverlapMinKeyBlocks = 17;
 
 // The kernel's text: kSinkFwdHead, then the main loop — serial or
-// overlapped: its head, kMaskDecision, the mask (kMaskMap) and the softmax
-// (kSoftmaxCore) arranged as buildSinkFwd says, its tail — then
-// kSinkFwdTail.
+// overlapped: its head, the mask decision (blockMaskDecisionText), the
+// mask (kMaskMap) and the softmax (kSoftmaxCore) arranged as buildSinkFwd
+// says, its tail — then kSinkFwdTail.
 constexpr llvm::StringLiteral kSinkFwdHead = R"mlir(
 !sQ = memref<@BM@x@D@x@T@, #gpu.address_space<workgroup>>
 !sQw = memref<64x@D@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
@@ -136,20 +136,6 @@ constexpr llvm::StringLiteral kSerialLoopHead = R"mlir(
 @PINGPONG_SYNC@
         %s = tile.gemm %sQw, %sK, %sZero {transpose_b} : !sQw, !sKV, !S
 @PINGPONG_ARRIVE@
-)mlir";
-// Whether this warpgroup's rows need the per-element mask in this key
-// block (%needsMask).
-constexpr llvm::StringLiteral kMaskDecision = R"mlir(
-        // Keep key j for query position p when j <= p and p - j < W. Only
-        // blocks that cross the diagonal or the window's edge for some row
-        // of this warpgroup need the per-element test.
-        %lastKeyOfBlock = arith.addi %n0, %cBNm1 : index
-        %crossesDiagonal = arith.cmpi sgt, %lastKeyOfBlock, %p0 : index
-        @WG_LAST_POSITION@
-        %span = arith.subi %pLast, %n0 : index
-        %outOfWindow = arith.cmpi sge, %span, %window : index
-        %windowEdge = arith.andi %hasWindow, %outOfWindow : i1
-        %needsMask = arith.ori %crossesDiagonal, %windowEdge : i1
 )mlir";
 // S with masked keys set to -inf (%maskedS).
 constexpr llvm::StringLiteral kMaskMap = R"mlir(
@@ -869,7 +855,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
     return core;
   };
   kernelText += text(overlap ? kOverlapLoopHead : kSerialLoopHead);
-  kernelText += text(kMaskDecision);
+  // Whether this warpgroup's rows need the per-element mask in this key
+  // block (%needsMask).
+  kernelText += kernels::blockMaskDecisionText("%cBNm1", "%p0", "%pLast",
+                                               wgLastPosition, "%needsMask") +
+                "\n";
   if (!overlap) {
     kernelText += "        %masked = scf.if %needsMask -> (!S) {\n" +
                   text(kMaskMap) +
@@ -912,7 +902,6 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"TILE_LOOP_END", persistent ? "      }" : ""},
        {"POSITIONS", positions},
        {"LAST_KEY", lastKey},
-       {"WG_LAST_POSITION", wgLastPosition},
        {"ROWS_LIMIT", rowsLimit},
        {"SINK_INIT", sinkInit},
        {"ROW_POSITION", rowPosition},
@@ -1021,6 +1010,25 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   KernelModule kernel{std::move(module), std::move(bundle)};
   kernel.tileIR = true;
   return kernel;
+}
+
+std::string kernels::blockMaskDecisionText(const std::string &lastKeyOffset,
+                                           const std::string &firstPosition,
+                                           const std::string &lastPosition,
+                                           const std::string &lastPositionDef,
+                                           const std::string &result) {
+  std::string text =
+      "        %lastKeyOfBlock = arith.addi %n0, " + lastKeyOffset +
+      " : index\n"
+      "        %crossesDiagonal = arith.cmpi sgt, %lastKeyOfBlock, " +
+      firstPosition + " : index\n";
+  if (!lastPositionDef.empty())
+    text += "        " + lastPositionDef + "\n";
+  return text + "        %span = arith.subi " + lastPosition +
+         ", %n0 : index\n"
+         "        %outOfWindow = arith.cmpi sge, %span, %window : index\n"
+         "        %windowEdge = arith.andi %hasWindow, %outOfWindow : i1\n"
+         "        " + result + " = arith.ori %crossesDiagonal, %windowEdge : i1";
 }
 
 std::string kernels::blockIdsText(const std::string &blockVar, bool heaviestLast,
