@@ -29,6 +29,51 @@ from compare_torch import time_ms
 SEED_SHAPES = [(1, 64, 8, s, d) for d in (64, 128) for s in (2048, 4096, 8192, 16384)]
 
 
+class CudnnCell:
+    """One seed shape's cuDNN forward and backward calls on fresh random bf16
+    inputs (K/V expanded to H heads, not timed); bench/interleaved_seed.py
+    times them between sinkattn-runner's calls."""
+
+    def __init__(self, b, h, hk, s, d):
+        self.shape = (b, h, hk, s, d)
+        self.q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, hk, s, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, hk, s, d, device="cuda", dtype=torch.bfloat16)
+        self.k = k.repeat_interleave(h // hk, dim=1)
+        self.v = v.repeat_interleave(h // hk, dim=1)
+        self.out = self.grad_out = None
+
+    def fwd_ms(self, protocol="flush", iters=30):
+        q, k, v = self.q, self.k, self.v
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            return time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                           iters=iters, protocol=protocol)
+
+    def bwd_ms(self, protocol="flush", iters=30):
+        q, k, v = self.q, self.k, self.v
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            if self.out is None:
+                for t in (q, k, v):
+                    t.requires_grad_(True)
+                self.out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                self.grad_out = torch.randn_like(self.out)
+            out, grad_out = self.out, self.grad_out
+            return time_ms(lambda: torch.autograd.grad(out, (q, k, v), grad_out,
+                                                       retain_graph=True),
+                           iters=iters, protocol=protocol)
+
+    def row(self, direction, ms):
+        """The JSON row of one timing (direction "fwd" or "bwd")."""
+        b, h, hk, s, d = self.shape
+        seed_flops = 4 * b * h * s * s * d / 2
+        exact_flops = 4 * b * h * d * s * (s + 1) / 2
+        factor = 2.5 if direction == "bwd" else 1.0
+        return {"name": f"cudnn_sdpa_causal_{direction}", "batch": b, "heads": h,
+                "kv_heads": hk, "seq": s, "head_dim": d, "median_ms": ms,
+                "tflops_seed": factor * seed_flops / (ms * 1e-3) / 1e12,
+                "tflops_exact": factor * exact_flops / (ms * 1e-3) / 1e12}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", help="write the results here")
@@ -39,38 +84,16 @@ def main():
     torch.manual_seed(0)
     results = []
     for b, h, hk, s, d in SEED_SHAPES:
-        q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(b, hk, s, d, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn(b, hk, s, d, device="cuda", dtype=torch.bfloat16)
-        k = k.repeat_interleave(h // hk, dim=1)
-        v = v.repeat_interleave(h // hk, dim=1)
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            ms = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                         iters=30, protocol=args.protocol)
-        seed_flops = 4 * b * h * s * s * d / 2
-        exact_flops = 4 * b * h * d * s * (s + 1) / 2
-        row = {"name": "cudnn_sdpa_causal_fwd", "batch": b, "heads": h, "kv_heads": hk,
-               "seq": s, "head_dim": d, "median_ms": ms,
-               "tflops_seed": seed_flops / (ms * 1e-3) / 1e12,
-               "tflops_exact": exact_flops / (ms * 1e-3) / 1e12}
+        cell = CudnnCell(b, h, hk, s, d)
+        row = cell.row("fwd", cell.fwd_ms(args.protocol))
         results.append(row)
-        print(f"cudnn sdpa causal fwd B={b} H={h} S={s} D={d}: {ms:.4f} ms "
+        print(f"cudnn sdpa causal fwd B={b} H={h} S={s} D={d}: {row['median_ms']:.4f} ms "
               f"{row['tflops_seed']:.1f} TFLOP/s (seed formula)")
-        for t in (q, k, v):
-            t.requires_grad_(True)
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            grad_out = torch.randn_like(out)
-            ms = time_ms(lambda: torch.autograd.grad(out, (q, k, v), grad_out,
-                                                     retain_graph=True), iters=30, protocol=args.protocol)
-        row = {"name": "cudnn_sdpa_causal_bwd", "batch": b, "heads": h, "kv_heads": hk,
-               "seq": s, "head_dim": d, "median_ms": ms,
-               "tflops_seed": 2.5 * seed_flops / (ms * 1e-3) / 1e12,
-               "tflops_exact": 2.5 * exact_flops / (ms * 1e-3) / 1e12}
+        row = cell.row("bwd", cell.bwd_ms(args.protocol))
         results.append(row)
-        print(f"cudnn sdpa causal bwd B={b} H={h} S={s} D={d}: {ms:.4f} ms "
+        print(f"cudnn sdpa causal bwd B={b} H={h} S={s} D={d}: {row['median_ms']:.4f} ms "
               f"{row['tflops_seed']:.1f} TFLOP/s (seed formula, 2.5x forward)")
-        del q, k, v, out, grad_out
+        del cell
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,

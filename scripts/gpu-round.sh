@@ -16,13 +16,18 @@
 #   OUT=$OUT/round bash scripts/gpu-round.sh > $OUT/summary.txt 2>&1;
 #   tar czf $OUT/round.tgz -C $OUT round && rm -rf $OUT/round
 #
-# usage: scripts/gpu-round.sh [BENCH_BUNDLE...]
+# usage: [GPU_ROUND_STEPS=tests,sanitizers,benches,tune,baselines] scripts/gpu-round.sh [BENCH_BUNDLE...]
+#   GPU_ROUND_STEPS picks steps (default all; the build always runs): tests =
+#   the GPU tests and the seed sweep, benches = the named or default benches,
+#   `bench --preset seed` for both directions, baselines = PyTorch's, the
+#   interleaved seed table (bench/interleaved_seed.py: SinkAttn and cuDNN
+#   alternating per cell, INTERLEAVED_ROUNDS rounds, default 3) and its chart.
 #   default: the gemm (TMA, persistent, cp.async), tma-copy and tma-stream
 #   benches, sink-fwd in BSHD and varlen, then `bench --preset seed` (the seed table and its window-128
 #   rows), the backward's seed table (`--kernel sink-bwd`), the PyTorch
-#   baselines (cuDNN forward and backward) and the seed chart
-#   ($OUT/perf-seed-table.png, .json). Named bundles replace all of that
-#   but the baselines.
+#   baselines (cuDNN forward and backward), the interleaved seed table and
+#   its chart ($OUT/perf-seed-table.png, .json). Named bundles replace all
+#   of that but the baselines.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,6 +62,15 @@ sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }
+steps=",${GPU_ROUND_STEPS:-tests,sanitizers,benches,tune,baselines},"
+for step in ${steps//,/ }; do
+  case $step in
+    tests | sanitizers | benches | tune | baselines) ;;
+    *) echo "error: unknown step '$step' in GPU_ROUND_STEPS (tests, sanitizers, benches, tune, baselines)" >&2
+       exit 2 ;;
+  esac
+done
+want() { [[ $steps == *",$1,"* ]]; }
 
 # 1. Build.
 generator=()
@@ -74,30 +88,34 @@ note "build: ok ($runner)"
 
 # 2. GPU tests through lit: the carried wheel (an unrelated 'lit' module may
 # shadow it on the GPU machine, so it goes first on the path).
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-  --upgrade --target /tmp/sinkattn-site .carry/wheels/lit-*.whl
-SINKATTN_RUNNER=$runner SINKATTN_BUNDLES=$bundles SINKATTN_BUILD_DIR=$build \
-SINKATTN_RUNTIME_SMOKE=$build/bin/SinkAttnRuntimeGpuSmoke \
-PYTHONPATH=/tmp/sinkattn-site${PYTHONPATH:+:$PYTHONPATH} \
-  python3 -c 'import sys; from lit.main import main; sys.argv[0] = "lit"; main()' \
-  -a test/GPU >"$out/gpu-tests.log" 2>&1
-status=$?
-grep -E "^(PASS|FAIL|UNSUPPORTED|UNRESOLVED):|Passed|Failed|^check |^  (rel-L2|PASS|FAIL)" "$out/gpu-tests.log" | head -60
-((status == 0)) || failures=$((failures + 1))
-note "gpu tests: $( ((status == 0)) && echo pass || echo FAIL) (log: $out/gpu-tests.log)"
+if want tests; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --upgrade --target /tmp/sinkattn-site .carry/wheels/lit-*.whl
+  SINKATTN_RUNNER=$runner SINKATTN_BUNDLES=$bundles SINKATTN_BUILD_DIR=$build \
+  SINKATTN_RUNTIME_SMOKE=$build/bin/SinkAttnRuntimeGpuSmoke \
+  PYTHONPATH=/tmp/sinkattn-site${PYTHONPATH:+:$PYTHONPATH} \
+    python3 -c 'import sys; from lit.main import main; sys.argv[0] = "lit"; main()' \
+    -a test/GPU >"$out/gpu-tests.log" 2>&1
+  status=$?
+  grep -E "^(PASS|FAIL|UNSUPPORTED|UNRESOLVED):|Passed|Failed|^check |^  (rel-L2|PASS|FAIL)" "$out/gpu-tests.log" | head -60
+  ((status == 0)) || failures=$((failures + 1))
+  note "gpu tests: $( ((status == 0)) && echo pass || echo FAIL) (log: $out/gpu-tests.log)"
 
-# 2b. The small backward bundles on many seeds (SEED_SWEEP per bundle).
-sweep_log="$out/seed-sweep.log"
-scripts/seed-sweep.sh "$runner" "$bundles" "${SEED_SWEEP:-20}" sink-bwd-tiny-d64 \
-  sink-bwd-varlen-win-d64 sink-bwd-varlen-nokeys-d64 sink-bwd-bshd-win-d64 \
-  sink-bwd-moreq-win-d64 sink-bwd-gqa8-d64 >"$sweep_log" 2>&1
-status=$?
-((status == 0)) || failures=$((failures + 1))
-while read -r line; do note "$line"; done < <(grep "^seed sweep" "$sweep_log")
-((status == 0)) || note "seed sweep: FAIL (log: $sweep_log)"
+  # 2b. The small backward bundles on many seeds (SEED_SWEEP per bundle).
+  sweep_log="$out/seed-sweep.log"
+  scripts/seed-sweep.sh "$runner" "$bundles" "${SEED_SWEEP:-20}" sink-bwd-tiny-d64 \
+    sink-bwd-varlen-win-d64 sink-bwd-varlen-nokeys-d64 sink-bwd-bshd-win-d64 \
+    sink-bwd-moreq-win-d64 sink-bwd-gqa8-d64 >"$sweep_log" 2>&1
+  status=$?
+  ((status == 0)) || failures=$((failures + 1))
+  while read -r line; do note "$line"; done < <(grep "^seed sweep" "$sweep_log")
+  ((status == 0)) || note "seed sweep: FAIL (log: $sweep_log)"
+fi
 
 # 3. compute-sanitizer on the small kernels.
-if command -v compute-sanitizer >/dev/null; then
+if ! want sanitizers; then
+  :
+elif command -v compute-sanitizer >/dev/null; then
   for bundle in "${sanitized[@]}"; do
     for tool in memcheck racecheck synccheck; do
       log="$out/sanitizer-$tool-$bundle.log"
@@ -114,6 +132,7 @@ else
 fi
 
 # 4. Benchmarks and baselines.
+want benches || benches=()
 for bundle in "${benches[@]}"; do
   "$runner" bench --bundle "$bundles/$bundle" --iters 50 --warmup 5 \
     --json "$out/bench-$bundle.json" | tee "$out/bench-$bundle.txt"
@@ -121,7 +140,7 @@ for bundle in "${benches[@]}"; do
   line=$(grep -v '^ ' "$out/bench-$bundle.txt" | tail -1)
   note "bench $bundle: $line"
 done
-if [[ -n "$preset" ]]; then
+if [[ -n "$preset" ]] && want benches; then
   # The preset's bundles (one per configuration: .carry/bundles also holds
   # other schedules of the same shapes).
   preset_bundles="$out/preset-bundles"
@@ -144,7 +163,7 @@ if [[ -n "$preset" ]]; then
     tee "$out/bench-preset-$preset-bwd.txt"
   while read -r line; do note "preset $preset sink-bwd: $line"; done < <(grep -E "^ *[0-9]+ " "$out/bench-preset-$preset-bwd.txt")
 fi
-if [[ -n "$preset" ]]; then
+if [[ -n "$preset" ]] && want tune; then
   # Autotuning: every seed cell's schedule x stages variant (and the ws/overlap
   # persistent forms at 2 stages); the fastest
   # per cell goes to $out/tune-cache.json (compile --tune-cache uses it).
@@ -155,17 +174,29 @@ if [[ -n "$preset" ]]; then
     --iters 30 --warmup 5 | tee "$out/tune.txt"
   while read -r line; do note "tune $line"; done < <(grep -E "^tune |fastest" "$out/tune.txt")
 fi
-if python3 -c 'import torch' 2>/dev/null; then
+if want baselines && python3 -c 'import torch' 2>/dev/null; then
   python3 bench/compare_torch.py --json "$out/torch-baselines.json" | tee "$out/torch-baselines.txt"
   while read -r line; do note "baseline $line"; done < <(grep -E "^(cublas|copy)" "$out/torch-baselines.txt")
   python3 bench/compare_sdpa.py --json "$out/sdpa-baselines.json" | tee "$out/sdpa-baselines.txt"
   while read -r line; do note "baseline $line"; done < <(grep -E "^cudnn" "$out/sdpa-baselines.txt")
   if [[ -n "$preset" ]]; then
-    # The same run's chart and its table (copy both next to docs/PERF.md).
-    python3 bench/plot_seed_table.py --sinkattn "$out/bench-preset-$preset.json" \
-      --cudnn "$out/sdpa-baselines.json" --date "$(date -u +%F)" \
+    # The seed table again, SinkAttn and cuDNN alternating cell by cell (a
+    # clock step then falls on both sides), and its chart and table (copy
+    # both next to docs/PERF.md).
+    seed_bundles="$out/interleaved-bundles"
+    rm -rf "$seed_bundles" && mkdir -p "$seed_bundles"
+    ln -s "$bundles"/sink-fwd-seed-{2k,4k,8k,16k}-d{64,128} "$bundles"/sink-bwd-seed-* "$seed_bundles/"
+    python3 bench/interleaved_seed.py --runner "$runner" --bundles "$seed_bundles" \
+      --rounds "${INTERLEAVED_ROUNDS:-3}" --sinkattn-json "$out/interleaved-sinkattn" \
+      --cudnn-json "$out/interleaved-cudnn.json" | tee "$out/interleaved.txt"
+    status=${PIPESTATUS[0]}
+    ((status == 0)) || failures=$((failures + 1))
+    while read -r line; do note "interleaved $line"; done < <(grep -E "^(fwd|bwd) " "$out/interleaved.txt")
+    ((status == 0)) || note "interleaved seed table: FAIL (log: $out/interleaved.txt)"
+    python3 bench/plot_seed_table.py --sinkattn "$out/interleaved-sinkattn-fwd.json" \
+      --cudnn "$out/interleaved-cudnn.json" --date "$(date -u +%F)" \
       --commit "$commit" \
-      --command "bash scripts/gpu-round.sh" \
+      --command "bash scripts/gpu-round.sh (bench/interleaved_seed.py, ${INTERLEAVED_ROUNDS:-3} rounds per cell)" \
       --write-table "$out/perf-seed-table.json" --output "$out/perf-seed-table.png" &&
       note "seed chart: $out/perf-seed-table.png"
   fi

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# A stand-in for `sinkattn-runner bench` (test/Tools/ab-bench.test): writes
-# the median stored in the bundle directory's `median` file as bench --json
-# would; a bundle with a `fail` file fails like a kernel that does not run.
+# A stand-in for `sinkattn-runner bench` (test/Tools/ab-bench.test,
+# interleaved-seed.test): writes the median stored in the bundle directory
+# as bench --json would, with the bundle's `kernel` and `config` files (when
+# present) and a TFLOP/s of 100 / median. The median is the `median` file's,
+# or the first line of a `medians` file, which the call then removes (one
+# value per call). A bundle with a `fail` file fails like a kernel that does
+# not run. With FAKE_RUNNER_LOG set, each call appends "runner BUNDLE" there.
 set -euo pipefail
 [[ $1 == bench ]] || { echo "fake runner: only bench" >&2; exit 2; }
 shift
@@ -17,4 +21,14 @@ if [[ -f $bundle/fail ]]; then
   echo "error: launch failed: CUDA_ERROR_ILLEGAL_ADDRESS" >&2
   exit 1
 fi
-printf '{"results": [{"median_ms": %s}]}\n' "$(cat "$bundle/median")" > "$json"
+if [[ -f $bundle/medians ]]; then
+  median=$(head -n 1 "$bundle/medians")
+  sed -i 1d "$bundle/medians"
+else
+  median=$(cat "$bundle/median")
+fi
+[[ -n ${FAKE_RUNNER_LOG:-} ]] && echo "runner $(basename "$bundle")" >> "$FAKE_RUNNER_LOG"
+kernel=$(cat "$bundle/kernel" 2>/dev/null || echo sink-fwd)
+config=$(cat "$bundle/config" 2>/dev/null || true)
+printf '{"gpu": "Stub GPU", "results": [{"kernel": "%s", "config": "%s", "median_ms": %s, "tflops_seed_formula": %s}]}\n' \
+  "$kernel" "$config" "$median" "$(awk -v m="$median" 'BEGIN { print 100 / m }')" > "$json"
