@@ -40,9 +40,12 @@
 //                         -exp(sink - LSE) · Σ_j P_j dP_j: dsinks do not
 //                         carry the stored O's rounding, which cancellation
 //                         in the sum over rows can make a large part of a
-//                         small dsink (28% in a measured case).
-//   sink_bwd_sinks        one warp per head: dsink_h, the sum of the head's
-//                         sink terms in a fixed order, then a butterfly.
+//                         small dsink (28% in a measured case). The last
+//                         of a head's blocks (a counter per head) then sums
+//                         the head's terms into dsink_h with one warp, in a
+//                         fixed order and a butterfly (kSinkSumInDq).
+//   sink_bwd_sinks        (--schedule ws and --dq atomic) that sum, one
+//                         warp per head, as a kernel of its own.
 //
 // Every output element has exactly one writer and every sum a fixed order
 // (the share sum's counter only elects which block adds, not the order):
@@ -106,7 +109,7 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileStats = memref<2x64xf32, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
-    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@PRE_COUNTS_ARG@@SEQUENCE_ARGS@)
+    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@PRE_COUNTS_ARG@@PRE_SINK_COUNTS_ARG@@SEQUENCE_ARGS@)
         kernel {
 @QUERY_BLOCK_PROLOGUE@
       // 16 rows per warp, @ROWS_PER_STEP@ at a time (preprocessRowsText):
@@ -139,6 +142,7 @@ module attributes {gpu.container_module} {
       }
 @PRE_ATOMIC@
 @PRE_ZERO_COUNTS@
+@PRE_ZERO_SINK_COUNTS@
       gpu.return
     }
 
@@ -217,39 +221,50 @@ module attributes {gpu.container_module} {
 @DKDV_SUM@
 
 @DQ_KERNEL@
-    // One warp per head; lane l sums rows l, l + 32, ... of each run of the
-    // head's rows into kSinkPartialSums partial sums (rows l + 32u + 256m,
-    // m = 0, 1, ..., into sum u, so that many loads are in flight: one
-    // chain of dependent loads took 31 us at S 8192), adds them in order,
-    // then the lanes combine in a fixed butterfly.
-    gpu.func @sink_bwd_sinks(%Terms: !terms, %dsinks: memref<@H@xf32>) kernel {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %zero = arith.constant 0.0 : f32
+@SINKS_KERNEL@
+  }
+}
+)mlir";
+
+/// dsink_h from the sink terms (the dsinks kernel, or the dQ kernel's last
+/// block of the head: kSinkSumInDq). One warp per head; lane l sums rows l,
+/// l + 32, ... of each run of the head's rows into kSinkPartialSums partial
+/// sums (rows l + 32u + 256m, m = 0, 1, ..., into sum u, so that many loads
+/// are in flight: one chain of dependent loads took 31 us at S 8192), adds
+/// them in order, then the lanes combine in a fixed butterfly. Needs %c0,
+/// %c1, %zero, %h, %lane and the terms as a flat memref (headSinkSumText's
+/// `terms`).
+constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
       %width = arith.constant 32 : i32
       %run = arith.constant @RUN@ : index
       %runs = arith.constant @RUN_BATCHES@ : index
       %batchRows = arith.constant @BATCH_ROWS@ : index
-      %h = gpu.block_id x
-      %lane = gpu.thread_id x
       %headBase = arith.muli %h, %run : index
 @SINK_SUM@
 @BUTTERFLY@
       %first = arith.cmpi eq, %lane, %c0 : index
       scf.if %first {
         memref.store %total, %dsinks[%h] : memref<@H@xf32>
-      }
+      })mlir";
+
+/// The dsinks kernel (--schedule ws and --dq atomic; the plain schedule's
+/// dQ kernel sums dsinks itself, kSinkSumInDq).
+constexpr llvm::StringLiteral kSinksKernel = R"mlir(
+    gpu.func @sink_bwd_sinks(%Terms: !terms, %dsinks: memref<@H@xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %h = gpu.block_id x
+      %lane = gpu.thread_id x
+@HEAD_SINK_SUM@
       gpu.return
-    }
-  }
-}
-)mlir";
+    })mlir";
 
 /// The deterministic mode's dQ kernel (`--dq separate`).
 constexpr llvm::StringLiteral kDqKernel = R"mlir(
     gpu.func @sink_bwd_dq(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
                           %Delta: !lse, %sinks: memref<@H@x@ST@>, %dQ: !q,
-                          %Terms: !lse@SEQUENCE_ARGS@) kernel
+                          %Terms: !lse@DQ_SINKS_ARGS@@SEQUENCE_ARGS@) kernel
         @ATTRIBUTES@ {
 @CONSTANTS@
 @DQ_BLOCK_IDS@
@@ -343,6 +358,7 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
         tile.yield %v : f32
       }
 @STORE_TERMS@
+@DQ_SINK_SUM@
       %dq16 = tile.map (%res#0) : (!acc) -> !acc16 {
       ^bb0(%i: index, %j: index, %x: f32):
         %y = arith.mulf %x, %scale : f32
@@ -353,6 +369,52 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
       gpu.return
     }
 )mlir";
+
+/// The plain schedule's dQ kernel sums dsinks itself: the last of a head's
+/// B x QB blocks to store its rows' sink terms (a counter per head, which the
+/// preprocess kernel zeroes; a GPU-scope fence before the count and one
+/// after, as in kSumSharesInKernel) adds the head's terms with its first
+/// warp, in the dsinks kernel's order (kHeadSinkSum: bit-identical dsinks).
+/// The dQ kernel ends before the dK/dV kernel beside it, so the sum leaves
+/// the backward's critical path, and one launch goes.
+constexpr llvm::StringLiteral kSinkSumInDq = R"mlir(
+      nvvm.memory.barrier #nvvm.mem_scope<gpu>
+      gpu.barrier
+      %sinkTid = gpu.thread_id x
+      %sinkTicketSlot = memref.alloc() : memref<1xi32, #gpu.address_space<workgroup>>
+      %isFirstSinkThread = arith.cmpi eq, %sinkTid, %c0 : index
+      scf.if %isFirstSinkThread {
+        %one32 = arith.constant 1 : i32
+        %before = memref.atomic_rmw addi %one32, %SinkCounts[%h] : (i32, memref<@H@xi32>) -> i32
+        memref.store %before, %sinkTicketSlot[%c0] : memref<1xi32, #gpu.address_space<workgroup>>
+      }
+      gpu.barrier
+      %sinkTicket = memref.load %sinkTicketSlot[%c0] : memref<1xi32, #gpu.address_space<workgroup>>
+      %lastSinkTicket = arith.constant @DQ_BLOCKS_PER_HEAD_MINUS_1@ : i32
+      %lastOfHead = arith.cmpi eq, %sinkTicket, %lastSinkTicket : i32
+      %warpSize = arith.constant 32 : index
+      %inFirstWarp = arith.cmpi ult, %sinkTid, %warpSize : index
+      %sumSinkHere = arith.andi %lastOfHead, %inFirstWarp : i1
+      scf.if %sumSinkHere {
+        nvvm.memory.barrier #nvvm.mem_scope<gpu>
+        %lane = gpu.thread_id x
+        %termsFlat = @TERMS_FLAT@
+@HEAD_SINK_SUM@
+      })mlir";
+
+/// Zeroes kSinkSumInDq's counters: one per head, by the head's first
+/// preprocess block.
+constexpr llvm::StringLiteral kZeroSinkCounts = R"mlir(
+      %firstOfHead0 = arith.cmpi eq, %qb, %c0 : index
+      %firstOfHead1 = arith.cmpi eq, %b, %c0 : index
+      %sinkZeroTid = gpu.thread_id x
+      %firstOfHead2 = arith.cmpi eq, %sinkZeroTid, %c0 : index
+      %firstOfHead01 = arith.andi %firstOfHead0, %firstOfHead1 : i1
+      %firstOfHead = arith.andi %firstOfHead01, %firstOfHead2 : i1
+      scf.if %firstOfHead {
+        %sinkZero32 = arith.constant 0 : i32
+        memref.store %sinkZero32, %SinkCounts[%h] : memref<@H@xi32>
+      })mlir";
 
 /// `--dq atomic`: the dK/dV kernel also computes dQ's share of its keys,
 /// dS K, from dSᵀ in shared memory (a transposed-A wgmma) and adds it to
@@ -666,11 +728,11 @@ std::string preprocessRowsText(const std::string &oAt, const std::string &lseAt,
 constexpr int64_t kSinkPartialSums = 8;
 static_assert(kSinkPartialSums >= 2, "sinkSumText combines two or more sums");
 
-/// The dsinks kernel's sum of lane %lane's rows into %sum: over the runs
-/// (outer loop, partial sums %partU), rows %k + 32u into sum u (inner
-/// loop, %accU; rows past the run read row %k and add 0), then the
-/// outer loop's results %sums#U added in order.
-std::string sinkSumText() {
+/// The dsinks kernel's sum of lane %lane's rows of `terms` (a flat memref)
+/// into %sum: over the runs (outer loop, partial sums %partU), rows %k + 32u
+/// into sum u (inner loop, %accU; rows past the run read row %k and add 0),
+/// then the outer loop's results %sums#U added in order.
+std::string sinkSumText(const std::string &terms) {
   std::string outerIter, innerIter, types, loads, adds, yields, results,
       combine;
   for (int64_t u = 0; u < kSinkPartialSums; ++u) {
@@ -687,7 +749,7 @@ std::string sinkSumText() {
              n + " = arith.select %in" + n + ", %k" + n +
              ", %k : index\n          %at" + n +
              " = arith.addi %base, %kIn" + n + " : index\n          %v" + n +
-             " = memref.load %Terms[%at" + n + "] : !terms\n";
+             " = memref.load " + terms + "[%at" + n + "] : !terms\n";
     adds += "          %w" + n + " = arith.select %in" + n + ", %v" + n +
             ", %zero : f32\n          %a" + n + " = arith.addf %acc" + n +
             ", %w" + n + " : f32\n";
@@ -711,6 +773,14 @@ std::string sinkSumText() {
          "          scf.yield " + yields + " : " + types +
          "\n        }\n        scf.yield " + results + " : " + types +
          "\n      }" + combine;
+}
+
+/// kHeadSinkSum with its pieces, summing `terms`.
+std::string headSinkSumText(const std::string &terms) {
+  std::string text = kHeadSinkSum.str();
+  kernels::replaceAll(text, "@SINK_SUM@", sinkSumText(terms));
+  kernels::replaceAll(text, "@BUTTERFLY@", butterflyText());
+  return text;
 }
 
 /// GQA with the plain schedule: the dK/dV kernel sums the group's shares
@@ -1136,6 +1206,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // memory allows two. The atomic mode's kernel fits two at D 64 (250
   // registers) and one at D 128 (136 KB of shared memory).
   const bool threeBlocksPerSm = !warpSpecialized && shape.headDim == 64 && !atomicDq;
+  // The plain dQ kernel sums dsinks itself (kSinkSumInDq); ws's would need
+  // barriers that leave its producer out, and --dq atomic has no dQ kernel.
+  const bool sinksInDq = !warpSpecialized && !atomicDq;
+  const int64_t dqBlocksPerHead = shape.batch * int64_t(queryBlocks);
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
@@ -1167,8 +1241,14 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_P_MAP@", dkdvProbabilities()},
         {"@DQ_P_MAP@", dqProbabilities()},
         {"@SEQUENCE@", layout.sequence},
-        {"@BUTTERFLY@", butterflyText()},
-        {"@SINK_SUM@", sinkSumText()},
+        {"@SINKS_KERNEL@", sinksInDq ? "" : kSinksKernel.str()},
+        {"@DQ_SINK_SUM@", sinksInDq ? kSinkSumInDq.str() : ""},
+        {"@DQ_SINKS_ARGS@",
+         sinksInDq ? ", %dsinks: memref<@H@xf32>, %SinkCounts: memref<@H@xi32>" : ""},
+        {"@PRE_SINK_COUNTS_ARG@", sinksInDq ? ", %SinkCounts: memref<@H@xi32>" : ""},
+        {"@PRE_ZERO_SINK_COUNTS@", sinksInDq ? kZeroSinkCounts.str() : ""},
+        // After the two above that hold it.
+        {"@HEAD_SINK_SUM@", headSinkSumText(sinksInDq ? "%termsFlat" : "%Terms")},
         {"@PRE_ROWS@", preprocessRowsText(layout.oAt, layout.lseAt,
                                           shape.headDim, type)},
         {"@ROW_LANES@", std::to_string(shape.headDim / 8)},
@@ -1210,6 +1290,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"GROUP_MINUS_1", str(group - 1)},
        {"TILE_ELEMENTS", str(kBlock * shape.headDim)},
        {"SUM_STEP", str(128 * kSumUnroll)},
+       {"DQ_BLOCKS_PER_HEAD_MINUS_1", str(dqBlocksPerHead - 1)},
+       {"TERMS_FLAT", "memref.collapse_shape %Terms [[" +
+                          std::string(termDims.size() == 3 ? "0, 1, 2" : "0, 1") +
+                          "]] : !lse into !terms"},
        {"PRE_COUNT_STRIDE", str(int64_t(queryBlocks) * shape.heads * shape.batch * 128)},
        {"ROWS", str(std::accumulate(termDims.begin(), termDims.end(),
                                     int64_t(1), std::multiplies<int64_t>()))},
@@ -1297,6 +1381,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (sumInKernel)
     bundle.params.push_back(outputBuffer("share_counts", rt::DType::I32,
                                          {uint64_t(shareCounts)}));
+  // kSinkSumInDq's counters, one per head (zeroed by the preprocess kernel).
+  if (sinksInDq)
+    bundle.params.push_back(
+        outputBuffer("sink_counts", rt::DType::I32, {u(shape.heads)}));
 
   auto launch = [](std::string entry, rt::Dim3 grid, uint32_t threads,
                    std::vector<std::string> args) {
@@ -1328,6 +1416,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                           {"sinks", "sink_weights", "dq_accum"});
   if (sumInKernel)
     preprocessArgs.push_back("share_counts");
+  if (sinksInDq)
+    preprocessArgs.push_back("sink_counts");
   bundle.launches = {
       forwardLaunch,
       launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
@@ -1350,11 +1440,16 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     bundle.launches.push_back(launch("sink_bwd_dq_convert",
                                      {queryBlocks, heads, batch}, 128,
                                      withSequences({"dq_accum", "dq"})));
-  else
-    bundle.launches.push_back(launch(
-        "sink_bwd_dq", blockGrid(queryBlocks, shape), 128,
-        withSequences({"q", "k", "v", "do", "lse", "delta", "sinks", "dq",
-                       "sink_terms"})));
+  else {
+    std::vector<std::string> dqArgs = {"q",     "k",  "v",         "do",
+                                       "lse",   "delta", "sinks", "dq",
+                                       "sink_terms"};
+    if (sinksInDq)
+      dqArgs.insert(dqArgs.end(), {"dsinks", "sink_counts"});
+    bundle.launches.push_back(launch("sink_bwd_dq",
+                                     blockGrid(queryBlocks, shape), 128,
+                                     withSequences(dqArgs)));
+  }
   // The dK/dV and dQ kernels read only what the preprocess kernel and the
   // inputs hold and write disjoint buffers: they may run together, each
   // filling the tail of the other (−0.7 to −4.8% at the seed's S 2048 and
@@ -1365,8 +1460,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     beforeDq.overlapsNext = true;
     bundle.formatVersion = rt::kBundleOverlapFormatVersion;
   }
-  bundle.launches.push_back(
-      launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"}));
+  if (!sinksInDq)
+    bundle.launches.push_back(
+        launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"}));
   KernelModule kernel{std::move(module), std::move(bundle)};
   kernel.tileIR = true;
   return kernel;

@@ -52,9 +52,10 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   // Version 4: the dK/dV launch overlaps dQ (below).
   EXPECT_EQ(b.formatVersion, rt::kBundleOverlapFormatVersion);
   EXPECT_TRUE(b.entry.empty());
+  // The dQ kernel's last block of each head sums dsinks: no dsinks kernel.
   EXPECT_EQ(entries(b), (std::vector<std::string>{
                             "sink_fwd", "sink_bwd_preprocess", "sink_bwd_dkdv",
-                            "sink_bwd_dq", "sink_bwd_sinks"}));
+                            "sink_bwd_dq"}));
   EXPECT_TRUE(b.launches[0].setup);
   for (size_t i = 1; i < b.launches.size(); ++i)
     EXPECT_FALSE(b.launches[i].setup) << b.launches[i].entry;
@@ -69,7 +70,7 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   // records [B, H, query blocks, 2, 64] instead of LSE and Delta.
   EXPECT_EQ(b.launches[1].args,
             (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats",
-                                      "share_counts"}));
+                                      "share_counts", "sink_counts"}));
   EXPECT_EQ(b.launches[2].args,
             (std::vector<std::string>{"q", "k", "v", "do", "row_stats",
                                       "dk_shares", "dv_shares", "dk", "dv",
@@ -86,7 +87,16 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   ASSERT_TRUE(shares);
   EXPECT_EQ(shares->shape, (std::vector<uint64_t>{4, 600, 64}));
   EXPECT_EQ(shares->dtype, rt::DType::F32);
-  EXPECT_EQ(b.launches[4].grid, (rt::Dim3{4, 1, 1}));
+  // dQ also writes dsinks, through one counter per head (which the
+  // preprocess kernel zeroes) electing the head's last block.
+  EXPECT_EQ(b.launches[3].args,
+            (std::vector<std::string>{"q", "k", "v", "do", "lse", "delta",
+                                      "sinks", "dq", "sink_terms", "dsinks",
+                                      "sink_counts"}));
+  const rt::BundleParam *sinkCounts = rt::findParam(b, "sink_counts");
+  ASSERT_TRUE(sinkCounts);
+  EXPECT_EQ(sinkCounts->shape, (std::vector<uint64_t>{4}));
+  EXPECT_EQ(sinkCounts->dtype, rt::DType::I32);
 
   // --schedule ws keeps a kernel of its own for the sum (its dK/dV kernel's
   // barriers would have to leave the producer out): one thread per dK
@@ -102,6 +112,10 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   EXPECT_EQ(ws->bundle.launches[3].grid,
             (rt::Dim3{(2 * 2 * 300 * 64 + 255) / 256, 1, 1}));
   EXPECT_FALSE(rt::findParam(ws->bundle, "share_counts"));
+  // ws also keeps the dsinks kernel: one warp per head.
+  EXPECT_FALSE(rt::findParam(ws->bundle, "sink_counts"));
+  EXPECT_EQ(ws->bundle.launches[5].grid, (rt::Dim3{4, 1, 1}));
+  EXPECT_EQ(ws->bundle.launches[5].block, (rt::Dim3{32, 1, 1}));
   EXPECT_EQ(ws->bundle.launches[2].args.back(), "dv_shares");
   // The sum reads dK/dV's shares: nothing overlaps there.
   for (const rt::BundleLaunch &launch : ws->bundle.launches)
@@ -116,14 +130,14 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   ASSERT_TRUE(succeeded(mha));
   EXPECT_EQ(entries(mha->bundle),
             (std::vector<std::string>{"sink_fwd", "sink_bwd_preprocess",
-                                      "sink_bwd_dkdv", "sink_bwd_dq",
-                                      "sink_bwd_sinks"}));
+                                      "sink_bwd_dkdv", "sink_bwd_dq"}));
   EXPECT_FALSE(rt::findParam(mha->bundle, "dk_shares"));
   EXPECT_EQ(mha->bundle.launches[2].args.back(), "dv");
   EXPECT_TRUE(mha->bundle.launches[2].overlapsNext);
   // D 128 loads the row records too.
   EXPECT_EQ(mha->bundle.launches[1].args,
-            (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats"}));
+            (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats",
+                                      "sink_counts"}));
   EXPECT_EQ(mha->bundle.launches[2].args,
             (std::vector<std::string>{"q", "k", "v", "do", "row_stats", "dk", "dv"}));
   EXPECT_EQ(rt::findParam(mha->bundle, "row_stats")->shape,
