@@ -1244,11 +1244,14 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@SINKS_KERNEL@", sinksInDq ? "" : kSinksKernel.str()},
         {"@DQ_SINK_SUM@", sinksInDq ? kSinkSumInDq.str() : ""},
         {"@DQ_SINKS_ARGS@",
-         sinksInDq ? ", %dsinks: memref<@H@xf32>, %SinkCounts: memref<@H@xi32>" : ""},
-        {"@PRE_SINK_COUNTS_ARG@", sinksInDq ? ", %SinkCounts: memref<@H@xi32>" : ""},
+         sinksInDq ? ", %dsinks: memref<@H@xf32>, %SinkCounts: memref<@H@xi32>"
+                   : ""},
+        {"@PRE_SINK_COUNTS_ARG@",
+         sinksInDq ? ", %SinkCounts: memref<@H@xi32>" : ""},
         {"@PRE_ZERO_SINK_COUNTS@", sinksInDq ? kZeroSinkCounts.str() : ""},
         // After the two above that hold it.
-        {"@HEAD_SINK_SUM@", headSinkSumText(sinksInDq ? "%termsFlat" : "%Terms")},
+        {"@HEAD_SINK_SUM@",
+         headSinkSumText(sinksInDq ? "%termsFlat" : "%Terms")},
         {"@PRE_ROWS@", preprocessRowsText(layout.oAt, layout.lseAt,
                                           shape.headDim, type)},
         {"@ROW_LANES@", std::to_string(shape.headDim / 8)},
@@ -1441,9 +1444,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                                      {queryBlocks, heads, batch}, 128,
                                      withSequences({"dq_accum", "dq"})));
   else {
-    std::vector<std::string> dqArgs = {"q",     "k",  "v",         "do",
-                                       "lse",   "delta", "sinks", "dq",
-                                       "sink_terms"};
+    std::vector<std::string> dqArgs = {
+        "q", "k", "v", "do", "lse", "delta", "sinks", "dq", "sink_terms"};
     if (sinksInDq)
       dqArgs.insert(dqArgs.end(), {"dsinks", "sink_counts"});
     bundle.launches.push_back(launch("sink_bwd_dq",
