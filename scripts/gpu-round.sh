@@ -5,7 +5,9 @@
 #      and the small backward bundles on SEED_SWEEP (20) seeds each,
 #   3. run each small GPU-test kernel under compute-sanitizer (memcheck,
 #      racecheck, synccheck),
-#   4. time the benchmarks asked for, and the vendor baselines (PyTorch),
+#   4. time the benchmarks asked for, autotune the seed cells, time the
+#      vendor baselines (PyTorch) and the seed table with SinkAttn and cuDNN
+#      alternating per cell (bench/interleaved_seed.py), and draw its chart,
 #   5. print a summary table; logs and JSON go to $OUT (default build-gpu/out).
 #
 # Bundles come from this machine's full build:
@@ -16,18 +18,20 @@
 #   OUT=$OUT/round bash scripts/gpu-round.sh > $OUT/summary.txt 2>&1;
 #   tar czf $OUT/round.tgz -C $OUT round && rm -rf $OUT/round
 #
-# usage: [GPU_ROUND_STEPS=tests,sanitizers,benches,tune,baselines] scripts/gpu-round.sh [BENCH_BUNDLE...]
-#   GPU_ROUND_STEPS picks steps (default all; the build always runs): tests =
-#   the GPU tests and the seed sweep, benches = the named or default benches,
-#   `bench --preset seed` for both directions, baselines = PyTorch's, the
-#   interleaved seed table (bench/interleaved_seed.py: SinkAttn and cuDNN
-#   alternating per cell, INTERLEAVED_ROUNDS rounds, default 3) and its chart.
-#   default: the gemm (TMA, persistent, cp.async), tma-copy and tma-stream
-#   benches, sink-fwd in BSHD and varlen, then `bench --preset seed` (the seed table and its window-128
-#   rows), the backward's seed table (`--kernel sink-bwd`), the PyTorch
-#   baselines (cuDNN forward and backward), the interleaved seed table and
-#   its chart ($OUT/perf-seed-table.png, .json). Named bundles replace all
-#   of that but the baselines.
+# usage: [GPU_ROUND_STEPS=STEP,...] scripts/gpu-round.sh [BENCH_BUNDLE...]
+#   BENCH_BUNDLE: bundles to time; default: the gemm (TMA, persistent,
+#   cp.async), tma-copy and tma-stream benches, sink-fwd in BSHD and varlen,
+#   then `bench --preset seed` (the seed table and its window-128 rows) and
+#   the backward's seed table (`--kernel sink-bwd`). Named bundles replace
+#   all of that, and the tuning and the interleaved table, but the baselines.
+#   GPU_ROUND_STEPS picks steps (default all; the build always runs):
+#     tests       the GPU tests and the seed sweep (SEED_SWEEP seeds),
+#     sanitizers  compute-sanitizer on the small kernels,
+#     benches     the benches above,
+#     tune        `tune` over the seed cells ($OUT/tune-cache.json),
+#     baselines   PyTorch's (cuBLAS, copy, cuDNN SDPA), then the interleaved
+#                 seed table (INTERLEAVED_ROUNDS rounds per cell, default 3)
+#                 and its chart ($OUT/perf-seed-table.png, .json).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
