@@ -65,6 +65,16 @@ std::string blockMaskDecisionText(const std::string &lastKeyOffset,
 /// The grid for blockIdsText: `blocks` per head and sequence.
 rt::Dim3 blockGrid(int64_t blocks, const rt::SinkAttentionShape &shape);
 
+/// A persistent kernel's tiles split into `blocks` lists, one per block, so
+/// that the blocks' sums of `costs` (one per tile, positive, in any unit)
+/// stay level:
+/// longest-processing-time-first, then moves and swaps off the longest
+/// list while they shorten it. Every tile is in exactly one list; each list
+/// runs its costliest tiles first (ties: lower index first), as the
+/// heaviest-first tile order does. Deterministic.
+std::vector<std::vector<int64_t>>
+balancedTileLists(llvm::ArrayRef<int64_t> costs, int64_t blocks);
+
 /// The row part shared by the attention reference kernels: from `%row`
 /// (an index into LSE's order) it defines %b, %h, %hk, %i, the sequence's
 /// lengths %seqQ and %skv, %qBase (the row's offset in q/o/dO), %kBase

@@ -1336,13 +1336,17 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (!module)
     return failure();
 
-  // The forward joins the module as the setup launch.
+  // The forward joins the module as the setup launch, with what its
+  // kernel refers to (a persistent forward's tile lists, @sink_fwd_tiles).
   gpu::GPUModuleOp gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
-  gpu::GPUFuncOp forwardFunc;
-  forward->module->walk([&](gpu::GPUFuncOp func) { forwardFunc = func; });
-  if (!forwardFunc)
+  auto forwardModules = forward->module->getOps<gpu::GPUModuleOp>();
+  if (forwardModules.empty() ||
+      (*forwardModules.begin()).getOps<gpu::GPUFuncOp>().empty())
     return fail() << "internal error: the forward module has no kernel";
-  forwardFunc->moveBefore(&gpuModule.getBody()->front());
+  Operation *firstOfBackward = &gpuModule.getBody()->front();
+  for (Operation &op : llvm::make_early_inc_range(
+           (*forwardModules.begin()).getBody()->getOperations()))
+    op.moveBefore(firstOfBackward);
 
   rt::Bundle bundle;
   bundle.formatVersion = rt::kBundleLaunchesFormatVersion;

@@ -65,7 +65,7 @@ constexpr llvm::StringLiteral kSinkFwdHead = R"mlir(
 !lse = @LSE_TYPE@
 module attributes {gpu.container_module} {
   gpu.module @sink_fwd {
-    gpu.func @sink_fwd(%Q: !q, %K: !kv, %V: !kv, %sinks: memref<@H@x@ST@>,
+@TILE_TABLE@    gpu.func @sink_fwd(%Q: !q, %K: !kv, %V: !kv, %sinks: memref<@H@x@ST@>,
                        %O: !q, %LSE: !lse@SEQUENCE_ARGS@) kernel
         @ATTRIBUTES@ {
       %c0 = arith.constant 0 : index
@@ -309,50 +309,60 @@ constexpr const char *kPingPongSync = R"mlir(
 constexpr const char *kPingPongArrive = R"mlir(
         nvvm.barrier.arrive id = %otherTurn number_of_threads = %threads)mlir";
 
+/// What a persistent tile costs beyond its key blocks, in key blocks (its
+/// Q load, first GEMM and epilogue; about 4.7 for one block per tile at
+/// D 128, PERF.md session 17, less when the next tile's Q arrives during
+/// the epilogue). Only the balance of the lists depends on it.
+constexpr int64_t kTileOverheadBlocks = 2;
+
+/// The key blocks the rows of query block `qb` (of `blockM` rows) see:
+/// causal, right-aligned, from the first row's window start.
+int64_t tileKeyBlocks(int64_t qb, int64_t blockM,
+                      const KernelConfig &config) {
+  int64_t past = config.seqKv - config.seqQ;
+  int64_t firstRow = qb * blockM;
+  int64_t lastRow = std::min(firstRow + blockM, config.seqQ) - 1;
+  int64_t keysSeen = std::clamp<int64_t>(lastRow + past + 1, 0, config.seqKv);
+  int64_t hi = (keysSeen + kBlockN - 1) / kBlockN;
+  int64_t lo = config.window > 0
+                   ? std::max<int64_t>(firstRow + past - config.window + 1, 0) /
+                         kBlockN
+                   : 0;
+  return std::max<int64_t>(hi - lo, 0);
+}
+
 // --persistent: each block loops over tiles (blocks of BM query rows of one
 // head). The tiles are numbered heaviest first over all heads (tile t is
 // block level t / (H·B) counted from the last, head t mod H, sequence
-// (t mod H·B) / H), and block c of G takes, in round k, tile k·G + c when
-// k is even and k·G + G - 1 - c when k is odd: a heavy tile in one round
-// comes with a light one in the next, so the blocks' sums of work stay
-// level without a tile counter in global memory. Its rounds: every full
-// one, and the last, partial one when its tile exists. The warpgroup index,
-// the shared tiles and the ping-pong's first hand-over come before the
-// loop: the turns run on from one tile to the next, since both warpgroups
-// iterate over the same key blocks.
-std::string persistentLoopBegin(int64_t tiles, int64_t tilesPerLevel,
+// (t mod H·B) / H). Which block takes which tiles is decided here, when
+// the kernel is built (balancedTileLists): block c runs the tiles of its
+// list in the module's constant table @sink_fwd_tiles ([G + 1] list
+// offsets, then the lists), so the launch must have the table's G blocks.
+// The warpgroup index, the shared tiles and the ping-pong's first
+// hand-over come before the loop: the turns run on from one tile to the
+// next, since both warpgroups iterate over the same key blocks.
+std::string persistentLoopBegin(int64_t tableSize, int64_t tilesPerLevel,
                                 int64_t levels, int64_t heads,
                                 const std::string &allocs) {
   auto str = [](int64_t v) { return std::to_string(v); };
+  std::string table = "memref<" + str(tableSize) + "xi32>";
   return R"mlir(      %tid = gpu.thread_id x
       %wg = arith.divui %tid, %c128 : index
 )mlir" + allocs.substr(1) +
          "\n" + std::string(kPingPongInit).substr(1) + R"mlir(
-      %c2 = arith.constant 2 : index
-      %tileCount = arith.constant )mlir" + str(tiles) + R"mlir( : index
       %tilesPerLevel = arith.constant )mlir" + str(tilesPerLevel) + R"mlir( : index
       %lastLevel = arith.constant )mlir" + str(levels - 1) + R"mlir( : index
       %headCount = arith.constant )mlir" + str(heads) + R"mlir( : index
+      %tileTable = memref.get_global @sink_fwd_tiles : )mlir" + table + R"mlir(
       %blockOfGrid = gpu.block_id x
-      %gridBlocks = gpu.grid_dim x
-      %fullRounds = arith.divui %tileCount, %gridBlocks : index
-      %partial = arith.remui %tileCount, %gridBlocks : index
-      %lastRoundParity = arith.remui %fullRounds, %c2 : index
-      %lastRoundEven = arith.cmpi eq, %lastRoundParity, %c0 : index
-      %inEvenLast = arith.cmpi ult, %blockOfGrid, %partial : index
-      %firstOddSlot = arith.subi %gridBlocks, %partial : index
-      %inOddLast = arith.cmpi uge, %blockOfGrid, %firstOddSlot : index
-      %inLast = arith.select %lastRoundEven, %inEvenLast, %inOddLast : i1
-      %extraRound = arith.select %inLast, %c1, %c0 : index
-      %rounds = arith.addi %fullRounds, %extraRound : index
-      %gridLast = arith.subi %gridBlocks, %c1 : index
-      %mirrorSlot = arith.subi %gridLast, %blockOfGrid : index
-      scf.for %round = %c0 to %rounds step %c1 {
-      %roundStart = arith.muli %round, %gridBlocks : index
-      %roundParity = arith.remui %round, %c2 : index
-      %evenRound = arith.cmpi eq, %roundParity, %c0 : index
-      %slot = arith.select %evenRound, %blockOfGrid, %mirrorSlot : index
-      %tile = arith.addi %roundStart, %slot : index
+      %nextBlock = arith.addi %blockOfGrid, %c1 : index
+      %listBegin32 = memref.load %tileTable[%blockOfGrid] : )mlir" + table + R"mlir(
+      %listEnd32 = memref.load %tileTable[%nextBlock] : )mlir" + table + R"mlir(
+      %listBegin = arith.index_castui %listBegin32 : i32 to index
+      %listEnd = arith.index_castui %listEnd32 : i32 to index
+      scf.for %slot = %listBegin to %listEnd step %c1 {
+      %tile32 = memref.load %tileTable[%slot] : )mlir" + table + R"mlir(
+      %tile = arith.index_castui %tile32 : i32 to index
       %level = arith.divui %tile, %tilesPerLevel : index
       %qb = arith.subi %lastLevel, %level : index
       %inLevel = arith.remui %tile, %tilesPerLevel : index
@@ -799,6 +809,34 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
       (oThroughShared && warpgroups == 2 ? kStagingAllocs : "");
   const int64_t persistentBlocks =
       persistent ? std::min(requestedBlocks, tiles) : 0;
+  // --persistent: the blocks' tile lists (balancedTileLists), a tile costed
+  // as the key blocks its rows see plus kTileOverheadBlocks, as the module's
+  // constant table @sink_fwd_tiles: [G + 1] offsets into it, then the lists.
+  std::string tileTable;
+  int64_t tileTableSize = 0;
+  if (persistent) {
+    const int64_t tilesPerLevel = config.heads * config.batch;
+    std::vector<int64_t> costs(tiles);
+    for (int64_t t = 0; t < tiles; ++t)
+      costs[t] = tileKeyBlocks(rowBlocks - 1 - t / tilesPerLevel, blockM,
+                               config) +
+                 kTileOverheadBlocks;
+    std::vector<std::vector<int64_t>> lists =
+        kernels::balancedTileLists(costs, persistentBlocks);
+    tileTableSize = persistentBlocks + 1 + tiles;
+    std::string offsets, entries;
+    int64_t next = persistentBlocks + 1;
+    for (const std::vector<int64_t> &list : lists) {
+      offsets += std::to_string(next) + ", ";
+      next += int64_t(list.size());
+      for (int64_t tile : list)
+        entries += ", " + std::to_string(tile);
+    }
+    offsets += std::to_string(next);
+    tileTable = "    memref.global \"private\" constant @sink_fwd_tiles : memref<" +
+                std::to_string(tileTableSize) + "xi32> = dense<[" + offsets +
+                entries + "]>\n";
+  }
   std::string attributes =
       warpSpecialized ? "attributes {known_block_size = array<i32: " +
                             std::to_string(warpgroups * 128) + ", 1, 1>}"
@@ -893,8 +931,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"BN", str(kBlockN)},
        {"BN_MINUS_1", str(kBlockN - 1)},
        {"GROUP", str(group)},
+       {"TILE_TABLE", tileTable},
        {"TILE_LOOP_BEGIN",
-        persistent ? persistentLoopBegin(tiles, config.heads * config.batch,
+        persistent ? persistentLoopBegin(tileTableSize, config.heads * config.batch,
                                          rowBlocks, config.heads, allocs)
                    : ""},
        {"BLOCK_IDS", persistent ? "" : blockIds},
@@ -985,8 +1024,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                    {"sink_dtype", std::string(rt::dtypeName(config.sinkDtype))}};
   if (config.packGqa)
     bundle.config["pack_gqa"] = int64_t(1);
-  if (persistent)
+  if (persistent) {
     bundle.config["persistent_blocks"] = persistentBlocks;
+    // Each block has its list in @sink_fwd_tiles: launch them all.
+    bundle.config["tile_lists"] = int64_t(1);
+  }
   if (shape.varlen()) {
     bundle.config["seqlens_q"] = rt::formatLengths(config.seqlensQ);
     bundle.config["seqlens_kv"] = rt::formatLengths(config.seqlensKv);

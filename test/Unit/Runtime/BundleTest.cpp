@@ -168,6 +168,13 @@ TEST(Bundle, LaunchedBlocks) {
   EXPECT_EQ(launchedBlocks(b, 132), 100u); // fewer blocks than SMs
   b.config["persistent_blocks"] = int64_t(0);
   EXPECT_EQ(launchedBlocks(b, 8), 100u);   // one block per tile
+  // Lists of tiles fixed per block: every block of the grid runs.
+  b.grid.x = 200;
+  b.config["persistent_blocks"] = int64_t(200);
+  b.config["tile_lists"] = int64_t(1);
+  EXPECT_EQ(launchedBlocks(b, 132), 200u);
+  b.config["tile_lists"] = int64_t(0);
+  EXPECT_EQ(launchedBlocks(b, 132), 132u);
 }
 
 TEST(Bundle, WriteReadRoundTrip) {

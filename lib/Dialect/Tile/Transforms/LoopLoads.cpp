@@ -21,13 +21,27 @@ Operation *ancestorIn(Block &block, Operation *op) {
   return block.findAncestorOpInBlock(*op);
 }
 
-/// A load the producer may repeat: it reads a kernel argument in global
-/// memory that the kernel only ever loads from (a varlen kernel's sequence
-/// offsets), so every thread reads the same value whenever it loads.
-bool isReadOnlyArgumentLoad(Operation *op) {
+/// Whether `value` is a constant global's memref (memref.get_global of a
+/// `constant` memref.global: a persistent kernel's tile lists).
+bool isConstantGlobal(Value value) {
+  auto get = value.getDefiningOp<memref::GetGlobalOp>();
+  if (!get)
+    return false;
+  auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+      get, get.getNameAttr());
+  return global && global.getConstant();
+}
+
+/// A load the producer may repeat: it reads memory that no thread writes,
+/// so every thread reads the same value whenever it loads: a kernel
+/// argument in global memory that the kernel only ever loads from (a
+/// varlen kernel's sequence offsets) or a constant global.
+bool isReadOnlyLoad(Operation *op) {
   auto load = dyn_cast<memref::LoadOp>(op);
   if (!load || isSharedMemory(load.getMemRefType()))
     return false;
+  if (isConstantGlobal(load.getMemRef()))
+    return true;
   auto argument = dyn_cast<BlockArgument>(load.getMemRef());
   if (!argument || !isa<gpu::GPUFuncOp>(argument.getOwner()->getParentOp()) ||
       !argument.getOwner()->isEntryBlock())
@@ -104,7 +118,7 @@ LogicalResult collectSlice(Block &block, ArrayRef<Value> roots,
             "(the producer's threads are not the consumers')";
       return failure();
     }
-    if ((!isPure(def) && !isReadOnlyArgumentLoad(def)) ||
+    if ((!isPure(def) && !isReadOnlyLoad(def)) ||
         def->getNumRegions() != 0) {
       why = "a copy index or loop bound is computed by '" +
             def->getName().getStringRef().str() +

@@ -254,6 +254,34 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// A loop bound loaded from a global that is not constant: some thread may
+// write it, so the producer could read another value than the consumers.
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    memref.global "private" @bounds : memref<2xi32> = dense<[4, 8]>
+    // expected-remark @+1 {{warp specialization declined: a copy index or loop bound is computed by 'memref.load', which is not a pure op the producer could repeat}}
+    gpu.func @mutable_global_bound(%A: memref<1024x64xbf16>, %out: memref<64x64xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %bounds = memref.get_global @bounds : memref<2xi32>
+      %n32 = memref.load %bounds[%c0] : memref<2xi32>
+      %n = arith.index_castui %n32 : i32 to index
+      %f0 = arith.constant 0.0 : f32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %init = tile.fill %f0 : !tile.fragment<64x64xf32>
+      %res = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %next = tile.gemm %s, %s, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        scf.yield %next : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      tile.store %res, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 // A gemm inside a region between an async reader and its wait may or may
 // not issue: the wait's `pending 1` cannot be counted on to complete it.
 module attributes {gpu.container_module} {

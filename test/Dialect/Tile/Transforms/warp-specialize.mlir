@@ -191,6 +191,62 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// A persistent kernel's tile lists: the tile loop's bounds and the tile come
+// from a constant global, which no thread writes, so the producer repeats
+// those loads too.
+// CHECK-LABEL: gpu.func @constant_global_lists
+// CHECK: scf.if
+// CHECK:   memref.get_global @lists : memref<5xi32>
+// CHECK:   memref.load %{{.*}} : memref<5xi32>
+// CHECK:   memref.load %{{.*}} : memref<5xi32>
+// CHECK:   scf.for
+// CHECK:     memref.load %{{.*}} : memref<5xi32>
+// CHECK:     scf.for
+// CHECK:       tile.tma_copy
+// CHECK:   tile.role = "producer"
+// CHECK: scf.if
+// CHECK:   memref.get_global @lists : memref<5xi32>
+// CHECK:   tile.role = "consumer"
+!sL = memref<64x64xbf16, #gpu.address_space<workgroup>>
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    memref.global "private" constant @lists : memref<5xi32> = dense<[2, 4, 5, 1, 0]>
+    gpu.func @constant_global_lists(%K: memref<1024x64xbf16>, %out: memref<2x64x64xf32>) kernel
+        attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %lists = memref.get_global @lists : memref<5xi32>
+      %b = gpu.block_id x
+      %bNext = arith.addi %b, %c1 : index
+      %begin32 = memref.load %lists[%b] : memref<5xi32>
+      %end32 = memref.load %lists[%bNext] : memref<5xi32>
+      %begin = arith.index_castui %begin32 : i32 to index
+      %end = arith.index_castui %end32 : i32 to index
+      %sK = memref.alloc() : !sL
+      scf.for %slot = %begin to %end step %c1 {
+        %tile32 = memref.load %lists[%slot] : memref<5xi32>
+        %tile = arith.index_castui %tile32 : i32 to index
+        %first = arith.muli %tile, %c4 : index
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %res = scf.for %kb = %c0 to %c4 step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %block = arith.addi %first, %kb : index
+          %row = arith.muli %block, %c64 : index
+          tile.copy %K[%row, %c0], %sK : memref<1024x64xbf16>, !sL
+          %next = tile.gemm %sK, %sK, %acc {transpose_b} : !sL, !sL, !tile.fragment<64x64xf32>
+          scf.yield %next : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+        tile.store %res, %out[%tile, %c0, %c0] : !tile.fragment<64x64xf32>, memref<2x64x64xf32>
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 // Varlen-shaped: the loop bounds and a copy index come from sequence
 // offsets the kernel only reads, so the producer repeats those loads.
 // CHECK-LABEL: gpu.func @read_only_offsets

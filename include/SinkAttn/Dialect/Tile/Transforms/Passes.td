@@ -38,7 +38,9 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       index computations the copies and the loop bounds need (nothing else
       of the kernel; `memref.load`s of kernel arguments the kernel only
       loads from count as pure, such as varlen sequence offsets, which
-      assumes the host does not pass one buffer as two arguments), issues the pre-loop loads with their own barriers, and
+      assumes the host does not pass one buffer as two arguments, and so do
+      loads of `constant` globals, such as a persistent kernel's tile
+      lists), issues the pre-loop loads with their own barriers, and
       per iteration and group waits `empty` with parity `((it/S) % 2) ^ 1`
       (a fresh barrier passes phase 1, so the first S waits are free), issues
       `tile.tma_copy` into the stage, and one thread arrives on `full`.
@@ -121,7 +123,7 @@ def TileSoftwarePipeline : Pass<"tile-software-pipeline"> {
     global → shared `tile.copy`s filling whole allocations that only
     `tile.gemm` and `memref.load` read (the block sync before a version is
     refilled waits for every thread's loads), indices from pure computations (and loads of
-    read-only kernel arguments) of the induction variable; the loop at the kernel's top level or in `scf.for` loops
+    read-only kernel arguments and constant globals) of the induction variable; the loop at the kernel's top level or in `scf.for` loops
     that are): every thread keeps computing. TMA copies (S ≥ 2):
 
     * the buffers get a leading dimension S; one barrier per version (one
