@@ -70,10 +70,11 @@ rt::Dim3 blockGrid(int64_t blocks, const rt::SinkAttentionShape &shape);
 /// stay level:
 /// longest-processing-time-first, then moves and swaps off the longest
 /// list while they shorten it. Every tile is in exactly one list; each list
-/// runs its costliest tiles first (ties: lower index first), as the
-/// heaviest-first tile order does. Deterministic.
+/// runs its tiles by `groups` (one per tile; none: one group), then
+/// costliest first (ties: lower index first). Deterministic.
 std::vector<std::vector<int64_t>>
-balancedTileLists(llvm::ArrayRef<int64_t> costs, int64_t blocks);
+balancedTileLists(llvm::ArrayRef<int64_t> costs, int64_t blocks,
+                  llvm::ArrayRef<int64_t> groups = {});
 
 /// The row part shared by the attention reference kernels: from `%row`
 /// (an index into LSE's order) it defines %b, %h, %hk, %i, the sequence's

@@ -816,13 +816,20 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   int64_t tileTableSize = 0;
   if (persistent) {
     const int64_t tilesPerLevel = config.heads * config.batch;
-    std::vector<int64_t> costs(tiles);
-    for (int64_t t = 0; t < tiles; ++t)
+    std::vector<int64_t> costs(tiles), kvGroups(tiles);
+    for (int64_t t = 0; t < tiles; ++t) {
       costs[t] = tileKeyBlocks(rowBlocks - 1 - t / tilesPerLevel, blockM,
                                config) +
                  kTileOverheadBlocks;
+      // Its sequence and kv head: a block runs those of one kv head
+      // together, so the blocks running at a time share K/V in L2 as one
+      // block per tile does (blockIdsText).
+      int64_t inLevel = t % tilesPerLevel;
+      kvGroups[t] = (inLevel / config.heads) * config.kvHeads +
+                    (inLevel % config.heads) / (config.heads / config.kvHeads);
+    }
     std::vector<std::vector<int64_t>> lists =
-        kernels::balancedTileLists(costs, persistentBlocks);
+        kernels::balancedTileLists(costs, persistentBlocks, kvGroups);
     tileTableSize = persistentBlocks + 1 + tiles;
     std::string offsets, entries;
     int64_t next = persistentBlocks + 1;

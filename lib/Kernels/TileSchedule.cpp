@@ -62,10 +62,13 @@ std::optional<Exchange> bestExchange(const TilesByCost &longest,
 } // namespace
 
 std::vector<std::vector<int64_t>>
-kernels::balancedTileLists(llvm::ArrayRef<int64_t> costs, int64_t blocks) {
+kernels::balancedTileLists(llvm::ArrayRef<int64_t> costs, int64_t blocks,
+                           llvm::ArrayRef<int64_t> groups) {
   assert(blocks > 0 && "a schedule needs a block");
   assert(llvm::all_of(costs, [](int64_t c) { return c > 0; }) &&
          "costs are positive (0 stands for no tile in an exchange)");
+  assert((groups.empty() || groups.size() == costs.size()) &&
+         "a group per tile, or none");
   const int64_t tiles = int64_t(costs.size());
   std::vector<int64_t> order(tiles);
   std::iota(order.begin(), order.end(), int64_t(0));
@@ -123,11 +126,18 @@ kernels::balancedTileLists(llvm::ArrayRef<int64_t> costs, int64_t blocks) {
       moveTile(bestOther, longest, best->take);
   }
 
+  // Each list by group, then costliest first: blocks that run at the same
+  // pace then work on the same groups at the same time.
+  auto runOrder = [&](int64_t a, int64_t b) {
+    if (!groups.empty() && groups[a] != groups[b])
+      return groups[a] < groups[b];
+    return costlierFirst(a, b);
+  };
   std::vector<std::vector<int64_t>> result(blocks);
   for (int64_t b = 0; b < blocks; ++b) {
     for (const auto &[cost, ofCost] : lists[b])
       result[b].insert(result[b].end(), ofCost.begin(), ofCost.end());
-    std::sort(result[b].begin(), result[b].end(), costlierFirst);
+    std::sort(result[b].begin(), result[b].end(), runOrder);
   }
   return result;
 }

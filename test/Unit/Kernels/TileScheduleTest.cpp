@@ -104,3 +104,29 @@ TEST(TileSchedule, SmallCasesAreOptimal) {
   EXPECT_EQ(kernels::balancedTileLists({1, 3, 2}, 1),
             (std::vector<std::vector<int64_t>>{{1, 2, 0}}));
 }
+
+TEST(TileSchedule, GroupsFirstThenCostliest) {
+  // Tiles 0..5, costs 6..1, in groups 1, 0, 1, 0, 1, 0: one list runs group
+  // 0 (tiles 1, 3, 5) before group 1 (0, 2, 4), each costliest first.
+  std::vector<int64_t> costs = {6, 5, 4, 3, 2, 1};
+  std::vector<int64_t> groups = {1, 0, 1, 0, 1, 0};
+  EXPECT_EQ(kernels::balancedTileLists(costs, 1, groups),
+            (std::vector<std::vector<int64_t>>{{1, 3, 5, 0, 2, 4}}));
+  // Groups only order a list: the split is the same as without them.
+  std::vector<int64_t> seed = seedCosts();
+  std::vector<int64_t> seedGroups(seed.size());
+  for (size_t t = 0; t < seed.size(); ++t)
+    seedGroups[t] = int64_t(t % 64) / 8;
+  std::vector<std::vector<int64_t>> plain = kernels::balancedTileLists(seed, 132);
+  std::vector<std::vector<int64_t>> grouped =
+      kernels::balancedTileLists(seed, 132, seedGroups);
+  ASSERT_EQ(plain.size(), grouped.size());
+  for (size_t b = 0; b < plain.size(); ++b) {
+    std::vector<int64_t> x = plain[b], y = grouped[b];
+    std::sort(x.begin(), x.end());
+    std::sort(y.begin(), y.end());
+    EXPECT_EQ(x, y) << "list " << b;
+    for (size_t i = 1; i < grouped[b].size(); ++i)
+      EXPECT_LE(seedGroups[grouped[b][i - 1]], seedGroups[grouped[b][i]]);
+  }
+}
