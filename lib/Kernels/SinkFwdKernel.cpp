@@ -44,6 +44,12 @@ constexpr int64_t kBlockN = 128;
 /// repay its extra iteration (measured: ws 1.7% ahead at 16 blocks, causal
 /// S 2048, once O went through TMA; overlap ahead at 32 and more).
 constexpr int64_t kOverlapMinKeyBlocks = 17;
+/// Auto makes the forward persistent while its longest row sees at most
+/// this many key blocks: with the tile lists the persistent form was 1.6%
+/// ahead of one block per tile at 32 (D 128 S 4096, overlap), even at 64
+/// (S 8192, within the noise) and 2.2% behind at 128 (docs/PERF.md,
+/// session 17).
+constexpr int64_t kPersistentMaxKeyBlocks = 32;
 
 // The kernel's text: kSinkFwdHead, then the main loop — serial or
 // overlapped: its head, the mask decision (blockMaskDecisionText), the
@@ -749,19 +755,22 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   // --persistent: min(N, tiles) blocks loop over the tiles
   // (persistentLoopBegin); the two consumer warpgroups' ping-pong and the
   // producer's pipeline run on from one tile to the next. Auto's choice
-  // (kAutoPersistentBlocks): one block per SM where auto runs ws with 2
-  // stages for a BHSD/BSHD forward without a window and there are more
-  // tiles than SMs: at D 128 S 2048 the producer then loads the next
-  // tile's Q during the consumers' epilogue (a tile load,
-  // tile-warp-specialize), 3.4% faster than one block per tile; with
-  // overlap (longer rows) persistence was slower (docs/PERF.md).
+  // (kAutoPersistentBlocks): one block per SM where auto runs ws or
+  // overlap with 2 stages for a BHSD/BSHD forward without a window, rows
+  // of at most kPersistentMaxKeyBlocks key blocks and more tiles than SMs:
+  // the producer then loads the next tile's Q during the consumers'
+  // epilogue (a tile load, tile-warp-specialize), and the tile lists keep
+  // the blocks level: 4.8% faster than one block per tile at D 128 S 2048
+  // (ws), 1.6% at S 4096 (overlap); at S 16384 the persistent form lost
+  // 2.2% (docs/PERF.md, session 17).
   int64_t requestedBlocks = config.persistentBlocks;
   if (requestedBlocks == kAutoPersistentBlocks) {
     // Measured with 2 stages only: with 1 (ptxas spills) and 3 (no room
     // for O's staging tiles) persistence was slower (docs/PERF.md).
     bool autoPersistent = config.kernel == "sink-fwd" &&
                           config.schedule == "auto" && warpSpecialized &&
-                          !overlap && config.stages == 2 &&
+                          rowKeyBlocks <= kPersistentMaxKeyBlocks &&
+                          config.stages == 2 &&
                           config.window == 0 && !shape.varlen() &&
                           !config.packGqa && tiles > kPersistentSMs;
     requestedBlocks = autoPersistent ? kPersistentSMs : 0;
