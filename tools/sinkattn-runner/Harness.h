@@ -98,7 +98,8 @@ public:
   /// "m=4096 n=4096 k=4096 dtype=bf16" from the bundle's config.
   std::string describeConfig() const;
   /// The blocks a launch of the bundle's kernel gets on this GPU
-  /// (rt::launchedBlocks: at most one per SM for a persistent kernel).
+  /// (rt::launchedBlocks: at most one per SM for a persistent kernel that
+  /// strides by its grid; all of them for one with tile lists).
   uint32_t launchedBlocks() const { return loaded_->launchedBlocks(); }
 
 private:

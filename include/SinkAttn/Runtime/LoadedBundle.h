@@ -58,7 +58,8 @@ public:
   /// ptxas's informational log of the JIT (registers, spills per kernel).
   const std::string &infoLog() const { return module_.infoLog(); }
   /// rt::launchedBlocks on this GPU: the grid x a single-kernel bundle is
-  /// launched with (at most one block per SM for a persistent kernel).
+  /// launched with (at most one block per SM for a persistent kernel that
+  /// strides by its grid; all of them for one with tile lists).
   uint32_t launchedBlocks() const { return launchedBlocks_; }
 
   /// Launches the `phase`'s kernels in manifest order on `stream`
