@@ -370,6 +370,38 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
     }
 )mlir";
 
+/// The election of the last block to arrive (kSumSharesInKernel,
+/// kSinkSumInDq): each block makes its global writes visible (a GPU-scope
+/// fence, then a block barrier), its first thread adds 1 to
+/// `counter`[`index`] (a memref of type `counterType`) and passes the count
+/// it saw on through shared memory, and %<prefix>IsLast holds in the block
+/// that saw `lastCount`. Defines %<prefix>Tid (the thread). The elected
+/// block fences again before it reads the others' writes.
+std::string lastArrivalText(const std::string &prefix,
+                            const std::string &counter,
+                            const std::string &counterType,
+                            const std::string &index,
+                            const std::string &lastCount) {
+  const std::string slotType = "memref<1xi32, #gpu.address_space<workgroup>>";
+  const std::string p = "%" + prefix;
+  return "      nvvm.memory.barrier #nvvm.mem_scope<gpu>\n"
+         "      gpu.barrier\n"
+         "      " + p + "Tid = gpu.thread_id x\n"
+         "      " + p + "IsFirstThread = arith.cmpi eq, " + p + "Tid, %c0 : index\n"
+         "      " + p + "Slot = memref.alloc() : " + slotType + "\n"
+         "      scf.if " + p + "IsFirstThread {\n"
+         "        " + p + "One = arith.constant 1 : i32\n"
+         "        " + p + "Before = memref.atomic_rmw addi " + p + "One, " +
+         counter + "[" + index + "] : (i32, " + counterType + ") -> i32\n"
+         "        memref.store " + p + "Before, " + p + "Slot[%c0] : " + slotType + "\n"
+         "      }\n"
+         "      gpu.barrier\n"
+         "      " + p + "Ticket = memref.load " + p + "Slot[%c0] : " + slotType + "\n"
+         "      " + p + "LastTicket = arith.constant " + lastCount + " : i32\n"
+         "      " + p + "IsLast = arith.cmpi eq, " + p + "Ticket, " + p +
+         "LastTicket : i32";
+}
+
 /// The plain schedule's dQ kernel sums dsinks itself: the last of a head's
 /// B x QB blocks to store its rows' sink terms (a counter per head, which the
 /// preprocess kernel zeroes; a GPU-scope fence before the count and one
@@ -378,23 +410,10 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
 /// The dQ kernel ends before the dK/dV kernel beside it, so the sum leaves
 /// the backward's critical path, and one launch goes.
 constexpr llvm::StringLiteral kSinkSumInDq = R"mlir(
-      nvvm.memory.barrier #nvvm.mem_scope<gpu>
-      gpu.barrier
-      %sinkTid = gpu.thread_id x
-      %sinkTicketSlot = memref.alloc() : memref<1xi32, #gpu.address_space<workgroup>>
-      %isFirstSinkThread = arith.cmpi eq, %sinkTid, %c0 : index
-      scf.if %isFirstSinkThread {
-        %one32 = arith.constant 1 : i32
-        %before = memref.atomic_rmw addi %one32, %SinkCounts[%h] : (i32, memref<@H@xi32>) -> i32
-        memref.store %before, %sinkTicketSlot[%c0] : memref<1xi32, #gpu.address_space<workgroup>>
-      }
-      gpu.barrier
-      %sinkTicket = memref.load %sinkTicketSlot[%c0] : memref<1xi32, #gpu.address_space<workgroup>>
-      %lastSinkTicket = arith.constant @DQ_BLOCKS_PER_HEAD_MINUS_1@ : i32
-      %lastOfHead = arith.cmpi eq, %sinkTicket, %lastSinkTicket : i32
+@SINK_LAST_ARRIVAL@
       %warpSize = arith.constant 32 : index
       %inFirstWarp = arith.cmpi ult, %sinkTid, %warpSize : index
-      %sumSinkHere = arith.andi %lastOfHead, %inFirstWarp : i1
+      %sumSinkHere = arith.andi %sinkIsLast, %inFirstWarp : i1
       scf.if %sumSinkHere {
         nvvm.memory.barrier #nvvm.mem_scope<gpu>
         %lane = gpu.thread_id x
@@ -794,27 +813,14 @@ std::string headSinkSumText(const std::string &terms) {
 /// visible with a GPU-scope fence before the count (release) and read
 /// after one (acquire).
 constexpr llvm::StringLiteral kSumSharesInKernel = R"mlir(
-      nvvm.memory.barrier #nvvm.mem_scope<gpu>
-      gpu.barrier
-      %sumTid = gpu.thread_id x
-      %isFirstThread = arith.cmpi eq, %sumTid, %c0 : index
-      %sTicket = memref.alloc() : memref<1xi32, #gpu.address_space<workgroup>>
-      scf.if %isFirstThread {
-        %one32 = arith.constant 1 : i32
-        %kvHeadCountSum = arith.constant @HK@ : index
-        %keyBlockCount = arith.constant @DKDV_BLOCKS@ : index
-        %bHk = arith.muli %b, %kvHeadCountSum : index
-        %bHkHk = arith.addi %bHk, %hk : index
-        %countRow = arith.muli %bHkHk, %keyBlockCount : index
-        %countAt = arith.addi %countRow, %kb : index
-        %before = memref.atomic_rmw addi %one32, %Counts[%countAt] : (i32, memref<@COUNTS@xi32>) -> i32
-        memref.store %before, %sTicket[%c0] : memref<1xi32, #gpu.address_space<workgroup>>
-      }
-      gpu.barrier
-      %ticket = memref.load %sTicket[%c0] : memref<1xi32, #gpu.address_space<workgroup>>
-      %lastTicket = arith.constant @GROUP_MINUS_1@ : i32
-      %isLast = arith.cmpi eq, %ticket, %lastTicket : i32
-      %sumHere = arith.andi %isLast, %live : i1
+      %kvHeadCountSum = arith.constant @HK@ : index
+      %keyBlockCount = arith.constant @DKDV_BLOCKS@ : index
+      %bHk = arith.muli %b, %kvHeadCountSum : index
+      %bHkHk = arith.addi %bHk, %hk : index
+      %countRow = arith.muli %bHkHk, %keyBlockCount : index
+      %countAt = arith.addi %countRow, %kb : index
+@SHARES_LAST_ARRIVAL@
+      %sumHere = arith.andi %sumIsLast, %live : i1
       scf.if %sumHere {
         nvvm.memory.barrier #nvvm.mem_scope<gpu>
         %sumStep = arith.constant @SUM_STEP@ : index
@@ -1243,6 +1249,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@SEQUENCE@", layout.sequence},
         {"@SINKS_KERNEL@", sinksInDq ? "" : kSinksKernel.str()},
         {"@DQ_SINK_SUM@", sinksInDq ? kSinkSumInDq.str() : ""},
+        {"@SINK_LAST_ARRIVAL@",
+         lastArrivalText("sink", "%SinkCounts", "memref<@H@xi32>", "%h",
+                         "@DQ_BLOCKS_PER_HEAD_MINUS_1@")},
         {"@DQ_SINKS_ARGS@",
          sinksInDq ? ", %dsinks: memref<@H@xf32>, %SinkCounts: memref<@H@xi32>"
                    : ""},
@@ -1260,6 +1269,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_STORE@", shares ? layout.storeShares : layout.storeDkdv},
         {"@DKDV_SUM@", shares && !sumInKernel ? kSumShares.str() : ""},
         {"@DKDV_SUM_IN_KERNEL@", sumInKernel ? kSumSharesInKernel.str() : ""},
+        {"@SHARES_LAST_ARRIVAL@",
+         lastArrivalText("sum", "%Counts", "memref<@COUNTS@xi32>", "%countAt",
+                         "@GROUP_MINUS_1@")},
         {"@SUM_ELEMENTS@",
          sumSharesElementsText(layout.sharesAt, layout.kvElementAt)},
         {"@DKDV_SUM_ARGS@",
