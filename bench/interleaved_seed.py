@@ -41,12 +41,18 @@ def size_name(seq):
     return f"{seq // 1024}k"
 
 
-def runner_median(runner, bundle, iters, warmup):
-    """sinkattn-runner bench's JSON row for one bundle (one process)."""
+def runner_median(runner, bundle, iters, warmup, timeout):
+    """sinkattn-runner bench's JSON row for one bundle (one process, at most
+    `timeout` seconds: a kernel that hangs stops the table with a message)."""
+    command = [runner, "bench", "--bundle", bundle, "--iters", str(iters),
+               "--warmup", str(warmup)]
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        proc = subprocess.run([runner, "bench", "--bundle", bundle, "--iters", str(iters),
-                               "--warmup", str(warmup), "--json", out.name],
-                              capture_output=True, text=True)
+        try:
+            proc = subprocess.run(command + ["--json", out.name], capture_output=True,
+                                  text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            sys.exit(f"error: {runner} bench --bundle {bundle} did not finish in "
+                     f"{timeout} s")
         if proc.returncode != 0:
             sys.exit(f"error: {runner} bench --bundle {bundle} failed "
                      f"(exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
@@ -62,6 +68,8 @@ def main():
     parser.add_argument("--bundles", required=True,
                         help="directory with the sink-{fwd,bwd}-seed-* bundles")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per cell (default 3)")
+    parser.add_argument("--timeout", type=float, default=300,
+                        help="seconds one runner call may take (default 300)")
     parser.add_argument("--directions", default="fwd,bwd",
                         help="fwd, bwd or fwd,bwd (default)")
     parser.add_argument("--sinkattn-json", metavar="PREFIX", required=True,
@@ -71,8 +79,9 @@ def main():
                         help="the cuDNN rows (bench/compare_sdpa.py --json format)")
     args = parser.parse_args()
     directions = args.directions.split(",")
-    if args.rounds < 1 or any(d not in ITERS for d in directions):
-        parser.error("--rounds must be >= 1 and --directions a list of fwd, bwd")
+    if args.rounds < 1 or args.timeout <= 0 or any(d not in ITERS for d in directions):
+        parser.error("--rounds must be >= 1, --timeout > 0 and --directions a list "
+                     "of fwd, bwd")
     for s, d in ((s, d) for _, _, _, s, d in SEED_SHAPES):
         for direction in directions:
             bundle = os.path.join(args.bundles, f"sink-{direction}-seed-{size_name(s)}-d{d}")
@@ -95,7 +104,8 @@ def main():
             for r in range(args.rounds):
                 def time_ours():
                     nonlocal gpu
-                    gpu, row = runner_median(args.runner, bundle, iters, warmup)
+                    gpu, row = runner_median(args.runner, bundle, iters, warmup,
+                                             args.timeout)
                     rows.append(row)
 
                 def time_theirs():

@@ -5,7 +5,8 @@
 # present) and a TFLOP/s of 100 / median. The median is the `median` file's,
 # or the first line of a `medians` file, which the call then removes (one
 # value per call). A bundle with a `fail` file fails like a kernel that does
-# not run. With FAKE_RUNNER_LOG set, each call appends "runner BUNDLE" there.
+# not run; one with a `hang` file sleeps for a minute first. With
+# FAKE_RUNNER_LOG set, each call appends "runner BUNDLE" there.
 set -euo pipefail
 [[ $1 == bench ]] || { echo "fake runner: only bench" >&2; exit 2; }
 shift
@@ -17,6 +18,8 @@ while (($#)); do
     *) shift 2 ;;
   esac
 done
+# A bundle with a `hang` file never finishes (a kernel that hangs).
+[[ -f $bundle/hang ]] && sleep 60
 if [[ -f $bundle/fail ]]; then
   echo "error: launch failed: CUDA_ERROR_ILLEGAL_ADDRESS" >&2
   exit 1
