@@ -587,11 +587,8 @@ std::string dkdvProbabilities() {
                         R"mlir(            %j = arith.addi %n0, %jj : index
             %i = arith.addi %m0, %ii : index
             %p = arith.addi %i, %past : index
-            %causal = arith.cmpi sle, %j, %p : index
-            %distance = arith.subi %p, %j : index
-            %near = arith.cmpi ult, %distance, %window : index
+)mlir" + kernels::keepKeyText("%p", "%keepNear") + R"mlir(
             %inside = arith.cmpi ult, %i, %seqQ : index
-            %keepNear = arith.andi %causal, %near : i1
             %keep = arith.andi %keepNear, %inside : i1)mlir",
                         R"mlir(            %negLse2 = memref.load %sStats[%c0, %ii] : !tileStats
             %y = math.fma %x, %scaleLog2, %negLse2 : f32
@@ -606,10 +603,7 @@ std::string dqProbabilities() {
                         R"mlir(            %i = arith.addi %m0, %ii : index
             %j = arith.addi %n0, %jj : index
             %pos = arith.addi %i, %past : index
-            %causal = arith.cmpi sle, %j, %pos : index
-            %distance = arith.subi %pos, %j : index
-            %near = arith.cmpi ult, %distance, %window : index
-            %keep = arith.andi %causal, %near : i1)mlir",
+)mlir" + kernels::keepKeyText("%pos", "%keep"),
                         R"mlir(            %negL = arith.negf %l : f32
             %y = math.fma %x, %scaleLog2, %negL : f32
             %e = math.exp2 %y : f32)mlir");

@@ -149,10 +149,7 @@ constexpr llvm::StringLiteral kMaskMap = R"mlir(
         ^bb0(%i: index, %jj: index, %x: f32):
           %j = arith.addi %n0, %jj : index
           @ROW_POSITION@
-          %causal = arith.cmpi sle, %j, %p : index
-          %distance = arith.subi %p, %j : index
-          %near = arith.cmpi ult, %distance, %window : index
-          %keep = arith.andi %causal, %near : i1
+@KEEP_KEY@
           %r = arith.select %keep, %x, %ninf : f32
           tile.yield %r : f32
         }
@@ -960,6 +957,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"ROWS_LIMIT", rowsLimit},
        {"SINK_INIT", sinkInit},
        {"ROW_POSITION", rowPosition},
+       {"KEEP_KEY", kernels::keepKeyText("%p", "%keep")},
        {"Q_TYPE", layout.qType},
        {"KV_TYPE", layout.kvType},
        {"LSE_TYPE", layout.lseType},
@@ -1087,6 +1085,15 @@ std::string kernels::blockMaskDecisionText(const std::string &lastKeyOffset,
          "        %outOfWindow = arith.cmpi sge, %span, %window : index\n"
          "        %windowEdge = arith.andi %hasWindow, %outOfWindow : i1\n"
          "        " + result + " = arith.ori %crossesDiagonal, %windowEdge : i1";
+}
+
+std::string kernels::keepKeyText(const std::string &position,
+                                 const std::string &result) {
+  return "            %causal = arith.cmpi sle, %j, " + position +
+         " : index\n"
+         "            %distance = arith.subi " + position + ", %j : index\n"
+         "            %near = arith.cmpi ult, %distance, %window : index\n"
+         "            " + result + " = arith.andi %causal, %near : i1";
 }
 
 std::string kernels::blockIdsText(const std::string &blockVar, bool heaviestLast,
