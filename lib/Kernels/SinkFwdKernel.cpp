@@ -318,20 +318,51 @@ constexpr const char *kPingPongArrive = R"mlir(
 /// the epilogue). Only the balance of the lists depends on it.
 constexpr int64_t kTileOverheadBlocks = 2;
 
-/// The key blocks the rows of query block `qb` (of `blockM` rows) see:
-/// causal, right-aligned, from the first row's window start.
-int64_t tileKeyBlocks(int64_t qb, int64_t blockM,
-                      const KernelConfig &config) {
-  int64_t past = config.seqKv - config.seqQ;
-  int64_t firstRow = qb * blockM;
-  int64_t lastRow = std::min(firstRow + blockM, config.seqQ) - 1;
-  int64_t keysSeen = std::clamp<int64_t>(lastRow + past + 1, 0, config.seqKv);
-  int64_t hi = (keysSeen + kBlockN - 1) / kBlockN;
-  int64_t lo = config.window > 0
-                   ? std::max<int64_t>(firstRow + past - config.window + 1, 0) /
-                         kBlockN
-                   : 0;
-  return std::max<int64_t>(hi - lo, 0);
+/// --persistent's module table @sink_fwd_tiles: the `blocks` blocks' tile
+/// lists (balancedTileLists) as [G + 1] offsets into the table, then the
+/// lists; tile t as numbered in persistentLoopBegin (`rowBlocks` blocks of
+/// `blockM` rows per head and sequence, heaviest first). A tile costs the
+/// key blocks its rows see (from its first row's first key to its last
+/// row's last, rt::attendedKeys) plus kTileOverheadBlocks; a list runs the
+/// tiles of one sequence and kv head together, so the blocks running at a
+/// time share K/V in L2 as one block per tile does (blockIdsText).
+struct TileTable {
+  std::string text;
+  int64_t size = 0;
+};
+TileTable tileTable(const rt::SinkAttentionShape &shape, int64_t rowBlocks,
+                    int64_t blockM, int64_t blocks) {
+  const int64_t tilesPerLevel = shape.heads * shape.batch;
+  const int64_t tiles = rowBlocks * tilesPerLevel;
+  const int64_t group = shape.heads / shape.kvHeads;
+  std::vector<int64_t> costs(tiles), kvGroups(tiles);
+  for (int64_t t = 0; t < tiles; ++t) {
+    int64_t firstRow = (rowBlocks - 1 - t / tilesPerLevel) * blockM;
+    int64_t lastRow = std::min(firstRow + blockM, shape.seqQ) - 1;
+    int64_t lo = rt::attendedKeys(shape, 0, firstRow).begin / kBlockN;
+    int64_t hi =
+        (rt::attendedKeys(shape, 0, lastRow).end + kBlockN - 1) / kBlockN;
+    costs[t] = std::max<int64_t>(hi - lo, 0) + kTileOverheadBlocks;
+    int64_t inLevel = t % tilesPerLevel;
+    kvGroups[t] = (inLevel / shape.heads) * shape.kvHeads +
+                  (inLevel % shape.heads) / group;
+  }
+  TileTable table;
+  table.size = blocks + 1 + tiles;
+  std::string offsets, entries;
+  int64_t next = blocks + 1;
+  for (const std::vector<int64_t> &list :
+       kernels::balancedTileLists(costs, blocks, kvGroups)) {
+    offsets += std::to_string(next) + ", ";
+    next += int64_t(list.size());
+    for (int64_t tile : list)
+      entries += ", " + std::to_string(tile);
+  }
+  offsets += std::to_string(next);
+  table.text = "    memref.global \"private\" constant @sink_fwd_tiles : memref<" +
+               std::to_string(table.size) + "xi32> = dense<[" + offsets +
+               entries + "]>\n";
+  return table;
 }
 
 // --persistent: each block loops over tiles (blocks of BM query rows of one
@@ -815,41 +846,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
       (oThroughShared && warpgroups == 2 ? kStagingAllocs : "");
   const int64_t persistentBlocks =
       persistent ? std::min(requestedBlocks, tiles) : 0;
-  // --persistent: the blocks' tile lists (balancedTileLists), a tile costed
-  // as the key blocks its rows see plus kTileOverheadBlocks, as the module's
-  // constant table @sink_fwd_tiles: [G + 1] offsets into it, then the lists.
-  std::string tileTable;
-  int64_t tileTableSize = 0;
-  if (persistent) {
-    const int64_t tilesPerLevel = config.heads * config.batch;
-    std::vector<int64_t> costs(tiles), kvGroups(tiles);
-    for (int64_t t = 0; t < tiles; ++t) {
-      costs[t] = tileKeyBlocks(rowBlocks - 1 - t / tilesPerLevel, blockM,
-                               config) +
-                 kTileOverheadBlocks;
-      // Its sequence and kv head: a block runs those of one kv head
-      // together, so the blocks running at a time share K/V in L2 as one
-      // block per tile does (blockIdsText).
-      int64_t inLevel = t % tilesPerLevel;
-      kvGroups[t] = (inLevel / config.heads) * config.kvHeads +
-                    (inLevel % config.heads) / (config.heads / config.kvHeads);
-    }
-    std::vector<std::vector<int64_t>> lists =
-        kernels::balancedTileLists(costs, persistentBlocks, kvGroups);
-    tileTableSize = persistentBlocks + 1 + tiles;
-    std::string offsets, entries;
-    int64_t next = persistentBlocks + 1;
-    for (const std::vector<int64_t> &list : lists) {
-      offsets += std::to_string(next) + ", ";
-      next += int64_t(list.size());
-      for (int64_t tile : list)
-        entries += ", " + std::to_string(tile);
-    }
-    offsets += std::to_string(next);
-    tileTable = "    memref.global \"private\" constant @sink_fwd_tiles : memref<" +
-                std::to_string(tileTableSize) + "xi32> = dense<[" + offsets +
-                entries + "]>\n";
-  }
+  const TileTable tileLists =
+      persistent ? tileTable(shape, rowBlocks, blockM, persistentBlocks)
+                 : TileTable();
   std::string attributes =
       warpSpecialized ? "attributes {known_block_size = array<i32: " +
                             std::to_string(warpgroups * 128) + ", 1, 1>}"
@@ -944,9 +943,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"BN", str(kBlockN)},
        {"BN_MINUS_1", str(kBlockN - 1)},
        {"GROUP", str(group)},
-       {"TILE_TABLE", tileTable},
+       {"TILE_TABLE", tileLists.text},
        {"TILE_LOOP_BEGIN",
-        persistent ? persistentLoopBegin(tileTableSize, config.heads * config.batch,
+        persistent ? persistentLoopBegin(tileLists.size, config.heads * config.batch,
                                          rowBlocks, config.heads, allocs)
                    : ""},
        {"BLOCK_IDS", persistent ? "" : blockIds},
