@@ -37,8 +37,9 @@ from compare_sdpa import SEED_SHAPES, CudnnCell
 ITERS = {"fwd": (50, 5), "bwd": (20, 3)}
 
 
-def size_name(seq):
-    return f"{seq // 1024}k"
+def bundle_path(bundles, direction, seq, head_dim):
+    """The seed cell's bundle under `bundles` (make-bundles.sh's names)."""
+    return os.path.join(bundles, f"sink-{direction}-seed-{seq // 1024}k-d{head_dim}")
 
 
 def runner_median(runner, bundle, iters, warmup, timeout):
@@ -84,7 +85,7 @@ def main():
                      "of fwd, bwd")
     for s, d in ((s, d) for _, _, _, s, d in SEED_SHAPES):
         for direction in directions:
-            bundle = os.path.join(args.bundles, f"sink-{direction}-seed-{size_name(s)}-d{d}")
+            bundle = bundle_path(args.bundles, direction, s, d)
             if not os.path.isdir(bundle):
                 parser.error(f"no bundle {bundle}")
 
@@ -98,22 +99,22 @@ def main():
     for b, h, hk, s, d in SEED_SHAPES:
         cell = CudnnCell(b, h, hk, s, d)
         for direction in directions:
-            bundle = os.path.join(args.bundles, f"sink-{direction}-seed-{size_name(s)}-d{d}")
+            bundle = bundle_path(args.bundles, direction, s, d)
             iters, warmup = ITERS[direction]
-            rows, cudnn_ms = [], []
+            cudnn_timer = cell.fwd_ms if direction == "fwd" else cell.bwd_ms
+            runs, cudnn_ms = [], []
+
+            def time_ours():
+                runs.append(runner_median(args.runner, bundle, iters, warmup, args.timeout))
+
+            def time_theirs():
+                cudnn_ms.append(cudnn_timer(iters=iters))
+
             for r in range(args.rounds):
-                def time_ours():
-                    nonlocal gpu
-                    gpu, row = runner_median(args.runner, bundle, iters, warmup,
-                                             args.timeout)
-                    rows.append(row)
-
-                def time_theirs():
-                    timer = cell.fwd_ms if direction == "fwd" else cell.bwd_ms
-                    cudnn_ms.append(timer(iters=iters))
-
                 for step in ((time_ours, time_theirs) if r % 2 == 0 else (time_theirs, time_ours)):
                     step()
+            gpu = runs[-1][0]
+            rows = [row for _, row in runs]
             ours_ms = [row["median_ms"] for row in rows]
             ratios = [c / o for c, o in zip(cudnn_ms, ours_ms)]
             # The median round's row (rounds sorted by time; the lower middle

@@ -71,7 +71,8 @@ constexpr llvm::StringLiteral kSinkFwdHead = R"mlir(
 !lse = @LSE_TYPE@
 module attributes {gpu.container_module} {
   gpu.module @sink_fwd {
-@TILE_TABLE@    gpu.func @sink_fwd(%Q: !q, %K: !kv, %V: !kv, %sinks: memref<@H@x@ST@>,
+@TILE_TABLE@
+    gpu.func @sink_fwd(%Q: !q, %K: !kv, %V: !kv, %sinks: memref<@H@x@ST@>,
                        %O: !q, %LSE: !lse@SEQUENCE_ARGS@) kernel
         @ATTRIBUTES@ {
       %c0 = arith.constant 0 : index
@@ -361,7 +362,7 @@ TileTable tileTable(const rt::SinkAttentionShape &shape, int64_t rowBlocks,
   offsets += std::to_string(next);
   table.text = "    memref.global \"private\" constant @sink_fwd_tiles : memref<" +
                std::to_string(table.size) + "xi32> = dense<[" + offsets +
-               entries + "]>\n";
+               entries + "]>";
   return table;
 }
 
