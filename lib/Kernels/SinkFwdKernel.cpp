@@ -7,8 +7,8 @@
 // query head h to key/value head h / (H / HK). Also writes the natural-log
 // LSE of each row including the sink, which the backward pass needs.
 //
-// The schedule: two consumer warpgroups per block of 128 query rows (64
-// each, sharing the K and V tiles); for each
+// The schedule: two consumer warpgroups per block of 128 query rows (three,
+// 192 rows, at D = 64; 64 each, sharing the K and V tiles); for each
 // block of BN keys it reads K and V from shared memory, computes
 // S = Q Kᵀ (wgmma SS), masks, updates the online softmax in the log2
 // domain, and accumulates O += P V (wgmma RS, P from registers). The loads
@@ -44,6 +44,14 @@ constexpr int64_t kBlockN = 128;
 /// repay its extra iteration (measured: ws 1.7% ahead at 16 blocks, causal
 /// S 2048, once O went through TMA; overlap ahead at 32 and more).
 constexpr int64_t kOverlapMinKeyBlocks = 17;
+/// Auto runs D = 64 warp-specialized (three consumer warpgroups) when the
+/// longest row sees at least this many key blocks, else plain. At S 16384
+/// (128 blocks) ws was 3.3% ahead of plain in `tune` and 5% in a sustained
+/// run, where the GPU sits at its power limit and ws, reading a third of
+/// plain's K/V bytes from L2 per row, keeps higher clocks; at S 8192 plain
+/// was 4% ahead in `tune` and ws 2.5% in the sustained run; at S 4096
+/// plain led in both (docs/PERF.md, session 19).
+constexpr int64_t kWarpSpecializedD64MinKeyBlocks = 128;
 /// Auto makes the forward persistent while its longest row sees at most
 /// this many key blocks: with the tile lists the persistent form was 1.6%
 /// ahead of one block per tile at 32 (D 128 S 4096, overlap), even at 64
@@ -285,33 +293,53 @@ constexpr const char *kAllocs = R"mlir(
       %sQ = memref.alloc() : !sQ
       %sK = memref.alloc() : !sKV
       %sV = memref.alloc() : !sKV)mlir";
-/// storeThroughSharedMemory's tiles for two warpgroups.
-constexpr const char *kStagingAllocs = R"mlir(
-      %sO0 = memref.alloc() : !sOw
-      %sO1 = memref.alloc() : !sOw)mlir";
+/// storeThroughSharedMemory's tiles for `warpgroups` (two or more)
+/// warpgroups: %sO0, %sO1, ...
+std::string stagingAllocs(int64_t warpgroups) {
+  std::string text;
+  for (int64_t w = 0; w < warpgroups; ++w)
+    text += "\n      %sO" + std::to_string(w) + " = memref.alloc() : !sOw";
+  return text;
+}
 
-// Ping-pong of the two consumer warpgroups (FA3's warp scheduler barriers):
-// warpgroup w issues its Q·Kᵀ only in its turn (named barrier 3 + w, both
-// warpgroups' 256 threads) and then hands the turn to the other, so one
-// warpgroup's GEMM runs while the other computes its softmax instead of
-// both contending for the tensor cores at once. Warpgroup 1 gives the first
-// turn away; the last hand-over has no taker, which is harmless at exit.
-constexpr const char *kPingPongInit = R"mlir(
-      %threads = arith.constant 256 : i32
-      %wg32 = arith.index_cast %wg : index to i32
-      %turnBase = arith.constant 3 : i32
-      %one32 = arith.constant 1 : i32
-      %myTurn = arith.addi %turnBase, %wg32 : i32
-      %otherWg = arith.subi %one32, %wg32 : i32
-      %otherTurn = arith.addi %turnBase, %otherWg : i32
-      %isSecond = arith.cmpi eq, %wg32, %one32 : i32
-      scf.if %isSecond {
-        nvvm.barrier.arrive id = %otherTurn number_of_threads = %threads
-      })mlir";
+// Ping-pong of the consumer warpgroups (FA3's warp scheduler barriers):
+// warpgroup w issues its Q·Kᵀ only in its turn (named barrier 3 + w; the
+// 256 threads of w and of the warpgroup before it) and then hands the turn
+// to the next one (w + 1, the last to the first), so one warpgroup's GEMM
+// runs while the others compute their softmax instead of all contending
+// for the tensor cores at once. The last warpgroup gives the first turn
+// away; the last hand-over has no taker, which is harmless at exit.
+std::string pingPongInit(int64_t warpgroups) {
+  // %nextWg: 1 - w for two warpgroups, (w + 1) mod N for more.
+  std::string next =
+      warpgroups == 2
+          ? "      %nextWg = arith.subi %one32, %wg32 : i32\n"
+          : "      %wgPlus1 = arith.addi %wg32, %one32 : i32\n"
+            "      %wgCount = arith.constant " + std::to_string(warpgroups) +
+                " : i32\n"
+                "      %wraps = arith.cmpi eq, %wgPlus1, %wgCount : i32\n"
+                "      %firstWg = arith.constant 0 : i32\n"
+                "      %nextWg = arith.select %wraps, %firstWg, %wgPlus1 : i32\n"
+                "      %lastWg = arith.constant " +
+                std::to_string(warpgroups - 1) + " : i32\n";
+  return "\n      %threads = arith.constant 256 : i32\n"
+         "      %wg32 = arith.index_cast %wg : index to i32\n"
+         "      %turnBase = arith.constant 3 : i32\n"
+         "      %one32 = arith.constant 1 : i32\n"
+         "      %myTurn = arith.addi %turnBase, %wg32 : i32\n" +
+         next +
+         "      %nextTurn = arith.addi %turnBase, %nextWg : i32\n"
+         "      %isLast = arith.cmpi eq, %wg32, " +
+         (warpgroups == 2 ? "%one32" : "%lastWg") +
+         " : i32\n"
+         "      scf.if %isLast {\n"
+         "        nvvm.barrier.arrive id = %nextTurn number_of_threads = %threads\n"
+         "      }";
+}
 constexpr const char *kPingPongSync = R"mlir(
         nvvm.barrier id = %myTurn number_of_threads = %threads)mlir";
 constexpr const char *kPingPongArrive = R"mlir(
-        nvvm.barrier.arrive id = %otherTurn number_of_threads = %threads)mlir";
+        nvvm.barrier.arrive id = %nextTurn number_of_threads = %threads)mlir";
 
 /// What a persistent tile costs beyond its key blocks, in key blocks (its
 /// Q load, first GEMM and epilogue; about 4.7 for one block per tile at
@@ -375,16 +403,17 @@ TileTable tileTable(const rt::SinkAttentionShape &shape, int64_t rowBlocks,
 // offsets, then the lists), so the launch must have the table's G blocks.
 // The warpgroup index, the shared tiles and the ping-pong's first
 // hand-over come before the loop: the turns run on from one tile to the
-// next, since both warpgroups iterate over the same key blocks.
+// next, since all warpgroups iterate over the same key blocks.
 std::string persistentLoopBegin(int64_t tableSize, int64_t tilesPerLevel,
                                 int64_t levels, int64_t heads,
-                                const std::string &allocs) {
+                                const std::string &allocs,
+                                const std::string &pingPong) {
   auto str = [](int64_t v) { return std::to_string(v); };
   std::string table = "memref<" + str(tableSize) + "xi32>";
   return R"mlir(      %tid = gpu.thread_id x
       %wg = arith.divui %tid, %c128 : index
 )mlir" + allocs.substr(1) +
-         "\n" + std::string(kPingPongInit).substr(1) + R"mlir(
+         pingPong + R"mlir(
       %tilesPerLevel = arith.constant )mlir" + str(tilesPerLevel) + R"mlir( : index
       %lastLevel = arith.constant )mlir" + str(levels - 1) + R"mlir( : index
       %headCount = arith.constant )mlir" + str(heads) + R"mlir( : index
@@ -653,8 +682,8 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
 }
 /// O through shared memory: each warpgroup writes its 64 rows of O into a
 /// 64 x D tile of its own (a register fragment's store into a swizzled tile
-/// must cover the tile; one warpgroup reuses its Q tile, two have %sO0 and
-/// %sO1), and the block stores the tiles with TMA at
+/// must cover the tile; one warpgroup reuses its Q tile, more have %sO0,
+/// %sO1, ...), and the block stores the tiles with TMA at
 /// `oTile` — whole 128-byte lines, rows past the tensor's end clipped by the
 /// tensor map — where register stores wrote 2-byte elements 8 rows apart
 /// (measured: the O stores were 20% of the D 128 S 2048 forward, PERF.md).
@@ -669,15 +698,45 @@ std::string storeThroughSharedMemory(const std::string &oTile,
   if (warpgroups == 1)
     return "      tile.store %out, %sQ[%c0, %c0] : !O16, !sQ\n"
            "      tile.copy %sQ, %O[" + at("%mBlock") + "] : !sQ, !q\n";
-  return "      %isFirstWarpgroup = arith.cmpi eq, %wg, %c0 : index\n"
-         "      scf.if %isFirstWarpgroup {\n"
-         "        tile.store %out, %sO0[%c0, %c0] : !O16, !sOw\n"
-         "      } else {\n"
-         "        tile.store %out, %sO1[%c0, %c0] : !O16, !sOw\n"
-         "      }\n"
-         "      tile.copy %sO0, %O[" + at("%mBlock") + "] : !sOw, !q\n"
-         "      %oRow1 = arith.addi %mBlock, %c64 : index\n"
-         "      tile.copy %sO1, %O[" + at("%oRow1") + "] : !sOw, !q\n";
+  if (warpgroups == 2)
+    return "      %isFirstWarpgroup = arith.cmpi eq, %wg, %c0 : index\n"
+           "      scf.if %isFirstWarpgroup {\n"
+           "        tile.store %out, %sO0[%c0, %c0] : !O16, !sOw\n"
+           "      } else {\n"
+           "        tile.store %out, %sO1[%c0, %c0] : !O16, !sOw\n"
+           "      }\n"
+           "      tile.copy %sO0, %O[" + at("%mBlock") + "] : !sOw, !q\n"
+           "      %oRow1 = arith.addi %mBlock, %c64 : index\n"
+           "      tile.copy %sO1, %O[" + at("%oRow1") + "] : !sOw, !q\n";
+  // More: warpgroup w stores into %sO<w> (nested scf.if: w = 0, 1, ...,
+  // the last in the innermost else), then a TMA store per tile.
+  std::string text, closing;
+  for (int64_t w = 0; w < warpgroups; ++w) {
+    std::string n = std::to_string(w), indent(6 + 2 * w, ' ');
+    std::string store =
+        "tile.store %out, %sO" + n + "[%c0, %c0] : !O16, !sOw\n";
+    if (w + 1 == warpgroups) {
+      text += indent + store;
+      break;
+    }
+    text += indent + "%wgIndex" + n + " = arith.constant " + n +
+            " : index\n" + indent + "%isWarpgroup" + n +
+            " = arith.cmpi eq, %wg, %wgIndex" + n + " : index\n" + indent +
+            "scf.if %isWarpgroup" + n + " {\n" + indent + "  " + store +
+            indent + "} else {\n";
+    closing = indent + "}\n" + closing;
+  }
+  text += closing;
+  for (int64_t w = 0; w < warpgroups; ++w) {
+    std::string n = std::to_string(w);
+    text += "      %oRowOffset" + n + " = arith.constant " +
+            std::to_string(w * kRowsPerWarpgroup) + " : index\n"
+            "      %oRow" + n + " = arith.addi %mBlock, %oRowOffset" + n +
+            " : index\n"
+            "      tile.copy %sO" + n + ", %O[" + at("%oRow" + n) +
+            "] : !sOw, !q\n";
+  }
+  return text;
 }
 } // namespace
 
@@ -757,11 +816,12 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
     return fail() << "unknown schedule '" << config.schedule
                   << (config.kernel == "sink-bwd" ? "' (auto, ws or plain)"
                                                   : "' (auto, ws, overlap or plain)");
-  // ws: two consumer warpgroups (128 rows) share each K/V tile and a TMA
-  // producer feeds them. plain: one warpgroup of 64 rows per block, which
-  // with its few registers and little shared memory runs several blocks
-  // per SM — faster for D = 64 until the consumers overlap their own work
-  // (measured, docs/PERF.md).
+  // ws: two consumer warpgroups (128 rows; three, 192 rows, at D = 64)
+  // share each K/V tile and a TMA producer feeds them. plain: one
+  // warpgroup of 64 rows per block, which with its few registers and
+  // little shared memory runs three blocks per SM — faster for D = 64 up
+  // to rows of kWarpSpecializedD64MinKeyBlocks key blocks (measured,
+  // docs/PERF.md).
   // overlap: ws whose warpgroups also overlap each block's softmax with
   // their own GEMMs (kOverlapLoopHead), at the cost of one more iteration
   // (an S GEMM and a P V GEMM with P = 0). Auto picks it for D = 128 when
@@ -775,9 +835,19 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   bool overlap = config.schedule == "overlap" ||
                  (config.schedule == "auto" && config.headDim == 128 &&
                   rowKeyBlocks >= kOverlapMinKeyBlocks);
-  bool warpSpecialized = config.schedule == "ws" || overlap ||
-                         (config.schedule == "auto" && config.headDim == 128);
-  int64_t warpgroups = warpSpecialized ? 2 : 1;
+  bool warpSpecialized =
+      config.schedule == "ws" || overlap ||
+      (config.schedule == "auto" &&
+       (config.headDim == 128 ||
+        rowKeyBlocks >= kWarpSpecializedD64MinKeyBlocks));
+  // Three at D = 64, as FA3 has it: tile-warp-specialize gives each of
+  // them 160 registers (two would take 240 each and leave the SM's third
+  // warpgroup slot empty: 168 registers x 384 threads fill the register
+  // file, one block per SM), and each K/V tile then serves 192 rows —
+  // with 64-row blocks (plain) the SMs read twice cuDNN's bytes from L2
+  // and, power-capped, ran at ~6% lower clocks (docs/PERF.md, session 19).
+  int64_t warpgroups =
+      !warpSpecialized ? 1 : config.headDim == 64 ? 3 : 2;
   int64_t blockM = warpgroups * kRowsPerWarpgroup;
   const int64_t rowBlocks = (config.seqQ + blockM - 1) / blockM;
   const int64_t tiles = rowBlocks * config.heads * config.batch;
@@ -833,7 +903,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   const int64_t tileBytes =
       (blockM + 2 * config.stages * kBlockN) * config.headDim * elementBytes;
   const int64_t stagingBytes =
-      warpgroups == 2 ? blockM * config.headDim * elementBytes : 0;
+      warpgroups > 1 ? blockM * config.headDim * elementBytes : 0;
   constexpr int64_t kSharedMemoryPerBlock = 227 * 1024;
   // The runtime aligns dynamic shared memory to 1 KiB (the swizzled
   // tiles'); the mbarriers are static shared memory, at most 128 bytes.
@@ -844,7 +914,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
           kSharedMemoryPerBlock;
   const std::string allocs =
       std::string(kAllocs) +
-      (oThroughShared && warpgroups == 2 ? kStagingAllocs : "");
+      (oThroughShared && warpgroups > 1 ? stagingAllocs(warpgroups) : "");
   const int64_t persistentBlocks =
       persistent ? std::min(requestedBlocks, tiles) : 0;
   const TileTable tileLists =
@@ -947,7 +1017,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"TILE_TABLE", tileLists.text},
        {"TILE_LOOP_BEGIN",
         persistent ? persistentLoopBegin(tileLists.size, config.heads * config.batch,
-                                         rowBlocks, config.heads, allocs)
+                                         rowBlocks, config.heads, allocs,
+                                         pingPongInit(warpgroups))
                    : ""},
        {"BLOCK_IDS", persistent ? "" : blockIds},
        {"ALLOCS", persistent ? "" : allocs},
@@ -998,9 +1069,10 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"STAGES", str(config.stages)},
        {"BM", str(blockM)},
        {"ATTRIBUTES", attributes},
-       {"PINGPONG_INIT", warpgroups == 2 && !persistent ? kPingPongInit : ""},
-       {"PINGPONG_SYNC", warpgroups == 2 ? kPingPongSync : ""},
-       {"PINGPONG_ARRIVE", warpgroups == 2 ? kPingPongArrive : ""},
+       {"PINGPONG_INIT",
+        warpgroups > 1 && !persistent ? pingPongInit(warpgroups) : ""},
+       {"PINGPONG_SYNC", warpgroups > 1 ? kPingPongSync : ""},
+       {"PINGPONG_ARRIVE", warpgroups > 1 ? kPingPongArrive : ""},
        // With one warpgroup its index is a constant (the compiler cannot
        // know that thread ids stay below 128 without a declared block size).
        {"WARPGROUP_INDEX", persistent       ? ""

@@ -49,7 +49,8 @@ struct KernelConfig {
   /// producer) or "mixed" (A with cp.async, B with TMA).
   std::string copyEngine = "tma";
   /// gemm and sink-fwd (ws, overlap): 0 = one block per tile (gemm's
-  /// 128x256 tiles, sink-fwd's blocks of 128 query rows of one head);
+  /// 128x256 tiles, sink-fwd's blocks of 128 query rows of one head, 192
+  /// at D 64);
   /// N > 0 = a persistent kernel of min(N, tiles) blocks, each looping over
   /// tiles (the K or key loop nested in a loop over tiles);
   /// kAutoPersistentBlocks (sink-fwd) = auto's choice: persistent with
