@@ -55,6 +55,7 @@ sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
            sink-fwd-ws-tiny-d64 sink-fwd-ws-win128-f16-d64 gemm-plain-512x512x1024
            sink-fwd-overlap-tiny-d64 sink-fwd-overlap-varlen-win-d128 sink-fwd-ws-s3-past-f16-d128
            sink-fwd-persist-gqa-d128 sink-fwd-persist-oddlast-d128
+           sink-fwd-persist-tiny-d64 sink-fwd-overlap-pack-d64
            sink-fwd-persist-clamp-d128 sink-fwd-bf16sink-gqa-d128
            gemm-cpasync-512x512x1024-s3 gemm-mixed-512x512x1024-s2
            gemm-cpasync-plain-256x512x448-s1 gemm-persistent-512x512x192-s2
