@@ -15,6 +15,9 @@ median clock and power over the samples taken while that side was busy
 generation, and PyTorch's setup, run at idle power).
 
 usage: clock_probe.py --runner R --bundles DIR [--cells fwd:16384:64,...]
+  (DIR holds the seed cells' bundles under make-bundles.sh's names,
+  sink-{fwd,bwd}-seed-{2k..16k}-d{64,128}; a directory of symbolic links
+  under those names times other bundles of the same shapes)
 """
 import argparse
 import json
@@ -27,13 +30,13 @@ import threading
 import time
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from compare_sdpa import CudnnCell
 from interleaved_seed import bundle_path
 
 SAMPLE_MS = 50
+# The sampler's program (a stand-in in test/Tools/clock-probe.test).
+NVIDIA_SMI = os.environ.get("SINKATTN_NVIDIA_SMI", "nvidia-smi")
 QUERY = "clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active"
 
 
@@ -44,11 +47,15 @@ class Sampler:
     def __enter__(self):
         self.samples = []
         self.proc = subprocess.Popen(
-            ["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
+            [NVIDIA_SMI, f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
              f"-lms={SAMPLE_MS}"], stdout=subprocess.PIPE, text=True, bufsize=1)
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
-        time.sleep(0.3)
+        # nvidia-smi takes a moment to start: wait for its first sample.
+        deadline = time.time() + 5
+        while not self.samples and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
         return self
 
     def _read(self):
@@ -92,34 +99,9 @@ def summary(name, times, sampler):
 
 
 def cudnn_times(cell, direction, iters):
-    """Per-call ms of `iters` cuDNN calls under the runner's protocol
-    (compare_torch.time_ms's "flush", keeping every call's time)."""
-    l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
-    flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
-    q, k, v = cell.q, cell.k, cell.v
-    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-        if direction == "fwd":
-            fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        else:
-            for t in (q, k, v):
-                t.requires_grad_(True)
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            grad = torch.randn_like(out)
-            fn = lambda: torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        pairs = []
-        for i in range(iters):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            flush.fill_(i & 1)
-            start.record()
-            fn()
-            end.record()
-            pairs.append((start, end))
-        torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in pairs]
+    """Every call's ms of `iters` cuDNN calls (the runner's protocol)."""
+    timer = cell.fwd_ms if direction == "fwd" else cell.bwd_ms
+    return timer(iters=iters, per_call=True)
 
 
 def main():
@@ -131,10 +113,21 @@ def main():
                         help="direction:seq:head_dim, comma-separated")
     parser.add_argument("--seconds", type=float, default=4.0,
                         help="about how long each side runs (default 4)")
+    parser.add_argument("--pause", type=float, default=2.0,
+                        help="seconds of rest before each side (default 2)")
     args = parser.parse_args()
+    cells = []
     for spec in args.cells.split(","):
-        direction, seq, head_dim = spec.split(":")
-        seq, head_dim = int(seq), int(head_dim)
+        parts = spec.split(":")
+        if (len(parts) != 3 or parts[0] not in ("fwd", "bwd") or
+                not parts[1].isdigit() or parts[2] not in ("64", "128")):
+            sys.exit(f"error: --cells entry '{spec}' is not direction:seq:head_dim "
+                     "(fwd or bwd, a length, 64 or 128)")
+        cells.append((parts[0], int(parts[1]), int(parts[2])))
+        bundle = bundle_path(args.bundles, *cells[-1])
+        if not os.path.isdir(bundle):
+            sys.exit(f"error: no bundle {bundle}")
+    for direction, seq, head_dim in cells:
         bundle = bundle_path(args.bundles, direction, seq, head_dim)
         cell = CudnnCell(1, 64, 8, seq, head_dim)
         # Calls for about --seconds, from one cuDNN call's time.
@@ -148,7 +141,7 @@ def main():
                 sys.exit(f"error: runner failed on {bundle}:\n{proc.stdout}{proc.stderr}")
             with open(out.name) as f:
                 ours_times = json.load(f)["results"][0]["times_ms"]
-        time.sleep(2)
+        time.sleep(args.pause)
         with Sampler() as theirs:
             cudnn = cudnn_times(cell, direction, iters)
         print(f"{direction} S {seq} D {head_dim}, {iters} calls per side:")
@@ -158,7 +151,7 @@ def main():
               f"{statistics.median(cudnn) / statistics.median(ours_times):.3f}", flush=True)
         del cell
         torch.cuda.empty_cache()
-        time.sleep(2)
+        time.sleep(args.pause)
 
 
 if __name__ == "__main__":

@@ -43,13 +43,13 @@ class CudnnCell:
         self.v = v.repeat_interleave(h // hk, dim=1)
         self.out = self.grad_out = None
 
-    def fwd_ms(self, protocol="flush", iters=30):
+    def fwd_ms(self, protocol="flush", iters=30, per_call=False):
         q, k, v = self.q, self.k, self.v
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             return time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                           iters=iters, protocol=protocol)
+                           iters=iters, protocol=protocol, per_call=per_call)
 
-    def bwd_ms(self, protocol="flush", iters=30):
+    def bwd_ms(self, protocol="flush", iters=30, per_call=False):
         q, k, v = self.q, self.k, self.v
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             if self.out is None:
@@ -60,7 +60,7 @@ class CudnnCell:
             out, grad_out = self.out, self.grad_out
             return time_ms(lambda: torch.autograd.grad(out, (q, k, v), grad_out,
                                                        retain_graph=True),
-                           iters=iters, protocol=protocol)
+                           iters=iters, protocol=protocol, per_call=per_call)
 
     def row(self, direction, ms):
         """The JSON row of one timing (direction "fwd" or "bwd")."""

@@ -13,8 +13,9 @@ import statistics
 import torch
 
 
-def time_ms(fn, warmup=5, iters=50, protocol="flush"):
-    """Median milliseconds of `iters` timed calls of `fn`.
+def time_ms(fn, warmup=5, iters=50, protocol="flush", per_call=False):
+    """Median milliseconds of `iters` timed calls of `fn` (with `per_call`,
+    every call's milliseconds in order instead).
 
     protocol "flush" is sinkattn-runner bench's (lib/Runtime/Timing.cpp):
     before every timed call a buffer of twice the L2 size is filled on the
@@ -48,7 +49,8 @@ def time_ms(fn, warmup=5, iters=50, protocol="flush"):
             end.synchronize()
         pairs.append((start, end))
     torch.cuda.synchronize()
-    return statistics.median(start.elapsed_time(end) for start, end in pairs)
+    times = [start.elapsed_time(end) for start, end in pairs]
+    return times if per_call else statistics.median(times)
 
 
 def main():

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A stand-in for `sinkattn-runner bench` (test/Tools/ab-bench.test,
-# interleaved-seed.test): writes the median stored in the bundle directory
+# interleaved-seed.test, clock-probe.test): writes the median stored in the bundle directory
 # as bench --json would, with the bundle's `kernel` and `config` files (when
 # present) and a TFLOP/s of 100 / median. The median is the `median` file's,
 # or the first line of a `medians` file, which the call then removes (one
@@ -33,5 +33,8 @@ fi
 [[ -n ${FAKE_RUNNER_LOG:-} ]] && echo "runner $(basename "$bundle")" >> "$FAKE_RUNNER_LOG"
 kernel=$(cat "$bundle/kernel" 2>/dev/null || echo sink-fwd)
 config=$(cat "$bundle/config" 2>/dev/null || true)
-printf '{"gpu": "Stub GPU", "results": [{"kernel": "%s", "config": "%s", "median_ms": %s, "tflops_seed_formula": %s}]}\n' \
-  "$kernel" "$config" "$median" "$(awk -v m="$median" 'BEGIN { print 100 / m }')" > "$json"
+# A `times` file: every call's ms (comma-separated), as times_ms.
+times=
+[[ -f $bundle/times ]] && times=", \"times_ms\": [$(cat "$bundle/times")]"
+printf '{"gpu": "Stub GPU", "results": [{"kernel": "%s", "config": "%s", "median_ms": %s, "tflops_seed_formula": %s%s}]}\n' \
+  "$kernel" "$config" "$median" "$(awk -v m="$median" 'BEGIN { print 100 / m }')" "$times" > "$json"

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Runs bench/interleaved_seed.py (argv[1], with the arguments after it) with
-the stand-ins in stubs/ (PyTorch, compare_sdpa.py) ahead of bench/ on the
-module path: test/Tools/interleaved-seed.test, on a machine without PyTorch."""
+"""Runs a bench/ script (argv[1], with the arguments after it:
+interleaved_seed.py, clock_probe.py) with the stand-ins in stubs/ (PyTorch,
+compare_sdpa.py) ahead of bench/ on the module path:
+test/Tools/interleaved-seed.test and clock-probe.test, on a machine without
+PyTorch."""
 import os
 import runpy
 import sys

@@ -1,4 +1,5 @@
-"""A stand-in for bench/compare_sdpa.py (test/Tools/interleaved-seed.test):
+"""A stand-in for bench/compare_sdpa.py (test/Tools/interleaved-seed.test,
+clock-probe.test):
 two seed shapes, and cuDNN "timings" taken in turn from a fixed list per
 direction and cell, each call logged to $FAKE_RUNNER_LOG."""
 import os
@@ -19,19 +20,20 @@ class CudnnCell:
         self.shape = (b, h, hk, s, d)
         self.calls = {"fwd": 0, "bwd": 0}
 
-    def _time(self, direction, iters):
+    def _time(self, direction, iters, per_call):
         s, d = self.shape[3:]
         ms = TIMES[(direction, s, d)][self.calls[direction]]
         self.calls[direction] += 1
         with open(os.environ["FAKE_RUNNER_LOG"], "a") as log:
             log.write(f"cudnn {direction} S={s} D={d} iters={iters}\n")
-        return ms
+        # per_call: every call's time (bench/clock_probe.py), all `ms`.
+        return [ms] * iters if per_call else ms
 
-    def fwd_ms(self, protocol="flush", iters=30):
-        return self._time("fwd", iters)
+    def fwd_ms(self, protocol="flush", iters=30, per_call=False):
+        return self._time("fwd", iters, per_call)
 
-    def bwd_ms(self, protocol="flush", iters=30):
-        return self._time("bwd", iters)
+    def bwd_ms(self, protocol="flush", iters=30, per_call=False):
+        return self._time("bwd", iters, per_call)
 
     def row(self, direction, ms):
         b, h, hk, s, d = self.shape

@@ -1,5 +1,6 @@
-"""A stand-in for PyTorch (test/Tools/interleaved-seed.test): only what
-bench/interleaved_seed.py itself calls."""
+"""A stand-in for PyTorch (test/Tools/interleaved-seed.test,
+clock-probe.test): only what bench/interleaved_seed.py and
+bench/clock_probe.py themselves call."""
 __version__ = "stub"
 
 
@@ -11,3 +12,7 @@ class cuda:
     @staticmethod
     def get_device_name():
         return "Stub GPU"
+
+    @staticmethod
+    def empty_cache():
+        pass
