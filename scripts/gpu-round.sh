@@ -32,6 +32,8 @@
 #     baselines   PyTorch's (cuBLAS, copy, cuDNN SDPA), then the interleaved
 #                 seed table (INTERLEAVED_ROUNDS rounds per cell, default 3)
 #                 and its chart ($OUT/perf-seed-table.png, .json).
+#     clocks      the S 16384 seed cells sustained (bench/clock_probe.py,
+#                 about 4 s per side): the power limit's clocks per side.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,11 +69,11 @@ sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }
-steps=",${GPU_ROUND_STEPS:-tests,sanitizers,benches,tune,baselines},"
+steps=",${GPU_ROUND_STEPS:-tests,sanitizers,benches,tune,baselines,clocks},"
 for step in ${steps//,/ }; do
   case $step in
-    tests | sanitizers | benches | tune | baselines) ;;
-    *) echo "error: unknown step '$step' in GPU_ROUND_STEPS (tests, sanitizers, benches, tune, baselines)" >&2
+    tests | sanitizers | benches | tune | baselines | clocks) ;;
+    *) echo "error: unknown step '$step' in GPU_ROUND_STEPS (tests, sanitizers, benches, tune, baselines, clocks)" >&2
        exit 2 ;;
   esac
 done
@@ -205,6 +207,17 @@ if want baselines && python3 -c 'import torch' 2>/dev/null; then
       --write-table "$out/perf-seed-table.json" --output "$out/perf-seed-table.png" &&
       note "seed chart: $out/perf-seed-table.png"
   fi
+fi
+
+if [[ -n "$preset" ]] && want clocks && python3 -c 'import torch' 2>/dev/null; then
+  # The long cells run at the power limit: each side's clock and power in
+  # a sustained run (PERF.md, session 19).
+  python3 bench/clock_probe.py --runner "$runner" --bundles "$bundles" \
+    --cells fwd:16384:64,fwd:16384:128,bwd:16384:64,bwd:16384:128 | tee "$out/clocks.txt"
+  status=${PIPESTATUS[0]}
+  ((status == 0)) || failures=$((failures + 1))
+  while read -r line; do note "clocks $line"; done < <(grep -E "^(fwd|bwd) |sinkattn|cudnn|ratio" "$out/clocks.txt")
+  ((status == 0)) || note "clocks: FAIL (log: $out/clocks.txt)"
 fi
 
 echo
