@@ -31,7 +31,9 @@
 //                         blocks per query head (not per kv head) keep the
 //                         causal triangle's work balanced over the SMs.
 //   sink_bwd_dkdv_sum     (--schedule ws only) adds the shares instead.
-//   sink_bwd_dq           per block of 64 query rows: loops over the key
+//   sink_bwd_dq           per block of 64 query rows (64·N with
+//                         --dq-warpgroups N: N consumer warpgroups sharing
+//                         the K/V tiles, a TMA producer): loops over the key
 //                         blocks its rows see, S = Q Kᵀ, P, dP = dO Vᵀ, dS,
 //                         dQ += dS K · scale, accumulated in fp32 registers
 //                         and converted once at the end. It also sums the
@@ -104,6 +106,9 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !qacc = @QACC_TYPE@
 !kterms = @KTERMS_TYPE@
 !tileS = memref<64x64x@T@, #gpu.address_space<workgroup>>
+!tileDqQ = memref<@DQ_BLOCK_ROWS_N@x@D@x@T@, #gpu.address_space<workgroup>>
+!tileQw = memref<64x@D@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
+!rowParts = !tile.fragment<64x8xf32>
 !tileQacc = memref<64x@D@xf32, #gpu.address_space<workgroup>>
 !stats = memref<@B@x@H@x@QB@x2x64xf32>
 !tileStats = memref<2x64xf32, #gpu.address_space<workgroup>>
@@ -265,19 +270,19 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
     gpu.func @sink_bwd_dq(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
                           %Delta: !lse, %sinks: memref<@H@x@ST@>, %dQ: !q,
                           %Terms: !lse@DQ_SINKS_ARGS@@SEQUENCE_ARGS@) kernel
-        @ATTRIBUTES@ {
+        @DQ_ATTRIBUTES@ {
 @CONSTANTS@
 @DQ_BLOCK_IDS@
       %hk = arith.divui %h, %group : index
 @SEQUENCE@
-      %m0 = arith.muli %qb, %c64 : index
+@DQ_ROWS@
       %qRow = arith.addi %qStart, %m0 : index
-      %sQ = memref.alloc() : !tileT
-      %sdO = memref.alloc() : !tileT
+      %sQ = memref.alloc() : !tileDqQ
+      %sdO = memref.alloc() : !tileDqQ
       %sK = memref.alloc() : !tileT
       %sV = memref.alloc() : !tileT
-      tile.copy %Q[@Q_TILE@], %sQ : !q, !tileT
-      tile.copy %dO[@Q_TILE@], %sdO : !q, !tileT
+      tile.copy %Q[@DQ_Q_TILE@], %sQ : !q, !tileDqQ
+      tile.copy %dO[@DQ_Q_TILE@], %sdO : !q, !tileDqQ@DQ_SUBVIEWS@
       %lse2 = tile.map () : () -> !row {
       ^bb0(%i: index):
 @CLAMPED_ROW@
@@ -293,8 +298,8 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
       }
       // Key blocks the rows see: up to the last row's position (causal),
       // from the first row's window start.
-      %pFirst = arith.addi %m0, %past : index
-      %lastKey = arith.addi %pFirst, %c64 : index
+      %pFirst = arith.addi @DQ_BLOCK_FIRST_ROW@, %past : index
+      %lastKey = arith.addi %pFirst, @DQ_BLOCK_ROWS@ : index
       %hiKey = arith.minsi %lastKey, %skv : index
       %hi = arith.maxsi %hiKey, %c0 : index
       %hiCausal = arith.ceildivui %hi, %c64 : index
@@ -304,44 +309,42 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
       %windowLo = arith.divui %firstKeyPos, %c64 : index
       %lo = arith.select %hasWindow, %windowLo, %c0 : index
       // Blocks past the end of their sequence (varlen) do no work.
-      %live = arith.cmpi slt, %m0, %seqQ : index
+      %live = arith.cmpi slt, @DQ_BLOCK_FIRST_ROW@, %seqQ : index
       %hiLive = arith.select %live, %hiCausal, %lo : index
       %hiBlocks = arith.maxsi %hiLive, %lo : index
       %accZero = tile.fill %zero : !acc
       %sZero = tile.fill %zero : !S
-      // P ⊙ dP summed elementwise over the key blocks (one FMA per
-      // element), reduced to rows once after the loop: a row reduction per
-      // block (shuffles) cost 3-4% of the backward at D = 64.
+      // P ⊙ dP summed over the key blocks in registers (elementwise, one
+      // FMA per element, or as partial columns: kDqPdpFull/kDqPdpPartial),
+      // reduced to rows once after the loop: a row reduction per block
+      // (shuffles) cost 3-4% of the backward at D = 64.
+@DQ_PDP_ZERO@
       %res:2 = scf.for %kb = %lo to %hiBlocks step %c1
-          iter_args(%acc = %accZero, %pdpSum = %sZero) -> (!acc, !S) {
+          iter_args(%acc = %accZero, %pdpSum = @DQ_PDP_INIT@) -> (!acc, @DQ_PDP_TYPE@) {
         %n0 = arith.muli %kb, %c64 : index
         %kRow = arith.addi %kStart, %n0 : index
         tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
         tile.copy %V[@KV_TILE@], %sV : !kv, !tileT
-        %s = tile.gemm %sQ, %sK, %sZero {transpose_b} : !tileT, !tileT, !S
+        %s = tile.gemm @DQ_QW@, %sK, %sZero {transpose_b} : @DQ_QW_TYPE@, !tileT, !S
         // Only blocks on the diagonal or at the window's edge need the
         // per-element mask (blockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
 @BLOCK_MASK@
         // P = exp2(S·scale·log2(e) - LSE·log2(e)) (dqProbabilities).
 @DQ_P_MAP@
-        %dp = tile.gemm %sdO, %sV, %sZero {transpose_b} : !tileT, !tileT, !S
+        %dp = tile.gemm @DQ_DOW@, %sV, %sZero {transpose_b} : @DQ_QW_TYPE@, !tileT, !S
         %ds = tile.map (%p, %dp, %deltaRow) : (!S, !S, !row) -> !S {
         ^bb0(%ii: index, %jj: index, %pv: f32, %dpv: f32, %d: f32):
           %x = arith.subf %dpv, %d : f32
           %v = arith.mulf %pv, %x : f32
           tile.yield %v : f32
         }
-        %pdpNew = tile.map (%pdpSum, %p, %dp) : (!S, !S, !S) -> !S {
-        ^bb0(%ii: index, %jj: index, %a: f32, %pv: f32, %dpv: f32):
-          %v = math.fma %pv, %dpv, %a : f32
-          tile.yield %v : f32
-        }
+@DQ_PDP_UPDATE@
         %ds16 = tile.cast %ds : !S to !P
         %accNew = tile.gemm %ds16, %sK, %acc : !P, !tileT, !acc
-        scf.yield %accNew, %pdpNew : !acc, !S
+        scf.yield %accNew, %pdpNew : !acc, @DQ_PDP_TYPE@
       } {tile.num_stages = @STAGES@}
-      %pdpRows = tile.reduce sum %res#1 along 1 : !S -> !row
+      %pdpRows = tile.reduce sum %res#1 along 1 : @DQ_PDP_TYPE@ -> !row
       @SINK_LOAD@
       // The row's sink term: the sink's probability exp(sink - LSE) times
       // Σ_j P_j dP_j; 0 for a row with neither keys nor a finite sink
@@ -365,7 +368,7 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
         %v = arith.truncf %y : f32 to @T@
         tile.yield %v : @T@
       }
-@STORE_DQ_FROM_Q_TILE@
+@DQ_STORE@
       gpu.return
     }
 )mlir";
@@ -514,6 +517,24 @@ constexpr llvm::StringLiteral kDkdvAtomicDq = R"mlir(
         %dqPart = tile.gemm %sdS, %sK, %accZero {transpose_a} : !tileS, !tileT, !acc
 @STORE_DQ_ADD@)mlir";
 
+
+/// The dQ kernel's running Σ_j P ⊙ dP (see @DQ_PDP_UPDATE@).
+constexpr llvm::StringLiteral kDqPdpFull = R"mlir(        %pdpNew = tile.map (%pdpSum, %p, %dp) : (!S, !S, !S) -> !S {
+        ^bb0(%ii: index, %jj: index, %a: f32, %pv: f32, %dpv: f32):
+          %v = math.fma %pv, %dpv, %a : f32
+          tile.yield %v : f32
+        })mlir";
+constexpr llvm::StringLiteral kDqPdpPartial = R"mlir(        %pdpBlock = tile.map (%p, %dp) : (!S, !S) -> !S {
+        ^bb0(%ii: index, %jj: index, %pv: f32, %dpv: f32):
+          %v = arith.mulf %pv, %dpv : f32
+          tile.yield %v : f32
+        }
+        %pdpPart = tile.partial_reduce sum %pdpBlock : !S -> !rowParts
+        %pdpNew = tile.map (%pdpSum, %pdpPart) : (!rowParts, !rowParts) -> !rowParts {
+        ^bb0(%ii: index, %jj: index, %a: f32, %part: f32):
+          %v = arith.addf %a, %part : f32
+          tile.yield %v : f32
+        })mlir";
 
 /// The start of the kernels with one block per 64 query rows of a head
 /// (grid x: block, y: head, z: sequence): preprocess and dq_convert.
@@ -1183,6 +1204,21 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (atomicDq && warpSpecialized)
     return fail() << "--dq atomic supports the plain schedule only, not "
                      "--schedule ws";
+  // The dQ kernel's consumer warpgroups (KernelConfig::dqWarpgroups).
+  const int64_t dqWarpgroups = config.dqWarpgroups;
+  if (dqWarpgroups < 1 || dqWarpgroups > 3)
+    return fail() << "--dq-warpgroups " << dqWarpgroups
+                  << " is not supported: 1 to 3";
+  if (dqWarpgroups > 1 && atomicDq)
+    return fail() << "--dq-warpgroups " << dqWarpgroups
+                  << " needs --dq separate (--dq atomic has no dQ kernel)";
+  if (dqWarpgroups == 3 && shape.headDim == 128)
+    return fail() << "--dq-warpgroups 3 is not supported at --head-dim 128 "
+                     "(160 registers per warpgroup; D 128's dQ loop needs "
+                     "about 200): use 2";
+  const int64_t dqBlockRows = kBlock * dqWarpgroups;
+  const uint32_t dqBlocks =
+      uint32_t((shape.seqQ + dqBlockRows - 1) / dqBlockRows);
   const uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
   const uint32_t keyBlocks = uint32_t((shape.seqKv + kBlock - 1) / kBlock);
   // The sink terms: per query row (separate) or per key row (atomic).
@@ -1208,8 +1244,33 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   const bool threeBlocksPerSm = !warpSpecialized && shape.headDim == 64 && !atomicDq;
   // The plain dQ kernel sums dsinks itself (kSinkSumInDq); ws's would need
   // barriers that leave its producer out, and --dq atomic has no dQ kernel.
-  const bool sinksInDq = !warpSpecialized && !atomicDq;
-  const int64_t dqBlocksPerHead = shape.batch * int64_t(queryBlocks);
+  const bool sinksInDq = !warpSpecialized && !atomicDq && dqWarpgroups == 1;
+  const int64_t dqBlocksPerHead = shape.batch * int64_t(dqBlocks);
+  // The dQ kernel's rows: one warpgroup's 64 from %m0, or a block of
+  // dqBlockRows from %mBlock shared by its warpgroups, each reading its 64
+  // rows of the Q and dO tiles through subviews.
+  const bool dqShared = dqWarpgroups > 1;
+  std::string dqRows = "      %m0 = arith.muli %qb, %c64 : index";
+  std::string dqQTile = "@Q_TILE@", dqSubviews, dqAttributes =
+      warpSpecialized ? kWarpSpecializedAttributes.str() : "";
+  if (dqShared) {
+    dqRows = "      %cBlockRows = arith.constant " + str(dqBlockRows) +
+             " : index\n"
+             "      %mBlock = arith.muli %qb, %cBlockRows : index\n"
+             "      %dqTid = gpu.thread_id x\n"
+             "      %cWarpgroupThreads = arith.constant 128 : index\n"
+             "      %wg = arith.divui %dqTid, %cWarpgroupThreads : index\n"
+             "      %wgRow = arith.muli %wg, %c64 : index\n"
+             "      %m0 = arith.addi %mBlock, %wgRow : index\n"
+             "      %qRowBlock = arith.addi %qStart, %mBlock : index";
+    dqQTile = layout.qTile;
+    replaceAll(dqQTile, "%qRow", "%qRowBlock");
+    dqSubviews = "\n      %sQw = memref.subview %sQ[%wgRow, 0] [64, " + d +
+                 "] [1, 1] : !tileDqQ to !tileQw\n      %sdOw = memref.subview "
+                 "%sdO[%wgRow, 0] [64, " + d + "] [1, 1] : !tileDqQ to !tileQw";
+    dqAttributes = "attributes {known_block_size = array<i32: " +
+                   str(128 * dqWarpgroups) + ", 1, 1>}";
+  }
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
@@ -1235,6 +1296,28 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_ATOMIC_DQ@", atomicDq ? kDkdvAtomicDq.str() : ""},
         {"@DKDV_YIELD@", atomicDq ? ", %termNew : !acc, !acc, !row" : " : !acc, !acc"},
         {"@DKDV_ATOMIC_POST@", atomicDq ? layout.storeKeyTerms : ""},
+        {"@DQ_ROWS@", dqRows},
+        {"@DQ_Q_TILE@", dqQTile},
+        {"@DQ_SUBVIEWS@", dqSubviews},
+        {"@DQ_QW@", dqShared ? "%sQw" : "%sQ"},
+        {"@DQ_DOW@", dqShared ? "%sdOw" : "%sdO"},
+        {"@DQ_QW_TYPE@", dqShared ? "!tileQw" : "!tileT"},
+        {"@DQ_BLOCK_FIRST_ROW@", dqShared ? "%mBlock" : "%m0"},
+        {"@DQ_BLOCK_ROWS@", dqShared ? "%cBlockRows" : "%c64"},
+        // One warpgroup stores dQ through its Q tile and TMA; shared
+        // tiles take the register store (a fragment's store into a
+        // swizzled tile must cover it).
+        {"@DQ_STORE@", dqShared ? "@STORE_DQ@" : "@STORE_DQ_FROM_Q_TILE@"},
+        {"@DQ_ATTRIBUTES@", dqAttributes},
+        // Σ_j P ⊙ dP: elementwise over the key blocks (one FMA per element,
+        // a 64x64 fragment), or, with shared tiles, as eight partial
+        // columns per row (tile.partial_reduce: 4 registers a thread
+        // instead of 32, which the 160 registers of three warpgroups need).
+        {"@DQ_PDP_ZERO@",
+         dqShared ? "      %pdpZero = tile.fill %zero : !rowParts" : ""},
+        {"@DQ_PDP_INIT@", dqShared ? "%pdpZero" : "%sZero"},
+        {"@DQ_PDP_TYPE@", dqShared ? "!rowParts" : "!S"},
+        {"@DQ_PDP_UPDATE@", dqShared ? kDqPdpPartial.str() : kDqPdpFull.str()},
         {"@QUERY_BLOCK_PROLOGUE@", kQueryBlockPrologue.str()},
         {"@CONSTANTS@", kConstants.str()},
         {"@BLOCK_MASK@", blockMaskText()},
@@ -1330,7 +1413,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"STAGES", str(config.stages)},
        {"DKDV_BLOCK_IDS", blockIdsText("%kb", /*heaviestLast=*/false, shape)},
        {"DQ_BLOCK_IDS", blockIdsText("%qb", /*heaviestLast=*/true, shape)},
-       {"ATTRIBUTES", warpSpecialized ? kWarpSpecializedAttributes.str() : ""},
+       {"DQ_BLOCK_ROWS_N", str(dqBlockRows)},
        {"DKDV_ATTRIBUTES", warpSpecialized ? kWarpSpecializedAttributes.str()
                            : threeBlocksPerSm
                                ? "attributes {nvvm.maxntid = array<i32: 128, 1, 1>, "
@@ -1363,6 +1446,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.config["forward_schedule"] = bundle.config["schedule"];
   bundle.config["schedule"] = std::string(warpSpecialized ? "ws" : "plain");
   bundle.config["dq"] = config.dq;
+  if (dqShared)
+    bundle.config["dq_warpgroups"] = dqWarpgroups;
   bundle.params = forward->bundle.params;
   auto u = [](int64_t v) { return uint64_t(v); };
   std::vector<uint64_t> qShape = shape.qDims(), kvShape = shape.kvDims();
@@ -1458,8 +1543,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         "q", "k", "v", "do", "lse", "delta", "sinks", "dq", "sink_terms"};
     if (sinksInDq)
       dqArgs.insert(dqArgs.end(), {"dsinks", "sink_counts"});
-    bundle.launches.push_back(launch("sink_bwd_dq",
-                                     blockGrid(queryBlocks, shape), 128,
+    bundle.launches.push_back(launch("sink_bwd_dq", blockGrid(dqBlocks, shape),
+                                     uint32_t(128 * dqWarpgroups),
                                      withSequences(dqArgs)));
   }
   // The dK/dV and dQ kernels read only what the preprocess kernel and the

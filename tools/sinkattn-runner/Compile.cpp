@@ -84,6 +84,10 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   if (options.wasGiven("dq") && options.kernel != "sink-bwd")
     return rt::Status::error("--dq does not apply to kernel '" +
                              options.kernel + "': only sink-bwd computes dQ");
+  if (options.wasGiven("dq-warpgroups") && options.kernel != "sink-bwd")
+    return rt::Status::error("--dq-warpgroups does not apply to kernel '" +
+                             options.kernel + "': only sink-bwd has a dQ "
+                             "kernel");
   KernelConfig config;
   config.kernel = options.kernel;
   config.m = options.m;
@@ -123,6 +127,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   }
   config.copyEngine = options.copyEngine;
   config.dq = options.dq;
+  config.dqWarpgroups = options.dqWarpgroups;
   config.packGqa = options.packGqa;
   config.batch = options.batch;
   config.heads = options.heads;

@@ -32,6 +32,7 @@ const FlagSpec kFlags[] = {
     {"persistent", "N", "compile check bench", "a persistent kernel of min(N, tiles) blocks looping over the tiles (0: one block per tile, gemm's default): gemm's 128x256 tiles; sink-fwd's blocks of 128 query rows (192 at D 64), each block with its own list of tiles fixed at build time (ws and overlap schedules, bhsd and bshd; without it, auto: 132 blocks where ws or overlap runs causal rows of at most 32 key blocks without a window and there are more tiles, else one block per tile); a gemm launch takes at most the GPU's SM count of blocks, a sink-fwd launch all N"},
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
     {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it by fp32 TMA reduce-add: fewer GEMMs, rounding varies run to run; plain schedule only)"},
+    {"dq-warpgroups", "N", "compile check bench", "sink-bwd, --dq separate: the dQ kernel's consumer warpgroups: 1 (default; a block of 64 query rows, the schedule's) or 2, 3 (at D 64; a warp-specialized block of 64 rows per warpgroup sharing each K/V tile: K/V cross L2 once per 128 or 192 rows)"},
     {"pack-gqa", nullptr, "compile check bench", "sink-fwd, BHSD, GQA: each block computes rows of all the query heads of one kv head, so K/V tiles serve the whole group (for short query lengths: decoding)"},
     {"batch", "B", "compile check bench tune", "attention: batch size"},
     {"heads", "H", "compile check bench tune", "attention: query heads"},
@@ -242,6 +243,10 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       number = integer(0, 65535);
       if (number.ok())
         options.persistent = *number;
+    } else if (name == "dq-warpgroups") {
+      number = integer(1, 3);
+      if (number.ok())
+        options.dqWarpgroups = *number;
     } else if (name == "start-tile") {
       number = integer(0, kMaxDim);
       if (number.ok())
@@ -473,7 +478,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
                                options.kernel + "'");
     for (const char *flag :
          {"bundle", "m", "n", "k", "dtype", "chip", "stages", "schedule",
-          "copy-engine", "dq", "pack-gqa", "persistent", "start-tile", "batch", "heads",
+          "copy-engine", "dq", "dq-warpgroups", "pack-gqa", "persistent", "start-tile", "batch", "heads",
           "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
           "layout", "seqlens-q", "seqlens-kv", "save-io", "sinks"})
       if (options.wasGiven(flag))
@@ -500,7 +505,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     }
     if (!options.bundleDir.empty())
       for (const char *flag :
-           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "pack-gqa", "persistent", "start-tile",
+           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "dq-warpgroups", "pack-gqa", "persistent", "start-tile",
             "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
             "layout", "seqlens-q", "seqlens-kv", "tune-cache"})
         if (options.wasGiven(flag))

@@ -76,6 +76,12 @@ struct KernelConfig {
   /// to an fp32 dQ by TMA reduce-add: fewer GEMMs, not bit-reproducible;
   /// plain schedule only).
   std::string dq = "separate";
+  /// sink-bwd, --dq separate: consumer warpgroups of the dQ kernel. 1: one
+  /// warpgroup of 64 query rows per block (the schedule's); 2 or 3: a
+  /// warp-specialized block of 64 rows per warpgroup that share each K/V
+  /// tile (a TMA producer feeds them), so K/V cross L2 once per 128 or 192
+  /// rows instead of once per 64.
+  int64_t dqWarpgroups = 1;
   /// sink-fwd, BHSD, GQA: one block computes rows of all the query heads
   /// of a kv head (the group's rows packed head after head), so the K/V
   /// tiles it loads serve the whole group: for short query lengths
