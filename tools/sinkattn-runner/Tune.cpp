@@ -1,11 +1,12 @@
 //===- Tune.cpp - tune: pick and cache sink-fwd's schedule per shape ------===//
 //
 // The autotuning space is small on purpose: the schedule (warp-specialized
-// with two consumer warpgroups, the same with each warpgroup's softmax
-// overlapped with its GEMMs, or plain with one), the pipeline depth (1 to
-// 3 stages) and, for the two warp-specialized schedules, one block per tile
-// or a persistent kernel of one block per SM are what the measurements
-// showed to matter per head dimension and length (docs/PERF.md). Each
+// with two consumer warpgroups, three at D 64; the same with each
+// warpgroup's softmax overlapped with its GEMMs; or plain with one), the
+// pipeline depth (1 to 3 stages) and, for the two warp-specialized
+// schedules, one block per tile or a persistent kernel of one block per SM
+// are what the measurements showed to matter per head dimension and length
+// (docs/PERF.md). Each
 // problem's winner is cached in a JSON file that `compile`/`check`/`bench
 // --tune-cache FILE` consult when the schedule is `auto`.
 //
