@@ -304,3 +304,81 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A copy index loaded from a constant global (a persistent kernel's tile
+// lists): no thread writes it, so the prefetch repeats the load for the
+// iteration it loads ahead: the prologue at the first index, the loop at
+// k + 1.
+// CHECK-LABEL: gpu.func @constant_global_index
+// CHECK: %[[ORDER:.*]] = memref.get_global @order : memref<4xi32>
+// CHECK: scf.if
+// CHECK:   %[[FIRST:.*]] = memref.load %[[ORDER]][%[[K0:.*]]] : memref<4xi32>
+// CHECK:   %[[B0:.*]] = arith.index_castui %[[FIRST]] : i32 to index
+// CHECK:   %[[ROW0:.*]] = arith.muli %[[B0]], %c64 : index
+// CHECK:   tile.tma_copy %arg0[%[[ROW0]], %c0]
+// CHECK: scf.for %[[K:.*]] = %c0 to %c4
+// CHECK:   %[[AHEAD:.*]] = arith.addi %[[K]], %{{.*}} : index
+// CHECK:   gpu.barrier
+// CHECK:   scf.if
+// CHECK:     %[[NEXT:.*]] = memref.load %[[ORDER]][%[[AHEAD]]] : memref<4xi32>
+// CHECK:     %[[B1:.*]] = arith.index_castui %[[NEXT]] : i32 to index
+// CHECK:     %[[ROW1:.*]] = arith.muli %[[B1]], %c64 : index
+// CHECK:     tile.tma_copy %arg0[%[[ROW1]], %c0]
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    memref.global "private" constant @order : memref<4xi32> = dense<[3, 0, 2, 1]>
+    gpu.func @constant_global_index(%A: memref<256x64xbf16>, %out: memref<64x64xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %order = memref.get_global @order : memref<4xi32>
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %init = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %k = %c0 to %c4 step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+        %block32 = memref.load %order[%k] : memref<4xi32>
+        %block = arith.index_castui %block32 : i32 to index
+        %row = arith.muli %block, %c64 : index
+        tile.copy %A[%row, %c0], %s : memref<256x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        scf.yield %d : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      tile.store %r, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// The same index from a global that is not constant: some thread may write
+// it between the prefetch and the iteration it was for.
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    memref.global "private" @order : memref<4xi32> = dense<[3, 0, 2, 1]>
+    // expected-remark @+1 {{software pipelining declined: a copy index or loop bound is computed by 'memref.load', which is not a pure op the producer could repeat}}
+    gpu.func @mutable_global_index(%A: memref<256x64xbf16>, %out: memref<64x64xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %order = memref.get_global @order : memref<4xi32>
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %init = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %k = %c0 to %c4 step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+        %block32 = memref.load %order[%k] : memref<4xi32>
+        %block = arith.index_castui %block32 : i32 to index
+        %row = arith.muli %block, %c64 : index
+        tile.copy %A[%row, %c0], %s : memref<256x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        scf.yield %d : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      tile.store %r, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}
