@@ -98,12 +98,6 @@ def summary(name, times, sampler):
             f"samples {len(busy)}")
 
 
-def cudnn_times(cell, direction, iters):
-    """Every call's ms of `iters` cuDNN calls (the runner's protocol)."""
-    timer = cell.fwd_ms if direction == "fwd" else cell.bwd_ms
-    return timer(iters=iters, per_call=True)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -123,15 +117,15 @@ def main():
                 not parts[1].isdigit() or parts[2] not in ("64", "128")):
             sys.exit(f"error: --cells entry '{spec}' is not direction:seq:head_dim "
                      "(fwd or bwd, a length, 64 or 128)")
-        cells.append((parts[0], int(parts[1]), int(parts[2])))
-        bundle = bundle_path(args.bundles, *cells[-1])
+        direction, seq, head_dim = parts[0], int(parts[1]), int(parts[2])
+        bundle = bundle_path(args.bundles, direction, seq, head_dim)
         if not os.path.isdir(bundle):
             sys.exit(f"error: no bundle {bundle}")
-    for direction, seq, head_dim in cells:
-        bundle = bundle_path(args.bundles, direction, seq, head_dim)
+        cells.append((direction, seq, head_dim, bundle))
+    for direction, seq, head_dim, bundle in cells:
         cell = CudnnCell(1, 64, 8, seq, head_dim)
         # Calls for about --seconds, from one cuDNN call's time.
-        probe = cudnn_times(cell, direction, 3)
+        probe = cell.timer(direction)(iters=3, per_call=True)
         iters = max(10, int(args.seconds * 1000 / statistics.median(probe)))
         with tempfile.NamedTemporaryFile(suffix=".json") as out, Sampler() as ours:
             proc = subprocess.run([args.runner, "bench", "--bundle", bundle, "--iters",
@@ -143,7 +137,7 @@ def main():
                 ours_times = json.load(f)["results"][0]["times_ms"]
         time.sleep(args.pause)
         with Sampler() as theirs:
-            cudnn = cudnn_times(cell, direction, iters)
+            cudnn = cell.timer(direction)(iters=iters, per_call=True)
         print(f"{direction} S {seq} D {head_dim}, {iters} calls per side:")
         print("  " + summary("sinkattn", ours_times, ours))
         print("  " + summary("cudnn", cudnn, theirs))

@@ -62,6 +62,10 @@ class CudnnCell:
                                                        retain_graph=True),
                            iters=iters, protocol=protocol, per_call=per_call)
 
+    def timer(self, direction):
+        """fwd_ms or bwd_ms, by direction ("fwd" or "bwd")."""
+        return self.fwd_ms if direction == "fwd" else self.bwd_ms
+
     def row(self, direction, ms):
         """The JSON row of one timing (direction "fwd" or "bwd")."""
         b, h, hk, s, d = self.shape

@@ -101,7 +101,7 @@ def main():
         for direction in directions:
             bundle = bundle_path(args.bundles, direction, s, d)
             iters, warmup = ITERS[direction]
-            cudnn_timer = cell.fwd_ms if direction == "fwd" else cell.bwd_ms
+            cudnn_timer = cell.timer(direction)
             runs, cudnn_ms = [], []
 
             def time_ours():

@@ -75,7 +75,7 @@ kernels::balancedTileLists(llvm::ArrayRef<int64_t> costs, int64_t blocks,
   auto costlierFirst = [&](int64_t a, int64_t b) {
     return costs[a] != costs[b] ? costs[a] > costs[b] : a < b;
   };
-  std::stable_sort(order.begin(), order.end(), costlierFirst);
+  std::sort(order.begin(), order.end(), costlierFirst);
 
   // Longest processing time first: each tile to the shortest list so far
   // (the lowest-numbered on ties).

@@ -976,10 +976,10 @@ Expected<Bundle> readBundle(const std::string &directory) {
 }
 
 uint32_t launchedBlocks(const Bundle &bundle, int smCount) {
-  Expected<int64_t> persistent = configInteger(bundle, "persistent_blocks");
   Expected<int64_t> tileLists = configInteger(bundle, "tile_lists");
   if (tileLists.ok() && *tileLists == 1)
     return bundle.grid.x;
+  Expected<int64_t> persistent = configInteger(bundle, "persistent_blocks");
   if (persistent.ok() && *persistent > 0 && smCount > 0)
     return std::min<uint32_t>(bundle.grid.x, uint32_t(smCount));
   return bundle.grid.x;

@@ -35,6 +35,9 @@ class CudnnCell:
     def bwd_ms(self, protocol="flush", iters=30, per_call=False):
         return self._time("bwd", iters, per_call)
 
+    def timer(self, direction):
+        return self.fwd_ms if direction == "fwd" else self.bwd_ms
+
     def row(self, direction, ms):
         b, h, hk, s, d = self.shape
         return {"name": f"cudnn_sdpa_causal_{direction}", "batch": b, "heads": h,
