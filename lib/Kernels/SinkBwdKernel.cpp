@@ -107,6 +107,7 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !kterms = @KTERMS_TYPE@
 !tileS = memref<64x64x@T@, #gpu.address_space<workgroup>>
 !tileDqQ = memref<@DQ_BLOCK_ROWS_N@x@D@x@T@, #gpu.address_space<workgroup>>
+!tileDkdvKV = memref<@DKDV_BLOCK_KEYS_N@x@D@x@T@, #gpu.address_space<workgroup>>
 !tileQw = memref<64x@D@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !rowParts = !tile.fragment<64x8xf32>
 !tileQacc = memref<64x@D@xf32, #gpu.address_space<workgroup>>
@@ -158,21 +159,22 @@ module attributes {gpu.container_module} {
 @DKDV_BLOCK_IDS@
       %hk = arith.divui %h, %group : index
 @SEQUENCE@
-      %n0 = arith.muli %kb, %c64 : index
-      %sK = memref.alloc() : !tileT
-      %sV = memref.alloc() : !tileT
+@DKDV_KEYS@
+      %sK = memref.alloc() : !tileDkdvKV
+      %sV = memref.alloc() : !tileDkdvKV
       %sQ = memref.alloc() : !tileT
       %sdO = memref.alloc() : !tileT
       %sStats = memref.alloc() : !tileStats
       %kRow = arith.addi %kStart, %n0 : index
-      tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
-      tile.copy %V[@KV_TILE@], %sV : !kv, !tileT
+      tile.copy %K[@DKDV_KV_TILE@], %sK : !kv, !tileDkdvKV
+      tile.copy %V[@DKDV_KV_TILE@], %sV : !kv, !tileDkdvKV@DKDV_SUBVIEWS@
       // Query rows that attend a key of the block: i + past >= n0 (causal)
-      // and, with a window, i + past < n0 + 63 + W.
-      %firstRowRaw = arith.subi %n0, %past : index
+      // and, with a window, i + past < n0 + 63 + W (n0 and 63: the
+      // block's first key and its last's offset).
+      %firstRowRaw = arith.subi @DKDV_BLOCK_FIRST_KEY@, %past : index
       %firstRow = arith.maxsi %firstRowRaw, %c0 : index
       %loQ = arith.divui %firstRow, %c64 : index
-      %endRowBlock = arith.addi %firstRowRaw, %c63 : index
+      %endRowBlock = arith.addi %firstRowRaw, @DKDV_BLOCK_LAST_KEY_OFFSET@ : index
       %endRowWindow = arith.addi %endRowBlock, %window : index
       %endRowPos = arith.maxsi %endRowWindow, %c0 : index
       %endRowIn = arith.minsi %endRowPos, %seqQ : index
@@ -180,7 +182,7 @@ module attributes {gpu.container_module} {
       %hiQ = arith.ceildivui %endRow, %c64 : index
       %hiQLo = arith.maxsi %hiQ, %loQ : index
       // Blocks past the end of their sequence (varlen) do no work.
-      %live = arith.cmpi slt, %n0, %skv : index
+      %live = arith.cmpi slt, @DKDV_BLOCK_FIRST_KEY@, %skv : index
       %hiBlocks = arith.select %live, %hiQLo, %loQ : index
       %accZero = tile.fill %zero : !acc
       %sZero = tile.fill %zero : !S
@@ -192,7 +194,7 @@ module attributes {gpu.container_module} {
         tile.copy %Q[@Q_TILE@], %sQ : !q, !tileT
         tile.copy %dO[@Q_TILE@], %sdO : !q, !tileT
         tile.copy %Stats[%b, %h, %qBlock, %c0, %c0], %sStats : !stats, !tileStats
-        %sT = tile.gemm %sK, %sQ, %sZero {transpose_b} : !tileT, !tileT, !S
+        %sT = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S
         // Only blocks on the diagonal, at the window's edge or with rows
         // past the sequence's end need the per-element mask (blockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
@@ -204,7 +206,7 @@ module attributes {gpu.container_module} {
 @DKDV_P_MAP@
         %pT16 = tile.cast %pT : !S to !P
         %dvNew = tile.gemm %pT16, %sdO, %dv : !P, !tileT, !acc
-        %dpT = tile.gemm %sV, %sdO, %sZero {transpose_b} : !tileT, !tileT, !S
+        %dpT = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S
 @DKDV_ATOMIC_TERMS@
         %dsT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
         ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
@@ -926,6 +928,9 @@ struct LayoutText {
   /// %j (or %col = %hD + %j); q-side tile at row %qRow; kv-side at %kRow.
   std::string lseAt, oAt, qTile, kvTile;
   std::string storeTerms, storeDq, storeDkdv, storeShares;
+  /// MHA's dK/dV by register stores (--dkdv-warpgroups > 1: the K and V
+  /// tiles hold more keys than one warpgroup's fragment covers).
+  std::string storeDkdvFromRegisters;
   /// kSumSharesInKernel: a share element (query head %gh, token %kr,
   /// column %dd) and a dK/dV element (token %kr, column %col = %hkD + %dd).
   std::string sharesAt, kvElementAt;
@@ -1039,6 +1044,10 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
         "\n      tile.copy %sK, %dK[" + text.kvTile + "] : !tileT, !dkv"
         "\n      tile.store %dv16, %sV[%c0, %c0] : !acc16, !tileT"
         "\n      tile.copy %sV, %dV[" + text.kvTile + "] : !tileT, !dkv";
+    text.storeDkdvFromRegisters =
+        dkGradient + "\n      tile.store %dk16, %dK[" + text.kvTile +
+        "] : !acc16, !dkv\n      tile.store %dv16, %dV[" + text.kvTile +
+        "] : !acc16, !dkv";
     text.lseAt = "%b, %h, %r";
     text.storeTerms = "      tile.store %term, %Terms[%b, %h, %m0] : !row, !lse";
     // The shares as [H, B, SKV, D]: a tile overhanging its sequence is cut
@@ -1114,6 +1123,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
         "] [1, 1] : !dkv to " + kvView +
         "\n      tile.store %dv16, %dvSeq[%n0, %hkD] : !acc16, " + kvView;
     text.storeDqFromQTile = text.storeDq;
+    text.storeDkdvFromRegisters = text.storeDkdv;
     text.sharesType = "memref<" + heads + "x" + tk + "x" + d + "xf32>";
     text.storeShares =
         dkShare + "\n      %dkSeq = memref.subview %dK[0, %kStart, 0] [" +
@@ -1216,6 +1226,22 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     return fail() << "--dq-warpgroups 3 is not supported at --head-dim 128 "
                      "(160 registers per warpgroup; D 128's dQ loop needs "
                      "about 200): use 2";
+  // The dK/dV kernel's consumer warpgroups (KernelConfig::dkdvWarpgroups).
+  const int64_t dkdvWarpgroups = config.dkdvWarpgroups;
+  if (dkdvWarpgroups < 1 || dkdvWarpgroups > 3)
+    return fail() << "--dkdv-warpgroups " << dkdvWarpgroups
+                  << " is not supported: 1 to 3";
+  if (dkdvWarpgroups > 1 && atomicDq)
+    return fail() << "--dkdv-warpgroups " << dkdvWarpgroups
+                  << " needs --dq separate (--dq atomic's dK/dV kernel reads "
+                     "its whole K tile for dQ's share)";
+  if (dkdvWarpgroups == 3 && shape.headDim == 128)
+    return fail() << "--dkdv-warpgroups 3 is not supported at --head-dim 128 "
+                     "(160 registers per warpgroup; D 128's dK/dV loop needs "
+                     "about 235): use 2";
+  const int64_t dkdvBlockKeys = kBlock * dkdvWarpgroups;
+  const uint32_t dkdvBlocks =
+      uint32_t((shape.seqKv + dkdvBlockKeys - 1) / dkdvBlockKeys);
   const int64_t dqBlockRows = kBlock * dqWarpgroups;
   const uint32_t dqBlocks =
       uint32_t((shape.seqQ + dqBlockRows - 1) / dqBlockRows);
@@ -1230,7 +1256,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // The plain schedule's dK/dV kernel sums the shares itself
   // (kSumSharesInKernel); ws keeps sink_bwd_dkdv_sum (its barriers would
   // have to leave the producer out).
-  const bool sumInKernel = shares && !warpSpecialized;
+  const bool dkdvShared = dkdvWarpgroups > 1;
+  const bool sumInKernel = shares && !warpSpecialized && !dkdvShared;
   const int64_t shareCounts = shape.batch * shape.kvHeads * int64_t(keyBlocks);
   LayoutText layout = layoutText(shape, type);
   // Three dK/dV blocks per SM at D 64 (3 x 51 KB of shared memory at 2
@@ -1241,7 +1268,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // four would spill 152 bytes (measured slower), and at D 128 shared
   // memory allows two. The atomic mode's kernel fits two at D 64 (250
   // registers) and one at D 128 (136 KB of shared memory).
-  const bool threeBlocksPerSm = !warpSpecialized && shape.headDim == 64 && !atomicDq;
+  const bool threeBlocksPerSm =
+      !warpSpecialized && shape.headDim == 64 && !atomicDq && !dkdvShared;
   // The plain dQ kernel sums dsinks itself (kSinkSumInDq); ws's would need
   // barriers that leave its producer out, and --dq atomic has no dQ kernel.
   const bool sinksInDq = !warpSpecialized && !atomicDq && dqWarpgroups == 1;
@@ -1270,6 +1298,41 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                  "%sdO[%wgRow, 0] [64, " + d + "] [1, 1] : !tileDqQ to !tileQw";
     dqAttributes = "attributes {known_block_size = array<i32: " +
                    str(128 * dqWarpgroups) + ", 1, 1>}";
+  }
+  // The dK/dV kernel's keys: one warpgroup's 64 from %n0, or a block of
+  // dkdvBlockKeys from %nBlock shared by its warpgroups, each reading its
+  // 64 keys of the K and V tiles through subviews (as the dQ kernel's
+  // warpgroups read Q and dO). Everything per key (the mask, the stores)
+  // is the warpgroup's, from %n0; the query range and the liveness test
+  // are the block's: a warpgroup's keys may see fewer query blocks than
+  // the block loops over, and there its probabilities are all masked to
+  // 0, which adds exact zeros to its dK and dV.
+  std::string dkdvKeys = "      %n0 = arith.muli %kb, %c64 : index";
+  std::string dkdvKvTile = "@KV_TILE@", dkdvSubviews;
+  std::string dkdvStore = shares ? layout.storeShares : layout.storeDkdv;
+  if (dkdvShared) {
+    dkdvKeys = "      %cBlockKeys = arith.constant " + str(dkdvBlockKeys) +
+               " : index\n"
+               "      %nBlock = arith.muli %kb, %cBlockKeys : index\n"
+               "      %dkdvTid = gpu.thread_id x\n"
+               "      %cWarpgroupThreads = arith.constant 128 : index\n"
+               "      %wg = arith.divui %dkdvTid, %cWarpgroupThreads : index\n"
+               "      %wgKey = arith.muli %wg, %c64 : index\n"
+               "      %n0 = arith.addi %nBlock, %wgKey : index\n"
+               "      %blockLastKeyOffset = arith.constant " +
+               str(dkdvBlockKeys - 1) +
+               " : index\n"
+               "      %kRowBlock = arith.addi %kStart, %nBlock : index";
+    dkdvKvTile = layout.kvTile;
+    replaceAll(dkdvKvTile, "%kRow", "%kRowBlock");
+    dkdvSubviews = "\n      %sKw = memref.subview %sK[%wgKey, 0] [64, " + d +
+                   "] [1, 1] : !tileDkdvKV to !tileQw\n      %sVw = "
+                   "memref.subview %sV[%wgKey, 0] [64, " + d +
+                   "] [1, 1] : !tileDkdvKV to !tileQw";
+    // A fragment's store into a swizzled tile must cover it: the block's
+    // K/V tiles hold 64·N keys, so MHA's dK/dV leave by register stores.
+    if (!shares)
+      dkdvStore = layout.storeDkdvFromRegisters;
   }
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
@@ -1343,7 +1406,16 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@ROW_LANES@", std::to_string(shape.headDim / 8)},
         {"@ROWS_PER_STEP@",
          std::to_string(256 / shape.headDim * kPreprocessLoads)},
-        {"@DKDV_STORE@", shares ? layout.storeShares : layout.storeDkdv},
+        {"@DKDV_STORE@", dkdvStore},
+        {"@DKDV_KEYS@", dkdvKeys},
+        {"@DKDV_KV_TILE@", dkdvKvTile},
+        {"@DKDV_SUBVIEWS@", dkdvSubviews},
+        {"@DKDV_KW@", dkdvShared ? "%sKw" : "%sK"},
+        {"@DKDV_VW@", dkdvShared ? "%sVw" : "%sV"},
+        {"@DKDV_KW_TYPE@", dkdvShared ? "!tileQw" : "!tileT"},
+        {"@DKDV_BLOCK_FIRST_KEY@", dkdvShared ? "%nBlock" : "%n0"},
+        {"@DKDV_BLOCK_LAST_KEY_OFFSET@",
+         dkdvShared ? "%blockLastKeyOffset" : "%c63"},
         {"@DKDV_SUM@", shares && !sumInKernel ? kSumShares.str() : ""},
         {"@DKDV_SUM_IN_KERNEL@", sumInKernel ? kSumSharesInKernel.str() : ""},
         {"@SHARES_LAST_ARRIVAL@",
@@ -1414,7 +1486,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"DKDV_BLOCK_IDS", blockIdsText("%kb", /*heaviestLast=*/false, shape)},
        {"DQ_BLOCK_IDS", blockIdsText("%qb", /*heaviestLast=*/true, shape)},
        {"DQ_BLOCK_ROWS_N", str(dqBlockRows)},
-       {"DKDV_ATTRIBUTES", warpSpecialized ? kWarpSpecializedAttributes.str()
+       {"DKDV_BLOCK_KEYS_N", str(dkdvBlockKeys)},
+       {"DKDV_ATTRIBUTES", dkdvShared
+                               ? "attributes {known_block_size = array<i32: " +
+                                     str(128 * dkdvWarpgroups) + ", 1, 1>}"
+                           : warpSpecialized ? kWarpSpecializedAttributes.str()
                            : threeBlocksPerSm
                                ? "attributes {nvvm.maxntid = array<i32: 128, 1, 1>, "
                                  "nvvm.minctasm = 3 : i32}"
@@ -1448,6 +1524,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.config["dq"] = config.dq;
   if (dqShared)
     bundle.config["dq_warpgroups"] = dqWarpgroups;
+  if (dkdvShared)
+    bundle.config["dkdv_warpgroups"] = dkdvWarpgroups;
   bundle.params = forward->bundle.params;
   auto u = [](int64_t v) { return uint64_t(v); };
   std::vector<uint64_t> qShape = shape.qDims(), kvShape = shape.kvDims();
@@ -1527,13 +1605,18 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     dkdvArgs.insert(dkdvArgs.end(), {"dq_accum", "sink_weights", "sink_terms"});
   if (sumInKernel)
     dkdvArgs.insert(dkdvArgs.end(), {"dk", "dv", "share_counts"});
-  bundle.launches.push_back(launch("sink_bwd_dkdv", blockGrid(keyBlocks, shape),
-                                   128, withSequences(dkdvArgs)));
-  if (shares && !sumInKernel)
-    bundle.launches.push_back(launch(
-        "sink_bwd_dkdv_sum",
-        {uint32_t((shape.kvElements() + 255) / 256), 1, 1}, 256,
-        {"dk_shares", "dv_shares", "dk", "dv"}));
+  bundle.launches.push_back(launch("sink_bwd_dkdv", blockGrid(dkdvBlocks, shape),
+                                   uint32_t(128 * dkdvWarpgroups),
+                                   withSequences(dkdvArgs)));
+  rt::BundleLaunch shareSum = launch(
+      "sink_bwd_dkdv_sum", {uint32_t((shape.kvElements() + 255) / 256), 1, 1},
+      256, {"dk_shares", "dv_shares", "dk", "dv"});
+  // With several dK/dV warpgroups the share sum waits until after the dQ
+  // kernel, so that dK/dV and dQ still run side by side (below); the
+  // ws schedule keeps the order it was measured with.
+  const bool sumAfterDq = shares && !sumInKernel && dkdvShared && !atomicDq;
+  if (shares && !sumInKernel && !sumAfterDq)
+    bundle.launches.push_back(shareSum);
   if (atomicDq)
     bundle.launches.push_back(launch("sink_bwd_dq_convert",
                                      {queryBlocks, heads, batch}, 128,
@@ -1557,6 +1640,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     beforeDq.overlapsNext = true;
     bundle.formatVersion = rt::kBundleOverlapFormatVersion;
   }
+  if (sumAfterDq)
+    bundle.launches.push_back(shareSum);
   if (!sinksInDq)
     bundle.launches.push_back(
         launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"}));

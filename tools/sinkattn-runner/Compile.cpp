@@ -88,6 +88,10 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
     return rt::Status::error("--dq-warpgroups does not apply to kernel '" +
                              options.kernel + "': only sink-bwd has a dQ "
                              "kernel");
+  if (options.wasGiven("dkdv-warpgroups") && options.kernel != "sink-bwd")
+    return rt::Status::error("--dkdv-warpgroups does not apply to kernel '" +
+                             options.kernel + "': only sink-bwd has a dK/dV "
+                             "kernel");
   KernelConfig config;
   config.kernel = options.kernel;
   config.m = options.m;
@@ -128,6 +132,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.copyEngine = options.copyEngine;
   config.dq = options.dq;
   config.dqWarpgroups = options.dqWarpgroups;
+  config.dkdvWarpgroups = options.dkdvWarpgroups;
   config.packGqa = options.packGqa;
   config.batch = options.batch;
   config.heads = options.heads;

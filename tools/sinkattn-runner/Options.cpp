@@ -33,6 +33,7 @@ const FlagSpec kFlags[] = {
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
     {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it by fp32 TMA reduce-add: fewer GEMMs, rounding varies run to run; plain schedule only)"},
     {"dq-warpgroups", "N", "compile check bench", "sink-bwd, --dq separate: the dQ kernel's consumer warpgroups: 1 (default; a block of 64 query rows, the schedule's) or 2, 3 (at D 64; a warp-specialized block of 64 rows per warpgroup sharing each K/V tile: K/V cross L2 once per 128 or 192 rows)"},
+    {"dkdv-warpgroups", "N", "compile check bench", "sink-bwd: the dK/dV kernel's consumer warpgroups: 1 (default; a block of 64 keys, the schedule's) or 2, 3 (at D 64; a warp-specialized block of 64 keys per warpgroup sharing each Q/dO tile: Q/dO cross L2 once per 128 or 192 keys; GQA shares summed by a kernel of their own)"},
     {"pack-gqa", nullptr, "compile check bench", "sink-fwd, BHSD, GQA: each block computes rows of all the query heads of one kv head, so K/V tiles serve the whole group (for short query lengths: decoding)"},
     {"batch", "B", "compile check bench tune", "attention: batch size"},
     {"heads", "H", "compile check bench tune", "attention: query heads"},
@@ -247,6 +248,10 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       number = integer(1, 3);
       if (number.ok())
         options.dqWarpgroups = *number;
+    } else if (name == "dkdv-warpgroups") {
+      number = integer(1, 3);
+      if (number.ok())
+        options.dkdvWarpgroups = *number;
     } else if (name == "start-tile") {
       number = integer(0, kMaxDim);
       if (number.ok())
@@ -478,7 +483,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
                                options.kernel + "'");
     for (const char *flag :
          {"bundle", "m", "n", "k", "dtype", "chip", "stages", "schedule",
-          "copy-engine", "dq", "dq-warpgroups", "pack-gqa", "persistent", "start-tile", "batch", "heads",
+          "copy-engine", "dq", "dq-warpgroups", "dkdv-warpgroups", "pack-gqa", "persistent", "start-tile", "batch", "heads",
           "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
           "layout", "seqlens-q", "seqlens-kv", "save-io", "sinks"})
       if (options.wasGiven(flag))
@@ -505,7 +510,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     }
     if (!options.bundleDir.empty())
       for (const char *flag :
-           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "dq-warpgroups", "pack-gqa", "persistent", "start-tile",
+           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "dq-warpgroups", "dkdv-warpgroups", "pack-gqa", "persistent", "start-tile",
             "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
             "layout", "seqlens-q", "seqlens-kv", "tune-cache"})
         if (options.wasGiven(flag))

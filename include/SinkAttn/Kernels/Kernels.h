@@ -82,6 +82,14 @@ struct KernelConfig {
   /// tile (a TMA producer feeds them), so K/V cross L2 once per 128 or 192
   /// rows instead of once per 64.
   int64_t dqWarpgroups = 1;
+  /// sink-bwd: consumer warpgroups of the dK/dV kernel. 1: one warpgroup of
+  /// 64 keys per block (the schedule's); 2 or 3 (3 at D 64): a
+  /// warp-specialized block of 64 keys per warpgroup that share each Q, dO
+  /// and row-record tile, so Q/dO cross L2 once per 128 or 192 keys
+  /// instead of once per 64. GQA shares are then summed by
+  /// sink_bwd_dkdv_sum (the in-kernel sum's barriers would hold the
+  /// producer too).
+  int64_t dkdvWarpgroups = 1;
   /// sink-fwd, BHSD, GQA: one block computes rows of all the query heads
   /// of a kv head (the group's rows packed head after head), so the K/V
   /// tiles it loads serve the whole group: for short query lengths
