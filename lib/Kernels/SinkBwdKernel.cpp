@@ -82,6 +82,20 @@ constexpr int64_t kBlock = 64;
 constexpr llvm::StringLiteral kWarpSpecializedAttributes =
     "attributes {known_block_size = array<i32: 128, 1, 1>}";
 
+/// A dQ or dK/dV kernel whose `warpgroups` consumer warpgroups share their
+/// block's tiles: 128 threads each, which tile-warp-specialize gives a TMA
+/// producer and a register split (setmaxnreg). `.minnctapersm 1` tells
+/// ptxas the registers at entry: with `.maxntid` alone it ignored every
+/// setmaxnreg in these kernels (warning C7508), held the consumers to the
+/// launch's 65536 / T registers and spilled (dQ with three warpgroups 72
+/// bytes, dK/dV 308). The forward's kernels do not need it and keep their
+/// schedule (ptxas schedules differently with it).
+std::string sharedBlockAttributes(int64_t warpgroups) {
+  return "attributes {known_block_size = array<i32: " +
+         std::to_string(128 * warpgroups) +
+         ", 1, 1>, nvvm.minctasm = 1 : i32}";
+}
+
 /// The kernels of the backward. How the dK/dV kernel gets each column's
 /// -LSE·log2(e) and Delta: the preprocess kernel writes them per query
 /// block, side by side ([B, H, query blocks, 2, 64] fp32), and the dK/dV
@@ -1296,8 +1310,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     dqSubviews = "\n      %sQw = memref.subview %sQ[%wgRow, 0] [64, " + d +
                  "] [1, 1] : !tileDqQ to !tileQw\n      %sdOw = memref.subview "
                  "%sdO[%wgRow, 0] [64, " + d + "] [1, 1] : !tileDqQ to !tileQw";
-    dqAttributes = "attributes {known_block_size = array<i32: " +
-                   str(128 * dqWarpgroups) + ", 1, 1>}";
+    dqAttributes = sharedBlockAttributes(dqWarpgroups);
   }
   // The dK/dV kernel's keys: one warpgroup's 64 from %n0, or a block of
   // dkdvBlockKeys from %nBlock shared by its warpgroups, each reading its
@@ -1487,9 +1500,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"DQ_BLOCK_IDS", blockIdsText("%qb", /*heaviestLast=*/true, shape)},
        {"DQ_BLOCK_ROWS_N", str(dqBlockRows)},
        {"DKDV_BLOCK_KEYS_N", str(dkdvBlockKeys)},
-       {"DKDV_ATTRIBUTES", dkdvShared
-                               ? "attributes {known_block_size = array<i32: " +
-                                     str(128 * dkdvWarpgroups) + ", 1, 1>}"
+       {"DKDV_ATTRIBUTES", dkdvShared ? sharedBlockAttributes(dkdvWarpgroups)
                            : warpSpecialized ? kWarpSpecializedAttributes.str()
                            : threeBlocksPerSm
                                ? "attributes {nvvm.maxntid = array<i32: 128, 1, 1>, "

@@ -253,18 +253,9 @@ void specialize(gpu::GPUFuncOp func, Plan &plan) {
   }
   builder.setInsertionPointToStart(consumerBlock);
   bool reallocate = reallocationPays(plan);
-  if (reallocate) {
+  if (reallocate)
     NVVM::SetMaxRegisterOp::create(builder, loc, consumerRegisters(plan),
                                    NVVM::SetMaxRegisterAction::increase);
-    // `.maxntid` alone does not always tell ptxas the registers at entry:
-    // the backward's kernels with several consumer warpgroups got warning
-    // C7508 and every setmaxnreg ignored (consumers held to 65536 / T, and
-    // spilled), the forward's did not. `.minnctapersm 1` pins the count
-    // down; the block takes the whole register file anyway.
-    StringRef minBlocks = NVVM::NVVMDialect::getMinctasmAttrName();
-    if (!func->hasAttr(minBlocks))
-      func->setAttr(minBlocks, builder.getI32IntegerAttr(1));
-  }
   Value consumerTid = arith::SubIOp::create(
       builder, loc, gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::x),
       producerEnd);

@@ -6,7 +6,6 @@
 // 128) are reserved, plus one for Q; K and V get a leading stage dimension.
 // CHECK-LABEL: gpu.func @attention
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
-// CHECK-NOT: nvvm.minctasm
 // CHECK-SAME: tile.warp_specialized
 // CHECK: %[[FULL:.*]] = tile.alloc_barrier [1, 1, 1, 1] : !tile.barriers<4>
 // CHECK: %[[EMPTY:.*]] = tile.alloc_barrier [128, 128, 128, 128] : !tile.barriers<4>
@@ -105,12 +104,9 @@ module attributes {gpu.container_module} {
 // reader), so 3 stages reserve 3 + 3 barriers; the registers move from the
 // producer (24) to the consumers (240: the block's launch budget, 168
 // registers × 384 threads, less 128·24, over 256 threads, rounded to 8 and
-// capped); `nvvm.minctasm = 1` (`.minnctapersm 1`) tells ptxas the
-// registers at entry, without which it may ignore setmaxnreg (C7508); a
-// loop starting at 3 counts its iterations from 3.
+// capped); a loop starting at 3 counts its iterations from 3.
 // CHECK-LABEL: gpu.func @gemm
 // CHECK-SAME: known_block_size = array<i32: 384, 1, 1>
-// CHECK-SAME: nvvm.minctasm = 1 : i32
 // CHECK: tile.alloc_barrier [1, 1, 1] : !tile.barriers<3>
 // CHECK: tile.alloc_barrier [256, 256, 256] : !tile.barriers<3>
 // CHECK-NOT: tile.alloc_barrier

@@ -32,10 +32,12 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       registers `setmaxnreg.inc` can draw on (asking for more blocks the
       consumers forever); with one consumer warpgroup every thread
       may have 240 registers anyway and no reallocation is emitted. The
-      kernel's `known_block_size` becomes `.maxntid` and the pass sets
-      `nvvm.minctasm = 1` (`.minnctapersm 1`) where it reallocates: with
-      both ptxas knows the registers at entry and honours `setmaxnreg`
-      (without the latter it may ignore every `setmaxnreg`: warning C7508).
+      kernel's `known_block_size` becomes `.maxntid`, which lets ptxas
+      honour `setmaxnreg` in most kernels; where it still cannot tell the
+      registers at entry (ptxas warning C7508: every `setmaxnreg` ignored)
+      the kernel should also declare `nvvm.minctasm = 1`, as the
+      backward's shared-tile kernels do. The pass does not add it: it
+      changes ptxas's schedule of kernels that do not need it.
     * **Producer** (threads 0–127): repeats the pure
       index computations the copies and the loop bounds need (nothing else
       of the kernel; `memref.load`s of kernel arguments the kernel only
