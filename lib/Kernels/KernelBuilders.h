@@ -49,6 +49,22 @@ rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
 /// (x: block, y: head). Needs %c1 and %group.
 std::string blockIdsText(const std::string &blockVar, bool heaviestLast,
                          const rt::SinkAttentionShape &shape);
+/// Ping-pong of the consumer warpgroups (FA3's warp scheduler barriers):
+/// warpgroup w issues its first GEMM of an iteration only in its turn
+/// (named barrier 3 + w; the 256 threads of w and of the warpgroup before
+/// it) and then hands the turn to the next one (w + 1, the last to the
+/// first), so one warpgroup's GEMM runs while the others compute their
+/// elementwise maps instead of all contending for the tensor cores at
+/// once. pingPongInit defines the turns from %wg (the warpgroup, an index)
+/// and lets the last warpgroup give the first turn away; the last
+/// hand-over has no taker, which is harmless at exit. kPingPongSync waits
+/// for the turn (before the GEMM), kPingPongArrive hands it on (after).
+std::string pingPongInit(int64_t warpgroups);
+inline constexpr const char *kPingPongSync = R"mlir(
+        nvvm.barrier id = %myTurn number_of_threads = %threads)mlir";
+inline constexpr const char *kPingPongArrive = R"mlir(
+        nvvm.barrier.arrive id = %nextTurn number_of_threads = %threads)mlir";
+
 /// Whether a block of keys %n0 .. %n0 + `lastKeyOffset` seen by query rows
 /// at key positions `firstPosition` .. `lastPosition` needs the
 /// per-element causal/window mask (keep key j for position p when j <= p

@@ -181,7 +181,7 @@ module attributes {gpu.container_module} {
       %sStats = memref.alloc() : !tileStats
       %kRow = arith.addi %kStart, %n0 : index
       tile.copy %K[@DKDV_KV_TILE@], %sK : !kv, !tileDkdvKV
-      tile.copy %V[@DKDV_KV_TILE@], %sV : !kv, !tileDkdvKV@DKDV_SUBVIEWS@
+      tile.copy %V[@DKDV_KV_TILE@], %sV : !kv, !tileDkdvKV@DKDV_SUBVIEWS@@DKDV_PINGPONG_INIT@
       // Query rows that attend a key of the block: i + past >= n0 (causal)
       // and, with a window, i + past < n0 + 63 + W (n0 and 63: the
       // block's first key and its last's offset).
@@ -208,7 +208,7 @@ module attributes {gpu.container_module} {
         tile.copy %Q[@Q_TILE@], %sQ : !q, !tileT
         tile.copy %dO[@Q_TILE@], %sdO : !q, !tileT
         tile.copy %Stats[%b, %h, %qBlock, %c0, %c0], %sStats : !stats, !tileStats
-        %sT = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S
+@DKDV_PINGPONG_SYNC@        %sT = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@
         // Only blocks on the diagonal, at the window's edge or with rows
         // past the sequence's end need the per-element mask (blockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
@@ -298,7 +298,7 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
       %sK = memref.alloc() : !tileT
       %sV = memref.alloc() : !tileT
       tile.copy %Q[@DQ_Q_TILE@], %sQ : !q, !tileDqQ
-      tile.copy %dO[@DQ_Q_TILE@], %sdO : !q, !tileDqQ@DQ_SUBVIEWS@
+      tile.copy %dO[@DQ_Q_TILE@], %sdO : !q, !tileDqQ@DQ_SUBVIEWS@@DQ_PINGPONG_INIT@
       %lse2 = tile.map () : () -> !row {
       ^bb0(%i: index):
 @CLAMPED_ROW@
@@ -341,7 +341,7 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
         %kRow = arith.addi %kStart, %n0 : index
         tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
         tile.copy %V[@KV_TILE@], %sV : !kv, !tileT
-        %s = tile.gemm @DQ_QW@, %sK, %sZero {transpose_b} : @DQ_QW_TYPE@, !tileT, !S
+@DQ_PINGPONG_SYNC@        %s = tile.gemm @DQ_QW@, %sK, %sZero {transpose_b} : @DQ_QW_TYPE@, !tileT, !S@DQ_PINGPONG_ARRIVE@
         // Only blocks on the diagonal or at the window's edge need the
         // per-element mask (blockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
@@ -1375,6 +1375,19 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DQ_ROWS@", dqRows},
         {"@DQ_Q_TILE@", dqQTile},
         {"@DQ_SUBVIEWS@", dqSubviews},
+        // Shared-tile kernels take turns for their first GEMM of an
+        // iteration (kernels::pingPongInit), so that their warpgroups do
+        // not run their maps and GEMMs in step.
+        {"@DQ_PINGPONG_INIT@",
+         dqShared ? kernels::pingPongInit(dqWarpgroups) : ""},
+        {"@DQ_PINGPONG_SYNC@",
+         dqShared ? std::string(kernels::kPingPongSync).substr(1) + "\n" : ""},
+        {"@DQ_PINGPONG_ARRIVE@", dqShared ? kernels::kPingPongArrive : ""},
+        {"@DKDV_PINGPONG_INIT@",
+         dkdvShared ? kernels::pingPongInit(dkdvWarpgroups) : ""},
+        {"@DKDV_PINGPONG_SYNC@",
+         dkdvShared ? std::string(kernels::kPingPongSync).substr(1) + "\n" : ""},
+        {"@DKDV_PINGPONG_ARRIVE@", dkdvShared ? kernels::kPingPongArrive : ""},
         {"@DQ_QW@", dqShared ? "%sQw" : "%sQ"},
         {"@DQ_DOW@", dqShared ? "%sdOw" : "%sdO"},
         {"@DQ_QW_TYPE@", dqShared ? "!tileQw" : "!tileT"},

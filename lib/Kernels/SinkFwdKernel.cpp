@@ -302,46 +302,6 @@ std::string stagingAllocs(int64_t warpgroups) {
   return text;
 }
 
-// Ping-pong of the consumer warpgroups (FA3's warp scheduler barriers):
-// warpgroup w issues its Q·Kᵀ only in its turn (named barrier 3 + w; the
-// 256 threads of w and of the warpgroup before it) and then hands the turn
-// to the next one (w + 1, the last to the first), so one warpgroup's GEMM
-// runs while the others compute their softmax instead of all contending
-// for the tensor cores at once. The last warpgroup gives the first turn
-// away; the last hand-over has no taker, which is harmless at exit.
-std::string pingPongInit(int64_t warpgroups) {
-  // %nextWg: 1 - w for two warpgroups (their text before three existed:
-  // the D 128 kernels' PTX stayed byte-identical), (w + 1) mod N for more.
-  std::string next =
-      warpgroups == 2
-          ? "      %nextWg = arith.subi %one32, %wg32 : i32\n"
-          : "      %wgPlus1 = arith.addi %wg32, %one32 : i32\n"
-            "      %wgCount = arith.constant " + std::to_string(warpgroups) +
-                " : i32\n"
-                "      %wraps = arith.cmpi eq, %wgPlus1, %wgCount : i32\n"
-                "      %firstWg = arith.constant 0 : i32\n"
-                "      %nextWg = arith.select %wraps, %firstWg, %wgPlus1 : i32\n"
-                "      %lastWg = arith.constant " +
-                std::to_string(warpgroups - 1) + " : i32\n";
-  return "\n      %threads = arith.constant 256 : i32\n"
-         "      %wg32 = arith.index_cast %wg : index to i32\n"
-         "      %turnBase = arith.constant 3 : i32\n"
-         "      %one32 = arith.constant 1 : i32\n"
-         "      %myTurn = arith.addi %turnBase, %wg32 : i32\n" +
-         next +
-         "      %nextTurn = arith.addi %turnBase, %nextWg : i32\n"
-         "      %isLast = arith.cmpi eq, %wg32, " +
-         (warpgroups == 2 ? "%one32" : "%lastWg") +
-         " : i32\n"
-         "      scf.if %isLast {\n"
-         "        nvvm.barrier.arrive id = %nextTurn number_of_threads = %threads\n"
-         "      }";
-}
-constexpr const char *kPingPongSync = R"mlir(
-        nvvm.barrier id = %myTurn number_of_threads = %threads)mlir";
-constexpr const char *kPingPongArrive = R"mlir(
-        nvvm.barrier.arrive id = %nextTurn number_of_threads = %threads)mlir";
-
 /// What a persistent tile costs beyond its key blocks, in key blocks (its
 /// Q load, first GEMM and epilogue; about 4.7 for one block per tile at
 /// D 128, PERF.md session 17, less when the next tile's Q arrives during
@@ -1022,7 +982,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"TILE_LOOP_BEGIN",
         persistent ? persistentLoopBegin(tileLists.size, config.heads * config.batch,
                                          rowBlocks, config.heads, allocs,
-                                         pingPongInit(warpgroups))
+                                         kernels::pingPongInit(warpgroups))
                    : ""},
        {"BLOCK_IDS", persistent ? "" : blockIds},
        {"ALLOCS", persistent ? "" : allocs},
@@ -1074,9 +1034,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        {"BM", str(blockM)},
        {"ATTRIBUTES", attributes},
        {"PINGPONG_INIT",
-        warpgroups > 1 && !persistent ? pingPongInit(warpgroups) : ""},
-       {"PINGPONG_SYNC", warpgroups > 1 ? kPingPongSync : ""},
-       {"PINGPONG_ARRIVE", warpgroups > 1 ? kPingPongArrive : ""},
+        warpgroups > 1 && !persistent ? kernels::pingPongInit(warpgroups) : ""},
+       {"PINGPONG_SYNC", warpgroups > 1 ? kernels::kPingPongSync : ""},
+       {"PINGPONG_ARRIVE", warpgroups > 1 ? kernels::kPingPongArrive : ""},
        // With one warpgroup its index is a constant (the compiler cannot
        // know that thread ids stay below 128 without a declared block size).
        {"WARPGROUP_INDEX", persistent       ? ""
@@ -1144,6 +1104,34 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   return kernel;
 }
 
+std::string kernels::pingPongInit(int64_t warpgroups) {
+  // %nextWg: 1 - w for two warpgroups (their text before three existed:
+  // the D 128 kernels' PTX stayed byte-identical), (w + 1) mod N for more.
+  std::string next =
+      warpgroups == 2
+          ? "      %nextWg = arith.subi %one32, %wg32 : i32\n"
+          : "      %wgPlus1 = arith.addi %wg32, %one32 : i32\n"
+            "      %wgCount = arith.constant " + std::to_string(warpgroups) +
+                " : i32\n"
+                "      %wraps = arith.cmpi eq, %wgPlus1, %wgCount : i32\n"
+                "      %firstWg = arith.constant 0 : i32\n"
+                "      %nextWg = arith.select %wraps, %firstWg, %wgPlus1 : i32\n"
+                "      %lastWg = arith.constant " +
+                std::to_string(warpgroups - 1) + " : i32\n";
+  return "\n      %threads = arith.constant 256 : i32\n"
+         "      %wg32 = arith.index_cast %wg : index to i32\n"
+         "      %turnBase = arith.constant 3 : i32\n"
+         "      %one32 = arith.constant 1 : i32\n"
+         "      %myTurn = arith.addi %turnBase, %wg32 : i32\n" +
+         next +
+         "      %nextTurn = arith.addi %turnBase, %nextWg : i32\n"
+         "      %isLast = arith.cmpi eq, %wg32, " +
+         (warpgroups == 2 ? "%one32" : "%lastWg") +
+         " : i32\n"
+         "      scf.if %isLast {\n"
+         "        nvvm.barrier.arrive id = %nextTurn number_of_threads = %threads\n"
+         "      }";
+}
 std::string kernels::blockMaskDecisionText(const std::string &lastKeyOffset,
                                            const std::string &firstPosition,
                                            const std::string &lastPosition,
