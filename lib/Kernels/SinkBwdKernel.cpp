@@ -13,7 +13,9 @@
 //                         fp16), as every FlashAttention backward does.
 //                         It also writes each block's -LSE·log2(e) and
 //                         Delta as one record (see kSinkBwdTemplate).
-//   sink_bwd_dkdv         per block of 64 keys and one query head: loops over
+//   sink_bwd_dkdv         per block of 64 keys (64·N with --dkdv-warpgroups
+//                         N: N consumer warpgroups sharing the Q/dO tiles,
+//                         a TMA producer) and one query head: loops over
 //                         the query blocks that see those keys, in the
 //                         transposed form
 //                           Sᵀ = K Qᵀ, Pᵀ = exp(Sᵀ·scale - LSE) (masked),
@@ -30,7 +32,8 @@
 //                         shares in head order: K/V are never repeated, and
 //                         blocks per query head (not per kv head) keep the
 //                         causal triangle's work balanced over the SMs.
-//   sink_bwd_dkdv_sum     (--schedule ws only) adds the shares instead.
+//   sink_bwd_dkdv_sum     (--schedule ws, --dkdv-warpgroups 2|3) adds the
+//                         shares instead.
 //   sink_bwd_dq           per block of 64 query rows (64·N with
 //                         --dq-warpgroups N: N consumer warpgroups sharing
 //                         the K/V tiles, a TMA producer): loops over the key
