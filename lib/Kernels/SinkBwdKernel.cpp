@@ -210,8 +210,8 @@ module attributes {gpu.container_module} {
         %qRow = arith.addi %qStart, %m0 : index
         tile.copy %Q[@Q_TILE@], %sQ : !q, !tileT
         tile.copy %dO[@Q_TILE@], %sdO : !q, !tileT
-        tile.copy %Stats[%b, %h, %qBlock, %c0, %c0], %sStats : !stats, !tileStats
-@DKDV_PINGPONG_SYNC@        %sT = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@
+        tile.copy %Stats[%b, %h, %qBlock, %c0, %c0], %sStats : !stats, !tileStats@DKDV_PINGPONG_SYNC@
+        %sT = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@
         // Only blocks on the diagonal, at the window's edge or with rows
         // past the sequence's end need the per-element mask (blockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
@@ -343,8 +343,8 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
         %n0 = arith.muli %kb, %c64 : index
         %kRow = arith.addi %kStart, %n0 : index
         tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
-        tile.copy %V[@KV_TILE@], %sV : !kv, !tileT
-@DQ_PINGPONG_SYNC@        %s = tile.gemm @DQ_QW@, %sK, %sZero {transpose_b} : @DQ_QW_TYPE@, !tileT, !S@DQ_PINGPONG_ARRIVE@
+        tile.copy %V[@KV_TILE@], %sV : !kv, !tileT@DQ_PINGPONG_SYNC@
+        %s = tile.gemm @DQ_QW@, %sK, %sZero {transpose_b} : @DQ_QW_TYPE@, !tileT, !S@DQ_PINGPONG_ARRIVE@
         // Only blocks on the diagonal or at the window's edge need the
         // per-element mask (blockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
@@ -1231,31 +1231,35 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (atomicDq && warpSpecialized)
     return fail() << "--dq atomic supports the plain schedule only, not "
                      "--schedule ws";
-  // The dQ kernel's consumer warpgroups (KernelConfig::dqWarpgroups).
+  // The consumer warpgroups of the dQ and dK/dV kernels
+  // (KernelConfig::dqWarpgroups, dkdvWarpgroups): 1 to 3, 2 or more only
+  // with --dq separate, 3 only at D 64 (160 registers per warpgroup).
+  auto checkWarpgroups = [&](llvm::StringRef flag, int64_t warpgroups,
+                             llvm::StringRef whyNotAtomic,
+                             llvm::StringRef loopNeedsAtD128) -> LogicalResult {
+    if (warpgroups < 1 || warpgroups > 3)
+      return fail() << "--" << flag << " " << warpgroups
+                    << " is not supported: 1 to 3";
+    if (warpgroups > 1 && atomicDq)
+      return fail() << "--" << flag << " " << warpgroups
+                    << " needs --dq separate (" << whyNotAtomic << ")";
+    if (warpgroups == 3 && shape.headDim == 128)
+      return fail() << "--" << flag
+                    << " 3 is not supported at --head-dim 128 (160 registers "
+                       "per warpgroup; "
+                    << loopNeedsAtD128 << "): use 2";
+    return success();
+  };
   const int64_t dqWarpgroups = config.dqWarpgroups;
-  if (dqWarpgroups < 1 || dqWarpgroups > 3)
-    return fail() << "--dq-warpgroups " << dqWarpgroups
-                  << " is not supported: 1 to 3";
-  if (dqWarpgroups > 1 && atomicDq)
-    return fail() << "--dq-warpgroups " << dqWarpgroups
-                  << " needs --dq separate (--dq atomic has no dQ kernel)";
-  if (dqWarpgroups == 3 && shape.headDim == 128)
-    return fail() << "--dq-warpgroups 3 is not supported at --head-dim 128 "
-                     "(160 registers per warpgroup; D 128's dQ loop needs "
-                     "about 200): use 2";
-  // The dK/dV kernel's consumer warpgroups (KernelConfig::dkdvWarpgroups).
   const int64_t dkdvWarpgroups = config.dkdvWarpgroups;
-  if (dkdvWarpgroups < 1 || dkdvWarpgroups > 3)
-    return fail() << "--dkdv-warpgroups " << dkdvWarpgroups
-                  << " is not supported: 1 to 3";
-  if (dkdvWarpgroups > 1 && atomicDq)
-    return fail() << "--dkdv-warpgroups " << dkdvWarpgroups
-                  << " needs --dq separate (--dq atomic's dK/dV kernel reads "
-                     "its whole K tile for dQ's share)";
-  if (dkdvWarpgroups == 3 && shape.headDim == 128)
-    return fail() << "--dkdv-warpgroups 3 is not supported at --head-dim 128 "
-                     "(160 registers per warpgroup; D 128's dK/dV loop needs "
-                     "about 235): use 2";
+  if (failed(checkWarpgroups("dq-warpgroups", dqWarpgroups,
+                             "--dq atomic has no dQ kernel",
+                             "D 128's dQ loop needs about 200")) ||
+      failed(checkWarpgroups("dkdv-warpgroups", dkdvWarpgroups,
+                             "--dq atomic's dK/dV kernel reads its whole K "
+                             "tile for dQ's share",
+                             "D 128's dK/dV loop needs about 235")))
+    return failure();
   const int64_t dkdvBlockKeys = kBlock * dkdvWarpgroups;
   const uint32_t dkdvBlocks =
       uint32_t((shape.seqKv + dkdvBlockKeys - 1) / dkdvBlockKeys);
@@ -1383,13 +1387,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         // not run their maps and GEMMs in step.
         {"@DQ_PINGPONG_INIT@",
          dqShared ? kernels::pingPongInit(dqWarpgroups) : ""},
-        {"@DQ_PINGPONG_SYNC@",
-         dqShared ? std::string(kernels::kPingPongSync).substr(1) + "\n" : ""},
+        {"@DQ_PINGPONG_SYNC@", dqShared ? kernels::kPingPongSync : ""},
         {"@DQ_PINGPONG_ARRIVE@", dqShared ? kernels::kPingPongArrive : ""},
         {"@DKDV_PINGPONG_INIT@",
          dkdvShared ? kernels::pingPongInit(dkdvWarpgroups) : ""},
-        {"@DKDV_PINGPONG_SYNC@",
-         dkdvShared ? std::string(kernels::kPingPongSync).substr(1) + "\n" : ""},
+        {"@DKDV_PINGPONG_SYNC@", dkdvShared ? kernels::kPingPongSync : ""},
         {"@DKDV_PINGPONG_ARRIVE@", dkdvShared ? kernels::kPingPongArrive : ""},
         {"@DQ_QW@", dqShared ? "%sQw" : "%sQ"},
         {"@DQ_DOW@", dqShared ? "%sdOw" : "%sdO"},
@@ -1641,7 +1643,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // With several dK/dV warpgroups the share sum waits until after the dQ
   // kernel, so that dK/dV and dQ still run side by side (below); the
   // ws schedule keeps the order it was measured with.
-  const bool sumAfterDq = shares && !sumInKernel && dkdvShared && !atomicDq;
+  const bool sumAfterDq = shares && dkdvShared;
   if (shares && !sumInKernel && !sumAfterDq)
     bundle.launches.push_back(shareSum);
   if (atomicDq)
