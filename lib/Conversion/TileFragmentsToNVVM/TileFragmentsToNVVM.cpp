@@ -509,10 +509,12 @@ uint64_t descriptorTemplate(int64_t panelBytes) {
 
 /// Descriptor of `tile` with its start address filled in (14 bits of the
 /// shared address in 16-byte units). `tile` is whole rows of a swizzled
-/// allocation's `rows x cols` tiles (maybe of one stage of them): its memref
-/// offset counts row-major elements, but the rows are stored in panels of
-/// 128 bytes, so row r of a tile starts r * 128 bytes into the tile's first
-/// panel, not r * cols * bytes.
+/// allocation's `rows x cols` tiles (maybe of one stage of them), or whole
+/// 64-column panels of them: its memref offset counts row-major elements,
+/// but the rows are stored in panels of 128 bytes, so row r of a tile
+/// starts r * 128 bytes into the tile's first panel, not r * cols * bytes,
+/// and column c (a multiple of 64, tile-assign-layouts checked it) is the
+/// start of panel c / 64, `panelBytes` apart.
 Value createDescriptor(OpBuilder &builder, Location loc, Value tile,
                        int64_t panelBytes) {
   auto type = cast<MemRefType>(tile.getType());
@@ -533,6 +535,18 @@ Value createDescriptor(OpBuilder &builder, Location loc, Value tile,
       arith::MulIOp::create(builder, loc, tileStart,
                             indexConstant(builder, loc, elementBytes)),
       arith::MulIOp::create(builder, loc, row, indexConstant(builder, loc, 128)));
+  // A column slice: add its panel's offset. (Whole-row operands skip this,
+  // so their code does not change.)
+  if (type.getShape().back() != cols) {
+    Value col = arith::RemUIOp::create(builder, loc, inTile,
+                                       indexConstant(builder, loc, cols));
+    Value panel = arith::DivUIOp::create(
+        builder, loc, col, indexConstant(builder, loc, 128 / elementBytes));
+    bytes = arith::AddIOp::create(
+        builder, loc, bytes,
+        arith::MulIOp::create(builder, loc, panel,
+                              indexConstant(builder, loc, panelBytes)));
+  }
   Value address = arith::AddIOp::create(builder, loc, aligned, bytes);
   Value address64 = arith::IndexCastUIOp::create(builder, loc,
                                                  builder.getI64Type(), address);
@@ -822,18 +836,28 @@ LogicalResult checkLowerable(Operation *op) {
     MemRefType destType = store.getDest().getType();
     FragmentType type = store.getValue().getType();
     memref::AllocOp destAlloc = getSharedAllocation(store.getDest());
-    if (isSharedMemory(destType) && getSwizzleBytes(store.getDest()) &&
-        (type.getRank() != 2 ||
-         destType.getShape().take_back(2) != type.getShape() ||
-         destAlloc.getType().getShape().take_back(2) != type.getShape() ||
-         destType.getElementTypeBitWidth() != 16 ||
-         llvm::any_of(store.getIndices().take_back(2), [](Value index) {
-           return getConstantIntValue(index) != std::optional<int64_t>(0);
-         })))
-      return store.emitOpError()
-             << "stores into a swizzled shared tile: the fragment must be "
-                "2-D, 16-bit and cover the whole tile of its allocation "
-                "(trailing indices 0, no row slice)";
+    if (isSharedMemory(destType) && getSwizzleBytes(store.getDest())) {
+      // The fragment covers the view (trailing indices 0), and the view is
+      // the allocation's whole tile, or rows of a one-panel tile starting on
+      // a multiple of 8 (the swizzle's period): the rows of a taller
+      // multi-panel tile do not lie where a fragment-sized tile's would.
+      ArrayRef<int64_t> tileShape = destAlloc.getType().getShape().take_back(2);
+      bool wholeTile = tileShape == type.getShape();
+      bool panelRows = type.getRank() == 2 && tileShape[1] == 64 &&
+                       type.getShape()[1] == 64 &&
+                       hasAlignedViewOffsets(store.getDest(), /*fromBack=*/1, 8);
+      if (type.getRank() != 2 ||
+          destType.getShape().take_back(2) != type.getShape() ||
+          !(wholeTile || panelRows) || destType.getElementTypeBitWidth() != 16 ||
+          llvm::any_of(store.getIndices().take_back(2), [](Value index) {
+            return getConstantIntValue(index) != std::optional<int64_t>(0);
+          }))
+        return store.emitOpError()
+               << "stores into a swizzled shared tile: the fragment must be "
+                  "2-D, 16-bit and cover the whole tile of its allocation, "
+                  "or rows of a 64-column tile starting at a provable multiple "
+                  "of 8 (trailing indices 0)";
+    }
   }
   return success();
 }

@@ -49,8 +49,34 @@ func.func @reduce_bf16(%s: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>
 func.func @swizzled_partial(%o: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>) {
   %c0 = arith.constant 0 : index
   %sO = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>
-  // expected-error @+1 {{stores into a swizzled shared tile: the fragment must be 2-D, 16-bit and cover the whole tile of its allocation (trailing indices 0, no row slice)}}
+  // expected-error @+1 {{stores into a swizzled shared tile: the fragment must be 2-D, 16-bit and cover the whole tile of its allocation, or rows of a 64-column tile starting at a provable multiple of 8 (trailing indices 0)}}
   tile.store %o, %sO[%c0, %c0] : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// Rows of a one-panel tile from an offset that is not provably a multiple
+// of 8: the fragment's swizzle would not line up with the tile's.
+func.func @swizzled_rows_unaligned(%o: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, %row: index) {
+  %c0 = arith.constant 0 : index
+  %s = memref.alloc() {tile.swizzle = 128 : i64} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+  %rows = memref.subview %s[%row, 0] [64, 64] [1, 1] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{stores into a swizzled shared tile}}
+  tile.store %o, %rows[%c0, %c0] : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// Rows of a two-panel tile: its rows are not where a fragment-sized tile's
+// would be.
+func.func @swizzled_rows_two_panels(%o: !tile.fragment<64x128xbf16, #tile.layout<accumulator>>) {
+  %c0 = arith.constant 0 : index
+  %s = memref.alloc() {tile.swizzle = 128 : i64} : memref<128x128xbf16, #gpu.address_space<workgroup>>
+  %rows = memref.subview %s[64, 0] [64, 128] [1, 1] : memref<128x128xbf16, #gpu.address_space<workgroup>> to memref<64x128xbf16, strided<[128, 1], offset: 8192>, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{stores into a swizzled shared tile}}
+  tile.store %o, %rows[%c0, %c0] : !tile.fragment<64x128xbf16, #tile.layout<accumulator>>, memref<64x128xbf16, strided<[128, 1], offset: 8192>, #gpu.address_space<workgroup>>
   return
 }
 

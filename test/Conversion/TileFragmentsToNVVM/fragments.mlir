@@ -244,6 +244,44 @@ func.func @gemm_rows_of_two_panel_tile(%acc: !tile.fragment<64x64xf32, #tile.lay
   return %d : !tile.fragment<64x64xf32, #tile.layout<accumulator>>
 }
 
+// B is the second 64-column panel of a 128x128 swizzled tile (a
+// warpgroup's half of the head dim; MN-major: K x N, N contiguous): the
+// descriptor adds the panel's offset, column / 64 panels of 128 rows * 128
+// bytes, to the row's (here row 0).
+// CHECK-LABEL: func @gemm_column_panel
+// CHECK: %[[BASE:.*]], %[[OFFSET:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[B:.*]] :
+// CHECK: %[[IN_TILE:.*]] = arith.remui %[[OFFSET]], %c16384
+// CHECK: %[[COL:.*]] = arith.remui %[[IN_TILE]], %c128
+// CHECK: %[[PANEL:.*]] = arith.divui %[[COL]], %c64
+// CHECK: arith.muli %[[PANEL]], %c16384
+// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n64k16
+func.func @gemm_column_panel(%acc: !tile.fragment<64x64xf32, #tile.layout<accumulator>>, %wg: index)
+    -> !tile.fragment<64x64xf32, #tile.layout<accumulator>> {
+  %c64 = arith.constant 64 : index
+  %col = arith.muli %wg, %c64 : index
+  %sA = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<128x128xbf16, #gpu.address_space<workgroup>>
+  %panel = memref.subview %sB[0, %col] [128, 64] [1, 1] : memref<128x128xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>
+  %d = tile.gemm %sA, %panel, %acc {transpose_a} : memref<128x64xbf16, #gpu.address_space<workgroup>>, memref<128x64xbf16, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+  return %d : !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+}
+
+// A fragment stored into rows of a one-panel (64-column) swizzled tile: the
+// swizzled offsets are the fragment's own, and the view's offset (a
+// multiple of 8 rows, the swizzle's period) moves them to its rows.
+// CHECK-LABEL: func @store_swizzled_rows
+// CHECK: %[[VIEW:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [64, 64] [1, 1]
+// CHECK: vector.store %{{.*}}, %[[VIEW]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, vector<2xbf16>
+func.func @store_swizzled_rows(%v: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, %wg: index) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %row = arith.muli %wg, %c64 : index
+  %s = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+  %rows = memref.subview %s[%row, 0] [64, 64] [1, 1] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+  tile.store %v, %rows[%c0, %c0] : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+  return
+}
+
 // tile.partial_reduce combines registers inside the thread only: 64x32 ->
 // 64x16 adds column step j + 2 to step j (registers r and r + 8), with no
 // shuffle.

@@ -2,7 +2,9 @@
 
 #include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -60,6 +62,40 @@ memref::AllocOp sinkattn::tile::getSharedAllocation(Value tile) {
   while (auto view = tile.getDefiningOp<ViewLikeOpInterface>())
     tile = view.getViewSource();
   return tile.getDefiningOp<memref::AllocOp>();
+}
+
+namespace {
+/// Whether `value` is provably a multiple of `multiple` (see
+/// hasAlignedViewOffsets).
+bool isMultipleOf(OpFoldResult value, int64_t multiple) {
+  if (std::optional<int64_t> constant = getConstantIntValue(value))
+    return *constant % multiple == 0;
+  Value v = dyn_cast<Value>(value);
+  if (!v)
+    return false;
+  if (auto product = v.getDefiningOp<arith::MulIOp>())
+    return isMultipleOf(product.getLhs(), multiple) ||
+           isMultipleOf(product.getRhs(), multiple);
+  if (auto sum = v.getDefiningOp<arith::AddIOp>())
+    return isMultipleOf(sum.getLhs(), multiple) &&
+           isMultipleOf(sum.getRhs(), multiple);
+  return false;
+}
+} // namespace
+
+bool sinkattn::tile::hasAlignedViewOffsets(Value tile, unsigned fromBack,
+                                           int64_t multiple) {
+  while (auto view = tile.getDefiningOp<ViewLikeOpInterface>()) {
+    auto subview = dyn_cast<memref::SubViewOp>(view.getOperation());
+    if (!subview)
+      return false;
+    SmallVector<OpFoldResult> offsets = subview.getMixedOffsets();
+    if (offsets.size() <= fromBack ||
+        !isMultipleOf(offsets[offsets.size() - 1 - fromBack], multiple))
+      return false;
+    tile = subview.getSource();
+  }
+  return true;
 }
 
 int64_t sinkattn::tile::getSwizzleBytes(Value tile) {

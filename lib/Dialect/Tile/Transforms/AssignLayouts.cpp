@@ -86,14 +86,25 @@ LogicalResult markSwizzled(GemmOp gemm, Value tile, StringRef operand) {
               "with memref.alloc, so that its swizzled layout can be chosen";
   MemRefType allocType = alloc.getType();
   ArrayRef<int64_t> shape = type.getShape();
-  // Whole rows of the allocation's tiles: a warpgroup's rows of a shared
-  // tile are fine, a column slice is not (the swizzle spans whole rows).
-  if (allocType.getRank() < 2 || allocType.getShape().back() != shape[1] ||
-      allocType.getShape()[allocType.getRank() - 2] < shape[0])
+  // Whole rows of the allocation's tiles (a warpgroup's rows of a shared
+  // tile), or whole 64-column panels of them (a warpgroup's half of a
+  // 128-column tile): the swizzle spans a panel's 128-byte rows, and the
+  // panels lie one after another, so a column slice must start on one.
+  if (allocType.getRank() < 2 ||
+      allocType.getShape()[allocType.getRank() - 2] < shape[0] ||
+      allocType.getShape().back() < shape[1])
     return gemm.emitOpError()
-           << "operand " << operand << " must be whole rows of a tile: its "
-           << "allocation " << allocType << " must end in " << shape[1]
-           << " columns and have at least " << shape[0] << " rows";
+           << "operand " << operand << " (" << shape[0] << "x" << shape[1]
+           << ") does not fit the tiles of its allocation " << allocType;
+  if (allocType.getShape().back() != shape[1] &&
+      (allocType.getShape().back() % 64 != 0 ||
+       !hasAlignedViewOffsets(tile, /*fromBack=*/0, 64)))
+    return gemm.emitOpError()
+           << "operand " << operand << " must be whole rows of a tile or "
+           << "whole 64-column panels of it: its columns start at an offset "
+              "that is not a provable multiple of 64 (a constant, or a "
+              "product with one) in "
+           << allocType;
   if (shape[1] % 64 != 0 || shape[0] % 8 != 0)
     return gemm.emitOpError()
            << "operand " << operand << " (" << shape[0] << "x" << shape[1]

@@ -42,14 +42,43 @@ func.func @operand_not_allocated(%sA: memref<64x64xbf16, #gpu.address_space<work
 
 // -----
 
+// A column slice that does not start on a 64-column panel.
 func.func @operand_partial_tile() {
   %zero = arith.constant 0.0 : f32
   %acc = tile.fill %zero : !tile.fragment<64x64xf32>
   %sA = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
   %big = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
-  %sB = memref.subview %big[0, 0] [64, 64] [1, 1] : memref<64x128xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16, strided<[128, 1]>, #gpu.address_space<workgroup>>
-  // expected-error @+1 {{operand B must be whole rows of a tile: its allocation 'memref<64x128xbf16, #gpu.address_space<workgroup>>' must end in 64 columns and have at least 64 rows}}
-  %d = tile.gemm %sA, %sB, %acc : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, strided<[128, 1]>, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+  %sB = memref.subview %big[0, 32] [64, 64] [1, 1] : memref<64x128xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16, strided<[128, 1], offset: 32>, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{operand B must be whole rows of a tile or whole 64-column panels of it: its columns start at an offset that is not a provable multiple of 64 (a constant, or a product with one) in 'memref<64x128xbf16, #gpu.address_space<workgroup>>'}}
+  %d = tile.gemm %sA, %sB, %acc : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, strided<[128, 1], offset: 32>, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+  return
+}
+
+// -----
+
+// A column slice from an offset it cannot prove a multiple of 64.
+func.func @operand_column_offset_unknown(%col: index) {
+  %zero = arith.constant 0.0 : f32
+  %acc = tile.fill %zero : !tile.fragment<64x64xf32>
+  %sA = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  %big = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.subview %big[0, %col] [64, 64] [1, 1] : memref<64x128xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{operand B must be whole rows of a tile or whole 64-column panels of it}}
+  %d = tile.gemm %sA, %sB, %acc : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+  return
+}
+
+// -----
+
+// More rows than the allocation's tiles hold.
+func.func @operand_too_tall() {
+  %zero = arith.constant 0.0 : f32
+  %acc = tile.fill %zero : !tile.fragment<64x64xf32>
+  %sA = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() : memref<32x64xbf16, #gpu.address_space<workgroup>>
+  %v = memref.reinterpret_cast %sB to offset: [0], sizes: [64, 64], strides: [64, 1] : memref<32x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16, strided<[64, 1]>, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{operand B (64x64) does not fit the tiles of its allocation 'memref<32x64xbf16, #gpu.address_space<workgroup>>'}}
+  %d = tile.gemm %sA, %v, %acc : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, strided<[64, 1]>, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
   return
 }
 

@@ -177,3 +177,23 @@ func.func @scaled_rows_operand_a(%out: memref<64x64xf32>) {
   tile.store %d, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
   return
 }
+
+// A warpgroup's 64-column panel of a 128-column tile (FlashAttention 3's
+// split of dQ's head dim, `sink-bwd --dq atomic --dkdv-warpgroups 2`): the
+// column offset is a product with 64, so the slice starts on a panel, and
+// the allocation becomes swizzled like a whole-row operand's.
+// CHECK-LABEL: func @column_panel_operand
+// CHECK: memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<128x64xbf16
+// CHECK: memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<128x128xbf16
+// CHECK: tile.gemm {{.*}} {transpose_a} : memref<128x64xbf16, {{.*}}>, memref<128x64xbf16, strided<[128, 1], offset: ?>, {{.*}}>, !tile.fragment<64x64xf32, #tile.layout<accumulator>>
+func.func @column_panel_operand(%wg: index) {
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %col = arith.muli %wg, %c64 : index
+  %acc = tile.fill %zero : !tile.fragment<64x64xf32>
+  %sdS = memref.alloc() : memref<128x64xbf16, #gpu.address_space<workgroup>>
+  %sK = memref.alloc() : memref<128x128xbf16, #gpu.address_space<workgroup>>
+  %panel = memref.subview %sK[0, %col] [128, 64] [1, 1] : memref<128x128xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>
+  %d = tile.gemm %sdS, %panel, %acc {transpose_a} : memref<128x64xbf16, #gpu.address_space<workgroup>>, memref<128x64xbf16, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+  return
+}

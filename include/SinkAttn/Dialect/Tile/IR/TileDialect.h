@@ -48,6 +48,16 @@ bool isGlobalMemory(mlir::MemRefType type);
 /// casts), or null when it is not an allocation of this function.
 mlir::memref::AllocOp getSharedAllocation(mlir::Value tile);
 
+/// Whether every view between `tile` and its allocation offsets dimension
+/// `fromBack` (0: the innermost) by a multiple of `multiple` elements: each
+/// is a memref.subview whose offset there is a constant multiple, or a
+/// product (arith.muli) or sum (arith.addi) of such values. Other views
+/// (casts, reshapes) and offsets it cannot see through answer false. Used
+/// where a slice of a swizzled tile must start on a swizzle boundary: a
+/// 64-column panel, or 8 rows.
+bool hasAlignedViewOffsets(mlir::Value tile, unsigned fromBack,
+                           int64_t multiple);
+
 /// The swizzle span in bytes (0 or 128) of the allocation `tile` views, as
 /// marked by tile-assign-layouts (`tile.swizzle`); 0 when unmarked.
 int64_t getSwizzleBytes(mlir::Value tile);
