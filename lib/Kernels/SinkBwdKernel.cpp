@@ -59,7 +59,7 @@
 // `--dq atomic` drops sink_bwd_dq: the dK/dV kernel also computes dQ's
 // share of its keys and adds it to an fp32 dQ with a TMA reduce-add, and
 // sums the keys' sink terms; preprocess zeros that dQ and writes the rows'
-// sink weights; sink_bwd_dq_convert rounds dQ (kDqConvertKernel). Fewer
+// sink weights into the blocks' records; sink_bwd_dq_convert rounds dQ (kDqConvertKernel). Fewer
 // GEMMs, but not bit-reproducible, and slower with 64-key blocks (PERF.md).
 //
 //===----------------------------------------------------------------------===//
@@ -128,8 +128,11 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileQw = memref<64x@D@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !rowParts = !tile.fragment<64x8xf32>
 !tileQacc = memref<64x@D@xf32, #gpu.address_space<workgroup>>
-!stats = memref<@B@x@H@x@QB@x2x64xf32>
-!tileStats = memref<2x64xf32, #gpu.address_space<workgroup>>
+!tileSBlock = memref<@DKDV_BLOCK_KEYS_N@x64x@T@, #gpu.address_space<workgroup>>
+!tileSw = memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+!tileKd = memref<@DKDV_BLOCK_KEYS_N@x64x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
+!stats = memref<@B@x@H@x@QB@x@STATS_ROWS@x64xf32>
+!tileStats = memref<@STATS_ROWS@x64xf32, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
     gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@PRE_COUNTS_ARG@@PRE_SINK_COUNTS_ARG@@SEQUENCE_ARGS@)
@@ -481,7 +484,11 @@ constexpr llvm::StringLiteral kDqConvertKernel = R"mlir(
 
 /// `--dq atomic`, preprocess: each row's sink weight exp(sink - LSE) (0 for
 /// a row with neither keys nor a finite sink), which the dK/dV kernel's
-/// sink terms need per column, and zeros for the fp32 dQ.
+/// sink terms need per column, as the third row of the block's record
+/// (beside -LSE·log2(e) and Delta, loaded with them), and zeros for the
+/// fp32 dQ. (Read per element from global memory instead, the weights'
+/// loads held registers: the dK/dV kernel with two warpgroups at D 128
+/// spilled 732 bytes, 328 with the record.)
 constexpr llvm::StringLiteral kPreAtomic = R"mlir(
       @SINK_LOAD@
       %w = tile.map () : () -> !row {
@@ -495,7 +502,8 @@ constexpr llvm::StringLiteral kPreAtomic = R"mlir(
         %v = arith.select %noKey, %zero, %e : f32
         tile.yield %v : f32
       }
-@STORE_W@
+      %cWeightRow = arith.constant 2 : index
+      tile.store %w, %Stats[%b, %h, %qb, %cWeightRow, %c0] : !row, !stats
       %qRow = arith.addi %qStart, %m0 : index
       %dqZero = tile.fill %zero : !acc
 @STORE_DQ_ZERO@)mlir";
@@ -518,7 +526,7 @@ constexpr llvm::StringLiteral kDkdvAtomicTerms = R"mlir(
           %i = arith.addi %m0, %ii : index
           %token = arith.addi %qStart, %i : index
           %r = arith.minui %token, %lastRow : index
-          %w = memref.load %W[@LSE_AT@] : !lse
+          %w = memref.load %sStats[%cWeightRow, %ii] : !tileStats
           %x = arith.mulf %pv, %dp : f32
           %v = arith.mulf %x, %w : f32
           tile.yield %v : f32
@@ -534,6 +542,28 @@ constexpr llvm::StringLiteral kDkdvAtomicTerms = R"mlir(
 constexpr llvm::StringLiteral kDkdvAtomicDq = R"mlir(
         tile.store %dsT16, %sdS[%c0, %c0] : !P, !tileS
         %dqPart = tile.gemm %sdS, %sK, %accZero {transpose_a} : !tileS, !tileT, !acc
+@STORE_DQ_ADD@)mlir";
+
+/// kDkdvAtomicDqShared's tiles: the block's dSᵀ (each warpgroup's rows a
+/// view %sdSw), the fp32 dQ tile, and the warpgroup's panel of K (%sKd).
+constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
+      %sdS = memref.alloc() : !tileSBlock
+      %sdSw = memref.subview %sdS[%wgKey, 0] [64, 64] [1, 1] : !tileSBlock to !tileSw
+      %sdQ = memref.alloc() : !tileQacc
+      %cWeightRow = arith.constant 2 : index
+      %wgCol = arith.muli %wg, %c64 : index
+      %sKd = memref.subview %sK[0, %wgCol] [@DKDV_BLOCK_KEYS_N@, 64] [1, 1] : !tileDkdvKV to !tileKd
+      %termZero = tile.fill %zero : !row)mlir";
+
+/// `--dq atomic --dkdv-warpgroups 2` (D 128, FlashAttention 3's split):
+/// the warpgroups store their dSᵀ rows into one dSᵀ tile of the block's
+/// 128 keys, and each computes one 64-column panel of dQ's share over all
+/// of them, dS (64 x 128) times its panel of K (128 x 64), into its half
+/// of the fp32 dQ tile; the block adds that tile once (one reduce-add per
+/// 128 keys instead of one per 64: half the reductions).
+constexpr llvm::StringLiteral kDkdvAtomicDqShared = R"mlir(
+        tile.store %dsT16, %sdSw[%c0, %c0] : !P, !tileSw
+        %dqPart = tile.gemm %sdS, %sKd, %sZero {transpose_a} : !tileSBlock, !tileKd, !S
 @STORE_DQ_ADD@)mlir";
 
 
@@ -966,11 +996,11 @@ struct LayoutText {
   /// Rows of the shares' token coordinate.
   int64_t shareTokens = 0;
   /// --dq atomic: the fp32 dQ (q's layout) and the per-key sink terms
-  /// ([B, H, SKV], varlen [H, T]); the preprocess kernel's stores of the
-  /// sink weights and the zeroed dQ; the dK/dV kernel's view (varlen) and
+  /// ([B, H, SKV], varlen [H, T]); the preprocess kernel's store of the
+  /// zeroed dQ; the dK/dV kernel's view (varlen) and
   /// atomic add of dQ, and its store of the key terms.
   std::string qAccType, keyTermsType;
-  std::string storeWeights, storeDqZero, storeDqAdd, storeKeyTerms;
+  std::string storeDqZero, storeDqAdd, storeKeyTerms;
   /// dsinks over the key terms: runs as above, over keys.
   int64_t keyRun = 0, keyRunBatches = 0, keyBatchRows = 0;
 };
@@ -1086,7 +1116,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                                str(shape.seqQ) + "x" + hd + "xf32>";
     text.keyTermsType = "memref<" + str(shape.batch) + "x" + heads + "x" +
                         str(shape.seqKv) + "xf32>";
-    text.storeWeights = "      tile.store %w, %W[%b, %h, %m0] : !row, !lse";
     text.storeDqZero =
         "      tile.store %dqZero, %dQacc[" + text.qTile + "] : !acc, !qacc";
     text.storeDqAdd = "        tile.store %dqPart, %sdQ[%c0, %c0] : !acc, !tileQacc\n"
@@ -1159,10 +1188,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.shareTokens = shape.tokensKv();
     text.qAccType = "memref<" + tq + "x" + hd + "xf32>";
     text.keyTermsType = "memref<" + heads + "x" + tk + "xf32>";
-    text.storeWeights =
-        "      %wSeq = memref.subview %W[0, %qStart] [" + heads +
-        ", %seqQ] [1, 1] : !lse to " + rowsView +
-        "\n      tile.store %w, %wSeq[%h, %m0] : !row, " + rowsView;
     const std::string qAccView = "memref<?x" + hd + "xf32, strided<[" + hd +
                                  ", 1], offset: ?>>";
     text.storeDqZero = "      %dqAccSeq = memref.subview %dQacc[%qStart, 0] [%seqQ, " +
@@ -1236,11 +1261,12 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // with --dq separate, 3 only at D 64 (160 registers per warpgroup).
   auto checkWarpgroups = [&](llvm::StringRef flag, int64_t warpgroups,
                              llvm::StringRef whyNotAtomic,
-                             llvm::StringRef loopNeedsAtD128) -> LogicalResult {
+                             llvm::StringRef loopNeedsAtD128,
+                             bool atomicAllowed) -> LogicalResult {
     if (warpgroups < 1 || warpgroups > 3)
       return fail() << "--" << flag << " " << warpgroups
                     << " is not supported: 1 to 3";
-    if (warpgroups > 1 && atomicDq)
+    if (warpgroups > 1 && atomicDq && !atomicAllowed)
       return fail() << "--" << flag << " " << warpgroups
                     << " needs --dq separate (" << whyNotAtomic << ")";
     if (warpgroups == 3 && shape.headDim == 128)
@@ -1252,13 +1278,20 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   };
   const int64_t dqWarpgroups = config.dqWarpgroups;
   const int64_t dkdvWarpgroups = config.dkdvWarpgroups;
+  // --dq atomic with two dK/dV warpgroups: each computes one 64-column
+  // panel of dQ's share (kDkdvAtomicDqShared), so D must be 128.
+  const bool atomicDkdvShared =
+      atomicDq && dkdvWarpgroups == 2 && shape.headDim == 128;
   if (failed(checkWarpgroups("dq-warpgroups", dqWarpgroups,
                              "--dq atomic has no dQ kernel",
-                             "D 128's dQ loop needs about 200")) ||
+                             "D 128's dQ loop needs about 200",
+                             /*atomicAllowed=*/false)) ||
       failed(checkWarpgroups("dkdv-warpgroups", dkdvWarpgroups,
-                             "--dq atomic's dK/dV kernel reads its whole K "
-                             "tile for dQ's share",
-                             "D 128's dK/dV loop needs about 235")))
+                             "or 2 at --head-dim 128: with --dq atomic each "
+                             "warpgroup computes one 64-column panel of dQ's "
+                             "share",
+                             "D 128's dK/dV loop needs about 235",
+                             /*atomicAllowed=*/atomicDkdvShared)))
     return failure();
   const int64_t dkdvBlockKeys = kBlock * dkdvWarpgroups;
   const uint32_t dkdvBlocks =
@@ -1268,6 +1301,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       uint32_t((shape.seqQ + dqBlockRows - 1) / dqBlockRows);
   const uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
   const uint32_t keyBlocks = uint32_t((shape.seqKv + kBlock - 1) / kBlock);
+  // The rows of each query block's record (kSinkBwdTemplate): -LSE·log2(e)
+  // and Delta, and with --dq atomic the rows' sink weights (kPreAtomic).
+  const int64_t statsRows = atomicDq ? 3 : 2;
   // The sink terms: per query row (separate) or per key row (atomic).
   const std::vector<uint64_t> termDims =
       atomicDq ? shape.keyRowDims() : shape.lseDims();
@@ -1354,6 +1390,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     if (!shares)
       dkdvStore = layout.storeDkdvFromRegisters;
   }
+  // With two dK/dV warpgroups each stores its 64-column panel of dQ's
+  // share into the block's fp32 tile.
+  std::string dqAddText = layout.storeDqAdd;
+  if (atomicDkdvShared)
+    replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !S,");
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
@@ -1362,21 +1403,24 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
             "@DQ_KERNEL@", atomicDq ? kDqConvertKernel.str() : kDqKernel.str()},
         {"@PRE_ATOMIC@", atomicDq ? kPreAtomic.str() : ""},
         {"@PRE_ATOMIC_ARGS@",
-         atomicDq ? ", %sinks: memref<@H@x@ST@>, %W: !lse, "
-                    "%dQacc: !qacc"
+         atomicDq ? ", %sinks: memref<@H@x@ST@>, %dQacc: !qacc"
                   : ""},
         {"@DKDV_ATOMIC_ARGS@",
-         atomicDq ? ", %dQacc: !qacc, %W: !lse, %TermsK: !kterms" : ""},
+         atomicDq ? ", %dQacc: !qacc, %TermsK: !kterms" : ""},
         {"@DKDV_ATOMIC_PRE@",
-         atomicDq ? "      %sdS = memref.alloc() : !tileS\n      %sdQ = "
-                    "memref.alloc() : !tileQacc\n      %termZero = "
-                    "tile.fill %zero : !row"
-                  : ""},
+         atomicDkdvShared ? kDkdvAtomicPreShared.str()
+         : atomicDq ? "      %sdS = memref.alloc() : !tileS\n      %sdQ = "
+                      "memref.alloc() : !tileQacc\n      %cWeightRow = "
+                      "arith.constant 2 : index\n      %termZero = "
+                      "tile.fill %zero : !row"
+                    : ""},
         {"@DKDV_RESULTS@", atomicDq ? "3" : "2"},
         {"@DKDV_ITER_ARGS@", atomicDq ? ", %term = %termZero" : ""},
         {"@DKDV_ITER_TYPES@", atomicDq ? ", !row" : ""},
         {"@DKDV_ATOMIC_TERMS@", atomicDq ? kDkdvAtomicTerms.str() : ""},
-        {"@DKDV_ATOMIC_DQ@", atomicDq ? kDkdvAtomicDq.str() : ""},
+        {"@DKDV_ATOMIC_DQ@", atomicDkdvShared ? kDkdvAtomicDqShared.str()
+                             : atomicDq       ? kDkdvAtomicDq.str()
+                                              : ""},
         {"@DKDV_YIELD@", atomicDq ? ", %termNew : !acc, !acc, !row" : " : !acc, !acc"},
         {"@DKDV_ATOMIC_POST@", atomicDq ? layout.storeKeyTerms : ""},
         {"@DQ_ROWS@", dqRows},
@@ -1505,9 +1549,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"STORE_DQ_FROM_Q_TILE", layout.storeDqFromQTile},
        {"QACC_TYPE", layout.qAccType},
        {"KTERMS_TYPE", layout.keyTermsType},
-       {"STORE_W", layout.storeWeights},
+       {"STATS_ROWS", str(statsRows)},
        {"STORE_DQ_ZERO", layout.storeDqZero},
-       {"STORE_DQ_ADD", layout.storeDqAdd},
+       {"STORE_DQ_ADD", dqAddText},
        {"DECODE", layout.decode},
        {"WINDOW", str(hasWindow ? config.window : shape.seqKv + 1)},
        {"HAS_WINDOW", hasWindow ? "true" : "false"},
@@ -1565,17 +1609,15 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.params.push_back(outputBuffer("dsinks", rt::DType::F32, {u(shape.heads)}));
   // Scratch the kernels hand each other (outputs: the runner poisons them).
   bundle.params.push_back(outputBuffer("delta", rt::DType::F32, shape.lseDims()));
-  // Each query block's -LSE·log2(e) and Delta, [B, H, query blocks, 2, 64].
+  // Each query block's -LSE·log2(e), Delta (and with --dq atomic the sink
+  // weights), [B, H, query blocks, 2 or 3, 64].
   bundle.params.push_back(outputBuffer(
       "row_stats", rt::DType::F32,
-      {u(shape.batch), u(shape.heads), queryBlocks, 2, u(kBlock)}));
+      {u(shape.batch), u(shape.heads), queryBlocks, u(statsRows), u(kBlock)}));
   // Separate: a sink term per query row; atomic: per key row.
   bundle.params.push_back(outputBuffer("sink_terms", rt::DType::F32, termDims));
-  if (atomicDq) {
-    bundle.params.push_back(
-        outputBuffer("sink_weights", rt::DType::F32, shape.lseDims()));
+  if (atomicDq)
     bundle.params.push_back(outputBuffer("dq_accum", rt::DType::F32, qShape));
-  }
   std::vector<uint64_t> sharesShape = {u(shape.heads), u(layout.shareTokens),
                                        u(shape.headDim)};
   if (shares) {
@@ -1618,7 +1660,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                                              "row_stats"};
   if (atomicDq)
     preprocessArgs.insert(preprocessArgs.end(),
-                          {"sinks", "sink_weights", "dq_accum"});
+                          {"sinks", "dq_accum"});
   if (sumInKernel)
     preprocessArgs.push_back("share_counts");
   if (sinksInDq)
@@ -1631,7 +1673,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   dkdvArgs.insert(dkdvArgs.end(), {shares ? "dk_shares" : "dk",
                                    shares ? "dv_shares" : "dv"});
   if (atomicDq)
-    dkdvArgs.insert(dkdvArgs.end(), {"dq_accum", "sink_weights", "sink_terms"});
+    dkdvArgs.insert(dkdvArgs.end(), {"dq_accum", "sink_terms"});
   if (sumInKernel)
     dkdvArgs.insert(dkdvArgs.end(), {"dk", "dv", "share_counts"});
   bundle.launches.push_back(launch("sink_bwd_dkdv", blockGrid(dkdvBlocks, shape),

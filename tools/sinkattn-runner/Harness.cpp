@@ -284,15 +284,9 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
     // The scratch the kernels index with the config's shapes.
     SINKATTN_RT_TRY(expect("delta", BufferRole::Output, shape.lseDims(),
                            {DType::F32}));
-    // The per-block row statistics (bundles from before 2026-12-01 have
-    // none at D 128 or with --schedule ws).
-    if (rt::findParam(bundle, "row_stats"))
-      SINKATTN_RT_TRY(expect("row_stats", BufferRole::Output,
-                             {u(shape.batch), u(shape.heads),
-                              u((shape.seqQ + 63) / 64), 2, 64},
-                             {DType::F32}));
     // --dq separate (bundles from before the option): a sink term per query
-    // row; atomic: per key row, the rows' sink weights and the fp32 dQ.
+    // row; atomic: per key row, the rows' sink weights in the row
+    // statistics and the fp32 dQ.
     std::string dqMode = "separate";
     if (bundle.config.count("dq")) {
       SINKATTN_RT_ASSIGN_OR_RETURN(dqMode, text("dq"));
@@ -301,15 +295,20 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
                                  "' (separate or atomic)");
     }
     const bool atomicDq = dqMode == "atomic";
+    // The per-block row statistics (bundles from before 2026-12-01 have
+    // none at D 128 or with --schedule ws).
+    if (rt::findParam(bundle, "row_stats"))
+      SINKATTN_RT_TRY(expect("row_stats", BufferRole::Output,
+                             {u(shape.batch), u(shape.heads),
+                              u((shape.seqQ + 63) / 64), atomicDq ? 3u : 2u,
+                              64},
+                             {DType::F32}));
     SINKATTN_RT_TRY(expect("sink_terms", BufferRole::Output,
                            atomicDq ? shape.keyRowDims() : shape.lseDims(),
                            {DType::F32}));
-    if (atomicDq) {
-      SINKATTN_RT_TRY(expect("sink_weights", BufferRole::Output,
-                             shape.lseDims(), {DType::F32}));
+    if (atomicDq)
       SINKATTN_RT_TRY(
           expect("dq_accum", BufferRole::Output, qShape, {DType::F32}));
-    }
     if (shape.heads != shape.kvHeads) {
       std::vector<uint64_t> shares = {
           u(shape.heads),

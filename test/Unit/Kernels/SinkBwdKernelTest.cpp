@@ -201,12 +201,12 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
                             "sink_bwd_dq_convert", "sink_bwd_sinks"}));
   EXPECT_EQ(b.launches[1].args,
             (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats",
-                                      "sinks", "sink_weights", "dq_accum",
+                                      "sinks", "dq_accum",
                                       "share_counts"}));
   EXPECT_EQ(b.launches[2].args,
             (std::vector<std::string>{"q", "k", "v", "do", "row_stats",
                                       "dk_shares", "dv_shares", "dq_accum",
-                                      "sink_weights", "sink_terms", "dk", "dv",
+                                      "sink_terms", "dk", "dv",
                                       "share_counts"}));
   EXPECT_EQ(b.launches[3].grid, (rt::Dim3{2, 4, 2}));
   // The convert kernel reads the dQ that dK/dV adds to: nothing overlaps.
@@ -215,8 +215,10 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
   EXPECT_EQ(b.formatVersion, rt::kBundleLaunchesFormatVersion);
   EXPECT_EQ(rt::findParam(b, "sink_terms")->shape,
             (std::vector<uint64_t>{2, 4, 300}));
-  EXPECT_EQ(rt::findParam(b, "sink_weights")->shape,
-            (std::vector<uint64_t>{2, 4, 100}));
+  // The sink weights ride in the row records as their third row.
+  EXPECT_EQ(rt::findParam(b, "sink_weights"), nullptr);
+  EXPECT_EQ(rt::findParam(b, "row_stats")->shape,
+            (std::vector<uint64_t>{2, 4, 2, 3, 64}));
   EXPECT_EQ(rt::findParam(b, "dq_accum")->shape,
             (std::vector<uint64_t>{2, 4, 100, 64}));
   EXPECT_EQ(rt::findParam(b, "dq_accum")->dtype, rt::DType::F32);
