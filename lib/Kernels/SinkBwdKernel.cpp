@@ -127,7 +127,8 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileDkdvKV = memref<@DKDV_BLOCK_KEYS_N@x@D@x@T@, #gpu.address_space<workgroup>>
 !tileQw = memref<64x@D@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !rowParts = !tile.fragment<64x8xf32>
-!tileQacc = memref<64x@D@xf32, #gpu.address_space<workgroup>>
+!tileQacc = memref<64x@D@xf32, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
+!tileQacc2 = memref<2x64x@D@xf32, #gpu.address_space<workgroup>>
 !tileSBlock = memref<@DKDV_BLOCK_KEYS_N@x64x@T@, #gpu.address_space<workgroup>>
 !tileSw = memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
 !tileKd = memref<@DKDV_BLOCK_KEYS_N@x64x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
@@ -549,7 +550,8 @@ constexpr llvm::StringLiteral kDkdvAtomicDq = R"mlir(
 constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
       %sdS = memref.alloc() : !tileSBlock
       %sdSw = memref.subview %sdS[%wgKey, 0] [64, 64] [1, 1] : !tileSBlock to !tileSw
-      %sdQ = memref.alloc() : !tileQacc
+      %sdQ2 = memref.alloc() : !tileQacc2
+      %cTwo = arith.constant 2 : index
       %cWeightRow = arith.constant 2 : index
       %wgCol = arith.muli %wg, %c64 : index
       %sKd = memref.subview %sK[0, %wgCol] [@DKDV_BLOCK_KEYS_N@, 64] [1, 1] : !tileDkdvKV to !tileKd
@@ -1392,7 +1394,14 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   }
   // With two dK/dV warpgroups each stores its 64-column panel of dQ's
   // share into the block's fp32 tile.
-  std::string dqAddText = layout.storeDqAdd;
+  // The fp32 dQ tiles alternate between query blocks, so that a store
+  // does not wait for its own TMA reduce-add to read its tile (`pending =
+  // 1`: it waits for the previous block's, long done).
+  std::string dqAddText =
+      "        %dqParity = arith.remui %qBlock, %cTwo : index\n"
+      "        %sdQ = memref.subview %sdQ2[%dqParity, 0, 0] [1, 64, " + d +
+      "] [1, 1, 1] : !tileQacc2 to !tileQacc\n" + layout.storeDqAdd;
+  replaceAll(dqAddText, "{add}", "{add, pending = 1}");
   if (atomicDkdvShared)
     replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !S,");
   // Substituted in two rounds: the shared pieces first (they hold
@@ -1409,8 +1418,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
          atomicDq ? ", %dQacc: !qacc, %TermsK: !kterms" : ""},
         {"@DKDV_ATOMIC_PRE@",
          atomicDkdvShared ? kDkdvAtomicPreShared.str()
-         : atomicDq ? "      %sdS = memref.alloc() : !tileS\n      %sdQ = "
-                      "memref.alloc() : !tileQacc\n      %cWeightRow = "
+         : atomicDq ? "      %sdS = memref.alloc() : !tileS\n      %sdQ2 = "
+                      "memref.alloc() : !tileQacc2\n      %cTwo = "
+                      "arith.constant 2 : index\n      %cWeightRow = "
                       "arith.constant 2 : index\n      %termZero = "
                       "tile.fill %zero : !row"
                     : ""},

@@ -124,3 +124,36 @@ func.func @add_bf16(%s: memref<64x64xbf16, 3>, %O: memref<1024x64xbf16>, %m: ind
   tile.copy %s, %O[%m, %c0] {add} : memref<64x64xbf16, 3>, memref<1024x64xbf16>
   return
 }
+
+// -----
+
+func.func @pending_load(%A: memref<1024x64xf32>, %s: memref<64x64xf32, 3>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %m step %c1 {
+    // expected-error @+1 {{'tile.copy' op pending applies to stores (shared -> global) only, got global -> shared}}
+    tile.copy %A[%m, %c0], %s {pending = 1} : memref<1024x64xf32>, memref<64x64xf32, 3>
+  }
+  return
+}
+
+// -----
+
+func.func @pending_outside_loop(%s: memref<64x64xf32, 3>, %O: memref<1024x64xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.copy' op with pending must be inside an scf.for (the stores still reading their tiles are awaited after the loop)}}
+  tile.copy %s, %O[%m, %c0] {add, pending = 1} : memref<64x64xf32, 3>, memref<1024x64xf32>
+  return
+}
+
+// -----
+
+func.func @pending_zero(%s: memref<64x64xf32, 3>, %O: memref<1024x64xf32>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %m step %c1 {
+    // expected-error @+1 {{attribute 'pending' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+    tile.copy %s, %O[%m, %c0] {add, pending = 0} : memref<64x64xf32, 3>, memref<1024x64xf32>
+  }
+  return
+}

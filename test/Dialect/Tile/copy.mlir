@@ -48,5 +48,9 @@ func.func @store_add(%s: memref<64x64xf32, 3>, %O: memref<1024x64xf32>, %m: inde
   %c0 = arith.constant 0 : index
   // CHECK: tile.copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {add} : memref<64x64xf32, 3>, memref<1024x64xf32>
   tile.copy %s, %O[%m, %c0] {add} : memref<64x64xf32, 3>, memref<1024x64xf32>
+  scf.for %i = %c0 to %m step %m {
+    // CHECK: tile.copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {add, pending = 1 : i64} : memref<64x64xf32, 3>, memref<1024x64xf32>
+    tile.copy %s, %O[%i, %c0] {add, pending = 1} : memref<64x64xf32, 3>, memref<1024x64xf32>
+  }
   return
 }

@@ -2,6 +2,8 @@
 
 #include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -182,6 +184,17 @@ LogicalResult CopyOp::verify() {
   MemRefType dest = getDest().getType();
   if (failed(verifyReduceAdd(*this, getAdd(), source, dest)))
     return failure();
+  if (getPending()) {
+    if (!isSharedMemory(source) || !isGlobalMemory(dest))
+      return emitOpError() << "pending applies to stores (shared -> global) "
+                              "only, got "
+                           << describeSpace(source) << " -> "
+                           << describeSpace(dest);
+    if (!(*this)->getParentOfType<scf::ForOp>())
+      return emitOpError()
+             << "with pending must be inside an scf.for (the stores still "
+                "reading their tiles are awaited after the loop)";
+  }
   if (isGlobalMemory(source) && isSharedMemory(dest)) {
     if (failed(verifyGlobalSharedTile(*this, source, getSourceIndices(), dest,
                                       getDestIndices())))

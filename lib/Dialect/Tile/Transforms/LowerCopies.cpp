@@ -389,6 +389,10 @@ struct LowerTmaCopy : public OpRewritePattern<TmaCopyOp> {
   }
 };
 
+/// Marks a loop after which stores with `pending` have been awaited
+/// (LowerCopy::drainAfterOutermostLoop); removed when the pass ends.
+constexpr llvm::StringLiteral kDrainedAttrName = "tile.stores_drained";
+
 struct LowerCopy : public OpRewritePattern<CopyOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -418,14 +422,42 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
                            chunk.globalIndices, getSwizzleBytes(chunk.shared),
                            op.getAdd());
       NVVM::CpAsyncBulkCommitGroupOp::create(rewriter, loc);
+      // With `pending = N` the last N stores may go on reading their tiles.
+      NVVM::CpAsyncBulkWaitGroupOp::create(
+          rewriter, loc,
+          rewriter.getI32IntegerAttr(int32_t(op.getPending().value_or(0))),
+          rewriter.getUnitAttr());
+    });
+    // Nobody overwrites a tile before its store has read it (for a store
+    // with `pending`: the tiles of the stores the wait covered).
+    createRoleSync(rewriter, loc, op);
+    if (op.getPending())
+      drainAfterOutermostLoop(op, rewriter);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  /// After the outermost scf.for around a store with `pending`, its role's
+  /// leader waits until every store has read its tile, and the role syncs:
+  /// the tiles may be written again, and the block does not exit (freeing
+  /// its shared memory) under a store still reading it. One wait per loop,
+  /// however many such stores it holds.
+  static void drainAfterOutermostLoop(CopyOp op, PatternRewriter &rewriter) {
+    scf::ForOp outermost = op->getParentOfType<scf::ForOp>();
+    while (auto parent = outermost->getParentOfType<scf::ForOp>())
+      outermost = parent;
+    if (outermost->hasAttr(kDrainedAttrName))
+      return;
+    outermost->setAttr(kDrainedAttrName, rewriter.getUnitAttr());
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointAfter(outermost);
+    Location loc = op.getLoc();
+    buildLeaderRegion(rewriter, loc, op, [&] {
       NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, loc,
                                            rewriter.getI32IntegerAttr(0),
                                            rewriter.getUnitAttr());
     });
-    // Nobody overwrites the tile before the store has read it.
     createRoleSync(rewriter, loc, op);
-    rewriter.eraseOp(op);
-    return success();
   }
 };
 
@@ -501,7 +533,9 @@ struct TileLowerCopiesPass
     patterns.add<LowerTmaCopy, LowerCpAsync, LowerCopy, LowerIm2colCopy>(
         &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    getOperation()->walk(
+        [](scf::ForOp loop) { loop->removeAttr(kDrainedAttrName); });
   }
 };
 } // namespace

@@ -120,6 +120,50 @@ func.func @store_add(%s: memref<64x64xf32, 3>, %O: memref<?x64xf32>, %m: index) 
 
 // -----
 
+// A store with `pending = 1` in a loop alternating two tiles: the wait
+// covers the stores before the last one (this iteration's may still read
+// its tile), and after the outermost loop one thread waits for all and the
+// block syncs, once for both stores of the nested loops.
+// CHECK-LABEL: func @store_pending
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: tile.tma_store %{{.*}} {add}
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 1 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.barrier
+// CHECK: tile.tma_store %{{.*}} {add}
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 1 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.thread_id
+// CHECK: scf.if
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.barrier
+// CHECK-NOT: nvvm.cp.async.bulk.wait_group
+// CHECK-NOT: tile.stores_drained
+// CHECK: return
+func.func @store_pending(%s: memref<2x64x64xf32, 3>, %O: memref<?x64xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %i = %c0 to %n step %c1 {
+    scf.for %k = %c0 to %n step %c1 {
+      %parity = arith.remui %k, %c2 : index
+      %t = memref.subview %s[%parity, 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64xf32, 3> to memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+      tile.copy %t, %O[%k, %c0] {add, pending = 1} : memref<64x64xf32, strided<[64, 1], offset: ?>, 3>, memref<?x64xf32>
+      tile.copy %t, %O[%i, %c0] {add, pending = 1} : memref<64x64xf32, strided<[64, 1], offset: ?>, 3>, memref<?x64xf32>
+    }
+  }
+  return
+}
+
+// -----
+
 // im2col_copy: its own barrier, the synchronous protocol around one
 // single-thread im2col TMA load of the tile's bytes (16 x 64 x 2).
 // CHECK-LABEL: func @im2col

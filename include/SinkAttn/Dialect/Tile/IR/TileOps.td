@@ -171,6 +171,15 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     from run to run. A store may sit in a pipelined loop's body if the loop
     does not load the tile it stores.
 
+    A store with `pending = N` does not wait for its own TMA to read the
+    tile: it returns once every store its role issued before the last N
+    has read its tile (`cp.async.bulk.wait_group.read N`). The last N
+    tiles may still be being read, so the code must not write them until
+    then: with N = 1, a loop alternates two tiles and the wait falls on the
+    store of the iteration before, long done. It must sit in an `scf.for`;
+    after the outermost one the lowering waits for every store to have
+    read its tile.
+
     ```mlir
     // Load rows [%m, %m+128) and columns [%k, %k+64) of A into shared memory.
     tile.copy %A[%m, %k], %sA : memref<4096x4096xbf16>, memref<128x64xbf16, #gpu.address_space<workgroup>>
@@ -180,6 +189,9 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     tile.copy %A[%m, %k], %sA {engine = #tile.engine<cp_async>} : memref<4096x4096xbf16>, memref<128x64xbf16, 3>
     // Add a shared f32 tile into dQ.
     tile.copy %sdQ, %dQ[%b, %h, %m, %c0] {add} : memref<64x128xf32, 3>, memref<2x16x1000x128xf32>
+    // The same, not waiting for the TMA to read %sdQ (a loop alternating
+    // two tiles).
+    tile.copy %sdQ, %dQ[%b, %h, %m, %c0] {add, pending = 1} : memref<64x128xf32, 3>, memref<2x16x1000x128xf32>
     ```
   }];
   let arguments = (ins
@@ -188,7 +200,8 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     Arg<AnyMemRef, "copy destination", [MemRead, MemWrite]>:$dest,
     Variadic<Index>:$destIndices,
     OptionalAttr<Tile_CopyEngineAttr>:$engine,
-    UnitAttr:$add);
+    UnitAttr:$add,
+    OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$pending);
   let extraClassDeclaration = [{
     /// The engine of a load: `engine`, or TMA when unset.
     ::sinkattn::tile::CopyEngine getCopyEngine() {

@@ -271,7 +271,11 @@ def TileLowerCopies : Pass<"tile-lower-copies"> {
     * `tile.copy` shared → global syncs the block, then one thread fences
       the generic proxy against the async proxy, issues the TMA store(s),
       commits and waits for the bulk group; a final sync keeps the tile
-      alive until the store has read it.
+      alive until the store has read it. With `pending = N` the thread
+      waits only for the groups before the last N
+      (`cp.async.bulk.wait_group.read N`), and after the outermost
+      `scf.for` around the store it waits for all of them and the role
+      syncs (once per loop).
 
     A tile whose leading dimension exceeds the 256-element TMA box limit is
     split into several loads (or stores) of at most 256 rows on the same
