@@ -59,8 +59,10 @@
 // `--dq atomic` drops sink_bwd_dq: the dK/dV kernel also computes dQ's
 // share of its keys and adds it to an fp32 dQ with a TMA reduce-add, and
 // sums the keys' sink terms; preprocess zeros that dQ and writes the rows'
-// sink weights into the blocks' records; sink_bwd_dq_convert rounds dQ (kDqConvertKernel). Fewer
-// GEMMs, but not bit-reproducible, and slower with 64-key blocks (PERF.md).
+// sink weights into the blocks' records; sink_bwd_dq_convert rounds dQ
+// (kDqConvertKernel). Fewer GEMMs, but not bit-reproducible, and slower
+// so far (PERF.md). With --dkdv-warpgroups 2 (D 128) the block's two
+// warpgroups split dQ's share by 64-column panels (kDkdvAtomicDqShared).
 //
 //===----------------------------------------------------------------------===//
 
@@ -489,7 +491,7 @@ constexpr llvm::StringLiteral kDqConvertKernel = R"mlir(
 /// (beside -LSE·log2(e) and Delta, loaded with them), and zeros for the
 /// fp32 dQ. (Read per element from global memory instead, the weights'
 /// loads held registers: the dK/dV kernel with two warpgroups at D 128
-/// spilled 732 bytes, 328 with the record.)
+/// spilled 732 bytes, 376 with the record.)
 constexpr llvm::StringLiteral kPreAtomic = R"mlir(
       @SINK_LOAD@
       %w = tile.map () : () -> !row {
@@ -545,17 +547,24 @@ constexpr llvm::StringLiteral kDkdvAtomicDq = R"mlir(
         %dqPart = tile.gemm %sdS, %sK, %accZero {transpose_a} : !tileS, !tileT, !acc
 @STORE_DQ_ADD@)mlir";
 
-/// kDkdvAtomicDqShared's tiles: the block's dSᵀ (each warpgroup's rows a
-/// view %sdSw), the fp32 dQ tile, and the warpgroup's panel of K (%sKd).
-constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
-      %sdS = memref.alloc() : !tileSBlock
-      %sdSw = memref.subview %sdS[%wgKey, 0] [64, 64] [1, 1] : !tileSBlock to !tileSw
+/// `--dq atomic`, before the dK/dV loop: the two fp32 dQ tiles the query
+/// blocks alternate (@STORE_DQ_ADD@), the record's row of sink weights,
+/// the keys' sink terms.
+constexpr llvm::StringLiteral kDkdvAtomicPre = R"mlir(
       %sdQ2 = memref.alloc() : !tileQacc2
       %cTwo = arith.constant 2 : index
       %cWeightRow = arith.constant 2 : index
-      %wgCol = arith.muli %wg, %c64 : index
-      %sKd = memref.subview %sK[0, %wgCol] [@DKDV_BLOCK_KEYS_N@, 64] [1, 1] : !tileDkdvKV to !tileKd
       %termZero = tile.fill %zero : !row)mlir";
+/// ... and the dSᵀ tile: the warpgroup's (kDkdvAtomicDq), or the block's
+/// with each warpgroup's rows a view %sdSw, and the warpgroup's panel of K
+/// %sKd (kDkdvAtomicDqShared).
+constexpr llvm::StringLiteral kDkdvAtomicPreOne = R"mlir(
+      %sdS = memref.alloc() : !tileS)mlir";
+constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
+      %sdS = memref.alloc() : !tileSBlock
+      %sdSw = memref.subview %sdS[%wgKey, 0] [64, 64] [1, 1] : !tileSBlock to !tileSw
+      %wgCol = arith.muli %wg, %c64 : index
+      %sKd = memref.subview %sK[0, %wgCol] [@DKDV_BLOCK_KEYS_N@, 64] [1, 1] : !tileDkdvKV to !tileKd)mlir";
 
 /// `--dq atomic --dkdv-warpgroups 2` (D 128, FlashAttention 3's split):
 /// the warpgroups store their dSᵀ rows into one dSᵀ tile of the block's
@@ -1392,16 +1401,16 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     if (!shares)
       dkdvStore = layout.storeDkdvFromRegisters;
   }
-  // With two dK/dV warpgroups each stores its 64-column panel of dQ's
-  // share into the block's fp32 tile.
-  // The fp32 dQ tiles alternate between query blocks, so that a store
-  // does not wait for its own TMA reduce-add to read its tile (`pending =
-  // 1`: it waits for the previous block's, long done).
+  // --dq atomic: the fp32 dQ tiles alternate between query blocks, so that
+  // a store does not wait for its own TMA reduce-add to read its tile
+  // (`pending = 1`: it waits for the previous block's, long done).
   std::string dqAddText =
       "        %dqParity = arith.remui %qBlock, %cTwo : index\n"
       "        %sdQ = memref.subview %sdQ2[%dqParity, 0, 0] [1, 64, " + d +
       "] [1, 1, 1] : !tileQacc2 to !tileQacc\n" + layout.storeDqAdd;
   replaceAll(dqAddText, "{add}", "{add, pending = 1}");
+  // With two dK/dV warpgroups each stores its 64-column panel of dQ's
+  // share into the block's tile.
   if (atomicDkdvShared)
     replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !S,");
   // Substituted in two rounds: the shared pieces first (they hold
@@ -1417,13 +1426,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_ATOMIC_ARGS@",
          atomicDq ? ", %dQacc: !qacc, %TermsK: !kterms" : ""},
         {"@DKDV_ATOMIC_PRE@",
-         atomicDkdvShared ? kDkdvAtomicPreShared.str()
-         : atomicDq ? "      %sdS = memref.alloc() : !tileS\n      %sdQ2 = "
-                      "memref.alloc() : !tileQacc2\n      %cTwo = "
-                      "arith.constant 2 : index\n      %cWeightRow = "
-                      "arith.constant 2 : index\n      %termZero = "
-                      "tile.fill %zero : !row"
-                    : ""},
+         !atomicDq ? ""
+                   : (atomicDkdvShared ? kDkdvAtomicPreShared : kDkdvAtomicPreOne)
+                             .str() +
+                         kDkdvAtomicPre.str()},
         {"@DKDV_RESULTS@", atomicDq ? "3" : "2"},
         {"@DKDV_ITER_ARGS@", atomicDq ? ", %term = %termZero" : ""},
         {"@DKDV_ITER_TYPES@", atomicDq ? ", !row" : ""},
