@@ -448,7 +448,9 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
       outermost = parent;
     if (outermost->hasAttr(kDrainedAttrName))
       return;
-    outermost->setAttr(kDrainedAttrName, rewriter.getUnitAttr());
+    rewriter.modifyOpInPlace(outermost, [&] {
+      outermost->setAttr(kDrainedAttrName, rewriter.getUnitAttr());
+    });
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointAfter(outermost);
     Location loc = op.getLoc();
