@@ -389,6 +389,24 @@ struct LowerTmaCopy : public OpRewritePattern<TmaCopyOp> {
   }
 };
 
+/// The innermost warp-specialized role region (tile-warp-specialize's
+/// scf.if with `tile.thread_base`) around `op`, or null.
+Operation *roleRegionOf(Operation *op) {
+  for (Operation *parent = op->getParentOp(); parent;
+       parent = parent->getParentOp())
+    if (parent->hasAttr(kThreadBaseAttrName))
+      return parent;
+  return nullptr;
+}
+
+/// Whether a store with `pending` has no scf.for around it inside its role
+/// region, where its drain could go.
+bool lacksLoopInRole(CopyOp op) {
+  auto loop = op->getParentOfType<scf::ForOp>();
+  Operation *role = roleRegionOf(op);
+  return !loop || (role && !role->isProperAncestor(loop));
+}
+
 /// Marks a loop after which stores with `pending` have been awaited
 /// (LowerCopy::drainAfterOutermostLoop); removed when the pass ends.
 constexpr llvm::StringLiteral kDrainedAttrName = "tile.stores_drained";
@@ -437,15 +455,22 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
     return success();
   }
 
-  /// After the outermost scf.for around a store with `pending`, its role's
-  /// leader waits until every store has read its tile, and the role syncs:
-  /// the tiles may be written again, and the block does not exit (freeing
-  /// its shared memory) under a store still reading it. One wait per loop,
-  /// however many such stores it holds.
+  /// After the outermost scf.for around a store with `pending` inside its
+  /// role's region (a loop around the role regions of a warp-specialized
+  /// kernel is every role's: the role's sync there would count the wrong
+  /// threads), the role's leader waits until every store has read its tile,
+  /// and the role syncs: the tiles may be written again, and the block does
+  /// not exit (freeing its shared memory) under a store still reading it.
+  /// One wait per loop, however many such stores it holds. The pass checked
+  /// that such a loop exists (lacksLoopInRole).
   static void drainAfterOutermostLoop(CopyOp op, PatternRewriter &rewriter) {
     scf::ForOp outermost = op->getParentOfType<scf::ForOp>();
-    while (auto parent = outermost->getParentOfType<scf::ForOp>())
+    Operation *role = roleRegionOf(op);
+    while (auto parent = outermost->getParentOfType<scf::ForOp>()) {
+      if (role && !role->isProperAncestor(parent))
+        break;
       outermost = parent;
+    }
     if (outermost->hasAttr(kDrainedAttrName))
       return;
     rewriter.modifyOpInPlace(outermost, [&] {
@@ -493,6 +518,13 @@ struct TileLowerCopiesPass
         auto source = cast<MemRefType>(copy.getSource().getType());
         Value tile = isSharedMemory(source) ? copy.getSource() : copy.getDest();
         invalid |= failed(checkTmaTile(op, cast<MemRefType>(tile.getType())));
+        if (copy.getPending() && lacksLoopInRole(copy)) {
+          op->emitOpError()
+              << "with pending needs an scf.for around it inside its "
+                 "warp-specialized role, after which its role awaits the "
+                 "stores";
+          invalid = true;
+        }
       } else if (auto tmaCopy = dyn_cast<TmaCopyOp>(op)) {
         invalid |= failed(checkTmaTile(op, tmaCopy.getDest().getType()));
       }

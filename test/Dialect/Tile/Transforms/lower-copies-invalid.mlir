@@ -26,3 +26,23 @@ func.func @cp_async_swizzled_1d(%A: memref<1024xbf16>, %m: index) {
   tile.cp_async %A[%m], %s : memref<1024xbf16>, memref<64xbf16, 3>
   return
 }
+
+// -----
+
+// A store with pending in a role region whose only loop is outside it: the
+// role's wait and sync after that loop would run in every role.
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @pending_loop_outside_role(%s: memref<64x64xf32, 3>, %O: memref<1024x64xf32>, %n: index, %is: i1) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %t = %c0 to %n step %c1 {
+        scf.if %is {
+          // expected-error @+1 {{'tile.copy' op with pending needs an scf.for around it inside its warp-specialized role, after which its role awaits the stores}}
+          tile.copy %s, %O[%t, %c0] {add, pending = 1} : memref<64x64xf32, 3>, memref<1024x64xf32>
+        } {tile.role = "consumer", tile.thread_base = 128 : i64, tile.thread_count = 256 : i64}
+      }
+      gpu.return
+    }
+  }
+}

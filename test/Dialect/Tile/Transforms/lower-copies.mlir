@@ -164,6 +164,45 @@ func.func @store_pending(%s: memref<2x64x64xf32, 3>, %O: memref<?x64xf32>, %n: i
 
 // -----
 
+// In a warp-specialized role inside a loop over the roles: the wait for
+// all and the role's sync (its named barrier) go after the role's own
+// loop, inside the role region, not after the loop around the roles.
+// CHECK-LABEL: gpu.func @pending_in_role
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.bulk.wait_group 1 {read}
+// CHECK: }
+// CHECK-NEXT: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[TID:.*]] = gpu.thread_id x
+// CHECK-NEXT: %[[LEADER:.*]] = arith.cmpi eq, %[[TID]], %c128
+// CHECK-NEXT: scf.if %[[LEADER]] {
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK-NEXT: } {tile.role = "consumer", tile.thread_base = 128 : i64, tile.thread_count = 256 : i64}
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.return
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @pending_in_role(%s: memref<64x64xf32, 3>, %O: memref<1024x64xf32>, %n: index, %is: i1) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %t = %c0 to %n step %c1 {
+        scf.if %is {
+          scf.for %k = %c0 to %n step %c1 {
+            tile.copy %s, %O[%k, %c0] {add, pending = 1} : memref<64x64xf32, 3>, memref<1024x64xf32>
+          }
+        } {tile.role = "consumer", tile.thread_base = 128 : i64, tile.thread_count = 256 : i64}
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 // im2col_copy: its own barrier, the synchronous protocol around one
 // single-thread im2col TMA load of the tile's bytes (16 x 64 x 2).
 // CHECK-LABEL: func @im2col
