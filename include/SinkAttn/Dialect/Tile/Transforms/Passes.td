@@ -274,8 +274,9 @@ def TileLowerCopies : Pass<"tile-lower-copies"> {
       alive until the store has read it. With `pending = N` the thread
       waits only for the groups before the last N
       (`cp.async.bulk.wait_group.read N`), and after the outermost
-      `scf.for` around the store it waits for all of them and the role
-      syncs (once per loop).
+      `scf.for` around the store inside its warp-specialized role (or the
+      function) it waits for all of them and the role syncs (once per
+      loop); without such a loop the store is an error.
 
     A tile whose leading dimension exceeds the 256-element TMA box limit is
     split into several loads (or stores) of at most 256 rows on the same
