@@ -389,22 +389,18 @@ struct LowerTmaCopy : public OpRewritePattern<TmaCopyOp> {
   }
 };
 
-/// The innermost warp-specialized role region (tile-warp-specialize's
-/// scf.if with `tile.thread_base`) around `op`, or null.
-Operation *roleRegionOf(Operation *op) {
-  for (Operation *parent = op->getParentOp(); parent;
-       parent = parent->getParentOp())
-    if (parent->hasAttr(kThreadBaseAttrName))
-      return parent;
-  return nullptr;
-}
-
-/// Whether a store with `pending` has no scf.for around it inside its role
-/// region, where its drain could go.
-bool lacksLoopInRole(CopyOp op) {
-  auto loop = op->getParentOfType<scf::ForOp>();
-  Operation *role = roleRegionOf(op);
-  return !loop || (role && !role->isProperAncestor(loop));
+/// The outermost scf.for around `op` inside its warp-specialized role
+/// region (a loop around the role regions is every role's: the role's sync
+/// after it would count the wrong threads), or null: where a store with
+/// `pending` is drained (LowerCopy::drainAfterOutermostLoop).
+scf::ForOp outermostLoopInRole(Operation *op) {
+  Operation *role = getRoleRegion(op);
+  scf::ForOp outermost;
+  for (auto loop = op->getParentOfType<scf::ForOp>();
+       loop && (!role || role->isProperAncestor(loop));
+       loop = loop->getParentOfType<scf::ForOp>())
+    outermost = loop;
+  return outermost;
 }
 
 /// Marks a loop after which stores with `pending` have been awaited
@@ -456,21 +452,13 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
   }
 
   /// After the outermost scf.for around a store with `pending` inside its
-  /// role's region (a loop around the role regions of a warp-specialized
-  /// kernel is every role's: the role's sync there would count the wrong
-  /// threads), the role's leader waits until every store has read its tile,
-  /// and the role syncs: the tiles may be written again, and the block does
-  /// not exit (freeing its shared memory) under a store still reading it.
-  /// One wait per loop, however many such stores it holds. The pass checked
-  /// that such a loop exists (lacksLoopInRole).
+  /// role (outermostLoopInRole; the pass checked there is one), the role's
+  /// leader waits until every store has read its tile, and the role syncs:
+  /// the tiles may be written again, and the block does not exit (freeing
+  /// its shared memory) under a store still reading it. One wait per loop,
+  /// however many such stores it holds.
   static void drainAfterOutermostLoop(CopyOp op, PatternRewriter &rewriter) {
-    scf::ForOp outermost = op->getParentOfType<scf::ForOp>();
-    Operation *role = roleRegionOf(op);
-    while (auto parent = outermost->getParentOfType<scf::ForOp>()) {
-      if (role && !role->isProperAncestor(parent))
-        break;
-      outermost = parent;
-    }
+    scf::ForOp outermost = outermostLoopInRole(op);
     if (outermost->hasAttr(kDrainedAttrName))
       return;
     rewriter.modifyOpInPlace(outermost, [&] {
@@ -518,7 +506,7 @@ struct TileLowerCopiesPass
         auto source = cast<MemRefType>(copy.getSource().getType());
         Value tile = isSharedMemory(source) ? copy.getSource() : copy.getDest();
         invalid |= failed(checkTmaTile(op, cast<MemRefType>(tile.getType())));
-        if (copy.getPending() && lacksLoopInRole(copy)) {
+        if (copy.getPending() && !outermostLoopInRole(copy)) {
           op->emitOpError()
               << "with pending needs an scf.for around it inside its "
                  "warp-specialized role, after which its role awaits the "

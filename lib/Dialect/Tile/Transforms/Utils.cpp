@@ -10,20 +10,25 @@
 
 using namespace mlir;
 
+Operation *sinkattn::tile::getRoleRegion(Operation *op) {
+  for (Operation *parent = op; parent; parent = parent->getParentOp())
+    if (parent->hasAttr(kThreadBaseAttrName) &&
+        parent->hasAttr(kThreadCountAttrName))
+      return parent;
+  return nullptr;
+}
+
 sinkattn::tile::ThreadRole sinkattn::tile::getThreadRole(Operation *op) {
-  for (Operation *parent = op; parent; parent = parent->getParentOp()) {
-    auto base = parent->getAttrOfType<IntegerAttr>(kThreadBaseAttrName);
-    auto count = parent->getAttrOfType<IntegerAttr>(kThreadCountAttrName);
-    if (base && count) {
-      ThreadRole role;
-      role.base = base.getInt();
-      role.count = count.getInt();
-      // Barrier 0 is the block's; roles get 1 + their first warpgroup.
-      role.barrierId = 1 + role.base / 128;
-      return role;
-    }
-  }
-  return ThreadRole();
+  Operation *region = getRoleRegion(op);
+  if (!region)
+    return ThreadRole();
+  ThreadRole role;
+  role.base = region->getAttrOfType<IntegerAttr>(kThreadBaseAttrName).getInt();
+  role.count =
+      region->getAttrOfType<IntegerAttr>(kThreadCountAttrName).getInt();
+  // Barrier 0 is the block's; roles get 1 + their first warpgroup.
+  role.barrierId = 1 + role.base / 128;
+  return role;
 }
 
 Value sinkattn::tile::createLeaderPredicate(OpBuilder &builder, Location loc,

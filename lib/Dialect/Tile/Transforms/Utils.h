@@ -35,6 +35,10 @@ struct ThreadRole {
 };
 ThreadRole getThreadRole(mlir::Operation *op);
 
+/// The innermost role region (tile-warp-specialize's scf.if carrying the
+/// role's thread base and count) around `op`, or null outside roles.
+mlir::Operation *getRoleRegion(mlir::Operation *op);
+
 /// `thread_id.x == base`: the thread of `anchor`'s role that issues
 /// single-thread work (TMA, barrier initialization).
 mlir::Value createLeaderPredicate(mlir::OpBuilder &builder, mlir::Location loc,
