@@ -421,18 +421,26 @@ struct StoreLowering : public OpConversionPattern<StoreOp> {
                             : Value();
       Value element = extractRegister(rewriter, loc, value, r);
       if (swizzle) {
-        Value offset =
-            createSwizzled128Offset(rewriter, loc, row, col, type.getShape()[0]);
-        int64_t cols = type.getShape()[1];
+        // (row, col) of the view (the store's indices place the fragment
+        // in it), swizzled from the view's start: a whole tile or rows of a
+        // one-panel tile (checkSwizzledStore), row-major and contiguous, so
+        // the offset splits back into the view's indices.
+        Value viewRow = arith::AddIOp::create(rewriter, loc, indices[lead], row);
+        Value viewCol =
+            arith::AddIOp::create(rewriter, loc, indices[lead + 1], col);
+        int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+        Value offset = createSwizzled128Offset(
+            rewriter, loc, viewRow, viewCol, destType.getShape()[lead], bits);
+        int64_t cols = destType.getShape()[lead + 1];
         indices[lead] = arith::DivUIOp::create(rewriter, loc, offset,
                                                indexConstant(rewriter, loc, cols));
         indices[lead + 1] = arith::RemUIOp::create(
             rewriter, loc, offset, indexConstant(rewriter, loc, cols));
-        // A thread's two adjacent 16-bit columns (an even column and the
-        // next) stay adjacent under the swizzle, which permutes 16-byte
-        // chunks: one 32-bit store instead of two 16-bit ones.
-        if (r + 1 < e && rank == 2 &&
-            type.getElementType().getIntOrFloatBitWidth() == 16) {
+        // A thread's two adjacent columns (an even column and the next)
+        // stay adjacent under the swizzle, which permutes 16-byte chunks
+        // (the indices are multiples of 8): one 32- or 64-bit store instead
+        // of two.
+        if (r + 1 < e) {
           Placement next = getPlacement(type, r + 1);
           if (next.row == placement.row && next.col == placement.col + 1 &&
               placement.col % 2 == 0) {
@@ -441,7 +449,7 @@ struct StoreLowering : public OpConversionPattern<StoreOp> {
                 ValueRange{element, extractRegister(rewriter, loc, value, r + 1)});
             vector::StoreOp::create(rewriter, loc, pair, adaptor.getDest(),
                                     indices, /*nontemporal=*/false,
-                                    /*alignment=*/llvm::MaybeAlign(4));
+                                    /*alignment=*/llvm::MaybeAlign(bits / 4));
             ++r;
             continue;
           }
@@ -835,28 +843,12 @@ LogicalResult checkLowerable(Operation *op) {
   } else if (auto store = dyn_cast<StoreOp>(op)) {
     MemRefType destType = store.getDest().getType();
     FragmentType type = store.getValue().getType();
-    memref::AllocOp destAlloc = getSharedAllocation(store.getDest());
     if (isSharedMemory(destType) && getSwizzleBytes(store.getDest())) {
-      // The fragment covers the view (trailing indices 0), and the view is
-      // the allocation's whole tile, or rows of a one-panel tile starting on
-      // a multiple of 8 (the swizzle's period): the rows of a taller
-      // multi-panel tile do not lie where a fragment-sized tile's would.
-      ArrayRef<int64_t> tileShape = destAlloc.getType().getShape().take_back(2);
-      bool wholeTile = tileShape == type.getShape();
-      bool panelRows = type.getRank() == 2 && tileShape[1] == 64 &&
-                       type.getShape()[1] == 64 &&
-                       hasAlignedViewOffsets(store.getDest(), /*fromBack=*/1, 8);
-      if (type.getRank() != 2 ||
-          destType.getShape().take_back(2) != type.getShape() ||
-          !(wholeTile || panelRows) || destType.getElementTypeBitWidth() != 16 ||
-          llvm::any_of(store.getIndices().take_back(2), [](Value index) {
-            return getConstantIntValue(index) != std::optional<int64_t>(0);
-          }))
+      std::string reason = checkSwizzledStore(store);
+      if (!reason.empty())
         return store.emitOpError()
-               << "stores into a swizzled shared tile: the fragment must be "
-                  "2-D, 16-bit and cover the whole tile of its allocation, "
-                  "or rows of a 64-column tile starting at a provable multiple "
-                  "of 8 (trailing indices 0)";
+               << "stores " << type
+               << " into a swizzled shared tile, which it cannot: " << reason;
     }
   }
   return success();

@@ -46,11 +46,48 @@ func.func @reduce_bf16(%s: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>
 
 // -----
 
-func.func @swizzled_partial(%o: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>) {
+// A fragment at an index that is not a multiple of 8 would straddle the
+// swizzle's 16-byte chunks and 8-row period.
+func.func @swizzled_unaligned_index(%o: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>) {
   %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
   %sO = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>
-  // expected-error @+1 {{stores into a swizzled shared tile: the fragment must be 2-D, 16-bit and cover the whole tile of its allocation, or rows of a 64-column tile starting at a provable multiple of 8 (trailing indices 0)}}
-  tile.store %o, %sO[%c0, %c0] : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{stores '!tile.fragment<64x64xbf16, #tile.layout<accumulator>>' into a swizzled shared tile, which it cannot: its trailing indices are not provable multiples of 8}}
+  tile.store %o, %sO[%c0, %c4] : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @swizzled_overhang(%o: !tile.fragment<64x64xf32, #tile.layout<accumulator>>) {
+  %c0 = arith.constant 0 : index
+  %c96 = arith.constant 96 : index
+  %s = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{which it cannot: the fragment '!tile.fragment<64x64xf32, #tile.layout<accumulator>>' does not fit the view at its indices}}
+  tile.store %o, %s[%c0, %c96] : !tile.fragment<64x64xf32, #tile.layout<accumulator>>, memref<64x128xf32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+// A column slice's rows are not contiguous: the swizzle's offsets would not
+// split back into its indices.
+func.func @swizzled_column_view(%o: !tile.fragment<64x64xf32, #tile.layout<accumulator>>) {
+  %c0 = arith.constant 0 : index
+  %s = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>
+  %half = memref.subview %s[0, 64] [64, 64] [1, 1] : memref<64x128xf32, #gpu.address_space<workgroup>> to memref<64x64xf32, strided<[128, 1], offset: 64>, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{which it cannot: its destination view is not row-major with contiguous rows}}
+  tile.store %o, %half[%c0, %c0] : !tile.fragment<64x64xf32, #tile.layout<accumulator>>, memref<64x64xf32, strided<[128, 1], offset: 64>, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @swizzled_rows(%r: !tile.fragment<64xf32, #tile.layout<rows>>) {
+  %c0 = arith.constant 0 : index
+  %s = memref.alloc() {tile.swizzle = 128 : i64} : memref<8x64xf32, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{which it cannot: the fragment '!tile.fragment<64xf32, #tile.layout<rows>>' is not 2-D of 16- or 32-bit elements}}
+  tile.store %r, %s[%c0, %c0] : !tile.fragment<64xf32, #tile.layout<rows>>, memref<8x64xf32, #gpu.address_space<workgroup>>
   return
 }
 
@@ -62,7 +99,7 @@ func.func @swizzled_rows_unaligned(%o: !tile.fragment<64x64xbf16, #tile.layout<a
   %c0 = arith.constant 0 : index
   %s = memref.alloc() {tile.swizzle = 128 : i64} : memref<128x64xbf16, #gpu.address_space<workgroup>>
   %rows = memref.subview %s[%row, 0] [64, 64] [1, 1] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
-  // expected-error @+1 {{stores into a swizzled shared tile}}
+  // expected-error @+1 {{which it cannot: its destination is neither a whole tile of its allocation nor rows of a one-panel (64-column) tile starting at a provable multiple of 8}}
   tile.store %o, %rows[%c0, %c0] : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
   return
 }
@@ -75,7 +112,7 @@ func.func @swizzled_rows_two_panels(%o: !tile.fragment<64x128xbf16, #tile.layout
   %c0 = arith.constant 0 : index
   %s = memref.alloc() {tile.swizzle = 128 : i64} : memref<128x128xbf16, #gpu.address_space<workgroup>>
   %rows = memref.subview %s[64, 0] [64, 128] [1, 1] : memref<128x128xbf16, #gpu.address_space<workgroup>> to memref<64x128xbf16, strided<[128, 1], offset: 8192>, #gpu.address_space<workgroup>>
-  // expected-error @+1 {{stores into a swizzled shared tile}}
+  // expected-error @+1 {{which it cannot: its destination is neither a whole tile of its allocation nor rows of a one-panel (64-column) tile}}
   tile.store %o, %rows[%c0, %c0] : !tile.fragment<64x128xbf16, #tile.layout<accumulator>>, memref<64x128xbf16, strided<[128, 1], offset: 8192>, #gpu.address_space<workgroup>>
   return
 }

@@ -188,6 +188,41 @@ func.func @store_swizzled(%o: !tile.fragment<64x128xbf16, #tile.layout<accumulat
   return
 }
 
+// An f32 fragment into 64 columns of a swizzled fp32 tile (a dQ share's
+// half, staged for a TMA reduce-add): panels of 32 columns (128 bytes),
+// 16-byte chunks of 4 elements, so (row, col) lies at panel(col / 32) *
+// 64 rows * 32 + row * 32 + ((col % 32) / 4 ^ row % 8) * 4 + col % 4, the
+// column counted from the store's index (64); each pair of adjacent
+// columns is one 8-byte-aligned vector store (16 for 32 registers).
+// CHECK-LABEL: func @store_swizzled_f32_panel
+// CHECK: %[[COL:.*]] = arith.addi %{{.*}}, %c64
+// CHECK-NEXT: %[[PANEL:.*]] = arith.divui %[[COL]], %c32
+// CHECK-NEXT: %[[IN_PANEL:.*]] = arith.remui %[[COL]], %c32
+// CHECK-NEXT: %[[CHUNK:.*]] = arith.divui %[[IN_PANEL]], %c4
+// CHECK-NEXT: %[[IN_CHUNK:.*]] = arith.remui %[[IN_PANEL]], %c4
+// CHECK-NEXT: %[[ROW8:.*]] = arith.remui %[[ROW:.*]], %c8
+// CHECK-NEXT: %[[SWIZZLED:.*]] = arith.xori %[[CHUNK]], %[[ROW8]]
+// CHECK-NEXT: %[[PANEL_START:.*]] = arith.muli %[[PANEL]], %c2048
+// CHECK-NEXT: %[[ROW_START:.*]] = arith.muli %[[ROW]], %c32
+// CHECK-NEXT: %[[A:.*]] = arith.addi %[[PANEL_START]], %[[ROW_START]]
+// CHECK-NEXT: %[[CHUNK_START:.*]] = arith.muli %[[SWIZZLED]], %c4
+// CHECK-NEXT: %[[B:.*]] = arith.addi %[[A]], %[[CHUNK_START]]
+// CHECK-NEXT: %[[OFFSET:.*]] = arith.addi %[[B]], %[[IN_CHUNK]]
+// CHECK-NEXT: %[[I:.*]] = arith.divui %[[OFFSET]], %c128
+// CHECK-NEXT: %[[J:.*]] = arith.remui %[[OFFSET]], %c128
+// CHECK: vector.store %{{.*}}, %{{.*}}[%[[I]], %[[J]]] {alignment = 8 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK-COUNT-15: vector.store %{{.*}} {alignment = 8 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK-NOT: memref.store
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+func.func @store_swizzled_f32_panel(%d: !tile.fragment<64x64xf32, #tile.layout<accumulator>>, %out: memref<64x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %sQ = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>
+  tile.store %d, %sQ[%c0, %c64] : !tile.fragment<64x64xf32, #tile.layout<accumulator>>, memref<64x128xf32, #gpu.address_space<workgroup>>
+  tile.copy %sQ, %out[%c0, %c0] {add} : memref<64x128xf32, #gpu.address_space<workgroup>>, memref<64x128xf32>
+  return
+}
+
 // A gemm whose accumulator is a zero fill does not read it: the first k
 // step has scale-d 0 and undefined accumulator registers (no zeros are
 // moved into them), the next steps accumulate (scale-d 1).

@@ -64,24 +64,21 @@ memref::AllocOp sinkattn::tile::getSharedAllocation(Value tile) {
   return tile.getDefiningOp<memref::AllocOp>();
 }
 
-namespace {
-/// Whether `value` is provably a multiple of `multiple` (see
-/// hasAlignedViewOffsets).
-bool isMultipleOf(OpFoldResult value, int64_t multiple) {
+bool sinkattn::tile::isProvableMultipleOf(OpFoldResult value,
+                                          int64_t multiple) {
   if (std::optional<int64_t> constant = getConstantIntValue(value))
     return *constant % multiple == 0;
   Value v = dyn_cast<Value>(value);
   if (!v)
     return false;
   if (auto product = v.getDefiningOp<arith::MulIOp>())
-    return isMultipleOf(product.getLhs(), multiple) ||
-           isMultipleOf(product.getRhs(), multiple);
+    return isProvableMultipleOf(product.getLhs(), multiple) ||
+           isProvableMultipleOf(product.getRhs(), multiple);
   if (auto sum = v.getDefiningOp<arith::AddIOp>())
-    return isMultipleOf(sum.getLhs(), multiple) &&
-           isMultipleOf(sum.getRhs(), multiple);
+    return isProvableMultipleOf(sum.getLhs(), multiple) &&
+           isProvableMultipleOf(sum.getRhs(), multiple);
   return false;
 }
-} // namespace
 
 bool sinkattn::tile::hasAlignedViewOffsets(Value tile, unsigned fromBack,
                                            int64_t multiple) {
@@ -91,7 +88,7 @@ bool sinkattn::tile::hasAlignedViewOffsets(Value tile, unsigned fromBack,
       return false;
     SmallVector<OpFoldResult> offsets = subview.getMixedOffsets();
     if (offsets.size() <= fromBack ||
-        !isMultipleOf(offsets[offsets.size() - 1 - fromBack], multiple))
+        !isProvableMultipleOf(offsets[offsets.size() - 1 - fromBack], multiple))
       return false;
     tile = subview.getSource();
   }
@@ -106,24 +103,91 @@ int64_t sinkattn::tile::getSwizzleBytes(Value tile) {
   return swizzle ? swizzle.getInt() : 0;
 }
 
+int64_t sinkattn::tile::getSwizzlePanelColumns(int64_t elementBits) {
+  return 128 * 8 / elementBits;
+}
+
 Value sinkattn::tile::createSwizzled128Offset(OpBuilder &builder, Location loc,
                                               Value row, Value col,
-                                              int64_t rows) {
+                                              int64_t rows,
+                                              int64_t elementBits) {
   auto c = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(builder, loc, v);
   };
-  Value panel = arith::DivUIOp::create(builder, loc, col, c(64));
-  Value inPanel = arith::RemUIOp::create(builder, loc, col, c(64));
-  Value chunk = arith::DivUIOp::create(builder, loc, inPanel, c(8));
-  Value inChunk = arith::RemUIOp::create(builder, loc, inPanel, c(8));
+  int64_t panelColumns = getSwizzlePanelColumns(elementBits);
+  int64_t chunkElements = 16 * 8 / elementBits;
+  Value panel = arith::DivUIOp::create(builder, loc, col, c(panelColumns));
+  Value inPanel = arith::RemUIOp::create(builder, loc, col, c(panelColumns));
+  Value chunk = arith::DivUIOp::create(builder, loc, inPanel, c(chunkElements));
+  Value inChunk = arith::RemUIOp::create(builder, loc, inPanel, c(chunkElements));
   Value swizzled = arith::XOrIOp::create(
       builder, loc, chunk, arith::RemUIOp::create(builder, loc, row, c(8)));
-  Value offset = arith::MulIOp::create(builder, loc, panel, c(rows * 64));
-  offset = arith::AddIOp::create(builder, loc, offset,
-                                 arith::MulIOp::create(builder, loc, row, c(64)));
+  Value offset =
+      arith::MulIOp::create(builder, loc, panel, c(rows * panelColumns));
   offset = arith::AddIOp::create(
-      builder, loc, offset, arith::MulIOp::create(builder, loc, swizzled, c(8)));
+      builder, loc, offset,
+      arith::MulIOp::create(builder, loc, row, c(panelColumns)));
+  offset = arith::AddIOp::create(
+      builder, loc, offset,
+      arith::MulIOp::create(builder, loc, swizzled, c(chunkElements)));
   return arith::AddIOp::create(builder, loc, offset, inChunk);
+}
+
+std::string sinkattn::tile::checkSwizzledStore(StoreOp store) {
+  std::string reason;
+  llvm::raw_string_ostream os(reason);
+  FragmentType type = store.getValue().getType();
+  MemRefType viewType = store.getDest().getType();
+  memref::AllocOp alloc = getSharedAllocation(store.getDest());
+  if (!alloc || !isSharedMemory(viewType))
+    return "its destination is not a shared tile allocated in this function";
+  if (store.getAdd())
+    return "it adds (`add`), which has no swizzled form";
+  int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+  if (type.getRank() != 2 || (bits != 16 && bits != 32)) {
+    os << "the fragment '" << type << "' is not 2-D of 16- or 32-bit elements";
+    return reason;
+  }
+  if (viewType.getRank() < 2 || alloc.getType().getRank() < 2)
+    return "its destination is not 2-D";
+  ArrayRef<int64_t> view = viewType.getShape().take_back(2);
+  ArrayRef<int64_t> tile = alloc.getType().getShape().take_back(2);
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(viewType.getStridesAndOffset(strides, offset)) ||
+      strides.back() != 1 || strides[strides.size() - 2] != view[1])
+    return "its destination view is not row-major with contiguous rows";
+  // The swizzle is periodic from the tile's start: the view must be a
+  // whole tile (stage views offset only leading dimensions), or rows of a
+  // one-panel tile starting on a multiple of 8 rows.
+  int64_t panelColumns = getSwizzlePanelColumns(bits);
+  bool wholeTile = view == tile &&
+                   hasAlignedViewOffsets(store.getDest(), 0, tile[1]) &&
+                   hasAlignedViewOffsets(store.getDest(), 1, tile[0]);
+  bool panelRows = tile[1] == panelColumns && view[1] == panelColumns &&
+                   hasAlignedViewOffsets(store.getDest(), 1, 8);
+  if (!wholeTile && !panelRows) {
+    os << "its destination is neither a whole tile of its allocation nor "
+          "rows of a one-panel ("
+       << panelColumns
+       << "-column) tile starting at a provable multiple of 8";
+    return reason;
+  }
+  ValueRange indices = store.getIndices().take_back(2);
+  if (!llvm::all_of(indices, [](Value index) {
+        return isProvableMultipleOf(index, 8);
+      })) {
+    os << "its trailing indices are not provable multiples of 8";
+    return reason;
+  }
+  for (int64_t d = 0; d < 2; ++d) {
+    int64_t start = getConstantIntValue(indices[d]).value_or(0);
+    if (start + type.getShape()[d] > view[d]) {
+      os << "the fragment '" << type << "' does not fit the view at its indices";
+      return reason;
+    }
+  }
+  return reason;
 }
 
 //===----------------------------------------------------------------------===//

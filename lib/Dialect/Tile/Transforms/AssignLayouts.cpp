@@ -118,36 +118,53 @@ LogicalResult markSwizzled(GemmOp gemm, Value tile, StringRef operand) {
   return success();
 }
 
-/// Whether `alloc` is a staging tile for a TMA store: 2-D, 16-bit, fit for
-/// the 128-byte swizzle (columns a multiple of 64, rows a multiple of 8, at
-/// most 256), written only by whole-tile fragment stores and read only by
-/// TMA copies to global memory. Swizzling it spreads a fragment store's
-/// elements over the banks: unswizzled, the eight rows a warp writes at
-/// once sit 128 or 256 bytes apart, in the same banks (an 8-way conflict).
+/// Whether `alloc` is a staging tile for TMA stores (or reduce-adds): its
+/// trailing two dimensions a tile of 16- or 32-bit elements fit for the
+/// 128-byte swizzle (columns a multiple of a panel's, rows a multiple of 8,
+/// at most 256), written only by fragment stores that can follow the
+/// swizzle (checkSwizzledStore) and read only by TMA copies to global
+/// memory, each through the allocation or whole-tile views of it (one
+/// stage of several). Swizzling it spreads a fragment store's elements over
+/// the banks: unswizzled, the eight rows a warp writes at once sit a row's
+/// bytes apart (128 to 512), in the same banks (an 8-way conflict).
 bool isTmaStoreStaging(memref::AllocOp alloc) {
   MemRefType type = alloc.getType();
-  if (!isSharedMemory(type) || type.getRank() != 2 ||
-      !type.hasStaticShape() || type.getElementTypeBitWidth() != 16 ||
-      type.getShape()[1] % 64 != 0 || type.getShape()[0] % 8 != 0 ||
-      type.getShape()[0] > 256 || alloc->hasAttr(TileDialect::kSwizzleAttrName))
+  if (!isSharedMemory(type) || type.getRank() < 2 || !type.hasStaticShape() ||
+      alloc->hasAttr(TileDialect::kSwizzleAttrName))
+    return false;
+  int64_t bits = type.getElementTypeBitWidth();
+  ArrayRef<int64_t> tile = type.getShape().take_back(2);
+  if ((bits != 16 && bits != 32) ||
+      tile[1] % getSwizzlePanelColumns(bits) != 0 || tile[0] % 8 != 0 ||
+      tile[0] > 256)
     return false;
   bool stored = false, copied = false;
-  for (Operation *user : alloc->getUsers()) {
-    if (auto store = dyn_cast<StoreOp>(user)) {
-      if (store.getDest() != alloc.getResult() ||
-          store.getValue().getType().getShape() != type.getShape() ||
-          llvm::any_of(store.getIndices(), [](Value index) {
-            return getConstantIntValue(index) != std::optional<int64_t>(0);
-          }))
+  SmallVector<Value> tiles = {alloc.getResult()};
+  while (!tiles.empty()) {
+    Value view = tiles.pop_back_val();
+    for (Operation *user : view.getUsers()) {
+      if (auto subview = dyn_cast<memref::SubViewOp>(user)) {
+        // A whole tile: the trailing sizes are the tile's (so their
+        // offsets are 0), unit strides.
+        MemRefType viewType = subview.getType();
+        if (subview.getSource() != view || viewType.getRank() < 2 ||
+            viewType.getShape().take_back(2) != tile ||
+            !llvm::all_of(subview.getStaticStrides(),
+                          [](int64_t stride) { return stride == 1; }))
+          return false;
+        tiles.push_back(subview.getResult());
+      } else if (auto store = dyn_cast<StoreOp>(user)) {
+        if (store.getDest() != view || !checkSwizzledStore(store).empty())
+          return false;
+        stored = true;
+      } else if (auto copy = dyn_cast<CopyOp>(user)) {
+        if (copy.getSource() != view ||
+            copy.getCopyEngine() != CopyEngine::tma)
+          return false;
+        copied = true;
+      } else {
         return false;
-      stored = true;
-    } else if (auto copy = dyn_cast<CopyOp>(user)) {
-      if (copy.getSource() != alloc.getResult() ||
-          copy.getCopyEngine() != CopyEngine::tma || copy.getAdd())
-        return false;
-      copied = true;
-    } else {
-      return false;
+      }
     }
   }
   return stored && copied;

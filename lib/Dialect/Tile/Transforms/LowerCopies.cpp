@@ -302,7 +302,8 @@ struct LowerCpAsync : public OpRewritePattern<CpAsyncOp> {
     if (swizzle) {
       int64_t cols = shape.back();
       Value offset = createSwizzled128Offset(rewriter, loc, tileIndices[0],
-                                             tileIndices[1], shape[0]);
+                                             tileIndices[1], shape[0],
+                                             tile.getElementTypeBitWidth());
       destIndices[0] = arith::DivUIOp::create(rewriter, loc, offset, c(cols));
       destIndices[1] = arith::RemUIOp::create(rewriter, loc, offset, c(cols));
     }

@@ -77,15 +77,17 @@ func.func @existing(%v: f32, %out: memref<64x64xf32>) {
   return
 }
 
-// A shared tile that register fragments are stored into (the whole tile)
-// and that only TMA copies to global memory read is a TMA store's staging
-// tile: it becomes 128-byte swizzled too, so the fragment's 32-bit pieces
-// spread over the banks. A tile that something else reads (memref.load), or
-// that a fragment fills only part of, keeps the plain layout.
+// A shared tile that register fragments are stored into and that only TMA
+// copies to global memory read is a TMA store's staging tile: it becomes
+// 128-byte swizzled too, so the fragment's 32-bit pieces spread over the
+// banks. A fragment may fill part of it, at indices that are multiples of
+// 8. A tile that something else reads (memref.load), or that a fragment is
+// stored into at an index that is not, keeps the plain layout.
 // CHECK-LABEL: func @tma_store_staging
 // CHECK: %[[STAGED:.*]] = memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[READ:.*]] = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[PART:.*]] = memref.alloc() : memref<128x128xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[PART:.*]] = memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<128x128xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[SHIFTED:.*]] = memref.alloc() : memref<128x128xbf16, #gpu.address_space<workgroup>>
 // CHECK: tile.store %{{.*}}, %[[STAGED]][%c0, %c0]
 // CHECK: tile.copy %[[STAGED]], %{{.*}}[%c0, %c0]
 func.func @tma_store_staging(%out: memref<256x128xbf16>) -> bf16 {
@@ -95,6 +97,7 @@ func.func @tma_store_staging(%out: memref<256x128xbf16>) -> bf16 {
   %staged = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
   %read = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
   %part = memref.alloc() : memref<128x128xbf16, #gpu.address_space<workgroup>>
+  %shifted = memref.alloc() : memref<128x128xbf16, #gpu.address_space<workgroup>>
   %o = tile.fill %one : !tile.fragment<64x128xbf16>
   tile.store %o, %staged[%c0, %c0] : !tile.fragment<64x128xbf16>, memref<64x128xbf16, #gpu.address_space<workgroup>>
   tile.copy %staged, %out[%c0, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
@@ -103,7 +106,36 @@ func.func @tma_store_staging(%out: memref<256x128xbf16>) -> bf16 {
   %x = memref.load %read[%c0, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>
   tile.store %o, %part[%c0, %c0] : !tile.fragment<64x128xbf16>, memref<128x128xbf16, #gpu.address_space<workgroup>>
   tile.copy %part, %out[%c64, %c0] : memref<128x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
+  %c4 = arith.constant 4 : index
+  tile.store %o, %shifted[%c4, %c0] : !tile.fragment<64x128xbf16>, memref<128x128xbf16, #gpu.address_space<workgroup>>
+  tile.copy %shifted, %out[%c64, %c0] : memref<128x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
   return %x : bf16
+}
+
+// The fp32 tiles a TMA reduce-add reads (the backward's dQ shares), two
+// stages of them, each written by two 64-column fragments: staging tiles
+// too, swizzled in panels of 32 columns (128 bytes of fp32). Through the
+// stage's view (its trailing sizes the tile's) the stores and the copy
+// still see the allocation's whole tile.
+// CHECK-LABEL: func @tma_reduce_staging
+// CHECK: memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<2x64x128xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.alloc() : memref<64x48xf32, #gpu.address_space<workgroup>>
+func.func @tma_reduce_staging(%out: memref<256x128xf32>, %stage: index, %wg: index) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %one = arith.constant 1.0 : f32
+  %tiles = memref.alloc() : memref<2x64x128xf32, #gpu.address_space<workgroup>>
+  %tile = memref.subview %tiles[%stage, 0, 0] [1, 64, 128] [1, 1, 1] : memref<2x64x128xf32, #gpu.address_space<workgroup>> to memref<64x128xf32, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>
+  %half = tile.fill %one : !tile.fragment<64x64xf32>
+  %col = arith.muli %wg, %c64 : index
+  tile.store %half, %tile[%c0, %col] : !tile.fragment<64x64xf32>, memref<64x128xf32, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>
+  tile.copy %tile, %out[%c0, %c0] {add} : memref<64x128xf32, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<256x128xf32>
+  // 48 columns: not a whole number of 32-column panels.
+  %narrow = memref.alloc() : memref<64x48xf32, #gpu.address_space<workgroup>>
+  %part = tile.fill %one : !tile.fragment<64x48xf32>
+  tile.store %part, %narrow[%c0, %c0] : !tile.fragment<64x48xf32>, memref<64x48xf32, #gpu.address_space<workgroup>>
+  tile.copy %narrow, %out[%c64, %c0] {add} : memref<64x48xf32, #gpu.address_space<workgroup>>, memref<256x128xf32>
+  return
 }
 
 // Not staging tiles either: one read through a subview, one a TMA load

@@ -62,14 +62,24 @@ bool hasAlignedViewOffsets(mlir::Value tile, unsigned fromBack,
 /// marked by tile-assign-layouts (`tile.swizzle`); 0 when unmarked.
 int64_t getSwizzleBytes(mlir::Value tile);
 
+/// Whether `value` is provably a multiple of `multiple`: a constant
+/// multiple, or a product (arith.muli) with one, or a sum (arith.addi) of
+/// such values.
+bool isProvableMultipleOf(mlir::OpFoldResult value, int64_t multiple);
+
+/// Columns of one panel of a 128-byte-swizzled tile of `elementBits`-bit
+/// elements: its rows are 128 bytes (64 16-bit or 32 32-bit elements).
+int64_t getSwizzlePanelColumns(int64_t elementBits);
+
 /// Element offset of (row, col) in a 128-byte-swizzled shared tile of
-/// `rows` rows of 16-bit elements, built at the builder's position: panels
-/// of 64 columns, 128-byte rows, the 16-byte chunk index XOR-ed with
-/// row % 8 (the TMA/wgmma 128B pattern). Writers that are not TMA (tile.store,
-/// cp.async) address swizzled tiles through it.
+/// `rows` rows of `elementBits`-bit elements (16 or 32), built at the
+/// builder's position: panels of 128-byte rows (getSwizzlePanelColumns),
+/// `rows` rows each, the 16-byte chunk index XOR-ed with row % 8 (the
+/// TMA/wgmma 128B pattern). Writers that are not TMA (tile.store, cp.async)
+/// address swizzled tiles through it.
 mlir::Value createSwizzled128Offset(mlir::OpBuilder &builder, mlir::Location loc,
                                     mlir::Value row, mlir::Value col,
-                                    int64_t rows);
+                                    int64_t rows, int64_t elementBits);
 
 /// The layout kind of a fragment type, if it has a #tile.layout.
 std::optional<LayoutKind> getLayoutKind(FragmentType type);
@@ -87,5 +97,17 @@ std::string checkLayout(LayoutKind kind, llvm::ArrayRef<int64_t> shape,
 
 #define GET_OP_CLASSES
 #include "SinkAttn/Dialect/Tile/IR/TileOps.h.inc"
+
+namespace sinkattn::tile {
+/// Why `store` could not write its shared destination under the 128-byte
+/// swizzle, or an empty string when it can: a 2-D fragment of 16- or
+/// 32-bit elements, no `add`, into a row-major view that is a whole tile of
+/// its allocation (of one stage, say) or rows of a one-panel tile starting
+/// on a multiple of 8 rows, at trailing indices that are provable multiples
+/// of 8 and leave the fragment inside the view. tile-assign-layouts swizzles
+/// a TMA store's staging tile only when every store into it passes, and the
+/// fragment lowering checks each store into a swizzled tile with it.
+std::string checkSwizzledStore(StoreOp store);
+} // namespace sinkattn::tile
 
 #endif // SINKATTN_DIALECT_TILE_IR_TILEDIALECT_H
