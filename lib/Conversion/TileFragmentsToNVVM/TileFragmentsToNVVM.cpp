@@ -391,6 +391,98 @@ struct ScaleRowsLowering : public OpConversionPattern<ScaleRowsOp> {
 // Stores
 //===----------------------------------------------------------------------===//
 
+/// Stores a 2-D fragment into a 128-byte-swizzled shared view at trailing
+/// `indices` (checkSwizzledStore holds: the view is a whole tile or rows of
+/// a one-panel tile, row-major, starting on a swizzle period; the row index
+/// a multiple of 8, the column index of the panel width P).
+///
+/// Element (row, col) of the view lies at
+///   view + panel(col) * rows * P + row * P + (chunk(col) ^ row % 8) * C
+///        + col % C
+/// (C elements per 16-byte chunk). The view starts on a multiple of 1024
+/// bytes, the rows and panels above the chunk field, so the swizzle is an
+/// XOR of the chunk field of the plain panel-major offset with row % 8.
+/// A thread's registers lie at its base (rowBase, colBase) plus constants:
+/// rows 8·h apart (the same row % 8), columns 8·j + e with colBase + e < 8.
+/// So each register's offset is
+///   ((A + kc · C) ^ M) + K
+/// with A = view + panel(colIndex) · rows · P + (rowIndex + rowBase) · P
+/// + colBase and M = (rowIndex + rowBase) % 8 · C per thread, kc the chunk
+/// of the register's column group in its panel (P / 8 values), and K its
+/// panel, row and e constants, which fall outside the chunk field (no
+/// carry into it). The stores then take K as an immediate offset from one
+/// of P / 8 XOR-ed bases, computed where the store is: the view's offset
+/// (a stage that changes per iteration) is inside them, so no per-register
+/// address is hoisted out of a loop into a register of its own.
+void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
+                   Value value, Value dest, ValueRange indices,
+                   const ThreadCoordinates &coordinates) {
+  auto destType = cast<MemRefType>(dest.getType());
+  int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+  int64_t panelColumns = getSwizzlePanelColumns(bits);
+  int64_t chunkElements = 16 * 8 / bits;
+  int64_t rows = destType.getShape()[destType.getRank() - 2];
+  auto c = [&](int64_t v) { return indexConstant(builder, loc, v); };
+  auto metadata = memref::ExtractStridedMetadataOp::create(builder, loc, dest);
+  memref::AllocOp alloc = getSharedAllocation(dest);
+  assert(alloc && "checkSwizzledStore: a shared allocation");
+  auto flatType = MemRefType::get({alloc.getType().getNumElements()},
+                                  destType.getElementType(),
+                                  MemRefLayoutAttrInterface(),
+                                  destType.getMemorySpace());
+  Value flat = memref::ReinterpretCastOp::create(
+      builder, loc, flatType, metadata.getBaseBuffer(), /*offset=*/0,
+      ArrayRef<int64_t>{flatType.getNumElements()}, ArrayRef<int64_t>{1});
+  Value threadRow =
+      arith::AddIOp::create(builder, loc, indices[0], coordinates.rowBase);
+  Value panelStart = arith::MulIOp::create(
+      builder, loc,
+      arith::DivUIOp::create(builder, loc, indices[1], c(panelColumns)),
+      c(rows * panelColumns));
+  Value base = arith::AddIOp::create(builder, loc, metadata.getOffset(),
+                                     panelStart);
+  base = arith::AddIOp::create(
+      builder, loc, base,
+      arith::MulIOp::create(builder, loc, threadRow, c(panelColumns)));
+  base = arith::AddIOp::create(builder, loc, base, coordinates.colBase);
+  Value mask = arith::MulIOp::create(
+      builder, loc, arith::RemUIOp::create(builder, loc, threadRow, c(8)),
+      c(chunkElements));
+  DenseMap<int64_t, Value> chunkBases;
+  for (int64_t r = 0, e = getRegistersPerThread(type); r < e; ++r) {
+    Placement placement = getPlacement(type, r);
+    int64_t group = placement.col - placement.col % 8;
+    int64_t chunk = group % panelColumns / chunkElements;
+    int64_t constant = group / panelColumns * rows * panelColumns +
+                       placement.row * panelColumns + placement.col % 8;
+    Value &chunkBase = chunkBases[chunk];
+    if (!chunkBase)
+      chunkBase = arith::XOrIOp::create(
+          builder, loc,
+          arith::AddIOp::create(builder, loc, base, c(chunk * chunkElements)),
+          mask);
+    Value offset = arith::AddIOp::create(builder, loc, chunkBase, c(constant));
+    Value element = extractRegister(builder, loc, value, r);
+    // A thread's two adjacent columns (e = 0, 1) are adjacent elements:
+    // one 32- or 64-bit store.
+    if (r + 1 < e) {
+      Placement next = getPlacement(type, r + 1);
+      if (next.row == placement.row && next.col == placement.col + 1 &&
+          placement.col % 2 == 0) {
+        Value pair = vector::FromElementsOp::create(
+            builder, loc, VectorType::get({2}, type.getElementType()),
+            ValueRange{element, extractRegister(builder, loc, value, r + 1)});
+        vector::StoreOp::create(builder, loc, pair, flat, offset,
+                                /*nontemporal=*/false,
+                                /*alignment=*/llvm::MaybeAlign(bits / 4));
+        ++r;
+        continue;
+      }
+    }
+    memref::StoreOp::create(builder, loc, element, flat, offset);
+  }
+}
+
 struct StoreLowering : public OpConversionPattern<StoreOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -412,7 +504,11 @@ struct StoreLowering : public OpConversionPattern<StoreOp> {
         dims.push_back(memref::DimOp::create(rewriter, loc, adaptor.getDest(), d));
     bool isRows = *getLayoutKind(type) == LayoutKind::rows;
     Value value = adaptor.getValue();
-    for (int64_t r = 0, e = getRegistersPerThread(type); r < e; ++r) {
+    if (swizzle)
+      storeSwizzled(rewriter, loc, type, value, adaptor.getDest(),
+                    adaptor.getIndices().take_back(2), coordinates);
+    for (int64_t r = 0, e = swizzle ? 0 : getRegistersPerThread(type); r < e;
+         ++r) {
       Placement placement = getPlacement(type, r);
       SmallVector<Value> indices(adaptor.getIndices());
       Value row = addOffset(rewriter, loc, coordinates.rowBase, placement.row);
@@ -420,43 +516,6 @@ struct StoreLowering : public OpConversionPattern<StoreOp> {
                                         placement.col)
                             : Value();
       Value element = extractRegister(rewriter, loc, value, r);
-      if (swizzle) {
-        // (row, col) of the view (the store's indices place the fragment
-        // in it), swizzled from the view's start: a whole tile or rows of a
-        // one-panel tile (checkSwizzledStore), row-major and contiguous, so
-        // the offset splits back into the view's indices.
-        Value viewRow = arith::AddIOp::create(rewriter, loc, indices[lead], row);
-        Value viewCol =
-            arith::AddIOp::create(rewriter, loc, indices[lead + 1], col);
-        int64_t bits = type.getElementType().getIntOrFloatBitWidth();
-        Value offset = createSwizzled128Offset(
-            rewriter, loc, viewRow, viewCol, destType.getShape()[lead], bits);
-        int64_t cols = destType.getShape()[lead + 1];
-        indices[lead] = arith::DivUIOp::create(rewriter, loc, offset,
-                                               indexConstant(rewriter, loc, cols));
-        indices[lead + 1] = arith::RemUIOp::create(
-            rewriter, loc, offset, indexConstant(rewriter, loc, cols));
-        // A thread's two adjacent columns (an even column and the next)
-        // stay adjacent under the swizzle, which permutes 16-byte chunks
-        // (the indices are multiples of 8): one 32- or 64-bit store instead
-        // of two.
-        if (r + 1 < e) {
-          Placement next = getPlacement(type, r + 1);
-          if (next.row == placement.row && next.col == placement.col + 1 &&
-              placement.col % 2 == 0) {
-            Value pair = vector::FromElementsOp::create(
-                rewriter, loc, VectorType::get({2}, type.getElementType()),
-                ValueRange{element, extractRegister(rewriter, loc, value, r + 1)});
-            vector::StoreOp::create(rewriter, loc, pair, adaptor.getDest(),
-                                    indices, /*nontemporal=*/false,
-                                    /*alignment=*/llvm::MaybeAlign(bits / 4));
-            ++r;
-            continue;
-          }
-        }
-        memref::StoreOp::create(rewriter, loc, element, adaptor.getDest(), indices);
-        continue;
-      }
       indices[lead] = arith::AddIOp::create(rewriter, loc, indices[lead], row);
       if (rank == 2)
         indices[lead + 1] =

@@ -46,13 +46,13 @@ func.func @reduce_bf16(%s: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>
 
 // -----
 
-// A fragment at an index that is not a multiple of 8 would straddle the
-// swizzle's 16-byte chunks and 8-row period.
+// A fragment at a column that does not start a panel: its chunks would not
+// line up with the panel's.
 func.func @swizzled_unaligned_index(%o: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>) {
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
   %sO = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>
-  // expected-error @+1 {{stores '!tile.fragment<64x64xbf16, #tile.layout<accumulator>>' into a swizzled shared tile, which it cannot: its trailing indices are not provable multiples of 8}}
+  // expected-error @+1 {{stores '!tile.fragment<64x64xbf16, #tile.layout<accumulator>>' into a swizzled shared tile, which it cannot: its trailing indices are not provable multiples of 8 (row) and 64 (column: a panel)}}
   tile.store %o, %sO[%c0, %c4] : !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, memref<64x128xbf16, #gpu.address_space<workgroup>>
   return
 }

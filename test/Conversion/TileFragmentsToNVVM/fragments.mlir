@@ -164,18 +164,28 @@ func.func @gemm_rs(%p: !tile.fragment<64x16xbf16, #tile.layout<operand_a>>,
 
 // A store into a swizzled shared tile writes element (row, col) at
 // panel(col / 64) * rows * 64 + row * 64 + ((col % 64) / 8 ^ row % 8) * 8
-// + col % 8, the TMA/wgmma 128-byte pattern; a thread's two adjacent
-// columns stay adjacent under it, so each pair is one 4-byte-aligned
-// vector store (32 for a 64x128 fragment's 64 registers), and no element
-// store is left.
+// + col % 8, the TMA/wgmma 128-byte pattern: the plain panel-major offset
+// with its chunk field XOR-ed by row % 8. A thread's registers are its base
+// (row, col) plus constants (rows 8 apart, so one row % 8), so they take
+// one XOR-ed base per chunk of a panel (8 at 16 bits), each register that
+// base plus a constant (512 = 8 rows), through a flat view of the tile; a
+// thread's two adjacent columns are adjacent elements, one 4-byte-aligned
+// vector store per pair (32 for 64 registers), and no element store.
 // CHECK-LABEL: func @store_swizzled
-// CHECK: %[[CHUNK:.*]] = arith.divui %{{.*}}, %c8
-// CHECK: %[[ROW8:.*]] = arith.remui %{{.*}}, %c8
-// CHECK: %[[ROW8B:.*]] = arith.remui %{{.*}}, %c8
-// CHECK: arith.xori %[[CHUNK]], %[[ROW8B]]
-// CHECK: vector.from_elements %{{.*}}, %{{.*}} : vector<2xbf16>
-// CHECK-NEXT: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
-// CHECK-COUNT-31: vector.store %{{.*}} {alignment = 4 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: %[[FLAT:.*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [8192], strides: [1] : memref<64x128xbf16, #gpu.address_space<workgroup>> to memref<8192xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[ROWS:.*]] = arith.muli %[[ROW:.*]], %c64
+// CHECK-NEXT: %[[BASE:.*]] = arith.addi %[[ROWS]], %[[COL:.*]] : index
+// CHECK-NEXT: %[[ROW8:.*]] = arith.remui %[[ROW]], %c8
+// CHECK-NEXT: %[[MASK:.*]] = arith.muli %[[ROW8]], %c8
+// CHECK-NEXT: %[[CHUNK0:.*]] = arith.xori %[[BASE]], %[[MASK]]
+// CHECK: vector.store %{{.*}}, %[[FLAT]][%[[CHUNK0]]] {alignment = 4 : i64} : memref<8192xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK-NEXT: %[[BELOW:.*]] = arith.addi %[[CHUNK0]], %c512
+// CHECK: vector.store %{{.*}}, %[[FLAT]][%[[BELOW]]]
+// CHECK-NEXT: %[[GROUP1:.*]] = arith.addi %[[BASE]], %c8
+// CHECK-NEXT: %[[CHUNK1:.*]] = arith.xori %[[GROUP1]], %[[MASK]]
+// CHECK: vector.store %{{.*}}, %[[FLAT]][%[[CHUNK1]]]
+// CHECK-COUNT-29: vector.store %{{.*}} {alignment = 4 : i64} : memref<8192xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK-NOT: vector.store
 // CHECK-NOT: memref.store
 // CHECK-NOT: scf.if
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
@@ -190,28 +200,30 @@ func.func @store_swizzled(%o: !tile.fragment<64x128xbf16, #tile.layout<accumulat
 
 // An f32 fragment into 64 columns of a swizzled fp32 tile (a dQ share's
 // half, staged for a TMA reduce-add): panels of 32 columns (128 bytes),
-// 16-byte chunks of 4 elements, so (row, col) lies at panel(col / 32) *
-// 64 rows * 32 + row * 32 + ((col % 32) / 4 ^ row % 8) * 4 + col % 4, the
-// column counted from the store's index (64); each pair of adjacent
-// columns is one 8-byte-aligned vector store (16 for 32 registers).
+// 16-byte chunks of 4 elements. The column index 64 starts panel 2 (2 * 64
+// rows * 32 = 4096 elements); 4 chunk bases (columns 0, 8, 16, 24 of a
+// panel), the next panel 2048 elements on, 8 rows 256; each pair of
+// adjacent columns one 8-byte-aligned vector store (16 for 32 registers).
 // CHECK-LABEL: func @store_swizzled_f32_panel
-// CHECK: %[[COL:.*]] = arith.addi %{{.*}}, %c64
-// CHECK-NEXT: %[[PANEL:.*]] = arith.divui %[[COL]], %c32
-// CHECK-NEXT: %[[IN_PANEL:.*]] = arith.remui %[[COL]], %c32
-// CHECK-NEXT: %[[CHUNK:.*]] = arith.divui %[[IN_PANEL]], %c4
-// CHECK-NEXT: %[[IN_CHUNK:.*]] = arith.remui %[[IN_PANEL]], %c4
-// CHECK-NEXT: %[[ROW8:.*]] = arith.remui %[[ROW:.*]], %c8
-// CHECK-NEXT: %[[SWIZZLED:.*]] = arith.xori %[[CHUNK]], %[[ROW8]]
-// CHECK-NEXT: %[[PANEL_START:.*]] = arith.muli %[[PANEL]], %c2048
-// CHECK-NEXT: %[[ROW_START:.*]] = arith.muli %[[ROW]], %c32
-// CHECK-NEXT: %[[A:.*]] = arith.addi %[[PANEL_START]], %[[ROW_START]]
-// CHECK-NEXT: %[[CHUNK_START:.*]] = arith.muli %[[SWIZZLED]], %c4
-// CHECK-NEXT: %[[B:.*]] = arith.addi %[[A]], %[[CHUNK_START]]
-// CHECK-NEXT: %[[OFFSET:.*]] = arith.addi %[[B]], %[[IN_CHUNK]]
-// CHECK-NEXT: %[[I:.*]] = arith.divui %[[OFFSET]], %c128
-// CHECK-NEXT: %[[J:.*]] = arith.remui %[[OFFSET]], %c128
-// CHECK: vector.store %{{.*}}, %{{.*}}[%[[I]], %[[J]]] {alignment = 8 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, vector<2xf32>
-// CHECK-COUNT-15: vector.store %{{.*}} {alignment = 8 : i64} : memref<64x128xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK: %[[FLAT:.*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [8192], strides: [1] : memref<64x128xf32, #gpu.address_space<workgroup>> to memref<8192xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[ROWS:.*]] = arith.muli %[[ROW:.*]], %c32
+// CHECK-NEXT: %[[PANEL:.*]] = arith.addi %[[ROWS]], %c4096
+// CHECK-NEXT: %[[BASE:.*]] = arith.addi %[[PANEL]], %[[COL:.*]] : index
+// CHECK-NEXT: %[[ROW8:.*]] = arith.remui %[[ROW]], %c8
+// CHECK-NEXT: %[[MASK:.*]] = arith.muli %[[ROW8]], %c4
+// CHECK-NEXT: %[[CHUNK0:.*]] = arith.xori %[[BASE]], %[[MASK]]
+// CHECK: vector.store %{{.*}}, %[[FLAT]][%[[CHUNK0]]] {alignment = 8 : i64} : memref<8192xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK-NEXT: %[[BELOW:.*]] = arith.addi %[[CHUNK0]], %c256
+// CHECK: vector.store %{{.*}}, %[[FLAT]][%[[BELOW]]]
+// CHECK-NEXT: %[[GROUP1:.*]] = arith.addi %[[BASE]], %c8
+// CHECK-NEXT: %[[CHUNK1:.*]] = arith.xori %[[GROUP1]], %[[MASK]]
+// CHECK: %[[NEXT_PANEL:.*]] = arith.addi %[[CHUNK0]], %c2048
+// CHECK-NEXT: vector.extract
+// CHECK-NEXT: vector.extract
+// CHECK-NEXT: vector.from_elements
+// CHECK-NEXT: vector.store %{{.*}}, %[[FLAT]][%[[NEXT_PANEL]]]
+// CHECK-COUNT-7: vector.store %{{.*}} {alignment = 8 : i64} : memref<8192xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK-NOT: vector.store
 // CHECK-NOT: memref.store
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 func.func @store_swizzled_f32_panel(%d: !tile.fragment<64x64xf32, #tile.layout<accumulator>>, %out: memref<64x128xf32>) {
@@ -302,11 +314,19 @@ func.func @gemm_column_panel(%acc: !tile.fragment<64x64xf32, #tile.layout<accumu
 }
 
 // A fragment stored into rows of a one-panel (64-column) swizzled tile: the
-// swizzled offsets are the fragment's own, and the view's offset (a
-// multiple of 8 rows, the swizzle's period) moves them to its rows.
+// view's offset (a multiple of 8 rows, the swizzle's period, so outside the
+// chunk field) is part of the base that the XOR swizzles.
 // CHECK-LABEL: func @store_swizzled_rows
 // CHECK: %[[VIEW:.*]] = memref.subview %{{.*}}[%{{.*}}, 0] [64, 64] [1, 1]
-// CHECK: vector.store %{{.*}}, %[[VIEW]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: %{{.*}}, %[[OFFSET:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[VIEW]]
+// CHECK-NEXT: %[[FLAT:.*]] = memref.reinterpret_cast %[[VIEW]] to offset: [0], sizes: [8192], strides: [1]
+// CHECK-NEXT: %[[ROWS:.*]] = arith.muli %[[ROW:.*]], %c64
+// CHECK-NEXT: %[[AT_VIEW:.*]] = arith.addi %[[OFFSET]], %[[ROWS]]
+// CHECK-NEXT: %[[BASE:.*]] = arith.addi %[[AT_VIEW]], %{{.*}} : index
+// CHECK-NEXT: %[[ROW8:.*]] = arith.remui %[[ROW]], %c8
+// CHECK-NEXT: %[[MASK:.*]] = arith.muli %[[ROW8]], %c8
+// CHECK-NEXT: %[[CHUNK0:.*]] = arith.xori %[[BASE]], %[[MASK]]
+// CHECK: vector.store %{{.*}}, %[[FLAT]][%[[CHUNK0]]] {alignment = 4 : i64} : memref<8192xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 func.func @store_swizzled_rows(%v: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, %wg: index) {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index

@@ -174,10 +174,10 @@ std::string sinkattn::tile::checkSwizzledStore(StoreOp store) {
     return reason;
   }
   ValueRange indices = store.getIndices().take_back(2);
-  if (!llvm::all_of(indices, [](Value index) {
-        return isProvableMultipleOf(index, 8);
-      })) {
-    os << "its trailing indices are not provable multiples of 8";
+  if (!isProvableMultipleOf(indices[0], 8) ||
+      !isProvableMultipleOf(indices[1], panelColumns)) {
+    os << "its trailing indices are not provable multiples of 8 (row) and "
+       << panelColumns << " (column: a panel)";
     return reason;
   }
   for (int64_t d = 0; d < 2; ++d) {

@@ -104,7 +104,8 @@ namespace sinkattn::tile {
 /// 32-bit elements, no `add`, into a row-major view that is a whole tile of
 /// its allocation (of one stage, say) or rows of a one-panel tile starting
 /// on a multiple of 8 rows, at trailing indices that are provable multiples
-/// of 8 and leave the fragment inside the view. tile-assign-layouts swizzles
+/// of 8 (row) and of the panel width (column) and leave the fragment inside
+/// the view. tile-assign-layouts swizzles
 /// a TMA store's staging tile only when every store into it passes, and the
 /// fragment lowering checks each store into a swizzled tile with it.
 std::string checkSwizzledStore(StoreOp store);
