@@ -73,8 +73,12 @@ def ConvertTileFragmentsToNVVM : Pass<"convert-tile-fragments-to-nvvm"> {
     * `tile.cast` → `arith.truncf`/`arith.extf` on the register vector
       (accumulator → A operand keeps every element in place);
     * `tile.store` → `memref.store` per register, skipping elements outside
-      a global tensor, one thread per quad for row vectors, following the
-      128-byte swizzle for swizzled shared tiles; stores to shared memory end
+      a global tensor, one thread per quad for row vectors; into a swizzled
+      shared tile (16- or 32-bit elements) one vector store per pair of
+      adjacent columns at its 128-byte-swizzled position, addressed from one
+      XOR-ed base per 16-byte chunk of a panel per thread plus a constant
+      per register (so no per-register address is hoisted out of a loop);
+      stores to shared memory end
       with `fence.proxy.async.shared::cta` so TMA or wgmma may read them
       (after the kernel's block sync);
     * `tile.gemm` → `wgmma.fence`, one `wgmma.mma_async.m64nNk16` per 64-row

@@ -628,14 +628,25 @@ Value createDescriptor(OpBuilder &builder, Location loc, Value tile,
 }
 
 /// Adds a byte offset to a descriptor's start address (the field does not
-/// overflow: shared memory ends below 2^18 bytes).
+/// overflow: shared memory ends below 2^18 bytes), as an asm with side
+/// effects that LLVM neither hoists nor folds: a loop's descriptors are
+/// mostly loop-invariant, and hoisted, every k-step's 64-bit descriptor of
+/// every gemm held two registers across the loop (the atomic D 128 dK/dV
+/// kernel spilled 352 bytes; 36 with the adds beside their wgmma, which
+/// ptxas then does on the uniform datapath).
 Value advanceDescriptor(OpBuilder &builder, Location loc, Value descriptor,
                         int64_t bytes) {
   if (bytes == 0)
     return descriptor;
-  return arith::AddIOp::create(
-      builder, loc, descriptor,
-      arith::ConstantIntOp::create(builder, loc, builder.getI64Type(), bytes >> 4));
+  return LLVM::InlineAsmOp::create(
+             builder, loc, builder.getI64Type(), ValueRange{descriptor},
+             "add.s64 $0, $1, " + std::to_string(bytes >> 4) + ";", "=l,l",
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::TailCallKind::None,
+             LLVM::AsmDialectAttr::get(builder.getContext(),
+                                       LLVM::AsmDialect::AD_ATT),
+             ArrayAttr())
+      .getResult(0);
 }
 
 /// Keeps LLVM from moving uses of `value` above the wgmma wait (the asm

@@ -114,13 +114,17 @@ func.func @store_add(%a: !acc, %out: memref<100x16xf32>, %m0: index) {
 
 // Transposed A (dSᵀ, K x M in shared memory): the SS wgmma's imm-trans-a is
 // 1 (B MN-major too: the last 1), and A's descriptor advances 16 rows of 128 bytes (2048 B = 128 in
-// 16-byte units) per k-step, as an MN-major B does.
+// 16-byte units) per k-step, as an MN-major B does. The advance is an asm
+// with side effects, so LLVM keeps it beside its wgmma: hoisted out of a
+// loop, every k-step's 64-bit descriptor would hold registers of its own
+// across the loop (the atomic backward spilled 352 bytes so; ptxas builds
+// the adds on the uniform datapath).
 // CHECK-LABEL: func @gemm_transposed_a
 // CHECK: %[[B:.*]] = arith.ori %{{.*}}, %c4611686293322072064_i64 : i64
 // CHECK: %[[A:.*]] = arith.ori %{{.*}}, %c4611686293322072064_i64 : i64
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33, p, 1, 1, 1, 1;{{.*}} %[[A]], %[[B]],
-// CHECK-DAG: %[[A1:.*]] = arith.addi %[[A]], %c128_i64 : i64
-// CHECK-DAG: %[[B1:.*]] = arith.addi %[[B]], %c128_i64 : i64
+// CHECK: %[[B1:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "add.s64 $0, $1, 128;", "=l,l" %[[B]] : (i64) -> i64
+// CHECK-NEXT: %[[A1:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "add.s64 $0, $1, 128;", "=l,l" %[[A]] : (i64) -> i64
 // CHECK: wgmma.mma_async{{.*}} %[[A1]], %[[B1]],
 func.func @gemm_transposed_a(%acc: !tile.fragment<64x64xf32, #tile.layout<accumulator>>)
     -> !tile.fragment<64x64xf32, #tile.layout<accumulator>> {

@@ -666,7 +666,10 @@ def Tile_StoreOp : Tile_Op<"store"> {
     of the block. A rank-1 (`rows`) fragment is stored once per row.
 
     A shared destination must be a tile allocated in the function; if it is
-    swizzled (`tile.swizzle`), the store follows the swizzle. Before TMA or
+    swizzled (`tile.swizzle`), the store follows the swizzle (a 2-D
+    fragment of 16- or 32-bit elements into a whole tile, or rows of a
+    one-panel tile, at a row index that is a provable multiple of 8 and a
+    column index of the panel width, 64 or 32 elements). Before TMA or
     wgmma read such a tile, the writes are made visible to the async proxy
     (`tile.copy` shared → global does this).
 

@@ -192,13 +192,18 @@ def TileAssignLayouts : Pass<"tile-assign-layouts"> {
       `memref.alloc` (alignment raised to 1024 bytes): TMA then stores them
       as 128-byte-swizzled panels of 64 16-bit columns (`tile-lower-copies`)
       and the wgmma lowering builds matching descriptors.
-    * **TMA store staging.** A 2-D 16-bit shared tile (columns a multiple
-      of 64, rows a multiple of 8, at most 256) that whole-tile fragment
-      `tile.store`s write and only TMA `tile.copy`s to global memory read is
-      swizzled the same way: the fragment's elements then spread over
-      the banks, where a warp's eight rows of an unswizzled tile 128 or 256
-      bytes apart all hit the same ones. Tiles with other users keep the
-      plain layout.
+    * **TMA store staging.** A shared tile of 16- or 32-bit elements (its
+      trailing two dimensions: columns a multiple of a 128-byte panel's, 64
+      or 32, rows a multiple of 8, at most 256; leading dimensions are
+      stages) that fragment `tile.store`s write and only TMA `tile.copy`s
+      to global memory read (stores or reduce-adds), each through the
+      allocation or whole-tile views of it, is swizzled the same way, when
+      every store can follow the swizzle (`checkSwizzledStore`: a 2-D
+      fragment at a row index that is a provable multiple of 8 and a column
+      index of the panel width): the fragment's elements then spread over
+      the banks, where a warp's eight rows of an unswizzled tile 128 to 512
+      bytes apart all hit the same ones. TMA moves such a tile in panel
+      boxes. Tiles with other users keep the plain layout.
 
     Errors, each naming the value or op: a shape a layout cannot
     distribute (rows not a multiple of 64, columns not a multiple of 8, or of
