@@ -483,6 +483,55 @@ void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
   }
 }
 
+/// Stores a fragment element by element into a plain (unswizzled) shared
+/// tile or a global tensor at `indices`: elements outside a global tensor
+/// are skipped, row vectors are stored by one thread per quad, and `add`
+/// makes each an atomic add.
+void storeByElement(OpBuilder &builder, Location loc, StoreOp op, Value value,
+                    Value dest, ValueRange destIndices,
+                    const ThreadCoordinates &coordinates) {
+  FragmentType type = op.getValue().getType();
+  MemRefType destType = op.getDest().getType();
+  int64_t rank = type.getRank();
+  int64_t lead = destType.getRank() - rank;
+  SmallVector<Value> dims;
+  if (!isSharedMemory(destType))
+    for (int64_t d = lead; d < destType.getRank(); ++d)
+      dims.push_back(memref::DimOp::create(builder, loc, dest, d));
+  bool isRows = *getLayoutKind(type) == LayoutKind::rows;
+  for (int64_t r = 0, e = getRegistersPerThread(type); r < e; ++r) {
+    Placement placement = getPlacement(type, r);
+    SmallVector<Value> indices(destIndices);
+    Value row = addOffset(builder, loc, coordinates.rowBase, placement.row);
+    Value element = extractRegister(builder, loc, value, r);
+    indices[lead] = arith::AddIOp::create(builder, loc, indices[lead], row);
+    if (rank == 2)
+      indices[lead + 1] = arith::AddIOp::create(
+          builder, loc, indices[lead + 1],
+          addOffset(builder, loc, coordinates.colBase, placement.col));
+    // Global tiles may hang over the tensor's end: skip those elements.
+    // Row vectors are replicated over a quad: one thread stores.
+    Value condition = isRows ? coordinates.quadLeader : Value();
+    for (auto [d, dim] : llvm::enumerate(dims)) {
+      Value inBounds = arith::CmpIOp::create(
+          builder, loc, arith::CmpIPredicate::ult, indices[lead + d], dim);
+      condition = condition ? arith::AndIOp::create(builder, loc, condition,
+                                                    inBounds).getResult()
+                            : inBounds;
+    }
+    OpBuilder::InsertionGuard insertion(builder);
+    if (condition) {
+      auto guard = scf::IfOp::create(builder, loc, condition, /*withElse=*/false);
+      builder.setInsertionPointToStart(&guard.getThenRegion().front());
+    }
+    if (op.getAdd())
+      memref::AtomicRMWOp::create(builder, loc, arith::AtomicRMWKind::addf,
+                                  element, dest, indices);
+    else
+      memref::StoreOp::create(builder, loc, element, dest, indices);
+  }
+}
+
 struct StoreLowering : public OpConversionPattern<StoreOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -492,61 +541,14 @@ struct StoreLowering : public OpConversionPattern<StoreOp> {
     if (!getLayoutKind(type))
       return rewriter.notifyMatchFailure(op, "fragment without a layout");
     Location loc = op.getLoc();
-    MemRefType destType = op.getDest().getType();
-    int64_t rank = type.getRank();
-    int64_t lead = destType.getRank() - rank;
-    bool shared = isSharedMemory(destType);
-    int64_t swizzle = shared ? getSwizzleBytes(op.getDest()) : 0;
+    bool shared = isSharedMemory(op.getDest().getType());
     ThreadCoordinates coordinates = getThreadCoordinates(rewriter, loc);
-    SmallVector<Value> dims;
-    if (!shared)
-      for (int64_t d = lead; d < destType.getRank(); ++d)
-        dims.push_back(memref::DimOp::create(rewriter, loc, adaptor.getDest(), d));
-    bool isRows = *getLayoutKind(type) == LayoutKind::rows;
-    Value value = adaptor.getValue();
-    if (swizzle)
-      storeSwizzled(rewriter, loc, type, value, adaptor.getDest(),
+    if (shared && getSwizzleBytes(op.getDest()))
+      storeSwizzled(rewriter, loc, type, adaptor.getValue(), adaptor.getDest(),
                     adaptor.getIndices().take_back(2), coordinates);
-    for (int64_t r = 0, e = swizzle ? 0 : getRegistersPerThread(type); r < e;
-         ++r) {
-      Placement placement = getPlacement(type, r);
-      SmallVector<Value> indices(adaptor.getIndices());
-      Value row = addOffset(rewriter, loc, coordinates.rowBase, placement.row);
-      Value col = rank == 2 ? addOffset(rewriter, loc, coordinates.colBase,
-                                        placement.col)
-                            : Value();
-      Value element = extractRegister(rewriter, loc, value, r);
-      indices[lead] = arith::AddIOp::create(rewriter, loc, indices[lead], row);
-      if (rank == 2)
-        indices[lead + 1] =
-            arith::AddIOp::create(rewriter, loc, indices[lead + 1], col);
-      // Global tiles may hang over the tensor's end: skip those elements.
-      // Row vectors are replicated over a quad: one thread stores.
-      Value condition = isRows ? coordinates.quadLeader : Value();
-      for (auto [d, dim] : llvm::enumerate(dims)) {
-        Value inBounds = arith::CmpIOp::create(
-            rewriter, loc, arith::CmpIPredicate::ult, indices[lead + d], dim);
-        condition = condition ? arith::AndIOp::create(rewriter, loc, condition,
-                                                      inBounds).getResult()
-                              : inBounds;
-      }
-      auto store = [&] {
-        if (op.getAdd())
-          memref::AtomicRMWOp::create(rewriter, loc, arith::AtomicRMWKind::addf,
-                                      element, adaptor.getDest(), indices);
-        else
-          memref::StoreOp::create(rewriter, loc, element, adaptor.getDest(),
-                                  indices);
-      };
-      if (!condition) {
-        store();
-        continue;
-      }
-      auto guard = scf::IfOp::create(rewriter, loc, condition, /*withElse=*/false);
-      OpBuilder::InsertionGuard insertion(rewriter);
-      rewriter.setInsertionPointToStart(&guard.getThenRegion().front());
-      store();
-    }
+    else
+      storeByElement(rewriter, loc, op, adaptor.getValue(), adaptor.getDest(),
+                     adaptor.getIndices(), coordinates);
     // Each thread makes its shared-memory writes visible to the async proxy
     // (TMA, wgmma) that may read the tile next; the block sync that orders
     // them before the reader is the kernel's (tile.copy to global has one).
