@@ -93,6 +93,17 @@ func.func @swizzled_rows(%r: !tile.fragment<64xf32, #tile.layout<rows>>) {
 
 // -----
 
+// A tile marked swizzled by hand whose columns are not whole panels.
+func.func @swizzled_partial_panel(%o: !tile.fragment<64x16xf32, #tile.layout<accumulator>>) {
+  %c0 = arith.constant 0 : index
+  %s = memref.alloc() {tile.swizzle = 128 : i64} : memref<64x48xf32, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{which it cannot: its tile (64x48) is not whole 8-row periods of 32-column panels}}
+  tile.store %o, %s[%c0, %c0] : !tile.fragment<64x16xf32, #tile.layout<accumulator>>, memref<64x48xf32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
 // Rows of a one-panel tile from an offset that is not provably a multiple
 // of 8: the fragment's swizzle would not line up with the tile's.
 func.func @swizzled_rows_unaligned(%o: !tile.fragment<64x64xbf16, #tile.layout<accumulator>>, %row: index) {

@@ -157,10 +157,17 @@ std::string sinkattn::tile::checkSwizzledStore(StoreOp store) {
   if (failed(viewType.getStridesAndOffset(strides, offset)) ||
       strides.back() != 1 || strides[strides.size() - 2] != view[1])
     return "its destination view is not row-major with contiguous rows";
-  // The swizzle is periodic from the tile's start: the view must be a
-  // whole tile (stage views offset only leading dimensions), or rows of a
-  // one-panel tile starting on a multiple of 8 rows.
+  // The swizzle is periodic from the tile's start: the tile must be whole
+  // panels of whole 8-row periods, and the view a whole tile (stage views
+  // offset only leading dimensions) or rows of a one-panel tile starting on
+  // a multiple of 8 rows.
   int64_t panelColumns = getSwizzlePanelColumns(bits);
+  if (tile[0] % 8 != 0 || tile[1] % panelColumns != 0) {
+    os << "its tile (" << tile[0] << "x" << tile[1]
+       << ") is not whole 8-row periods of " << panelColumns
+       << "-column panels";
+    return reason;
+  }
   bool wholeTile = view == tile &&
                    hasAlignedViewOffsets(store.getDest(), 0, tile[1]) &&
                    hasAlignedViewOffsets(store.getDest(), 1, tile[0]);
