@@ -407,8 +407,8 @@ struct ScaleRowsLowering : public OpConversionPattern<ScaleRowsOp> {
 /// So each register's offset is
 ///   ((A + kc · C) ^ M) + K
 /// with A = view + panel(colIndex) · rows · P + (rowIndex + rowBase) · P
-/// + colBase and M = (rowIndex + rowBase) % 8 · C per thread, kc the chunk
-/// of the register's column group in its panel (P / 8 values), and K its
+/// + colBase and M = (rowIndex + rowBase) % 8 · C per thread, kc · C the
+/// column of the register's group of 8 in its panel (P / 8 values), and K its
 /// panel, row and e constants, which fall outside the chunk field (no
 /// carry into it). The stores then take K as an immediate offset from one
 /// of P / 8 XOR-ed bases, computed where the store is: the view's offset
@@ -420,7 +420,7 @@ void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
   auto destType = cast<MemRefType>(dest.getType());
   int64_t bits = type.getElementType().getIntOrFloatBitWidth();
   int64_t panelColumns = getSwizzlePanelColumns(bits);
-  int64_t chunkElements = 16 * 8 / bits;
+  int64_t chunkElements = panelColumns / 8; // 16-byte chunks
   int64_t rows = destType.getShape()[destType.getRank() - 2];
   auto c = [&](int64_t v) { return indexConstant(builder, loc, v); };
   auto metadata = memref::ExtractStridedMetadataOp::create(builder, loc, dest);
@@ -448,18 +448,18 @@ void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
   Value mask = arith::MulIOp::create(
       builder, loc, arith::RemUIOp::create(builder, loc, threadRow, c(8)),
       c(chunkElements));
+  // By the group's column in its panel (kc · C).
   DenseMap<int64_t, Value> chunkBases;
   for (int64_t r = 0, e = getRegistersPerThread(type); r < e; ++r) {
     Placement placement = getPlacement(type, r);
     int64_t group = placement.col - placement.col % 8;
-    int64_t chunk = group % panelColumns / chunkElements;
+    int64_t inPanel = group % panelColumns;
     int64_t constant = group / panelColumns * rows * panelColumns +
                        placement.row * panelColumns + placement.col % 8;
-    Value &chunkBase = chunkBases[chunk];
+    Value &chunkBase = chunkBases[inPanel];
     if (!chunkBase)
       chunkBase = arith::XOrIOp::create(
-          builder, loc,
-          arith::AddIOp::create(builder, loc, base, c(chunk * chunkElements)),
+          builder, loc, arith::AddIOp::create(builder, loc, base, c(inPanel)),
           mask);
     Value offset = arith::AddIOp::create(builder, loc, chunkBase, c(constant));
     Value element = extractRegister(builder, loc, value, r);
@@ -610,7 +610,9 @@ Value createDescriptor(OpBuilder &builder, Location loc, Value tile,
     Value col = arith::RemUIOp::create(builder, loc, inTile,
                                        indexConstant(builder, loc, cols));
     Value panel = arith::DivUIOp::create(
-        builder, loc, col, indexConstant(builder, loc, 128 / elementBytes));
+        builder, loc, col,
+        indexConstant(builder, loc,
+                      getSwizzlePanelColumns(type.getElementTypeBitWidth())));
     bytes = arith::AddIOp::create(
         builder, loc, bytes,
         arith::MulIOp::create(builder, loc, panel,

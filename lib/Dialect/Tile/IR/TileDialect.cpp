@@ -115,7 +115,7 @@ Value sinkattn::tile::createSwizzled128Offset(OpBuilder &builder, Location loc,
     return arith::ConstantIndexOp::create(builder, loc, v);
   };
   int64_t panelColumns = getSwizzlePanelColumns(elementBits);
-  int64_t chunkElements = 16 * 8 / elementBits;
+  int64_t chunkElements = panelColumns / 8; // 16-byte chunks
   Value panel = arith::DivUIOp::create(builder, loc, col, c(panelColumns));
   Value inPanel = arith::RemUIOp::create(builder, loc, col, c(panelColumns));
   Value chunk = arith::DivUIOp::create(builder, loc, inPanel, c(chunkElements));
@@ -138,18 +138,16 @@ std::string sinkattn::tile::checkSwizzledStore(StoreOp store) {
   llvm::raw_string_ostream os(reason);
   FragmentType type = store.getValue().getType();
   MemRefType viewType = store.getDest().getType();
+  // The store verifier keeps `add` out of shared memory and the
+  // destination's rank at least the fragment's.
   memref::AllocOp alloc = getSharedAllocation(store.getDest());
-  if (!alloc || !isSharedMemory(viewType))
-    return "its destination is not a shared tile allocated in this function";
-  if (store.getAdd())
-    return "it adds (`add`), which has no swizzled form";
+  assert(alloc && isSharedMemory(viewType) &&
+         "checkSwizzledStore: a store into a shared allocation");
   int64_t bits = type.getElementType().getIntOrFloatBitWidth();
   if (type.getRank() != 2 || (bits != 16 && bits != 32)) {
     os << "the fragment '" << type << "' is not 2-D of 16- or 32-bit elements";
     return reason;
   }
-  if (viewType.getRank() < 2 || alloc.getType().getRank() < 2)
-    return "its destination is not 2-D";
   ArrayRef<int64_t> view = viewType.getShape().take_back(2);
   ArrayRef<int64_t> tile = alloc.getType().getShape().take_back(2);
   SmallVector<int64_t> strides;

@@ -119,24 +119,18 @@ LogicalResult markSwizzled(GemmOp gemm, Value tile, StringRef operand) {
 }
 
 /// Whether `alloc` is a staging tile for TMA stores (or reduce-adds): its
-/// trailing two dimensions a tile of 16- or 32-bit elements fit for the
-/// 128-byte swizzle (columns a multiple of a panel's, rows a multiple of 8,
-/// at most 256), written only by fragment stores that can follow the
-/// swizzle (checkSwizzledStore) and read only by TMA copies to global
-/// memory, each through the allocation or whole-tile views of it (one
-/// stage of several). Swizzling it spreads a fragment store's elements over
+/// trailing two dimensions a tile of at most 256 rows (a TMA box), written
+/// only by fragment stores that can follow the swizzle (checkSwizzledStore:
+/// it also checks the tile is whole panels of 8-row periods) and read only
+/// by TMA copies to global memory, each through the allocation or
+/// whole-tile views of it (one stage of several). Swizzling it spreads a fragment store's elements over
 /// the banks: unswizzled, the eight rows a warp writes at once sit a row's
 /// bytes apart (128 to 512), in the same banks (an 8-way conflict).
 bool isTmaStoreStaging(memref::AllocOp alloc) {
   MemRefType type = alloc.getType();
-  if (!isSharedMemory(type) || type.getRank() < 2 || !type.hasStaticShape() ||
-      alloc->hasAttr(TileDialect::kSwizzleAttrName))
-    return false;
-  int64_t bits = type.getElementTypeBitWidth();
   ArrayRef<int64_t> tile = type.getShape().take_back(2);
-  if ((bits != 16 && bits != 32) ||
-      tile[1] % getSwizzlePanelColumns(bits) != 0 || tile[0] % 8 != 0 ||
-      tile[0] > 256)
+  if (!isSharedMemory(type) || type.getRank() < 2 || !type.hasStaticShape() ||
+      tile[0] > 256 || alloc->hasAttr(TileDialect::kSwizzleAttrName))
     return false;
   bool stored = false, copied = false;
   SmallVector<Value> tiles = {alloc.getResult()};

@@ -75,8 +75,9 @@ int64_t getSwizzlePanelColumns(int64_t elementBits);
 /// `rows` rows of `elementBits`-bit elements (16 or 32), built at the
 /// builder's position: panels of 128-byte rows (getSwizzlePanelColumns),
 /// `rows` rows each, the 16-byte chunk index XOR-ed with row % 8 (the
-/// TMA/wgmma 128B pattern). Writers that are not TMA (tile.store, cp.async)
-/// address swizzled tiles through it.
+/// TMA/wgmma 128B pattern). cp.async writes swizzled tiles through it;
+/// tile.store's lowering uses the same pattern as an XOR of the plain
+/// offset (storeSwizzled), which keeps a fragment's addresses cheap.
 mlir::Value createSwizzled128Offset(mlir::OpBuilder &builder, mlir::Location loc,
                                     mlir::Value row, mlir::Value col,
                                     int64_t rows, int64_t elementBits);
@@ -99,15 +100,16 @@ std::string checkLayout(LayoutKind kind, llvm::ArrayRef<int64_t> shape,
 #include "SinkAttn/Dialect/Tile/IR/TileOps.h.inc"
 
 namespace sinkattn::tile {
-/// Why `store` could not write its shared destination under the 128-byte
-/// swizzle, or an empty string when it can: a 2-D fragment of 16- or
-/// 32-bit elements, no `add`, into a row-major view that is a whole tile of
-/// its allocation (of one stage, say) or rows of a one-panel tile starting
-/// on a multiple of 8 rows, at trailing indices that are provable multiples
-/// of 8 (row) and of the panel width (column) and leave the fragment inside
-/// the view. tile-assign-layouts swizzles
-/// a TMA store's staging tile only when every store into it passes, and the
-/// fragment lowering checks each store into a swizzled tile with it.
+/// Why `store`, into (a view of) a shared allocation of the function, could
+/// not write it under the 128-byte swizzle, or an empty string when it can:
+/// a 2-D fragment of 16- or 32-bit elements into a row-major view that is a
+/// whole tile of its allocation (of one stage, say) or rows of a one-panel
+/// tile starting on a multiple of 8 rows, the tile whole 8-row periods of
+/// whole panels, at trailing indices that are provable multiples of 8 (row)
+/// and of the panel width (column) and leave the fragment inside the view.
+/// tile-assign-layouts swizzles a TMA store's staging tile only when every
+/// store into it passes, and the fragment lowering checks each store into a
+/// swizzled tile with it.
 std::string checkSwizzledStore(StoreOp store);
 } // namespace sinkattn::tile
 
