@@ -72,6 +72,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -83,6 +84,9 @@ using namespace sinkattn;
 namespace {
 /// Query rows, and keys, per block (one warpgroup: wgmma's M).
 constexpr int64_t kBlock = 64;
+/// Auto's shared-tile backward (kAutoWarpgroups): query rows and keys of
+/// at least this many 64-wide blocks (S 12288).
+constexpr int64_t kSharedTilesMinBlocks = 192;
 /// ws: one consumer warpgroup, which tile-warp-specialize gives a producer.
 constexpr llvm::StringLiteral kWarpSpecializedAttributes =
     "attributes {known_block_size = array<i32: 128, 1, 1>}";
@@ -1287,8 +1291,27 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                     << loopNeedsAtD128 << "): use 2";
     return success();
   };
-  const int64_t dqWarpgroups = config.dqWarpgroups;
-  const int64_t dkdvWarpgroups = config.dkdvWarpgroups;
+  // Auto (kAutoWarpgroups, the runner's default): two dK/dV and two dQ
+  // warpgroups sharing their tiles where that was measured faster — D 128,
+  // --dq separate, the auto schedule, causal rows without a window, BHSD or
+  // BSHD, queries and keys both at least kSharedTilesMinBlocks blocks of 64:
+  // at S 12288 and 16384 (GQA 64:8) 2.6% and 3.2% faster than one of each,
+  // sustained under the H200's power cap; at S 8192 6.7% slower, at 4096
+  // and below 17% or more (docs/PERF.md, sessions 22 and 23). The longer a
+  // block's loop, the less its producer warpgroup and its ping-pong's
+  // start cost, while the shared tiles halve the Q/dO (K/V) traffic through
+  // L2 that the power-capped long cells pay for in clock. Else one.
+  const bool sharedTilesByAuto =
+      config.schedule == "auto" && !atomicDq && shape.headDim == 128 &&
+      !hasWindow && !shape.varlen() &&
+      std::min(shape.seqQ, shape.seqKv) >= kSharedTilesMinBlocks * kBlock;
+  auto resolveWarpgroups = [&](int64_t requested) -> int64_t {
+    if (requested != kAutoWarpgroups)
+      return requested;
+    return sharedTilesByAuto ? 2 : 1;
+  };
+  const int64_t dqWarpgroups = resolveWarpgroups(config.dqWarpgroups);
+  const int64_t dkdvWarpgroups = resolveWarpgroups(config.dkdvWarpgroups);
   // --dq atomic with two dK/dV warpgroups: each computes one 64-column
   // panel of dQ's share (kDkdvAtomicDqShared), so D must be 128.
   const bool atomicDkdvShared =

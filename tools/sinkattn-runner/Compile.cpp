@@ -131,8 +131,14 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   }
   config.copyEngine = options.copyEngine;
   config.dq = options.dq;
-  config.dqWarpgroups = options.dqWarpgroups;
-  config.dkdvWarpgroups = options.dkdvWarpgroups;
+  // Without --dq-warpgroups or --dkdv-warpgroups, sink-bwd decides
+  // (kAutoWarpgroups).
+  config.dqWarpgroups = options.wasGiven("dq-warpgroups")
+                            ? options.dqWarpgroups
+                            : kAutoWarpgroups;
+  config.dkdvWarpgroups = options.wasGiven("dkdv-warpgroups")
+                              ? options.dkdvWarpgroups
+                              : kAutoWarpgroups;
   config.packGqa = options.packGqa;
   config.batch = options.batch;
   config.heads = options.heads;

@@ -27,6 +27,8 @@ constexpr int64_t kAutoPersistentBlocks = -1;
 /// The blocks of auto's persistent kernels: the SMs of an H100 SXM or an
 /// H200 (one block per SM).
 constexpr int64_t kPersistentSMs = 132;
+/// KernelConfig::dqWarpgroups and dkdvWarpgroups: let sink-bwd decide.
+constexpr int64_t kAutoWarpgroups = 0;
 
 /// What to build. Fields a kernel does not use are ignored by it.
 struct KernelConfig {
@@ -80,7 +82,8 @@ struct KernelConfig {
   /// warpgroup of 64 query rows per block (the schedule's); 2 or 3: a
   /// warp-specialized block of 64 rows per warpgroup that share each K/V
   /// tile (a TMA producer feeds them), so K/V cross L2 once per 128 or 192
-  /// rows instead of once per 64.
+  /// rows instead of once per 64. kAutoWarpgroups: 2 where buildSinkBwd's
+  /// rule measured it faster (long causal rows at D 128), else 1.
   int64_t dqWarpgroups = 1;
   /// sink-bwd: consumer warpgroups of the dK/dV kernel. 1: one warpgroup of
   /// 64 keys per block (the schedule's); 2 or 3 (3 at D 64): a
@@ -88,7 +91,7 @@ struct KernelConfig {
   /// and row-record tile, so Q/dO cross L2 once per 128 or 192 keys
   /// instead of once per 64. GQA shares are then summed by
   /// sink_bwd_dkdv_sum (the in-kernel sum's barriers would hold the
-  /// producer too).
+  /// producer too). kAutoWarpgroups: as for dqWarpgroups.
   int64_t dkdvWarpgroups = 1;
   /// sink-fwd, BHSD, GQA: one block computes rows of all the query heads
   /// of a kv head (the group's rows packed head after head), so the K/V

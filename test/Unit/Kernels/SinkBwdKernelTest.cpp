@@ -247,6 +247,65 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
   EXPECT_TRUE(failed(kernels::buildSinkBwd(context, config)));
 }
 
+/// kAutoWarpgroups: two dK/dV and two dQ warpgroups exactly where
+/// buildSinkBwd's rule holds (D 128, rows and keys of at least 192 blocks of
+/// 64, --dq separate, the auto schedule, no window, not varlen); one where
+/// any of it fails; a given count always wins.
+TEST_F(SinkBwdKernelTest, AutoWarpgroupsShareTilesOnLongRowsAtD128) {
+  auto warpgroupsOf = [&](KernelConfig config) {
+    FailureOr<KernelModule> built = kernels::buildSinkBwd(context, config);
+    EXPECT_TRUE(succeeded(built));
+    if (failed(built))
+      return std::pair<int64_t, int64_t>{-1, -1};
+    // Absent from the config: the one-warpgroup kernels.
+    auto count = [&](const char *key) {
+      rt::Expected<int64_t> value = rt::configInteger(built->bundle, key);
+      return value.ok() ? *value : int64_t(1);
+    };
+    return std::pair<int64_t, int64_t>{count("dkdv_warpgroups"),
+                                       count("dq_warpgroups")};
+  };
+  auto autoOf = [](KernelConfig config) {
+    config = backward(config);
+    config.dqWarpgroups = kAutoWarpgroups;
+    config.dkdvWarpgroups = kAutoWarpgroups;
+    return config;
+  };
+  using Pair = std::pair<int64_t, int64_t>;
+  const KernelConfig longRows = autoOf(configOf(1, 2, 1, 12288, 12288, 128, 0));
+  EXPECT_EQ(warpgroupsOf(longRows), Pair(2, 2));
+  KernelConfig bshd = longRows;
+  bshd.layout = rt::AttentionLayout::BSHD;
+  EXPECT_EQ(warpgroupsOf(bshd), Pair(2, 2));
+  // One block of 64 short of the threshold, in the rows or in the keys.
+  EXPECT_EQ(warpgroupsOf(autoOf(configOf(1, 2, 1, 12224, 12288, 128, 0))),
+            Pair(1, 1));
+  EXPECT_EQ(warpgroupsOf(autoOf(configOf(1, 2, 1, 12288, 12224, 128, 0))),
+            Pair(1, 1));
+  EXPECT_EQ(warpgroupsOf(autoOf(configOf(1, 2, 1, 16384, 16384, 64, 0))),
+            Pair(1, 1));
+  EXPECT_EQ(warpgroupsOf(autoOf(configOf(1, 2, 1, 12288, 12288, 128, 128))),
+            Pair(1, 1));
+  EXPECT_EQ(warpgroupsOf(autoOf(varlenConfigOf(2, 1, {12288, 12288},
+                                               {12288, 12288}, 128, 0))),
+            Pair(1, 1));
+  for (const char *schedule : {"plain", "ws"}) {
+    KernelConfig given = longRows;
+    given.schedule = schedule;
+    EXPECT_EQ(warpgroupsOf(given), Pair(1, 1)) << schedule;
+  }
+  KernelConfig atomic = longRows;
+  atomic.dq = "atomic";
+  EXPECT_EQ(warpgroupsOf(atomic), Pair(1, 1));
+  // A given count wins; the other stays auto's.
+  KernelConfig oneDq = longRows;
+  oneDq.dqWarpgroups = 1;
+  EXPECT_EQ(warpgroupsOf(oneDq), Pair(2, 1));
+  KernelConfig oneDkdv = longRows;
+  oneDkdv.dkdvWarpgroups = 1;
+  EXPECT_EQ(warpgroupsOf(oneDkdv), Pair(1, 2));
+}
+
 /// Runs sink_bwd_dkdv_sum (--schedule ws) on the CPU: dK/dV of every
 /// (batch, kv head, key, column) must be the sum of its group's shares, in
 /// each layout.
