@@ -221,7 +221,7 @@ module attributes {gpu.container_module} {
         tile.copy %Q[@Q_TILE@], %sQ : !q, !tileT
         tile.copy %dO[@Q_TILE@], %sdO : !q, !tileT
         tile.copy %Stats[%b, %h, %qBlock, %c0, %c0], %sStats : !stats, !tileStats@DKDV_PINGPONG_SYNC@
-        %sT = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@
+@DKDV_FIRST_GEMMS@
         // Only blocks on the diagonal, at the window's edge or with rows
         // past the sequence's end need the per-element mask (blockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
@@ -232,8 +232,7 @@ module attributes {gpu.container_module} {
         // Pᵀ = exp2(Sᵀ·scale·log2(e) - LSE·log2(e)) (dkdvProbabilities).
 @DKDV_P_MAP@
         %pT16 = tile.cast %pT : !S to !P
-        %dvNew = tile.gemm %pT16, %sdO, %dv : !P, !tileT, !acc
-        %dpT = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S
+@DKDV_SECOND_GEMMS@
 @DKDV_ATOMIC_TERMS@
         %dsT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
         ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
@@ -243,7 +242,7 @@ module attributes {gpu.container_module} {
           tile.yield %v : f32
         }
         %dsT16 = tile.cast %dsT : !S to !P
-        %dkNew = tile.gemm %dsT16, %sQ, %dk : !P, !tileT, !acc
+        %dkNew = tile.gemm %dsT16, %sQ, %dk : !P, !tileT, !acc@DKDV_DV_WAIT@
 @DKDV_ATOMIC_DQ@
         scf.yield %dkNew, %dvNew@DKDV_YIELD@
       } {tile.num_stages = @STAGES@}
@@ -280,6 +279,30 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
       scf.if %first {
         memref.store %total, %dsinks[%h] : memref<@H@xf32>
       })mlir";
+
+/// The dK/dV loop's GEMMs around Pᵀ's exponentials (kSinkBwdTemplate's
+/// @DKDV_FIRST_GEMMS@, @DKDV_SECOND_GEMMS@, @DKDV_DV_WAIT@). Early dPᵀ:
+/// Sᵀ and dPᵀ are issued together, so dPᵀ's wgmma runs under the
+/// exponentials and dV's under dSᵀ's map; 1.4-3.2% off the backward on the
+/// seed cells (docs/PERF.md, session 23). It keeps dPᵀ's 32 accumulator
+/// registers live across the exponentials, so the kernels that were near
+/// the limit take the late order: with --dq atomic (ptxas spilled 40 bytes
+/// at D 128 and the split 104, against 8 and 24) and three dK/dV
+/// warpgroups (80 against none).
+constexpr llvm::StringLiteral kDkdvFirstGemmsEarlyDp = R"mlir(
+        %sTAsync = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S
+        %dpTAsync = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@
+        %sT = tile.gemm_wait %sTAsync pending 1 : !S)mlir";
+constexpr llvm::StringLiteral kDkdvSecondGemmsEarlyDp = R"mlir(
+        %dvAsync = tile.gemm %pT16, %sdO, %dv {async} : !P, !tileT, !acc
+        %dpT = tile.gemm_wait %dpTAsync pending 1 : !S)mlir";
+constexpr llvm::StringLiteral kDkdvDvWaitEarlyDp = R"mlir(
+        %dvNew = tile.gemm_wait %dvAsync pending 0 : !acc)mlir";
+constexpr llvm::StringLiteral kDkdvFirstGemmsLateDp = R"mlir(
+        %sT = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@)mlir";
+constexpr llvm::StringLiteral kDkdvSecondGemmsLateDp = R"mlir(
+        %dvNew = tile.gemm %pT16, %sdO, %dv : !P, !tileT, !acc
+        %dpT = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S)mlir";
 
 /// The dsinks kernel (--schedule ws and --dq atomic; the plain schedule's
 /// dQ kernel sums dsinks itself, kSinkSumInDq).
@@ -354,14 +377,17 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
         %kRow = arith.addi %kStart, %n0 : index
         tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
         tile.copy %V[@KV_TILE@], %sV : !kv, !tileT@DQ_PINGPONG_SYNC@
-        %s = tile.gemm @DQ_QW@, %sK, %sZero {transpose_b} : @DQ_QW_TYPE@, !tileT, !S@DQ_PINGPONG_ARRIVE@
+        // S and dP issued together: dP's wgmma runs under P's exponentials.
+        %sAsync = tile.gemm @DQ_QW@, %sK, %sZero {transpose_b, async} : @DQ_QW_TYPE@, !tileT, !S
+        %dpAsync = tile.gemm @DQ_DOW@, %sV, %sZero {transpose_b, async} : @DQ_QW_TYPE@, !tileT, !S@DQ_PINGPONG_ARRIVE@
+        %s = tile.gemm_wait %sAsync pending 1 : !S
         // Only blocks on the diagonal or at the window's edge need the
         // per-element mask (blockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
 @BLOCK_MASK@
         // P = exp2(S·scale·log2(e) - LSE·log2(e)) (dqProbabilities).
 @DQ_P_MAP@
-        %dp = tile.gemm @DQ_DOW@, %sV, %sZero {transpose_b} : @DQ_QW_TYPE@, !tileT, !S
+        %dp = tile.gemm_wait %dpAsync pending 0 : !S
         %ds = tile.map (%p, %dp, %deltaRow) : (!S, !S, !row) -> !S {
         ^bb0(%ii: index, %jj: index, %pv: f32, %dpv: f32, %d: f32):
           %x = arith.subf %dpv, %d : f32
@@ -1436,12 +1462,20 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // share into the block's tile.
   if (atomicDkdvShared)
     replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !S,");
+  // The dK/dV loop issues dPᵀ with Sᵀ where that does not spill
+  // (kDkdvFirstGemmsEarlyDp).
+  const bool earlyDp = !atomicDq && dkdvWarpgroups < 3;
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
   for (auto [key, value] :
        {std::pair<std::string, std::string>{
             "@DQ_KERNEL@", atomicDq ? kDqConvertKernel.str() : kDqKernel.str()},
+        {"@DKDV_FIRST_GEMMS@", earlyDp ? kDkdvFirstGemmsEarlyDp.str()
+                                       : kDkdvFirstGemmsLateDp.str()},
+        {"@DKDV_SECOND_GEMMS@", earlyDp ? kDkdvSecondGemmsEarlyDp.str()
+                                        : kDkdvSecondGemmsLateDp.str()},
+        {"@DKDV_DV_WAIT@", earlyDp ? kDkdvDvWaitEarlyDp.str() : ""},
         {"@PRE_ATOMIC@", atomicDq ? kPreAtomic.str() : ""},
         {"@PRE_ATOMIC_ARGS@",
          atomicDq ? ", %sinks: memref<@H@x@ST@>, %dQacc: !qacc"
