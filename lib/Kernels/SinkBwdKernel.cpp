@@ -283,8 +283,9 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
 /// The dK/dV loop's GEMMs around Pᵀ's exponentials (kSinkBwdTemplate's
 /// @DKDV_FIRST_GEMMS@, @DKDV_SECOND_GEMMS@, @DKDV_DV_WAIT@). Early dPᵀ:
 /// Sᵀ and dPᵀ are issued together, so dPᵀ's wgmma runs under the
-/// exponentials and dV's under dSᵀ's map; 1.4-3.2% off the backward on the
-/// seed cells (docs/PERF.md, session 23). It keeps dPᵀ's 32 accumulator
+/// exponentials and dV's under dSᵀ's map (the dQ loop issues S and dP the
+/// same way): 1.2-5.3% off every seed cell's backward (docs/PERF.md,
+/// session 23). It keeps dPᵀ's 32 accumulator
 /// registers live across the exponentials, so the kernels that were near
 /// the limit take the late order: with --dq atomic (ptxas spilled 40 bytes
 /// at D 128 and the split 104, against 8 and 24) and three dK/dV
@@ -1321,9 +1322,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // warpgroups sharing their tiles where that was measured faster — D 128,
   // --dq separate, the auto schedule, causal rows without a window, BHSD or
   // BSHD, queries and keys both at least kSharedTilesMinBlocks blocks of 64:
-  // at S 12288 and 16384 (GQA 64:8) 2.6% and 3.2% faster than one of each,
-  // sustained under the H200's power cap; at S 8192 6.7% slower, at 4096
-  // and below 17% or more (docs/PERF.md, sessions 22 and 23). The longer a
+  // at S 12288 and 16384 (GQA 64:8) 1-3% faster than one of each,
+  // sustained under the H200's power cap; at 8192 and 10240 about 1% (a
+  // clock step), and in short bursts 7-10% slower at 4096 and below
+  // (docs/PERF.md, sessions 22 and 23). The longer a
   // block's loop, the less its producer warpgroup and its ping-pong's
   // start cost, while the shared tiles halve the Q/dO (K/V) traffic through
   // L2 that the power-capped long cells pay for in clock. Else one.
