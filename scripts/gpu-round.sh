@@ -164,10 +164,12 @@ if [[ -n "$preset" ]] && want benches; then
   "$runner" bench --preset "$preset" --bundles "$preset_bundles" --iters 50 --warmup 5 \
     --json "$out/bench-preset-$preset.json" | tee "$out/bench-preset-$preset.txt"
   while read -r line; do note "preset $preset: $line"; done < <(grep -E "^ *[0-9]+ " "$out/bench-preset-$preset.txt")
-  # The backward's table (causal).
+  # The backward's table (causal): the eight cells by name (the preset
+  # refuses a directory with two bundles of one shape, and .carry/bundles
+  # also holds the cells' other warpgroup forms).
   bwd_bundles="$out/preset-bwd-bundles"
   rm -rf "$bwd_bundles" && mkdir -p "$bwd_bundles"
-  ln -s "$bundles"/sink-bwd-seed-* "$bwd_bundles/"
+  ln -s "$bundles"/sink-bwd-seed-{2k,4k,8k,16k}-d{64,128} "$bwd_bundles/"
   "$runner" bench --preset "$preset" --kernel sink-bwd --bundles "$bwd_bundles" \
     --iters 20 --warmup 3 --json "$out/bench-preset-$preset-bwd.json" |
     tee "$out/bench-preset-$preset-bwd.txt"
@@ -195,7 +197,7 @@ if want baselines && python3 -c 'import torch' 2>/dev/null; then
     # both next to docs/PERF.md).
     seed_bundles="$out/interleaved-bundles"
     rm -rf "$seed_bundles" && mkdir -p "$seed_bundles"
-    ln -s "$bundles"/sink-fwd-seed-{2k,4k,8k,16k}-d{64,128} "$bundles"/sink-bwd-seed-* "$seed_bundles/"
+    ln -s "$bundles"/sink-{fwd,bwd}-seed-{2k,4k,8k,16k}-d{64,128} "$seed_bundles/"
     python3 bench/interleaved_seed.py --runner "$runner" --bundles "$seed_bundles" \
       --rounds "${INTERLEAVED_ROUNDS:-3}" --sinkattn-json "$out/interleaved-sinkattn" \
       --cudnn-json "$out/interleaved-cudnn.json" | tee "$out/interleaved.txt"
