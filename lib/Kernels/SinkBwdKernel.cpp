@@ -21,7 +21,9 @@
 //                           Sᵀ = K Qᵀ, Pᵀ = exp(Sᵀ·scale - LSE) (masked),
 //                           dV += Pᵀ dO, dPᵀ = V dOᵀ, dSᵀ = Pᵀ ⊙ (dPᵀ - Delta),
 //                           dK += dSᵀ Q · scale,
-//                         so K, V, dK and dV stay in registers/shared memory.
+//                         so K, V, dK and dV stay in registers/shared memory
+//                         (Sᵀ and dPᵀ issued together, dPᵀ's wgmma under
+//                         the exponentials: kDkdvFirstGemmsEarlyDp).
 //                         LSE and Delta are per column here: the map bodies
 //                         read them from the query block's record in shared
 //                         memory, loaded (and pipelined) with Q and dO.
@@ -37,7 +39,8 @@
 //   sink_bwd_dq           per block of 64 query rows (64·N with
 //                         --dq-warpgroups N: N consumer warpgroups sharing
 //                         the K/V tiles, a TMA producer): loops over the key
-//                         blocks its rows see, S = Q Kᵀ, P, dP = dO Vᵀ, dS,
+//                         blocks its rows see, S = Q Kᵀ, P, dP = dO Vᵀ
+//                         (issued with S, as in the dK/dV loop), dS,
 //                         dQ += dS K · scale, accumulated in fp32 registers
 //                         and converted once at the end. It also sums the
 //                         row's P ⊙ dP, which is dO · O for the exact O
