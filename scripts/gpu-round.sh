@@ -68,7 +68,8 @@ sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
            sink-bwd-gqa8-d64 sink-bwd-atomic-tiny-d64 sink-bwd-atomic-varlen-nokeys-d64
            sink-bwd-dqw2-tiny-d64 sink-bwd-dqw3-varlen-d64 sink-bwd-kvw2-tiny-mha-d64
            sink-bwd-kvw3-varlen-d64 sink-bwd-kvw3-dqw3-gqa8-d64
-           sink-bwd-atomic-kvw2-tiny-d128 sink-bwd-atomic-kvw2-varlen-d128)
+           sink-bwd-atomic-kvw2-tiny-d128 sink-bwd-atomic-kvw2-varlen-d128
+           sink-bwd-past-d128 sink-bwd-kvw2-past-d128)
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }
