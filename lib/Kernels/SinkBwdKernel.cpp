@@ -65,7 +65,7 @@
 // sink weights into the blocks' records; sink_bwd_dq_convert rounds dQ
 // (kDqConvertKernel). Fewer GEMMs, but not bit-reproducible, and slower
 // so far (PERF.md). With --dkdv-warpgroups 2 (D 128) the block's two
-// warpgroups split dQ's share by 64-column panels (kDkdvAtomicDqShared).
+// warpgroups split dQ's share by 64-column panels (kDkdvDkDqShared).
 //
 //===----------------------------------------------------------------------===//
 
@@ -245,8 +245,7 @@ module attributes {gpu.container_module} {
           tile.yield %v : f32
         }
         %dsT16 = tile.cast %dsT : !S to !P
-        %dkNew = tile.gemm %dsT16, %sQ, %dk : !P, !tileT, !acc@DKDV_DV_WAIT@
-@DKDV_ATOMIC_DQ@
+@DKDV_DK_AND_DQ@
         scf.yield %dkNew, %dvNew@DKDV_YIELD@
       } {tile.num_stages = @STAGES@}
 @DKDV_STORE@
@@ -284,7 +283,8 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
       })mlir";
 
 /// The dK/dV loop's GEMMs around Pᵀ's exponentials (kSinkBwdTemplate's
-/// @DKDV_FIRST_GEMMS@, @DKDV_SECOND_GEMMS@, @DKDV_DV_WAIT@). Early dPᵀ:
+/// @DKDV_FIRST_GEMMS@ and @DKDV_SECOND_GEMMS@; kDkdvDvWaitEarlyDp follows
+/// dK in @DKDV_DK_AND_DQ@). Early dPᵀ:
 /// Sᵀ and dPᵀ are issued together, so dPᵀ's wgmma runs under the
 /// exponentials and dV's under dSᵀ's map (the dQ loop issues S and dP the
 /// same way): 1.2-5.3% off every seed cell's backward (docs/PERF.md,
@@ -304,6 +304,11 @@ constexpr llvm::StringLiteral kDkdvDvWaitEarlyDp = R"mlir(
         %dvNew = tile.gemm_wait %dvAsync pending 0 : !acc)mlir";
 constexpr llvm::StringLiteral kDkdvFirstGemmsLateDp = R"mlir(
         %sT = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@)mlir";
+constexpr llvm::StringLiteral kDkdvSecondGemmsPaired = R"mlir(
+        %dvAsync = tile.gemm %pT16, %sdO, %dv {async} : !P, !tileT, !acc
+        %dpTAsync = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S
+        %dvNew = tile.gemm_wait %dvAsync pending 1 : !acc
+        %dpT = tile.gemm_wait %dpTAsync pending 0 : !S)mlir";
 constexpr llvm::StringLiteral kDkdvSecondGemmsLateDp = R"mlir(
         %dvNew = tile.gemm %pT16, %sdO, %dv : !P, !tileT, !acc
         %dpT = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S)mlir";
@@ -575,11 +580,27 @@ constexpr llvm::StringLiteral kDkdvAtomicTerms = R"mlir(
           tile.yield %v : f32
         })mlir";
 
-/// `--dq atomic`, after dK: dQ's share of the block's keys.
-constexpr llvm::StringLiteral kDkdvAtomicDq = R"mlir(
+/// The end of the dK/dV loop body: dK += dSᵀ Q (kSinkBwdTemplate's
+/// @DKDV_DK_AND_DQ@), with --dq separate synchronous (then dV's wait under
+/// early dPᵀ: kDkdvDvWaitEarlyDp).
+constexpr llvm::StringLiteral kDkdvDk = R"mlir(
+        %dkNew = tile.gemm %dsT16, %sQ, %dk : !P, !tileT, !acc)mlir";
+
+/// `--dq atomic`: dK and dQ's share of the block's keys, dS K. dSᵀ goes to
+/// shared memory first (dQ's GEMM reads it transposed); dQ's GEMM is
+/// issued before dK's and waited for alone (`pending 1`), so the fp32
+/// share's stores into shared memory and its TMA reduce-add
+/// (@STORE_DQ_ADD@) run while dK's wgmma does: 1.3-3.8% off the split at
+/// S 2k-16k against dK, then dQ, then the store (docs/PERF.md, session
+/// 24; issuing dK first and waiting for both gained nothing: +0.2-0.8%).
+/// One warpgroup: its 64 keys' share, 64 x D.
+constexpr llvm::StringLiteral kDkdvDkDqOne = R"mlir(
         tile.store %dsT16, %sdS[%c0, %c0] : !P, !tileS
-        %dqPart = tile.gemm %sdS, %sK, %accZero {transpose_a} : !tileS, !tileT, !acc
-@STORE_DQ_ADD@)mlir";
+        %dqAsync = tile.gemm %sdS, %sK, %accZero {transpose_a, async} : !tileS, !tileT, !acc
+        %dkAsync = tile.gemm %dsT16, %sQ, %dk {async} : !P, !tileT, !acc
+        %dqPart = tile.gemm_wait %dqAsync pending 1 : !acc
+@STORE_DQ_ADD@
+        %dkNew = tile.gemm_wait %dkAsync pending 0 : !acc)mlir";
 
 /// `--dq atomic`, before the dK/dV loop: the two fp32 dQ tiles the query
 /// blocks alternate (@STORE_DQ_ADD@), the record's row of sink weights,
@@ -589,9 +610,9 @@ constexpr llvm::StringLiteral kDkdvAtomicPre = R"mlir(
       %cTwo = arith.constant 2 : index
       %cWeightRow = arith.constant 2 : index
       %termZero = tile.fill %zero : !row)mlir";
-/// ... and the dSᵀ tile: the warpgroup's (kDkdvAtomicDq), or the block's
+/// ... and the dSᵀ tile: the warpgroup's (kDkdvDkDqOne), or the block's
 /// with each warpgroup's rows a view %sdSw, and the warpgroup's panel of K
-/// %sKd (kDkdvAtomicDqShared).
+/// %sKd (kDkdvDkDqShared).
 constexpr llvm::StringLiteral kDkdvAtomicPreOne = R"mlir(
       %sdS = memref.alloc() : !tileS)mlir";
 constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
@@ -605,12 +626,15 @@ constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
 /// 128 keys, and each computes one 64-column panel of dQ's share over all
 /// of them, dS (64 x 128) times its panel of K (128 x 64), into its half
 /// of the fp32 dQ tile; the block adds that tile once (one reduce-add per
-/// 128 keys instead of one per 64: half the reductions).
-constexpr llvm::StringLiteral kDkdvAtomicDqShared = R"mlir(
+/// 128 keys instead of one per 64: half the reductions). The order is
+/// kDkdvDkDqOne's.
+constexpr llvm::StringLiteral kDkdvDkDqShared = R"mlir(
         tile.store %dsT16, %sdSw[%c0, %c0] : !P, !tileSw
-        %dqPart = tile.gemm %sdS, %sKd, %sZero {transpose_a} : !tileSBlock, !tileKd, !S
-@STORE_DQ_ADD@)mlir";
-
+        %dqAsync = tile.gemm %sdS, %sKd, %sZero {transpose_a, async} : !tileSBlock, !tileKd, !S
+        %dkAsync = tile.gemm %dsT16, %sQ, %dk {async} : !P, !tileT, !acc
+        %dqPart = tile.gemm_wait %dqAsync pending 1 : !S
+@STORE_DQ_ADD@
+        %dkNew = tile.gemm_wait %dkAsync pending 0 : !acc)mlir";
 
 /// The dQ kernel's running Σ_j P ⊙ dP (see @DQ_PDP_UPDATE@).
 constexpr llvm::StringLiteral kDqPdpFull = R"mlir(        %pdpNew = tile.map (%pdpSum, %p, %dp) : (!S, !S, !S) -> !S {
@@ -1344,7 +1368,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   const int64_t dqWarpgroups = resolveWarpgroups(config.dqWarpgroups);
   const int64_t dkdvWarpgroups = resolveWarpgroups(config.dkdvWarpgroups);
   // --dq atomic with two dK/dV warpgroups: each computes one 64-column
-  // panel of dQ's share (kDkdvAtomicDqShared), so D must be 128.
+  // panel of dQ's share (kDkdvDkDqShared), so D must be 128.
   const bool atomicDkdvShared =
       atomicDq && dkdvWarpgroups == 2 && shape.headDim == 128;
   if (failed(checkWarpgroups("dq-warpgroups", dqWarpgroups,
@@ -1480,7 +1504,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                                        : kDkdvFirstGemmsLateDp.str()},
         {"@DKDV_SECOND_GEMMS@", earlyDp ? kDkdvSecondGemmsEarlyDp.str()
                                         : kDkdvSecondGemmsLateDp.str()},
-        {"@DKDV_DV_WAIT@", earlyDp ? kDkdvDvWaitEarlyDp.str() : ""},
         {"@PRE_ATOMIC@", atomicDq ? kPreAtomic.str() : ""},
         {"@PRE_ATOMIC_ARGS@",
          atomicDq ? ", %sinks: memref<@H@x@ST@>, %dQacc: !qacc"
@@ -1496,9 +1519,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_ITER_ARGS@", atomicDq ? ", %term = %termZero" : ""},
         {"@DKDV_ITER_TYPES@", atomicDq ? ", !row" : ""},
         {"@DKDV_ATOMIC_TERMS@", atomicDq ? kDkdvAtomicTerms.str() : ""},
-        {"@DKDV_ATOMIC_DQ@", atomicDkdvShared ? kDkdvAtomicDqShared.str()
-                             : atomicDq       ? kDkdvAtomicDq.str()
-                                              : ""},
+        {"@DKDV_DK_AND_DQ@",
+         atomicDkdvShared ? kDkdvDkDqShared.str()
+         : atomicDq       ? kDkdvDkDqOne.str()
+                          : kDkdvDk.str() + (earlyDp ? kDkdvDvWaitEarlyDp.str()
+                                                     : std::string())},
         {"@DKDV_YIELD@", atomicDq ? ", %termNew : !acc, !acc, !row" : " : !acc, !acc"},
         {"@DKDV_ATOMIC_POST@", atomicDq ? layout.storeKeyTerms : ""},
         {"@DQ_ROWS@", dqRows},
