@@ -291,8 +291,10 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
 /// session 23). It keeps dPᵀ's 32 accumulator
 /// registers live across the exponentials, so the kernels that were near
 /// the limit take the late order: with --dq atomic (ptxas spilled 40 bytes
-/// at D 128 and the split 104, against 8 and 24) and three dK/dV
-/// warpgroups (80 against none).
+/// at D 128 and the split 104, against 8 and 24; since dQ's share moved
+/// under dK, kDkdvDkDqOne, the 64-key form compiles spill-free with early
+/// dPᵀ but is unmeasured on a GPU, and the split spills 144 against 12)
+/// and three dK/dV warpgroups (80 against none).
 constexpr llvm::StringLiteral kDkdvFirstGemmsEarlyDp = R"mlir(
         %sTAsync = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S
         %dpTAsync = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@
