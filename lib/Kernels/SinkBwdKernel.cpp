@@ -65,7 +65,7 @@
 // sink weights into the blocks' records; sink_bwd_dq_convert rounds dQ
 // (kDqConvertKernel). Fewer GEMMs, but not bit-reproducible, and slower
 // so far (PERF.md). With --dkdv-warpgroups 2 (D 128) the block's two
-// warpgroups split dQ's share by 64-column panels (kDkdvDkDqShared).
+// warpgroups split dQ's share by 64-column panels (kDkdvDkDq).
 //
 //===----------------------------------------------------------------------===//
 
@@ -292,7 +292,7 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
 /// registers live across the exponentials, so the kernels that were near
 /// the limit take the late order: with --dq atomic (ptxas spilled 40 bytes
 /// at D 128 and the split 104, against 8 and 24; since dQ's share moved
-/// under dK, kDkdvDkDqOne, the 64-key form compiles spill-free with early
+/// under dK, kDkdvDkDq, the 64-key form compiles spill-free with early
 /// dPᵀ but is unmeasured on a GPU, and the split spills 144 against 12)
 /// and three dK/dV warpgroups (80 against none).
 constexpr llvm::StringLiteral kDkdvFirstGemmsEarlyDp = R"mlir(
@@ -590,12 +590,19 @@ constexpr llvm::StringLiteral kDkdvDk = R"mlir(
 /// (@STORE_DQ_ADD@) run while dK's wgmma does: 1.3-3.8% off the split at
 /// S 2k-16k against dK, then dQ, then the store (docs/PERF.md, session
 /// 24; issuing dK first and waiting for both gained nothing: +0.2-0.8%).
-/// One warpgroup: its 64 keys' share, 64 x D.
-constexpr llvm::StringLiteral kDkdvDkDqOne = R"mlir(
-        tile.store %dsT16, %sdS[%c0, %c0] : !P, !tileS
-        %dqAsync = tile.gemm %sdS, %sK, %accZero {transpose_a, async} : !tileS, !tileT, !acc
+/// The forms differ only in the tiles (@DKDV_DS_ROWS@,
+/// @DKDV_DQ_OPERANDS@, @DKDV_DQ_SHARE@): one warpgroup stores its dSᵀ tile
+/// and computes its 64 keys' 64 x D share from K; with two (D 128,
+/// FlashAttention 3's split) each stores its rows of the block's dSᵀ tile
+/// of 128 keys and computes one 64-column panel of the share over all of
+/// them, dS (64 x 128) times its panel of K (128 x 64), into its half of
+/// the fp32 dQ tile, which the block adds once (one reduce-add per 128
+/// keys instead of one per 64: half the reductions).
+constexpr llvm::StringLiteral kDkdvDkDq = R"mlir(
+        tile.store %dsT16, @DKDV_DS_ROWS@
+        %dqAsync = tile.gemm @DKDV_DQ_OPERANDS@
         %dkAsync = tile.gemm %dsT16, %sQ, %dk {async} : !P, !tileT, !acc
-        %dqPart = tile.gemm_wait %dqAsync pending 1 : !acc
+        %dqPart = tile.gemm_wait %dqAsync pending 1 : @DKDV_DQ_SHARE@
 @STORE_DQ_ADD@
         %dkNew = tile.gemm_wait %dkAsync pending 0 : !acc)mlir";
 
@@ -607,9 +614,9 @@ constexpr llvm::StringLiteral kDkdvAtomicPre = R"mlir(
       %cTwo = arith.constant 2 : index
       %cWeightRow = arith.constant 2 : index
       %termZero = tile.fill %zero : !row)mlir";
-/// ... and the dSᵀ tile: the warpgroup's (kDkdvDkDqOne), or the block's
-/// with each warpgroup's rows a view %sdSw, and the warpgroup's panel of K
-/// %sKd (kDkdvDkDqShared).
+/// ... and the dSᵀ tile: the warpgroup's, or the block's with each
+/// warpgroup's rows a view %sdSw, and the warpgroup's panel of K %sKd
+/// (kDkdvDkDq).
 constexpr llvm::StringLiteral kDkdvAtomicPreOne = R"mlir(
       %sdS = memref.alloc() : !tileS)mlir";
 constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
@@ -617,21 +624,6 @@ constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
       %sdSw = memref.subview %sdS[%wgKey, 0] [64, 64] [1, 1] : !tileSBlock to !tileSw
       %wgCol = arith.muli %wg, %c64 : index
       %sKd = memref.subview %sK[0, %wgCol] [@DKDV_BLOCK_KEYS_N@, 64] [1, 1] : !tileDkdvKV to !tileKd)mlir";
-
-/// `--dq atomic --dkdv-warpgroups 2` (D 128, FlashAttention 3's split):
-/// the warpgroups store their dSᵀ rows into one dSᵀ tile of the block's
-/// 128 keys, and each computes one 64-column panel of dQ's share over all
-/// of them, dS (64 x 128) times its panel of K (128 x 64), into its half
-/// of the fp32 dQ tile; the block adds that tile once (one reduce-add per
-/// 128 keys instead of one per 64: half the reductions). The order is
-/// kDkdvDkDqOne's.
-constexpr llvm::StringLiteral kDkdvDkDqShared = R"mlir(
-        tile.store %dsT16, %sdSw[%c0, %c0] : !P, !tileSw
-        %dqAsync = tile.gemm %sdS, %sKd, %sZero {transpose_a, async} : !tileSBlock, !tileKd, !S
-        %dkAsync = tile.gemm %dsT16, %sQ, %dk {async} : !P, !tileT, !acc
-        %dqPart = tile.gemm_wait %dqAsync pending 1 : !S
-@STORE_DQ_ADD@
-        %dkNew = tile.gemm_wait %dkAsync pending 0 : !acc)mlir";
 
 /// The dQ kernel's running Σ_j P ⊙ dP (see @DQ_PDP_UPDATE@).
 constexpr llvm::StringLiteral kDqPdpFull = R"mlir(        %pdpNew = tile.map (%pdpSum, %p, %dp) : (!S, !S, !S) -> !S {
@@ -1365,7 +1357,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   const int64_t dqWarpgroups = resolveWarpgroups(config.dqWarpgroups);
   const int64_t dkdvWarpgroups = resolveWarpgroups(config.dkdvWarpgroups);
   // --dq atomic with two dK/dV warpgroups: each computes one 64-column
-  // panel of dQ's share (kDkdvDkDqShared), so D must be 128.
+  // panel of dQ's share (kDkdvDkDq), so D must be 128.
   const bool atomicDkdvShared =
       atomicDq && dkdvWarpgroups == 2 && shape.headDim == 128;
   if (failed(checkWarpgroups("dq-warpgroups", dqWarpgroups,
@@ -1517,10 +1509,17 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_ITER_TYPES@", atomicDq ? ", !row" : ""},
         {"@DKDV_ATOMIC_TERMS@", atomicDq ? kDkdvAtomicTerms.str() : ""},
         {"@DKDV_DK_AND_DQ@",
-         atomicDkdvShared ? kDkdvDkDqShared.str()
-         : atomicDq       ? kDkdvDkDqOne.str()
-                          : kDkdvDk.str() + (earlyDp ? kDkdvDvWaitEarlyDp.str()
-                                                     : std::string())},
+         atomicDq ? kDkdvDkDq.str()
+                  : kDkdvDk.str() + (earlyDp ? kDkdvDvWaitEarlyDp.str()
+                                             : std::string())},
+        {"@DKDV_DS_ROWS@", atomicDkdvShared ? "%sdSw[%c0, %c0] : !P, !tileSw"
+                                            : "%sdS[%c0, %c0] : !P, !tileS"},
+        {"@DKDV_DQ_OPERANDS@",
+         atomicDkdvShared ? "%sdS, %sKd, %sZero {transpose_a, async} : "
+                            "!tileSBlock, !tileKd, !S"
+                          : "%sdS, %sK, %accZero {transpose_a, async} : "
+                            "!tileS, !tileT, !acc"},
+        {"@DKDV_DQ_SHARE@", atomicDkdvShared ? "!S" : "!acc"},
         {"@DKDV_YIELD@", atomicDq ? ", %termNew : !acc, !acc, !row" : " : !acc, !acc"},
         {"@DKDV_ATOMIC_POST@", atomicDq ? layout.storeKeyTerms : ""},
         {"@DQ_ROWS@", dqRows},
