@@ -290,11 +290,12 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
 /// same way): 1.2-5.3% off every seed cell's backward (docs/PERF.md,
 /// session 23). It keeps dPᵀ's 32 accumulator
 /// registers live across the exponentials, so the kernels that were near
-/// the limit take the late order: with --dq atomic (ptxas spilled 40 bytes
-/// at D 128 and the split 104, against 8 and 24; since dQ's share moved
-/// under dK, kDkdvDkDq, the 64-key form compiles spill-free with early
-/// dPᵀ but is unmeasured on a GPU, and the split spills 144 against 12)
-/// and three dK/dV warpgroups (80 against none).
+/// the limit take the late order: FlashAttention 3's split (--dq atomic
+/// --dkdv-warpgroups 2: ptxas spills 144 bytes against 12, and it ran
+/// 19-23% slower) and three dK/dV warpgroups (80 against none). The
+/// 64-key --dq atomic form spilled 40 bytes at D 128 with it until dQ's
+/// share moved under dK (kDkdvDkDq); now spill-free, early dPᵀ took
+/// 2.6-5.7% off it (docs/PERF.md, session 25).
 constexpr llvm::StringLiteral kDkdvFirstGemmsEarlyDp = R"mlir(
         %sTAsync = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S
         %dpTAsync = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@
@@ -597,11 +598,13 @@ constexpr llvm::StringLiteral kDkdvDk = R"mlir(
 /// of 128 keys and computes one 64-column panel of the share over all of
 /// them, dS (64 x 128) times its panel of K (128 x 64), into its half of
 /// the fp32 dQ tile, which the block adds once (one reduce-add per 128
-/// keys instead of one per 64: half the reductions).
+/// keys instead of one per 64: half the reductions). Under early dPᵀ (the
+/// 64-key form) dV's group, issued before both, is waited for first
+/// (@DKDV_DV_WAIT_BEFORE_DQ@).
 constexpr llvm::StringLiteral kDkdvDkDq = R"mlir(
         tile.store %dsT16, @DKDV_DS_ROWS@
         %dqAsync = tile.gemm @DKDV_DQ_OPERANDS@
-        %dkAsync = tile.gemm %dsT16, %sQ, %dk {async} : !P, !tileT, !acc
+        %dkAsync = tile.gemm %dsT16, %sQ, %dk {async} : !P, !tileT, !acc@DKDV_DV_WAIT_BEFORE_DQ@
         %dqPart = tile.gemm_wait %dqAsync pending 1 : @DKDV_DQ_SHARE@
 @STORE_DQ_ADD@
         %dkNew = tile.gemm_wait %dkAsync pending 0 : !acc)mlir";
@@ -1482,7 +1485,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !S,");
   // The dK/dV loop issues dPᵀ with Sᵀ where that does not spill
   // (kDkdvFirstGemmsEarlyDp).
-  const bool earlyDp = !atomicDq && dkdvWarpgroups < 3;
+  const bool earlyDp = !atomicDkdvShared && dkdvWarpgroups < 3;
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
@@ -1520,6 +1523,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                           : "%sdS, %sK, %accZero {transpose_a, async} : "
                             "!tileS, !tileT, !acc"},
         {"@DKDV_DQ_SHARE@", atomicDkdvShared ? "!S" : "!acc"},
+        // Under early dPᵀ dV's group, issued before dQ's and dK's, completes
+        // first (groups complete in order).
+        {"@DKDV_DV_WAIT_BEFORE_DQ@",
+         earlyDp ? "\n        %dvNew = tile.gemm_wait %dvAsync pending 2 : !acc"
+                 : ""},
         {"@DKDV_YIELD@", atomicDq ? ", %termNew : !acc, !acc, !row" : " : !acc, !acc"},
         {"@DKDV_ATOMIC_POST@", atomicDq ? layout.storeKeyTerms : ""},
         {"@DQ_ROWS@", dqRows},
