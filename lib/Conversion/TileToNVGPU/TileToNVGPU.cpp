@@ -461,7 +461,7 @@ struct TmaLowering : public OpConversionPattern<TmaOp> {
       return rewriter.notifyMatchFailure(op, "no tensor map assigned");
     Location loc = op.getLoc();
     constexpr bool isLoad = std::is_same_v<TmaOp, TmaLoadOp>;
-    Value tile, global;
+    Value tile;
     ValueRange indices;
     if constexpr (isLoad) {
       tile = adaptor.getDest();
