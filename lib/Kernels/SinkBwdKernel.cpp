@@ -283,8 +283,8 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
       })mlir";
 
 /// The dK/dV loop's GEMMs around Pᵀ's exponentials (kSinkBwdTemplate's
-/// @DKDV_FIRST_GEMMS@ and @DKDV_SECOND_GEMMS@; kDkdvDvWaitEarlyDp follows
-/// dK in @DKDV_DK_AND_DQ@). Early dPᵀ:
+/// @DKDV_FIRST_GEMMS@ and @DKDV_SECOND_GEMMS@; dvWaitEarlyDp waits for dV
+/// in @DKDV_DK_AND_DQ@). Early dPᵀ:
 /// Sᵀ and dPᵀ are issued together, so dPᵀ's wgmma runs under the
 /// exponentials and dV's under dSᵀ's map (the dQ loop issues S and dP the
 /// same way): 1.2-5.3% off every seed cell's backward (docs/PERF.md,
@@ -303,8 +303,13 @@ constexpr llvm::StringLiteral kDkdvFirstGemmsEarlyDp = R"mlir(
 constexpr llvm::StringLiteral kDkdvSecondGemmsEarlyDp = R"mlir(
         %dvAsync = tile.gemm %pT16, %sdO, %dv {async} : !P, !tileT, !acc
         %dpT = tile.gemm_wait %dpTAsync pending 1 : !S)mlir";
-constexpr llvm::StringLiteral kDkdvDvWaitEarlyDp = R"mlir(
-        %dvNew = tile.gemm_wait %dvAsync pending 0 : !acc)mlir";
+/// dV's wait under early dPᵀ, with `pending` groups issued after dV's still
+/// allowed to run (groups complete in order): none after the default's
+/// synchronous dK (kDkdvDk), dQ's and dK's in kDkdvDkDq.
+std::string dvWaitEarlyDp(int64_t pending) {
+  return "\n        %dvNew = tile.gemm_wait %dvAsync pending " +
+         std::to_string(pending) + " : !acc";
+}
 constexpr llvm::StringLiteral kDkdvFirstGemmsLateDp = R"mlir(
         %sT = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@)mlir";
 constexpr llvm::StringLiteral kDkdvSecondGemmsLateDp = R"mlir(
@@ -580,7 +585,7 @@ constexpr llvm::StringLiteral kDkdvAtomicTerms = R"mlir(
 
 /// The end of the dK/dV loop body: dK += dSᵀ Q (kSinkBwdTemplate's
 /// @DKDV_DK_AND_DQ@), with --dq separate synchronous (then dV's wait under
-/// early dPᵀ: kDkdvDvWaitEarlyDp).
+/// early dPᵀ: dvWaitEarlyDp).
 constexpr llvm::StringLiteral kDkdvDk = R"mlir(
         %dkNew = tile.gemm %dsT16, %sQ, %dk : !P, !tileT, !acc)mlir";
 
@@ -1513,8 +1518,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_ATOMIC_TERMS@", atomicDq ? kDkdvAtomicTerms.str() : ""},
         {"@DKDV_DK_AND_DQ@",
          atomicDq ? kDkdvDkDq.str()
-                  : kDkdvDk.str() + (earlyDp ? kDkdvDvWaitEarlyDp.str()
-                                             : std::string())},
+                  : kDkdvDk.str() + (earlyDp ? dvWaitEarlyDp(0) : "")},
         {"@DKDV_DS_ROWS@", atomicDkdvShared ? "%sdSw[%c0, %c0] : !P, !tileSw"
                                             : "%sdS[%c0, %c0] : !P, !tileS"},
         {"@DKDV_DQ_OPERANDS@",
@@ -1523,11 +1527,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                           : "%sdS, %sK, %accZero {transpose_a, async} : "
                             "!tileS, !tileT, !acc"},
         {"@DKDV_DQ_SHARE@", atomicDkdvShared ? "!S" : "!acc"},
-        // Under early dPᵀ dV's group, issued before dQ's and dK's, completes
-        // first (groups complete in order).
-        {"@DKDV_DV_WAIT_BEFORE_DQ@",
-         earlyDp ? "\n        %dvNew = tile.gemm_wait %dvAsync pending 2 : !acc"
-                 : ""},
+        {"@DKDV_DV_WAIT_BEFORE_DQ@", earlyDp ? dvWaitEarlyDp(2) : ""},
         {"@DKDV_YIELD@", atomicDq ? ", %termNew : !acc, !acc, !row" : " : !acc, !acc"},
         {"@DKDV_ATOMIC_POST@", atomicDq ? layout.storeKeyTerms : ""},
         {"@DQ_ROWS@", dqRows},
