@@ -1427,10 +1427,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (dqShared) {
     dqRows = "      %cBlockRows = arith.constant " + str(dqBlockRows) +
              " : index\n"
-             "      %mBlock = arith.muli %qb, %cBlockRows : index\n"
-             "      %dqTid = gpu.thread_id x\n"
-             "      %cWarpgroupThreads = arith.constant 128 : index\n"
-             "      %wg = arith.divui %dqTid, %cWarpgroupThreads : index\n"
+             "      %mBlock = arith.muli %qb, %cBlockRows : index\n" +
+             kernels::warpgroupIndexText("wg") +
              "      %wgRow = arith.muli %wg, %c64 : index\n"
              "      %m0 = arith.addi %mBlock, %wgRow : index\n"
              "      %qRowBlock = arith.addi %qStart, %mBlock : index";
@@ -1455,10 +1453,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (dkdvShared) {
     dkdvKeys = "      %cBlockKeys = arith.constant " + str(dkdvBlockKeys) +
                " : index\n"
-               "      %nBlock = arith.muli %kb, %cBlockKeys : index\n"
-               "      %dkdvTid = gpu.thread_id x\n"
-               "      %cWarpgroupThreads = arith.constant 128 : index\n"
-               "      %wg = arith.divui %dkdvTid, %cWarpgroupThreads : index\n"
+               "      %nBlock = arith.muli %kb, %cBlockKeys : index\n" +
+               kernels::warpgroupIndexText("wg") +
                "      %wgKey = arith.muli %wg, %c64 : index\n"
                "      %n0 = arith.addi %nBlock, %wgKey : index\n"
                "      %blockLastKeyOffset = arith.constant " +
