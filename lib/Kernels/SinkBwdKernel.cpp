@@ -236,14 +236,7 @@ module attributes {gpu.container_module} {
 @DKDV_P_MAP@
         %pT16 = tile.cast %pT : !S to !P
 @DKDV_SECOND_GEMMS@
-@DKDV_ATOMIC_TERMS@
-        %dsT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
-        ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
-          %delta = memref.load %sStats[%c1, %ii] : !tileStats
-          %d = arith.subf %dp, %delta : f32
-          %v = arith.mulf %pv, %d : f32
-          tile.yield %v : f32
-        }
+@DKDV_DS_MAP@
         %dsT16 = tile.cast %dsT : !S to !P
 @DKDV_DK_AND_DQ@
         scf.yield %dkNew, %dvNew@DKDV_YIELD@
@@ -553,11 +546,6 @@ constexpr llvm::StringLiteral kPreAtomic = R"mlir(
       %dqZero = tile.fill %zero : !acc
 @STORE_DQ_ZERO@)mlir";
 
-/// `--dq atomic`, in the dK/dV loop once Pᵀ and dPᵀ are known: the keys'
-/// sink terms: for key j,
-/// -Σ_i w_i P_ij dP_ij over the block's query rows i (w_i = exp(sink -
-/// LSE_i)); dsink_h is their sum over the head's keys, which equals the
-/// separate mode's sum over rows of -w_i Σ_j P_ij dP_ij.
 // Row %i of the query block at %m0, as the token %r it reads from LSE-shaped
 // buffers: clamped to the last row (rows past the end read it and are
 // masked or never stored).
@@ -565,12 +553,28 @@ constexpr llvm::StringLiteral kClampedRow = R"mlir(
         %row = arith.addi %m0, %i : index
         %token = arith.addi %qStart, %row : index
         %r = arith.minui %token, %lastRow : index)mlir";
-constexpr llvm::StringLiteral kDkdvAtomicTerms = R"mlir(
+
+/// dSᵀ = Pᵀ ⊙ (dPᵀ - Delta) (kSinkBwdTemplate's @DKDV_DS_MAP@; with --dq
+/// atomic after the keys' sink terms).
+constexpr llvm::StringLiteral kDkdvDsMap = R"mlir(
+        %dsT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
+        ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
+          %delta = memref.load %sStats[%c1, %ii] : !tileStats
+          %d = arith.subf %dp, %delta : f32
+          %v = arith.mulf %pv, %d : f32
+          tile.yield %v : f32
+        })mlir";
+
+/// `--dq atomic`, in the dK/dV loop once Pᵀ and dPᵀ are known: the keys'
+/// sink terms: for key j,
+/// -Σ_i w_i P_ij dP_ij over the block's query rows i (w_i = exp(sink -
+/// LSE_i)); dsink_h is their sum over the head's keys, which equals the
+/// separate mode's sum over rows of -w_i Σ_j P_ij dP_ij. The 64-key form
+/// reduces each iteration's terms to its keys (%term: !row, a quad's
+/// shuffles per row), then computes dSᵀ (kDkdvDsMap).
+constexpr llvm::StringLiteral kDkdvAtomicTermsByKey = R"mlir(
         %tT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
         ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
-          %i = arith.addi %m0, %ii : index
-          %token = arith.addi %qStart, %i : index
-          %r = arith.minui %token, %lastRow : index
           %w = memref.load %sStats[%cWeightRow, %ii] : !tileStats
           %x = arith.mulf %pv, %dp : f32
           %v = arith.mulf %x, %w : f32
@@ -582,6 +586,41 @@ constexpr llvm::StringLiteral kDkdvAtomicTerms = R"mlir(
           %v = arith.subf %a, %t : f32
           tile.yield %v : f32
         })mlir";
+/// The split (two warpgroups at D 128) keeps each thread's partial sums
+/// across the loop instead (%term: !rowParts, reduced to the keys once,
+/// after it: kDkdvTermsByKey) and computes dSᵀ from the same P ⊙ dP,
+/// Pᵀ ⊙ dPᵀ - Pᵀ · Delta in one FMA: its loop 716 -> 686 SASS instructions,
+/// 1.0-1.6% faster (docs/PERF.md, session 26). The 64-key form at D 128
+/// spills 8 bytes so, and is left as it was.
+constexpr llvm::StringLiteral kDkdvAtomicTermsPartial = R"mlir(
+        %pdpT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
+        ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
+          %x = arith.mulf %pv, %dp : f32
+          tile.yield %x : f32
+        }
+        %tT = tile.map (%pdpT) : (!S) -> !S {
+        ^bb0(%jj: index, %ii: index, %x: f32):
+          %w = memref.load %sStats[%cWeightRow, %ii] : !tileStats
+          %v = arith.mulf %x, %w : f32
+          tile.yield %v : f32
+        }
+        %tPart = tile.partial_reduce sum %tT : !S -> !rowParts
+        %termNew = tile.map (%term, %tPart) : (!rowParts, !rowParts) -> !rowParts {
+        ^bb0(%jj: index, %c: index, %a: f32, %t: f32):
+          %v = arith.subf %a, %t : f32
+          tile.yield %v : f32
+        }
+        %dsT = tile.map (%pT, %pdpT) : (!S, !S) -> !S {
+        ^bb0(%jj: index, %ii: index, %pv: f32, %x: f32):
+          %delta = memref.load %sStats[%c1, %ii] : !tileStats
+          %negDelta = arith.negf %delta : f32
+          %v = math.fma %pv, %negDelta, %x : f32
+          tile.yield %v : f32
+        })mlir";
+/// After the split's loop: its keys' terms from the partial sums.
+constexpr llvm::StringLiteral kDkdvTermsByKey = R"mlir(
+      %keyTerms = tile.reduce sum %res#2 along 1 : !rowParts -> !row
+)mlir";
 
 /// The end of the dK/dV loop body: dK += dSᵀ Q (kSinkBwdTemplate's
 /// @DKDV_DK_AND_DQ@), with --dq separate synchronous (then dV's wait under
@@ -621,7 +660,7 @@ constexpr llvm::StringLiteral kDkdvAtomicPre = R"mlir(
       %sdQ2 = memref.alloc() : !tileQacc2
       %cTwo = arith.constant 2 : index
       %cWeightRow = arith.constant 2 : index
-      %termZero = tile.fill %zero : !row)mlir";
+      %termZero = tile.fill %zero : @DKDV_TERMS@)mlir";
 /// ... and the dSᵀ tile: the warpgroup's, or the block's with each
 /// warpgroup's rows a view %sdSw, and the warpgroup's panel of K %sKd
 /// (kDkdvDkDq).
@@ -1188,7 +1227,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                       "        tile.copy %sdQ, %dQacc[" + text.qTile +
                       "] {add} : !tileQacc, !qacc";
     text.storeKeyTerms =
-        "      tile.store %res#2, %TermsK[%b, %h, %n0] : !row, !kterms";
+        "      tile.store %keyTerms, %TermsK[%b, %h, %n0] : !row, !kterms";
     text.keyRun = shape.seqKv;
     text.keyRunBatches = shape.batch;
     text.keyBatchRows = shape.heads * shape.seqKv;
@@ -1270,7 +1309,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.storeKeyTerms =
         "      %keyTermsSeq = memref.subview %TermsK[0, %kStart] [" + heads +
         ", %skv] [1, 1] : !kterms to " + keyRowsView +
-        "\n      tile.store %res#2, %keyTermsSeq[%h, %n0] : !row, " + keyRowsView;
+        "\n      tile.store %keyTerms, %keyTermsSeq[%h, %n0] : !row, " + keyRowsView;
     text.keyRun = shape.tokensKv();
     text.keyRunBatches = 1;
     text.keyBatchRows = 0;
@@ -1487,6 +1526,13 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // The dK/dV loop issues dPᵀ with Sᵀ where that does not spill
   // (kDkdvFirstGemmsEarlyDp).
   const bool earlyDp = !atomicDkdvShared && dkdvWarpgroups < 3;
+  // --dq atomic: the keys' sink terms the loop carries, per key or as the
+  // split's per-thread partial sums (kDkdvAtomicTermsPartial), and their
+  // store after it (the 64-key form stores the loop's result as it is).
+  const std::string termsType = atomicDkdvShared ? "!rowParts" : "!row";
+  std::string storeKeyTerms = layout.storeKeyTerms;
+  if (!atomicDkdvShared)
+    replaceAll(storeKeyTerms, "tile.store %keyTerms,", "tile.store %res#2,");
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
@@ -1508,10 +1554,14 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                    : (atomicDkdvShared ? kDkdvAtomicPreShared : kDkdvAtomicPreOne)
                              .str() +
                          kDkdvAtomicPre.str()},
+        {"@DKDV_TERMS@", termsType},
         {"@DKDV_RESULTS@", atomicDq ? "3" : "2"},
         {"@DKDV_ITER_ARGS@", atomicDq ? ", %term = %termZero" : ""},
-        {"@DKDV_ITER_TYPES@", atomicDq ? ", !row" : ""},
-        {"@DKDV_ATOMIC_TERMS@", atomicDq ? kDkdvAtomicTerms.str() : ""},
+        {"@DKDV_ITER_TYPES@", atomicDq ? ", " + termsType : ""},
+        {"@DKDV_DS_MAP@",
+         !atomicDq          ? kDkdvDsMap.str()
+         : atomicDkdvShared ? kDkdvAtomicTermsPartial.str()
+                            : kDkdvAtomicTermsByKey.str() + kDkdvDsMap.str()},
         {"@DKDV_DK_AND_DQ@",
          atomicDq ? kDkdvDkDq.str()
                   : kDkdvDk.str() + (earlyDp ? dvWaitEarlyDp(0) : "")},
@@ -1524,8 +1574,12 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                             "!tileS, !tileT, !acc"},
         {"@DKDV_DQ_SHARE@", atomicDkdvShared ? "!S" : "!acc"},
         {"@DKDV_DV_WAIT_BEFORE_DQ@", earlyDp ? dvWaitEarlyDp(2) : ""},
-        {"@DKDV_YIELD@", atomicDq ? ", %termNew : !acc, !acc, !row" : " : !acc, !acc"},
-        {"@DKDV_ATOMIC_POST@", atomicDq ? layout.storeKeyTerms : ""},
+        {"@DKDV_YIELD@",
+         atomicDq ? ", %termNew : !acc, !acc, " + termsType : " : !acc, !acc"},
+        {"@DKDV_ATOMIC_POST@",
+         !atomicDq          ? ""
+         : atomicDkdvShared ? kDkdvTermsByKey.str() + storeKeyTerms
+                            : storeKeyTerms},
         {"@DQ_ROWS@", dqRows},
         {"@DQ_Q_TILE@", dqQTile},
         {"@DQ_SUBVIEWS@", dqSubviews},
