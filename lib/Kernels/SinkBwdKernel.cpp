@@ -589,7 +589,7 @@ constexpr llvm::StringLiteral kDkdvAtomicTermsByKey = R"mlir(
 /// The split (two warpgroups at D 128) keeps each thread's partial sums
 /// across the loop instead (%term: !rowParts, reduced to the keys once,
 /// after it: kDkdvTermsByKey) and computes dSᵀ from the same P ⊙ dP,
-/// Pᵀ ⊙ dPᵀ - Pᵀ · Delta in one FMA: its loop 716 -> 686 SASS instructions,
+/// Pᵀ ⊙ dPᵀ - Pᵀ · Delta in one FMA: its loop 879 -> 842 SASS instructions,
 /// 1.0-1.6% faster (docs/PERF.md, session 26). The 64-key form at D 128
 /// spills 8 bytes so, and is left as it was.
 constexpr llvm::StringLiteral kDkdvAtomicTermsPartial = R"mlir(
