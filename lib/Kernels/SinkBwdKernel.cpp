@@ -1103,7 +1103,8 @@ struct LayoutText {
   /// --dq atomic: the fp32 dQ (q's layout) and the per-key sink terms
   /// ([B, H, SKV], varlen [H, T]); the preprocess kernel's store of the
   /// zeroed dQ; the dK/dV kernel's view (varlen) and
-  /// atomic add of dQ, and its store of the key terms.
+  /// atomic add of dQ, and its store of the key terms (the value:
+  /// @DKDV_KEY_TERMS@).
   std::string qAccType, keyTermsType;
   std::string storeDqZero, storeDqAdd, storeKeyTerms;
   /// dsinks over the key terms: runs as above, over keys.
@@ -1227,7 +1228,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                       "        tile.copy %sdQ, %dQacc[" + text.qTile +
                       "] {add} : !tileQacc, !qacc";
     text.storeKeyTerms =
-        "      tile.store %keyTerms, %TermsK[%b, %h, %n0] : !row, !kterms";
+        "      tile.store @DKDV_KEY_TERMS@, %TermsK[%b, %h, %n0] : !row, !kterms";
     text.keyRun = shape.seqKv;
     text.keyRunBatches = shape.batch;
     text.keyBatchRows = shape.heads * shape.seqKv;
@@ -1309,7 +1310,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.storeKeyTerms =
         "      %keyTermsSeq = memref.subview %TermsK[0, %kStart] [" + heads +
         ", %skv] [1, 1] : !kterms to " + keyRowsView +
-        "\n      tile.store %keyTerms, %keyTermsSeq[%h, %n0] : !row, " + keyRowsView;
+        "\n      tile.store @DKDV_KEY_TERMS@, %keyTermsSeq[%h, %n0] : !row, " + keyRowsView;
     text.keyRun = shape.tokensKv();
     text.keyRunBatches = 1;
     text.keyBatchRows = 0;
@@ -1530,9 +1531,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // split's per-thread partial sums (kDkdvAtomicTermsPartial), and their
   // store after it (the 64-key form stores the loop's result as it is).
   const std::string termsType = atomicDkdvShared ? "!rowParts" : "!row";
-  std::string storeKeyTerms = layout.storeKeyTerms;
-  if (!atomicDkdvShared)
-    replaceAll(storeKeyTerms, "tile.store %keyTerms,", "tile.store %res#2,");
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
@@ -1578,8 +1576,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
          atomicDq ? ", %termNew : !acc, !acc, " + termsType : " : !acc, !acc"},
         {"@DKDV_ATOMIC_POST@",
          !atomicDq          ? ""
-         : atomicDkdvShared ? kDkdvTermsByKey.str() + storeKeyTerms
-                            : storeKeyTerms},
+         : atomicDkdvShared ? kDkdvTermsByKey.str() + layout.storeKeyTerms
+                            : layout.storeKeyTerms},
+        {"@DKDV_KEY_TERMS@", atomicDkdvShared ? "%keyTerms" : "%res#2"},
         {"@DQ_ROWS@", dqRows},
         {"@DQ_Q_TILE@", dqQTile},
         {"@DQ_SUBVIEWS@", dqSubviews},
