@@ -39,7 +39,7 @@ module attributes {gpu.container_module} {
       %kTiles = arith.constant @KTILES@ : index
       %zero = arith.constant 0.0 : f32
       // This warpgroup's 64 rows of the block's 128 (a warp-uniform index:
-      // kernels::warpgroupIndexText).
+      // kernels::kWarpgroupIndex).
 @WARPGROUP_INDEX@      %wgRow = arith.muli %wg, %c64 : index
       %sA = memref.alloc() : !sA
       %sB = memref.alloc() : !sB
@@ -133,7 +133,7 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
                           ? "attributes {known_block_size = array<i32: 256, 1, 1>}"
                           : ""},
        {"KTILES", std::to_string(config.k / kBlockK)},
-       {"WARPGROUP_INDEX", kernels::warpgroupIndexText("wg")},
+       {"WARPGROUP_INDEX", kernels::kWarpgroupIndex},
        {"TILE_BEGIN", blocks ? tileLoop(tiles, config.n / kBlockN)
                              : kOneTile.str()},
        {"TILE_END", blocks ? "}" : ""},

@@ -49,15 +49,23 @@ rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
 /// (x: block, y: head). Needs %c1 and %group.
 std::string blockIdsText(const std::string &blockVar, bool heaviestLast,
                          const rt::SinkAttentionShape &shape);
-/// Defines the index `%<result>` of the thread's warpgroup (thread id x /
-/// 128) as lane 0's value broadcast over the warp (gpu.shuffle idx, as
-/// CUTLASS's canonical_warp_group_idx does): ptxas then knows it is the same
-/// in every lane and keeps what derives from it -- the wgmma descriptors of
-/// a warpgroup's tile views -- in uniform registers. Computed per lane, the
+/// Defines %wg, the index of the thread's warpgroup (thread id x / 128),
+/// as lane 0's value broadcast over the warp (gpu.shuffle idx, as CUTLASS's
+/// canonical_warp_group_idx does): ptxas then knows it is the same in every
+/// lane and keeps what derives from it -- the wgmma descriptors of a
+/// warpgroup's tile views -- in uniform registers. Computed per lane, the
 /// split backward's descriptors were built in vector registers and moved to
 /// uniform ones before each wgmma (60 R2UR in its loop; docs/design.md).
-/// Other names it defines start with `%<result>`.
-std::string warpgroupIndexText(const std::string &result);
+/// The other names it defines start with %wg.
+inline constexpr const char *kWarpgroupIndex = R"mlir(      %wgTid = gpu.thread_id x
+      %wgThreads = arith.constant 128 : index
+      %wgOfLane = arith.divui %wgTid, %wgThreads : index
+      %wgOfLane32 = arith.index_castui %wgOfLane : index to i32
+      %wgLane0 = arith.constant 0 : i32
+      %wgWarpSize = arith.constant 32 : i32
+      %wgUniform32, %wgValid = gpu.shuffle idx %wgOfLane32, %wgLane0, %wgWarpSize : i32
+      %wg = arith.index_castui %wgUniform32 : i32 to index
+)mlir";
 /// Ping-pong of the consumer warpgroups (FA3's warp scheduler barriers):
 /// warpgroup w issues its first GEMM of an iteration only in its turn
 /// (named barrier 3 + w; the 256 threads of w and of the warpgroup before

@@ -1468,7 +1468,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     dqRows = "      %cBlockRows = arith.constant " + str(dqBlockRows) +
              " : index\n"
              "      %mBlock = arith.muli %qb, %cBlockRows : index\n" +
-             kernels::warpgroupIndexText("wg") +
+             kernels::kWarpgroupIndex +
              "      %wgRow = arith.muli %wg, %c64 : index\n"
              "      %m0 = arith.addi %mBlock, %wgRow : index\n"
              "      %qRowBlock = arith.addi %qStart, %mBlock : index";
@@ -1494,7 +1494,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     dkdvKeys = "      %cBlockKeys = arith.constant " + str(dkdvBlockKeys) +
                " : index\n"
                "      %nBlock = arith.muli %kb, %cBlockKeys : index\n" +
-               kernels::warpgroupIndexText("wg") +
+               kernels::kWarpgroupIndex +
                "      %wgKey = arith.muli %wg, %c64 : index\n"
                "      %n0 = arith.addi %nBlock, %wgKey : index\n"
                "      %blockLastKeyOffset = arith.constant " +

@@ -371,7 +371,7 @@ std::string persistentLoopBegin(int64_t tableSize, int64_t tilesPerLevel,
                                 const std::string &pingPong) {
   auto str = [](int64_t v) { return std::to_string(v); };
   std::string table = "memref<" + str(tableSize) + "xi32>";
-  return kernels::warpgroupIndexText("wg") + allocs.substr(1) +
+  return std::string(kernels::kWarpgroupIndex) + allocs.substr(1) +
          pingPong + R"mlir(
       %tilesPerLevel = arith.constant )mlir" + str(tilesPerLevel) + R"mlir( : index
       %lastLevel = arith.constant )mlir" + str(levels - 1) + R"mlir( : index
@@ -1039,7 +1039,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
        // know that thread ids stay below 128 without a declared block size).
        {"WARPGROUP_INDEX", persistent       ? ""
                            : warpgroups == 1 ? "%wg = arith.constant 0 : index"
-                                             : kernels::warpgroupIndexText("wg")}});
+                                             : std::string(kernels::kWarpgroupIndex)}});
   if (!module)
     return failure();
 
@@ -1099,19 +1099,6 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   KernelModule kernel{std::move(module), std::move(bundle)};
   kernel.tileIR = true;
   return kernel;
-}
-
-std::string kernels::warpgroupIndexText(const std::string &result) {
-  const std::string r = "%" + result;
-  return "      " + r + "Tid = gpu.thread_id x\n"
-         "      " + r + "Threads = arith.constant 128 : index\n"
-         "      " + r + "OfLane = arith.divui " + r + "Tid, " + r + "Threads : index\n"
-         "      " + r + "OfLane32 = arith.index_castui " + r + "OfLane : index to i32\n"
-         "      " + r + "Lane0 = arith.constant 0 : i32\n"
-         "      " + r + "WarpSize = arith.constant 32 : i32\n"
-         "      " + r + "Uniform32, " + r + "Valid = gpu.shuffle idx " + r +
-         "OfLane32, " + r + "Lane0, " + r + "WarpSize : i32\n"
-         "      " + r + " = arith.index_castui " + r + "Uniform32 : i32 to index\n";
 }
 
 std::string kernels::pingPongInit(int64_t warpgroups) {
