@@ -443,11 +443,15 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
           rewriter.getI32IntegerAttr(int32_t(op.getPending().value_or(0))),
           rewriter.getUnitAttr());
     });
-    // Nobody overwrites a tile before its store has read it (for a store
-    // with `pending`: the tiles of the stores the wait covered).
-    createRoleSync(rewriter, loc, op);
+    // Nobody overwrites a tile before its store has read it. For a store
+    // with `pending` (the tiles of the stores the wait covered) that sync
+    // is tile-thread-sync's, before the next write to the tile: a barrier
+    // the loop has anyway (in the atomic backward, the one before dQ's
+    // GEMM reads dSᵀ) then serves, instead of one per store.
     if (op.getPending())
       drainAfterOutermostLoop(op, rewriter);
+    else
+      createRoleSync(rewriter, loc, op);
     rewriter.eraseOp(op);
     return success();
   }

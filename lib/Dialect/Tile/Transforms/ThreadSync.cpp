@@ -86,11 +86,23 @@ struct Access {
   /// The op synchronizes the block itself (or its lowering does, on both
   /// sides): the state starts over after it.
   bool synchronizes = false;
+  /// Reads that outlast the op's synchronization: a store with `pending`
+  /// syncs only before itself, and its leader's wait completes the earlier
+  /// stores' reads of their tiles, so a later write to the tile must follow
+  /// a barrier after it.
+  SmallVector<Touch, 1> readsAfterSync;
 };
 
 Access classify(Operation *op) {
   Access access;
-  if (isa<gpu::BarrierOp, NVVM::BarrierOp, CopyOp, Im2colCopyOp>(op)) {
+  if (auto copy = dyn_cast<CopyOp>(op); copy && copy.getPending()) {
+    // A store with `pending` lowers with a sync before it and none after
+    // (tile-lower-copies): its leader's wait for the earlier stores stands
+    // for a read of the tile, which the next write must follow.
+    access.synchronizes = true;
+    if (Operation *alloc = sharedAllocation(copy.getSource()))
+      access.readsAfterSync.push_back({alloc, copy.getSource(), {}});
+  } else if (isa<gpu::BarrierOp, NVVM::BarrierOp, CopyOp, Im2colCopyOp>(op)) {
     // tile.copy / im2col_copy lower with a block sync before (and, for a
     // store, after) and a barrier wait for their data.
     access.synchronizes = true;
@@ -169,6 +181,9 @@ public:
       Access access = classify(&op);
       if (access.synchronizes) {
         state.clear();
+        for (const Access::Touch &touch : access.readsAfterSync)
+          state.read.push_back(
+              {touch.allocation, touch.memref, touch.indices, divergence});
         continue;
       }
       bool hazard = false, sameRegion = false;

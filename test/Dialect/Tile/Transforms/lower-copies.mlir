@@ -123,20 +123,24 @@ func.func @store_add(%s: memref<64x64xf32, 3>, %O: memref<?x64xf32>, %m: index) 
 // A store with `pending = 1` in a loop alternating two tiles: the wait
 // covers the stores before the last one (this iteration's may still read
 // its tile), and after the outermost loop one thread waits for all and the
-// block syncs, once for both stores of the nested loops.
+// block syncs, once for both stores of the nested loops. Each store syncs
+// before it only: the barrier between the leader's wait and the next write
+// to the tile is tile-thread-sync's (thread-sync.mlir, @store_pending).
 // CHECK-LABEL: func @store_pending
 // CHECK: scf.for
 // CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: scf.if
 // CHECK: tile.tma_store %{{.*}} {add}
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 1 {read}
 // CHECK-NEXT: }
 // CHECK-NEXT: gpu.barrier
+// CHECK: scf.if
 // CHECK: tile.tma_store %{{.*}} {add}
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 1 {read}
 // CHECK-NEXT: }
-// CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 // CHECK-NEXT: gpu.thread_id
@@ -172,8 +176,7 @@ func.func @store_pending(%s: memref<2x64x64xf32, 3>, %O: memref<?x64xf32>, %n: i
 // CHECK: scf.if
 // CHECK: scf.for
 // CHECK: nvvm.cp.async.bulk.wait_group 1 {read}
-// CHECK: }
-// CHECK-NEXT: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK-NEXT: }
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[TID:.*]] = gpu.thread_id x
 // CHECK-NEXT: %[[LEADER:.*]] = arith.cmpi eq, %[[TID]], %c128

@@ -160,3 +160,80 @@ func.func @broadcast(%v: f32) -> f32 {
   %x = memref.load %s[%c0] : memref<4xf32, 3>
   return %x : f32
 }
+
+// -----
+
+// A store to global memory syncs before itself (tile-lower-copies). Without
+// `pending` it syncs after too, so the next write to its tile needs
+// nothing. With `pending` its leader's wait for the earlier stores stands
+// for a read of the tile: the next iteration's write to the tile gets a
+// barrier.
+// CHECK-LABEL: func @store_pending
+// CHECK: scf.for
+// CHECK-NEXT: arith.remui
+// CHECK-NEXT: memref.subview
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: tile.store
+// CHECK-NEXT: tile.copy
+// CHECK-NEXT: {{^ *}}}
+// CHECK-LABEL: func @store_not_pending
+// CHECK-NOT: gpu.barrier
+// CHECK: return
+func.func @store_pending(%v: !tile.fragment<64x64xf32>, %O: memref<?x64xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %s = memref.alloc() : memref<2x64x64xf32, 3>
+  scf.for %k = %c0 to %n step %c1 {
+    %parity = arith.remui %k, %c2 : index
+    %t = memref.subview %s[%parity, 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64xf32, 3> to memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+    tile.store %v, %t[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+    tile.copy %t, %O[%k, %c0] {add, pending = 1} : memref<64x64xf32, strided<[64, 1], offset: ?>, 3>, memref<?x64xf32>
+  }
+  return
+}
+func.func @store_not_pending(%v: !tile.fragment<64x64xf32>, %O: memref<?x64xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %s = memref.alloc() : memref<64x64xf32, 3>
+  scf.for %k = %c0 to %n step %c1 {
+    tile.store %v, %s[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32, 3>
+    tile.copy %s, %O[%k, %c0] {add} : memref<64x64xf32, 3>, memref<?x64xf32>
+  }
+  return
+}
+
+// -----
+
+// The atomic backward's loop: dSᵀ stored, read by dQ's GEMM (a barrier
+// before it), dQ's share stored and added with `pending`. The barrier
+// before the next iteration's GEMM also orders the leader's wait before
+// the next write of the share's tile: one barrier per iteration, none
+// before the share's store.
+// CHECK-LABEL: func @store_pending_then_barrier
+// CHECK: scf.for
+// CHECK-NOT: gpu.barrier
+// CHECK: tile.store
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: tile.gemm
+// CHECK-NOT: gpu.barrier
+// CHECK: tile.store
+// CHECK-NEXT: tile.copy
+// CHECK-NEXT: scf.yield
+func.func @store_pending_then_barrier(%ds: !tile.fragment<64x64xbf16>, %acc0: !tile.fragment<64x64xf32>, %sK: memref<64x64xbf16, 3>, %O: memref<?x64xf32>, %n: index) -> !tile.fragment<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %sdS = memref.alloc() : memref<64x64xbf16, 3>
+  %s = memref.alloc() : memref<2x64x64xf32, 3>
+  %r = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %acc0) -> (!tile.fragment<64x64xf32>) {
+    tile.store %ds, %sdS[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, 3>
+    %dq = tile.gemm %sdS, %sK, %acc0 : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+    %parity = arith.remui %k, %c2 : index
+    %t = memref.subview %s[%parity, 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64xf32, 3> to memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+    tile.store %dq, %t[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+    tile.copy %t, %O[%k, %c0] {add, pending = 1} : memref<64x64xf32, strided<[64, 1], offset: ?>, 3>, memref<?x64xf32>
+    scf.yield %dq : !tile.fragment<64x64xf32>
+  }
+  return %r : !tile.fragment<64x64xf32>
+}

@@ -172,8 +172,11 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     does not load the tile it stores.
 
     A store with `pending = N` does not wait for its own TMA to read the
-    tile: it returns once every store its role issued before the last N
-    has read its tile (`cp.async.bulk.wait_group.read N`). The last N
+    tile: its issuing thread waits only until every store its role issued
+    before the last N has read its tile (`cp.async.bulk.wait_group.read
+    N`), and the other threads do not wait for that thread: the barrier
+    that orders the wait before the next write to the tile is placed by
+    `tile-thread-sync`, which reuses one the code has anyway. The last N
     tiles may still be being read, so the code must not write them until
     then: with N = 1, a loop alternates two tiles and the wait falls on the
     store of the iteration before, long done. It must sit in an `scf.for`;

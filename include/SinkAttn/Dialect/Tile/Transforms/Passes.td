@@ -230,7 +230,11 @@ def TileThreadSync : Pass<"tile-thread-sync"> {
     iteration leaves behind, so hazards between iterations get their barrier
     too; both branches of an `scf.if` are followed. Existing barriers and
     the copies whose lowering synchronizes (`tile.copy`, `tile.im2col_copy`)
-    start the state over; TMA writes are ordered by mbarriers, not here, and
+    start the state over, except that a store with `pending` (which syncs
+    only before itself) then counts as a read of its tile: its issuing
+    thread's wait completes the earlier stores' reads, so the next write
+    to the tile needs a barrier after it (often one the code needs anyway,
+    which then serves both). TMA writes are ordered by mbarriers, not here, and
     two accesses that do not conflict get no barrier. Inside a role of a
     warp-specialized kernel the barrier is the role's named barrier
     (`bar.sync id, count`) instead of a block-wide one.
@@ -278,7 +282,9 @@ def TileLowerCopies : Pass<"tile-lower-copies"> {
       commits and waits for the bulk group; a final sync keeps the tile
       alive until the store has read it. With `pending = N` the thread
       waits only for the groups before the last N
-      (`cp.async.bulk.wait_group.read N`), and after the outermost
+      (`cp.async.bulk.wait_group.read N`) and there is no final sync
+      (`tile-thread-sync` places the barrier before the next write to the
+      tile, or finds one already there), and after the outermost
       `scf.for` around the store inside its warp-specialized role (or the
       function) it waits for all of them and the role syncs (once per
       loop); without such a loop the store is an error.
