@@ -1527,6 +1527,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // The dK/dV loop issues dPᵀ with Sᵀ where that does not spill
   // (kDkdvFirstGemmsEarlyDp).
   const bool earlyDp = !atomicDkdvShared && dkdvWarpgroups < 3;
+  const bool dkdvPingPong = dkdvShared && !atomicDkdvShared;
   // --dq atomic: the keys' sink terms the loop carries, per key or as the
   // split's per-thread partial sums (kDkdvAtomicTermsPartial), and their
   // store after it (the 64-key form stores the loop's result as it is).
@@ -1589,10 +1590,15 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
          dqShared ? kernels::pingPongInit(dqWarpgroups) : ""},
         {"@DQ_PINGPONG_SYNC@", dqShared ? kernels::kPingPongSync : ""},
         {"@DQ_PINGPONG_ARRIVE@", dqShared ? kernels::kPingPongArrive : ""},
+        // Not the split's: its warpgroups meet at the barrier before dQ's
+        // GEMM every iteration, and the turns only delayed each one's
+        // first GEMM (3.4-4.9% faster without them; docs/PERF.md, session
+        // 27).
         {"@DKDV_PINGPONG_INIT@",
-         dkdvShared ? kernels::pingPongInit(dkdvWarpgroups) : ""},
-        {"@DKDV_PINGPONG_SYNC@", dkdvShared ? kernels::kPingPongSync : ""},
-        {"@DKDV_PINGPONG_ARRIVE@", dkdvShared ? kernels::kPingPongArrive : ""},
+         dkdvPingPong ? kernels::pingPongInit(dkdvWarpgroups) : ""},
+        {"@DKDV_PINGPONG_SYNC@", dkdvPingPong ? kernels::kPingPongSync : ""},
+        {"@DKDV_PINGPONG_ARRIVE@",
+         dkdvPingPong ? kernels::kPingPongArrive : ""},
         {"@DQ_QW@", dqShared ? "%sQw" : "%sQ"},
         {"@DQ_DOW@", dqShared ? "%sdOw" : "%sdO"},
         {"@DQ_QW_TYPE@", dqShared ? "!tileQw" : "!tileT"},
