@@ -284,8 +284,9 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
 /// session 23). It keeps dPᵀ's 32 accumulator
 /// registers live across the exponentials, so the kernels that were near
 /// the limit take the late order: FlashAttention 3's split (--dq atomic
-/// --dkdv-warpgroups 2: ptxas spills 144 bytes against 12, and it ran
-/// 19-23% slower) and three dK/dV warpgroups (80 against none). The
+/// --dkdv-warpgroups 2: ptxas spilled 144 bytes against 12, and it ran
+/// 19-23% slower; in session 27 60 bytes and 0.8-1.7% slower) and three
+/// dK/dV warpgroups (80 against none). The
 /// 64-key --dq atomic form spilled 40 bytes at D 128 with it until dQ's
 /// share moved under dK (kDkdvDkDq); now spill-free, early dPᵀ took
 /// 2.6-5.7% off it (docs/PERF.md, session 25).
