@@ -83,14 +83,11 @@ struct Access {
     SmallVector<Value, 4> indices;
   };
   SmallVector<Touch, 2> reads, writes;
-  /// The op synchronizes the block itself (or its lowering does, on both
-  /// sides): the state starts over after it.
+  /// The op synchronizes the block itself (or its lowering does): the
+  /// state starts over before its own reads and writes are recorded (a
+  /// store with `pending` syncs only before itself, and then reads its
+  /// tile).
   bool synchronizes = false;
-  /// Reads that outlast the op's synchronization: a store with `pending`
-  /// syncs only before itself, and its leader's wait completes the earlier
-  /// stores' reads of their tiles, so a later write to the tile must follow
-  /// a barrier after it.
-  SmallVector<Touch, 1> readsAfterSync;
 };
 
 Access classify(Operation *op) {
@@ -101,7 +98,7 @@ Access classify(Operation *op) {
     // for a read of the tile, which the next write must follow.
     access.synchronizes = true;
     if (Operation *alloc = sharedAllocation(copy.getSource()))
-      access.readsAfterSync.push_back({alloc, copy.getSource(), {}});
+      access.reads.push_back({alloc, copy.getSource(), {}});
   } else if (isa<gpu::BarrierOp, NVVM::BarrierOp, CopyOp, Im2colCopyOp>(op)) {
     // tile.copy / im2col_copy lower with a block sync before (and, for a
     // store, after) and a barrier wait for their data.
@@ -179,13 +176,8 @@ public:
         for (Block &inner : region)
           state = run(inner, state, insert, divergence);
       Access access = classify(&op);
-      if (access.synchronizes) {
+      if (access.synchronizes)
         state.clear();
-        for (const Access::Touch &touch : access.readsAfterSync)
-          state.read.push_back(
-              {touch.allocation, touch.memref, touch.indices, divergence});
-        continue;
-      }
       bool hazard = false, sameRegion = false;
       auto check = [&](ArrayRef<Record> earlier, const Access::Touch &touch) {
         for (const Record &record : earlier)
