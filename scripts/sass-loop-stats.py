@@ -43,6 +43,11 @@ def read_kernel(path, kernel):
     return instructions, labels
 
 
+def opcode(instruction):
+    """The opcode of an instruction, without its predicate (`@!P0 BRA` -> BRA)."""
+    return re.sub(r'^@!?U?P\w+ ', '', instruction).split()[0]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('sass')
@@ -59,18 +64,18 @@ def main():
         if target is None or target >= address:
             continue
         body = [t for a, t in instructions if target <= a <= address]
-        if any('HGMMA' in t for t in body) and \
-           not any(re.match(r'(@!?U?P\w+ )?STG', t) for t in body):
+        opcodes = [opcode(t) for t in body]
+        if any(o.startswith('HGMMA') for o in opcodes) and \
+           not any(o.startswith('STG') for o in opcodes):
             if best is None or address - target > best[1] - best[0]:
                 best = (target, address)
     if best is None:
         sys.exit(f'error: {args.kernel} has no loop with HGMMA and without STG')
     body = [t for a, t in instructions if best[0] <= a <= best[1]]
-    counts = collections.Counter(
-        re.sub(r'^@!?U?P\w+ ', '', t).split()[0] for t in body)
+    counts = collections.Counter(opcode(t) for t in body)
     print(f'{args.kernel}: loop {best[0]:#x}-{best[1]:#x}, {len(body)} instructions')
-    for opcode, count in counts.most_common(args.top):
-        print(f'{count:6d} {opcode}')
+    for name, count in counts.most_common(args.top):
+        print(f"{count:6d} {name}")
 
 
 if __name__ == '__main__':
