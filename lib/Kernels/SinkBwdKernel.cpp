@@ -108,6 +108,26 @@ std::string sharedBlockAttributes(int64_t warpgroups) {
          ", 1, 1>, nvvm.minctasm = 1 : i32}";
 }
 
+/// The row groups of the preprocess and dQ-convert kernels (128 threads, a
+/// block of 64 query rows): warp w takes rows 16w .. 16w + 15, a row is a
+/// group of D / 8 lanes (%rowOfLane: the lane's row within a load of
+/// 32 / (D / 8) rows), each lane 8 columns from %j (%col = %hD + %j), so a
+/// warp's load or store covers whole rows.
+constexpr llvm::StringLiteral kRowGroups = R"mlir(
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %tid = gpu.thread_id x
+      %warp = arith.divui %tid, %c32 : index
+      %lane = arith.remui %tid, %c32 : index
+      %rowLanes = arith.constant @ROW_LANES@ : index
+      %rowOfLane = arith.divui %lane, %rowLanes : index
+      %chunk = arith.remui %lane, %rowLanes : index
+      %firstLane = arith.cmpi eq, %chunk, %c0 : index
+      %c8 = arith.constant 8 : index
+      %j = arith.muli %chunk, %c8 : index
+      %col = arith.addi %hD, %j : index
+      %warpRow = arith.muli %warp, %c16 : index)mlir";
+
 /// The kernels of the backward. How the dK/dV kernel gets each column's
 /// -LSE·log2(e) and Delta: the preprocess kernel writes them per query
 /// block, side by side ([B, H, query blocks, 2, 64] fp32), and the dK/dV
@@ -158,21 +178,9 @@ module attributes {gpu.container_module} {
       // sequence's end read a clamped row (the last one, or varlen's next
       // sequence's): they go into the record, where the dK/dV kernel masks
       // them, but not into Delta.
-      %c16 = arith.constant 16 : index
-      %c32 = arith.constant 32 : index
+@ROW_GROUPS@
       %width = arith.constant 32 : i32
-      %tid = gpu.thread_id x
-      %warp = arith.divui %tid, %c32 : index
-      %lane = arith.remui %tid, %c32 : index
-      %rowLanes = arith.constant @ROW_LANES@ : index
-      %rowOfLane = arith.divui %lane, %rowLanes : index
-      %chunk = arith.remui %lane, %rowLanes : index
-      %firstLane = arith.cmpi eq, %chunk, %c0 : index
-      %c8 = arith.constant 8 : index
-      %j = arith.muli %chunk, %c8 : index
-      %col = arith.addi %hD, %j : index
-      %warpRow = arith.muli %warp, %c16 : index
-      %rowsPerStep = arith.constant @ROWS_PER_STEP@ : index
+      %rowsPerStep = arith.constant @ROWS_PER_STEP@ : index@PRE_DQ_ZEROS@
       scf.for %k = %c0 to %c16 step %rowsPerStep {
 @PRE_ROWS@
       }
@@ -502,21 +510,21 @@ constexpr llvm::StringLiteral kZeroSinkCounts = R"mlir(
 /// `--dq atomic`: the dK/dV kernel also computes dQ's share of its keys,
 /// dS K, from dSᵀ in shared memory (a transposed-A wgmma) and adds it to
 /// an fp32 dQ (zeroed by the preprocess kernel) by TMA reduce-add; this kernel
-/// scales and converts it.
+/// scales and converts it, in the preprocess kernel's row groups: D / 8
+/// lanes per row, each reading 32 contiguous bytes of the fp32 dQ and
+/// writing 16 of dQ (dqConvertRowsText). In the accumulator's fragment
+/// layout (a tile.map's per-element loads, a register store of 4 bytes
+/// per row and column pair) it took 2.6 times cuDNN's conversion of the
+/// same tensors (PERF.md, session 28).
 constexpr llvm::StringLiteral kDqConvertKernel = R"mlir(
     gpu.func @sink_bwd_dq_convert(%dQacc: !qacc, %dQ: !q@SEQUENCE_ARGS@) kernel {
 @QUERY_BLOCK_PROLOGUE@
-      %qRow = arith.addi %qStart, %m0 : index
-      %dq16 = tile.map () : () -> !acc16 {
-      ^bb0(%i: index, %j: index):
-@CLAMPED_ROW@
-        %col = arith.addi %hD, %j : index
-        %x = memref.load %dQacc[@O_AT@] : !qacc
-        %y = arith.mulf %x, %scale : f32
-        %v = arith.truncf %y : f32 to @T@
-        tile.yield %v : @T@
+@ROW_GROUPS@
+      %scales = vector.broadcast %scale : f32 to vector<8xf32>
+      %rowsPerStep = arith.constant @ROWS_PER_STEP@ : index
+      scf.for %k = %c0 to %c16 step %rowsPerStep {
+@CONVERT_ROWS@
       }
-@STORE_DQ@
       gpu.return
     }
 )mlir";
@@ -524,10 +532,11 @@ constexpr llvm::StringLiteral kDqConvertKernel = R"mlir(
 /// `--dq atomic`, preprocess: each row's sink weight exp(sink - LSE) (0 for
 /// a row with neither keys nor a finite sink), which the dK/dV kernel's
 /// sink terms need per column, as the third row of the block's record
-/// (beside -LSE·log2(e) and Delta, loaded with them), and zeros for the
-/// fp32 dQ. (Read per element from global memory instead, the weights'
-/// loads held registers: the dK/dV kernel with two warpgroups at D 128
-/// spilled 732 bytes, 376 with the record.)
+/// (beside -LSE·log2(e) and Delta, loaded with them). (Read per element
+/// from global memory instead, the weights' loads held registers: the dK/dV
+/// kernel with two warpgroups at D 128 spilled 732 bytes, 376 with the
+/// record.) The fp32 dQ's zeros are stored by the row loop
+/// (preprocessRowsText), 32 contiguous bytes per lane.
 constexpr llvm::StringLiteral kPreAtomic = R"mlir(
       @SINK_LOAD@
       %w = tile.map () : () -> !row {
@@ -542,10 +551,7 @@ constexpr llvm::StringLiteral kPreAtomic = R"mlir(
         tile.yield %v : f32
       }
       %cWeightRow = arith.constant 2 : index
-      tile.store %w, %Stats[%b, %h, %qb, %cWeightRow, %c0] : !row, !stats
-      %qRow = arith.addi %qStart, %m0 : index
-      %dqZero = tile.fill %zero : !acc
-@STORE_DQ_ZERO@)mlir";
+      tile.store %w, %Stats[%b, %h, %qb, %cWeightRow, %c0] : !row, !stats)mlir";
 
 // Row %i of the query block at %m0, as the token %r it reads from LSE-shaped
 // buffers: clamped to the last row (rows past the end read it and are
@@ -865,25 +871,40 @@ constexpr llvm::StringLiteral kSumShares = R"mlir(
 /// `lseAt` index O/dO and LSE/Delta at row %r and column %j (%col = %hD +
 /// %j).
 constexpr int64_t kPreprocessLoads = 4;
+
+/// The row of load `n` (a suffix) of a kRowGroups step %k: %i<n> in the
+/// block, %row<n> in the sequence, %r<n> clamped to the last row
+/// (kClampedRow), for the lanes' loads `rowOffset` rows into the step.
+std::string rowGroupRowText(const std::string &n, int64_t rowOffset) {
+  return "        %rowOffset" + n + " = arith.constant " +
+         std::to_string(rowOffset) + " : index\n"
+         "        %kRow" + n + " = arith.addi %k, %rowOffset" + n + " : index\n"
+         "        %kLane" + n + " = arith.addi %kRow" + n + ", %rowOfLane : index\n"
+         "        %i" + n + " = arith.addi %warpRow, %kLane" + n + " : index\n" +
+         kernels::withSuffix(kClampedRow.drop_front().str(),
+                             {"%i", "%row", "%token", "%r"}, n) +
+         "\n";
+}
+
 std::string preprocessRowsText(const std::string &oAt, const std::string &lseAt,
-                               int64_t headDim, const std::string &type) {
+                               int64_t headDim, const std::string &type,
+                               bool zeroDqAccum) {
   const int64_t rowLanes = headDim / 8, rowsPerLoad = 32 / rowLanes;
   const std::string vec = "vector<8x" + type + ">";
   std::string loads, rows;
   for (int64_t u = 0; u < kPreprocessLoads; ++u) {
     std::string n = std::to_string(u), oAtU = kernels::withSuffix(oAt, {"%r"}, n),
                 lseAtU = kernels::withSuffix(lseAt, {"%r"}, n);
-    loads += "        %rowOffset" + n + " = arith.constant " +
-             std::to_string(u * rowsPerLoad) + " : index\n"
-             "        %kRow" + n + " = arith.addi %k, %rowOffset" + n + " : index\n"
-             "        %kLane" + n + " = arith.addi %kRow" + n + ", %rowOfLane : index\n"
-             "        %i" + n + " = arith.addi %warpRow, %kLane" + n + " : index\n" +
-             kernels::withSuffix(kClampedRow.drop_front().str(),
-                        {"%i", "%row", "%token", "%r"}, n) +
-             "\n"
+    loads += rowGroupRowText(n, u * rowsPerLoad) +
              "        %o" + n + " = vector.load %O[" + oAtU + "] {alignment = 16 : i64} : !q, " + vec + "\n"
              "        %d" + n + " = vector.load %dO[" + oAtU + "] {alignment = 16 : i64} : !q, " + vec + "\n"
              "        %lse" + n + " = memref.load %LSE[" + lseAtU + "] : !lse\n";
+    // --dq atomic: the row's fp32 dQ, which the dK/dV kernel adds to,
+    // zeroed by the same lanes at the same (clamped) row and columns: O's
+    // index serves, since dQacc has q's shape in fp32.
+    if (zeroDqAccum)
+      rows += "        vector.store %dqZeros, %dQacc[" + oAtU +
+              "] {alignment = 16 : i64} : !qacc, vector<8xf32>\n";
     rows += "        %of" + n + " = arith.extf %o" + n + " : " + vec + " to vector<8xf32>\n"
             "        %df" + n + " = arith.extf %d" + n + " : " + vec + " to vector<8xf32>\n"
             "        %x" + n + " = arith.mulf %of" + n + ", %df" + n + " : vector<8xf32>\n"
@@ -909,6 +930,38 @@ std::string preprocessRowsText(const std::string &oAt, const std::string &lseAt,
             "        }\n";
   }
   std::string text = loads + rows;
+  text.pop_back();
+  return text;
+}
+
+/// One step of the dQ-convert kernel's row loop (kDqConvertKernel): the
+/// fp32 dQ of kPreprocessLoads rows per lane group (clamped rows, every
+/// load first), then each row scaled, rounded and stored if it lies inside
+/// the sequence. `oAt` indexes q-shaped buffers at row %r, column %j or
+/// %col.
+std::string dqConvertRowsText(const std::string &oAt, int64_t headDim,
+                              const std::string &type) {
+  const int64_t rowsPerLoad = 32 / (headDim / 8);
+  const std::string vec = "vector<8x" + type + ">";
+  std::string loads, stores;
+  for (int64_t u = 0; u < kPreprocessLoads; ++u) {
+    std::string n = std::to_string(u),
+                oAtU = kernels::withSuffix(oAt, {"%r"}, n);
+    loads += rowGroupRowText(n, u * rowsPerLoad) + "        %acc" + n +
+             " = vector.load %dQacc[" + oAtU +
+             "] {alignment = 16 : i64} : !qacc, vector<8xf32>\n";
+    stores += "        %scaled" + n + " = arith.mulf %acc" + n +
+              ", %scales : vector<8xf32>\n"
+              "        %rounded" + n + " = arith.truncf %scaled" + n +
+              " : vector<8xf32> to " + vec + "\n"
+              "        %inside" + n + " = arith.cmpi ult, %row" + n +
+              ", %seqQ : index\n"
+              "        scf.if %inside" + n + " {\n"
+              "          vector.store %rounded" + n + ", %dQ[" + oAtU +
+              "] {alignment = 16 : i64} : !q, " + vec + "\n"
+              "        }\n";
+  }
+  std::string text = loads + stores;
   text.pop_back();
   return text;
 }
@@ -1102,12 +1155,10 @@ struct LayoutText {
   /// Rows of the shares' token coordinate.
   int64_t shareTokens = 0;
   /// --dq atomic: the fp32 dQ (q's layout) and the per-key sink terms
-  /// ([B, H, SKV], varlen [H, T]); the preprocess kernel's store of the
-  /// zeroed dQ; the dK/dV kernel's view (varlen) and
-  /// atomic add of dQ, and its store of the key terms (the value:
+  /// ([B, H, SKV], varlen [H, T]); the dK/dV kernel's atomic add of dQ, and its store of the key terms (the value:
   /// @DKDV_KEY_TERMS@).
   std::string qAccType, keyTermsType;
-  std::string storeDqZero, storeDqAdd, storeKeyTerms;
+  std::string storeDqAdd, storeKeyTerms;
   /// dsinks over the key terms: runs as above, over keys.
   int64_t keyRun = 0, keyRunBatches = 0, keyBatchRows = 0;
 };
@@ -1223,8 +1274,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                                str(shape.seqQ) + "x" + hd + "xf32>";
     text.keyTermsType = "memref<" + str(shape.batch) + "x" + heads + "x" +
                         str(shape.seqKv) + "xf32>";
-    text.storeDqZero =
-        "      tile.store %dqZero, %dQacc[" + text.qTile + "] : !acc, !qacc";
     text.storeDqAdd = "        tile.store %dqPart, %sdQ[%c0, %c0] : !acc, !tileQacc\n"
                       "        tile.copy %sdQ, %dQacc[" + text.qTile +
                       "] {add} : !tileQacc, !qacc";
@@ -1295,12 +1344,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.shareTokens = shape.tokensKv();
     text.qAccType = "memref<" + tq + "x" + hd + "xf32>";
     text.keyTermsType = "memref<" + heads + "x" + tk + "xf32>";
-    const std::string qAccView = "memref<?x" + hd + "xf32, strided<[" + hd +
-                                 ", 1], offset: ?>>";
-    text.storeDqZero = "      %dqAccSeq = memref.subview %dQacc[%qStart, 0] [%seqQ, " +
-                       hd + "] [1, 1] : !qacc to " + qAccView +
-                       "\n      tile.store %dqZero, %dqAccSeq[%m0, %hD] : !acc, " +
-                       qAccView;
     // TMA adds into the whole buffer (a kernel argument): the rows of a
     // block past its sequence's end add zeros (their dS is 0) to the next
     // sequence's, and TMA clips the buffer's end.
@@ -1640,7 +1683,12 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@HEAD_SINK_SUM@",
          headSinkSumText(sinksInDq ? "%termsFlat" : "%Terms")},
         {"@PRE_ROWS@", preprocessRowsText(layout.oAt, layout.lseAt,
-                                          shape.headDim, type)},
+                                          shape.headDim, type, atomicDq)},
+        {"@PRE_DQ_ZEROS@",
+         atomicDq ? "\n      %dqZeros = arith.constant dense<0.0> : vector<8xf32>"
+                  : ""},
+        {"@CONVERT_ROWS@", dqConvertRowsText(layout.oAt, shape.headDim, type)},
+        {"@ROW_GROUPS@", kRowGroups.str()},
         {"@ROW_LANES@", std::to_string(shape.headDim / 8)},
         {"@ROWS_PER_STEP@",
          std::to_string(256 / shape.headDim * kPreprocessLoads)},
@@ -1713,7 +1761,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"QACC_TYPE", layout.qAccType},
        {"KTERMS_TYPE", layout.keyTermsType},
        {"STATS_ROWS", str(statsRows)},
-       {"STORE_DQ_ZERO", layout.storeDqZero},
        {"STORE_DQ_ADD", dqAddText},
        {"DECODE", layout.decode},
        {"WINDOW", str(hasWindow ? config.window : shape.seqKv + 1)},
