@@ -483,10 +483,53 @@ void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
   }
 }
 
+/// Whether a plain store of a 2-D fragment may write each thread's two
+/// adjacent columns (2·(lane % 4) + 8·j and the next) as one 2-element
+/// vector: the destination's rows are contiguous (last stride 1) and the
+/// pair's first element lies at an even offset — every other stride is
+/// even, the layout's offset is even (a static one, or subviews whose
+/// column offsets are provably even over a root with an even static
+/// offset), and so is the column index — and with an even last dimension
+/// a pair lies inside or outside the tensor as a whole. Scalar stores of
+/// fp32 GQA shares took two 4-byte instructions per 8 bytes (SASS of the
+/// backward's dK/dV epilogue, session 28).
+bool canStoreColumnPairs(StoreOp op) {
+  if (op.getAdd() || op.getValue().getType().getRank() != 2 ||
+      *getLayoutKind(op.getValue().getType()) == LayoutKind::rows)
+    return false;
+  MemRefType destType = op.getDest().getType();
+  int64_t offset;
+  SmallVector<int64_t> strides;
+  if (failed(destType.getStridesAndOffset(strides, offset)) ||
+      strides.back() != 1 || ShapedType::isDynamic(destType.getShape().back()) ||
+      destType.getShape().back() % 2 != 0)
+    return false;
+  for (int64_t stride : ArrayRef(strides).drop_back())
+    if (ShapedType::isDynamic(stride) || stride % 2 != 0)
+      return false;
+  if (ShapedType::isDynamic(offset)) {
+    if (!hasAlignedViewOffsets(op.getDest(), /*fromBack=*/0, 2))
+      return false;
+    Value root = op.getDest();
+    while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
+      root = view.getViewSource();
+    int64_t rootOffset;
+    SmallVector<int64_t> rootStrides;
+    if (failed(cast<MemRefType>(root.getType())
+                   .getStridesAndOffset(rootStrides, rootOffset)) ||
+        ShapedType::isDynamic(rootOffset) || rootOffset % 2 != 0)
+      return false;
+  } else if (offset % 2 != 0) {
+    return false;
+  }
+  return isProvableMultipleOf(op.getIndices().back(), 2);
+}
+
 /// Stores a fragment element by element into a plain (unswizzled) shared
 /// tile or a global tensor at `indices`: elements outside a global tensor
-/// are skipped, row vectors are stored by one thread per quad, and `add`
-/// makes each an atomic add.
+/// are skipped, row vectors are stored by one thread per quad, `add`
+/// makes each an atomic add, and adjacent columns go as pairs where
+/// canStoreColumnPairs allows.
 void storeByElement(OpBuilder &builder, Location loc, StoreOp op, Value value,
                     Value dest, ValueRange destIndices,
                     const ThreadCoordinates &coordinates) {
@@ -499,11 +542,19 @@ void storeByElement(OpBuilder &builder, Location loc, StoreOp op, Value value,
     for (int64_t d = lead; d < destType.getRank(); ++d)
       dims.push_back(memref::DimOp::create(builder, loc, dest, d));
   bool isRows = *getLayoutKind(type) == LayoutKind::rows;
+  bool pairs = canStoreColumnPairs(op);
+  int64_t elementBytes = type.getElementType().getIntOrFloatBitWidth() / 8;
   for (int64_t r = 0, e = getRegistersPerThread(type); r < e; ++r) {
     Placement placement = getPlacement(type, r);
     SmallVector<Value> indices(destIndices);
     Value row = addOffset(builder, loc, coordinates.rowBase, placement.row);
     Value element = extractRegister(builder, loc, value, r);
+    // colBase is even: a pair starts at an even placement column.
+    bool pair = false;
+    if (pairs && r + 1 < e && placement.col % 2 == 0) {
+      Placement next = getPlacement(type, r + 1);
+      pair = next.row == placement.row && next.col == placement.col + 1;
+    }
     indices[lead] = arith::AddIOp::create(builder, loc, indices[lead], row);
     if (rank == 2)
       indices[lead + 1] = arith::AddIOp::create(
@@ -524,11 +575,20 @@ void storeByElement(OpBuilder &builder, Location loc, StoreOp op, Value value,
       auto guard = scf::IfOp::create(builder, loc, condition, /*withElse=*/false);
       builder.setInsertionPointToStart(&guard.getThenRegion().front());
     }
-    if (op.getAdd())
+    if (pair) {
+      Value both = vector::FromElementsOp::create(
+          builder, loc, VectorType::get({2}, type.getElementType()),
+          ValueRange{element, extractRegister(builder, loc, value, r + 1)});
+      vector::StoreOp::create(builder, loc, both, dest, indices,
+                              /*nontemporal=*/false,
+                              /*alignment=*/llvm::MaybeAlign(2 * elementBytes));
+      ++r;
+    } else if (op.getAdd()) {
       memref::AtomicRMWOp::create(builder, loc, arith::AtomicRMWKind::addf,
                                   element, dest, indices);
-    else
+    } else {
       memref::StoreOp::create(builder, loc, element, dest, indices);
+    }
   }
 }
 

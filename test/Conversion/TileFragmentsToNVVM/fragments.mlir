@@ -112,6 +112,49 @@ func.func @store_add(%a: !acc, %out: memref<100x16xf32>, %m0: index) {
   return
 }
 
+// A plain store of a 2-D fragment writes each thread's two adjacent columns
+// as one 8-byte vector where the pair's offset is provably even (an even
+// column index, even strides and offset) and the last dimension even (a
+// pair is inside or outside as a whole): one bounds check per pair.
+// CHECK-LABEL: func @store_pairs
+// CHECK-COUNT-4: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<100x16xf32>, vector<2xf32>
+// CHECK-NOT: memref.store
+func.func @store_pairs(%a: !acc, %out: memref<100x16xf32>, %m0: index) {
+  %c0 = arith.constant 0 : index
+  tile.store %a, %out[%m0, %c0] : !acc, memref<100x16xf32>
+  return
+}
+
+// Through a subview with a dynamic offset: its column offset is provably
+// even (a product with 16), the root's offset 0. bf16 pairs: 4 bytes.
+// CHECK-LABEL: func @store_pairs_view
+// CHECK-COUNT-4: vector.store %{{.*}} {alignment = 4 : i64} : memref<?x16xbf16, strided<[64, 1], offset: ?>>, vector<2xbf16>
+// CHECK-NOT: memref.store
+func.func @store_pairs_view(%a: !tile.fragment<64x16xbf16, #tile.layout<accumulator>>, %out: memref<100x64xbf16>, %row: index, %n: index, %h: index) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %col = arith.muli %h, %c16 : index
+  %view = memref.subview %out[%row, %col] [%n, 16] [1, 1] : memref<100x64xbf16> to memref<?x16xbf16, strided<[64, 1], offset: ?>>
+  tile.store %a, %view[%c0, %c0] : !tile.fragment<64x16xbf16, #tile.layout<accumulator>>, memref<?x16xbf16, strided<[64, 1], offset: ?>>
+  return
+}
+
+// Element by element where a pair's alignment is not provable: a column
+// index that may be odd, an odd last dimension (the pair's second element
+// could lie past the end alone).
+// CHECK-LABEL: func @store_no_pairs
+// CHECK-NOT: vector.store
+// CHECK-COUNT-8: memref.store %{{.*}} : memref<100x16xf32>
+// CHECK-NOT: vector.store
+// CHECK-COUNT-8: memref.store %{{.*}} : memref<100x17xf32>
+// CHECK-NOT: vector.store
+func.func @store_no_pairs(%a: !acc, %out: memref<100x16xf32>, %odd: memref<100x17xf32>, %m0: index, %col: index) {
+  %c0 = arith.constant 0 : index
+  tile.store %a, %out[%m0, %col] : !acc, memref<100x16xf32>
+  tile.store %a, %odd[%m0, %c0] : !acc, memref<100x17xf32>
+  return
+}
+
 // Transposed A (dSᵀ, K x M in shared memory): the SS wgmma's imm-trans-a is
 // 1 (B MN-major too: the last 1), and A's descriptor advances 16 rows of 128 bytes (2048 B = 128 in
 // 16-byte units) per k-step, as an MN-major B does. The advance is an asm
