@@ -1481,8 +1481,12 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   const int64_t group = shape.heads / shape.kvHeads;
   const bool shares = group > 1;
   // The plain schedule's dK/dV kernel sums the shares itself
-  // (kSumSharesInKernel); ws keeps sink_bwd_dkdv_sum (its barriers would
-  // have to leave the producer out).
+  // (kSumSharesInKernel); ws and the shared-tile kernels keep
+  // sink_bwd_dkdv_sum. (The shared-tile kernels can take the in-kernel sum
+  // — tile-warp-specialize turns its block syncs into the consumers' named
+  // barrier, each warpgroup summing its 64 keys — but it ran the split
+  // 1.2-1.4% slower, its loop 842 -> 868 SASS instructions with a 4-byte
+  // spill, and the default's shared forms level: PERF.md, session 28.)
   const bool dkdvShared = dkdvWarpgroups > 1;
   const bool sumInKernel = shares && !warpSpecialized && !dkdvShared;
   const int64_t shareCounts = shape.batch * shape.kvHeads * int64_t(keyBlocks);
