@@ -1049,54 +1049,49 @@ constexpr llvm::StringLiteral kSumSharesInKernel = R"mlir(
         %sumStep = arith.constant @SUM_STEP@ : index
         %tileElements = arith.constant @TILE_ELEMENTS@ : index
         %hFirst = arith.muli %hk, %group : index
-        scf.for %e = %sumTid to %tileElements step %sumStep {
+        %sumVector = arith.constant @SUM_VECTOR@ : index
+        %sumStart = arith.muli %sumTid, %sumVector : index
+        scf.for %e = %sumStart to %tileElements step %sumStep {
 @SUM_ELEMENTS@
         }
       })mlir";
 
-/// kSumSharesInKernel's loop body: kSumUnroll elements per thread (128
-/// apart), every share load issued before the first add (rows past the
-/// sequence read row %n0 and are not stored). `sharesAt` indexes a share
-/// (query head %gh, token %kr, column %dd), `kvElementAt` a dK/dV element
-/// (token %kr, column %dd or %col = %hkD + %dd).
-constexpr int64_t kSumUnroll = 4;
+/// kSumSharesInKernel's loop body: kSumVector contiguous elements of one
+/// row per thread (16-byte loads of every share, all issued before the
+/// first add; rows past the sequence read row %n0 and are not stored).
+/// Each element's shares are added in head order, as before: with four
+/// elements 128 apart per thread, its 64 loads were 4 bytes each.
+/// `sharesAt` indexes a share (query head %gh, token %kr, column %dd),
+/// `kvElementAt` a dK/dV element (token %kr, column %dd or %col = %hkD +
+/// %dd).
+constexpr int64_t kSumVector = 4;
 std::string sumSharesElementsText(const std::string &sharesAt,
                                   const std::string &kvElementAt) {
-  std::string loads, stores;
-  for (int64_t u = 0; u < kSumUnroll; ++u) {
-    std::string n = std::to_string(u);
-    auto indexed = [&](const std::string &at) {
-      return kernels::withSuffix(at, {"%gh", "%kr", "%dd", "%col"}, n);
-    };
-    loads += "          %offset" + n + "Sum = arith.constant " +
-             std::to_string(128 * u) + " : index\n"
-             "          %e" + n + " = arith.addi %e, %offset" + n + "Sum : index\n"
-             "          %rowInTile" + n + " = arith.divui %e" + n + ", %cD : index\n"
-             "          %dd" + n + " = arith.remui %e" + n + ", %cD : index\n"
-             "          %nRaw" + n + " = arith.addi %n0, %rowInTile" + n + " : index\n"
-             "          %inSequence" + n + " = arith.cmpi slt, %nRaw" + n + ", %skv : index\n"
-             "          %nSum" + n + " = arith.select %inSequence" + n + ", %nRaw" + n + ", %n0 : index\n"
-             "          %kr" + n + " = arith.addi %kStart, %nSum" + n + " : index\n"
-             "          %col" + n + " = arith.addi %hkD, %dd" + n + " : index\n"
-             "          %sums" + n + ":2 = scf.for %g" + n + " = %c0 to %group step %c1\n"
-             "              iter_args(%sk" + n + " = %zero, %sv" + n + " = %zero) -> (f32, f32) {\n"
-             "            %gh" + n + " = arith.addi %hFirst, %g" + n + " : index\n"
-             "            %k" + n + " = memref.load %dK[" + indexed(sharesAt) + "] : !dkv\n"
-             "            %v" + n + " = memref.load %dV[" + indexed(sharesAt) + "] : !dkv\n"
-             "            %sk" + n + "Next = arith.addf %sk" + n + ", %k" + n + " : f32\n"
-             "            %sv" + n + "Next = arith.addf %sv" + n + ", %v" + n + " : f32\n"
-             "            scf.yield %sk" + n + "Next, %sv" + n + "Next : f32, f32\n"
-             "          }\n";
-    stores += "          scf.if %inSequence" + n + " {\n"
-              "            %k16" + n + " = arith.truncf %sums" + n + "#0 : f32 to @T@\n"
-              "            %v16" + n + " = arith.truncf %sums" + n + "#1 : f32 to @T@\n"
-              "            memref.store %k16" + n + ", %dKout[" + indexed(kvElementAt) + "] : !kv\n"
-              "            memref.store %v16" + n + ", %dVout[" + indexed(kvElementAt) + "] : !kv\n"
-              "          }\n";
-  }
-  std::string text = loads + stores;
-  text.pop_back();
-  return text;
+  const std::string vec = "vector<" + std::to_string(kSumVector) + "xf32>";
+  const std::string vec16 = "vector<" + std::to_string(kSumVector) + "x@T@>";
+  return "          %rowInTile = arith.divui %e, %cD : index\n"
+         "          %dd = arith.remui %e, %cD : index\n"
+         "          %nRaw = arith.addi %n0, %rowInTile : index\n"
+         "          %inSequence = arith.cmpi slt, %nRaw, %skv : index\n"
+         "          %nSum = arith.select %inSequence, %nRaw, %n0 : index\n"
+         "          %kr = arith.addi %kStart, %nSum : index\n"
+         "          %col = arith.addi %hkD, %dd : index\n"
+         "          %sumZeros = arith.constant dense<0.0> : " + vec + "\n"
+         "          %sums:2 = scf.for %g = %c0 to %group step %c1\n"
+         "              iter_args(%sk = %sumZeros, %sv = %sumZeros) -> (" + vec + ", " + vec + ") {\n"
+         "            %gh = arith.addi %hFirst, %g : index\n"
+         "            %k = vector.load %dK[" + sharesAt + "] {alignment = 16 : i64} : !dkv, " + vec + "\n"
+         "            %v = vector.load %dV[" + sharesAt + "] {alignment = 16 : i64} : !dkv, " + vec + "\n"
+         "            %skNext = arith.addf %sk, %k : " + vec + "\n"
+         "            %svNext = arith.addf %sv, %v : " + vec + "\n"
+         "            scf.yield %skNext, %svNext : " + vec + ", " + vec + "\n"
+         "          }\n"
+         "          scf.if %inSequence {\n"
+         "            %k16 = arith.truncf %sums#0 : " + vec + " to " + vec16 + "\n"
+         "            %v16 = arith.truncf %sums#1 : " + vec + " to " + vec16 + "\n"
+         "            vector.store %k16, %dKout[" + kvElementAt + "] {alignment = 8 : i64} : !kv, " + vec16 + "\n"
+         "            vector.store %v16, %dVout[" + kvElementAt + "] {alignment = 8 : i64} : !kv, " + vec16 + "\n"
+         "          }";
 }
 
 /// Zeroes kSumSharesInKernel's counters: every preprocess block a strided
@@ -1743,7 +1738,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"DKDV_BLOCKS", str(keyBlocks)},
        {"GROUP_MINUS_1", str(group - 1)},
        {"TILE_ELEMENTS", str(kBlock * shape.headDim)},
-       {"SUM_STEP", str(128 * kSumUnroll)},
+       {"SUM_STEP", str(128 * kSumVector)},
+       {"SUM_VECTOR", str(kSumVector)},
        {"DQ_BLOCKS_PER_HEAD_MINUS_1", str(dqBlocksPerHead - 1)},
        {"TERMS_FLAT", "memref.collapse_shape %Terms [[" +
                           std::string(termDims.size() == 3 ? "0, 1, 2" : "0, 1") +
