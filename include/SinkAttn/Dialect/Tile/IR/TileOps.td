@@ -666,7 +666,11 @@ def Tile_StoreOp : Tile_Op<"store"> {
     dimensions, the leading indices select the slice). Each thread stores
     the elements it holds; elements that fall outside `dest` are skipped, so
     a tile can hang over the end of a tensor whose length is not a multiple
-    of the block. A rank-1 (`rows`) fragment is stored once per row.
+    of the block. A rank-1 (`rows`) fragment is stored once per row. Into
+    an unswizzled destination a thread's two adjacent columns go as one
+    2-element store where their offset is provably even (contiguous rows,
+    even strides, offset and column index, an even last dimension), else
+    element by element.
 
     A shared destination must be a tile allocated in the function; if it is
     swizzled (`tile.swizzle`), the store follows the swizzle (a 2-D
