@@ -1920,8 +1920,17 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     beforeDq.overlapsNext = true;
     bundle.formatVersion = rt::kBundleOverlapFormatVersion;
   }
-  if (sumAfterDq)
+  if (sumAfterDq) {
+    // The split's convert kernel (dq_accum -> dq) and the share sum
+    // (shares -> dK, dV) are independent too: both memory-bound, side by
+    // side they share one tail and one launch gap.
+    rt::BundleLaunch &convert = bundle.launches.back();
+    if (convert.entry == "sink_bwd_dq_convert") {
+      convert.overlapsNext = true;
+      bundle.formatVersion = rt::kBundleOverlapFormatVersion;
+    }
     bundle.launches.push_back(shareSum);
+  }
   if (!sinksInDq)
     bundle.launches.push_back(
         launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"}));
