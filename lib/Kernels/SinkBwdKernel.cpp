@@ -63,9 +63,11 @@
 // share of its keys and adds it to an fp32 dQ with a TMA reduce-add, and
 // sums the keys' sink terms; preprocess zeros that dQ and writes the rows'
 // sink weights into the blocks' records; sink_bwd_dq_convert rounds dQ
-// (kDqConvertKernel). Fewer GEMMs, but not bit-reproducible, and slower
-// so far (PERF.md). With --dkdv-warpgroups 2 (D 128) the block's two
-// warpgroups split dQ's share by 64-column panels (kDkdvDkDq).
+// (kDqConvertKernel). Fewer GEMMs, but not bit-reproducible. With
+// --dkdv-warpgroups 2 (D 128) the block's two warpgroups split dQ's share
+// by 64-column panels (kDkdvDkDq): FlashAttention 3's split, level with the
+// default at S 2048 and 6-15% faster from 4096 (PERF.md, session 28); the
+// 64-key form stays slower than the default.
 //
 //===----------------------------------------------------------------------===//
 
