@@ -101,6 +101,31 @@ Value extractRegister(OpBuilder &builder, Location loc, Value vector,
   return vector::ExtractOp::create(builder, loc, vector, ArrayRef<int64_t>{r});
 }
 
+/// Whether registers r and r + 1 of a 2-D fragment are one thread's two
+/// adjacent columns of a row, starting at an even column (the accumulator
+/// placement's e = 0, 1): they can be stored as one 2-element vector.
+bool startsColumnPair(FragmentType type, int64_t r) {
+  if (r + 1 >= getRegistersPerThread(type))
+    return false;
+  Placement placement = getPlacement(type, r), next = getPlacement(type, r + 1);
+  return placement.col % 2 == 0 && next.row == placement.row &&
+         next.col == placement.col + 1;
+}
+
+/// Stores registers r and r + 1 (startsColumnPair) as one vector at
+/// `indices` of `dest`, aligned to the pair's size.
+void storeColumnPair(OpBuilder &builder, Location loc, FragmentType type,
+                     Value value, int64_t r, Value dest, ValueRange indices) {
+  Type element = type.getElementType();
+  Value pair = vector::FromElementsOp::create(
+      builder, loc, VectorType::get({2}, element),
+      ValueRange{extractRegister(builder, loc, value, r),
+                 extractRegister(builder, loc, value, r + 1)});
+  vector::StoreOp::create(
+      builder, loc, pair, dest, indices, /*nontemporal=*/false,
+      /*alignment=*/llvm::MaybeAlign(element.getIntOrFloatBitWidth() / 4));
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise ops
 //===----------------------------------------------------------------------===//
@@ -462,24 +487,15 @@ void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
           builder, loc, arith::AddIOp::create(builder, loc, base, c(inPanel)),
           mask);
     Value offset = arith::AddIOp::create(builder, loc, chunkBase, c(constant));
-    Value element = extractRegister(builder, loc, value, r);
-    // A thread's two adjacent columns (e = 0, 1) are adjacent elements:
-    // one 32- or 64-bit store.
-    if (r + 1 < e) {
-      Placement next = getPlacement(type, r + 1);
-      if (next.row == placement.row && next.col == placement.col + 1 &&
-          placement.col % 2 == 0) {
-        Value pair = vector::FromElementsOp::create(
-            builder, loc, VectorType::get({2}, type.getElementType()),
-            ValueRange{element, extractRegister(builder, loc, value, r + 1)});
-        vector::StoreOp::create(builder, loc, pair, flat, offset,
-                                /*nontemporal=*/false,
-                                /*alignment=*/llvm::MaybeAlign(bits / 4));
-        ++r;
-        continue;
-      }
+    // A thread's two adjacent columns are adjacent elements here too: one
+    // 32- or 64-bit store.
+    if (startsColumnPair(type, r)) {
+      storeColumnPair(builder, loc, type, value, r, flat, offset);
+      ++r;
+      continue;
     }
-    memref::StoreOp::create(builder, loc, element, flat, offset);
+    memref::StoreOp::create(builder, loc, extractRegister(builder, loc, value, r),
+                            flat, offset);
   }
 }
 
@@ -510,9 +526,7 @@ bool canStoreColumnPairs(StoreOp op) {
   if (ShapedType::isDynamic(offset)) {
     if (!hasAlignedViewOffsets(op.getDest(), /*fromBack=*/0, 2))
       return false;
-    Value root = op.getDest();
-    while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
-      root = view.getViewSource();
+    Value root = getViewRoot(op.getDest());
     int64_t rootOffset;
     SmallVector<int64_t> rootStrides;
     if (failed(cast<MemRefType>(root.getType())
@@ -543,18 +557,13 @@ void storeByElement(OpBuilder &builder, Location loc, StoreOp op, Value value,
       dims.push_back(memref::DimOp::create(builder, loc, dest, d));
   bool isRows = *getLayoutKind(type) == LayoutKind::rows;
   bool pairs = canStoreColumnPairs(op);
-  int64_t elementBytes = type.getElementType().getIntOrFloatBitWidth() / 8;
   for (int64_t r = 0, e = getRegistersPerThread(type); r < e; ++r) {
     Placement placement = getPlacement(type, r);
     SmallVector<Value> indices(destIndices);
     Value row = addOffset(builder, loc, coordinates.rowBase, placement.row);
     Value element = extractRegister(builder, loc, value, r);
-    // colBase is even: a pair starts at an even placement column.
-    bool pair = false;
-    if (pairs && r + 1 < e && placement.col % 2 == 0) {
-      Placement next = getPlacement(type, r + 1);
-      pair = next.row == placement.row && next.col == placement.col + 1;
-    }
+    // colBase is even, so a pair's first column is too.
+    bool pair = pairs && startsColumnPair(type, r);
     indices[lead] = arith::AddIOp::create(builder, loc, indices[lead], row);
     if (rank == 2)
       indices[lead + 1] = arith::AddIOp::create(
@@ -576,12 +585,7 @@ void storeByElement(OpBuilder &builder, Location loc, StoreOp op, Value value,
       builder.setInsertionPointToStart(&guard.getThenRegion().front());
     }
     if (pair) {
-      Value both = vector::FromElementsOp::create(
-          builder, loc, VectorType::get({2}, type.getElementType()),
-          ValueRange{element, extractRegister(builder, loc, value, r + 1)});
-      vector::StoreOp::create(builder, loc, both, dest, indices,
-                              /*nontemporal=*/false,
-                              /*alignment=*/llvm::MaybeAlign(2 * elementBytes));
+      storeColumnPair(builder, loc, type, value, r, dest, indices);
       ++r;
     } else if (op.getAdd()) {
       memref::AtomicRMWOp::create(builder, loc, arith::AtomicRMWKind::addf,

@@ -58,10 +58,14 @@ bool sinkattn::tile::isGlobalMemory(MemRefType type) {
   return false;
 }
 
+Value sinkattn::tile::getViewRoot(Value memref) {
+  while (auto view = memref.getDefiningOp<ViewLikeOpInterface>())
+    memref = view.getViewSource();
+  return memref;
+}
+
 memref::AllocOp sinkattn::tile::getSharedAllocation(Value tile) {
-  while (auto view = tile.getDefiningOp<ViewLikeOpInterface>())
-    tile = view.getViewSource();
-  return tile.getDefiningOp<memref::AllocOp>();
+  return getViewRoot(tile).getDefiningOp<memref::AllocOp>();
 }
 
 bool sinkattn::tile::isProvableMultipleOf(OpFoldResult value,

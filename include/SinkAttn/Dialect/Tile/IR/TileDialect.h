@@ -44,6 +44,10 @@ bool isSharedMemory(mlir::MemRefType type);
 /// or 1, or `#gpu.address_space<global>`.
 bool isGlobalMemory(mlir::MemRefType type);
 
+/// The memref `memref` is a view of, through every view-like op (subviews,
+/// views, casts): an allocation, a function argument, ...
+mlir::Value getViewRoot(mlir::Value memref);
+
 /// The `memref.alloc` a shared tile is a view of (through subviews, views,
 /// casts), or null when it is not an allocation of this function.
 mlir::memref::AllocOp getSharedAllocation(mlir::Value tile);
