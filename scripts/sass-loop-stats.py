@@ -63,17 +63,16 @@ def main():
         target = labels.get(m.group(1)) if m else None
         if target is None or target >= address:
             continue
-        body = [t for a, t in instructions if target <= a <= address]
-        opcodes = [opcode(t) for t in body]
+        opcodes = [opcode(t) for a, t in instructions if target <= a <= address]
         if any(o.startswith('HGMMA') for o in opcodes) and \
            not any(o.startswith('STG') for o in opcodes):
             if best is None or address - target > best[1] - best[0]:
-                best = (target, address)
+                best = (target, address, opcodes)
     if best is None:
         sys.exit(f'error: {args.kernel} has no loop with HGMMA and without STG')
-    body = [t for a, t in instructions if best[0] <= a <= best[1]]
-    counts = collections.Counter(opcode(t) for t in body)
-    print(f'{args.kernel}: loop {best[0]:#x}-{best[1]:#x}, {len(body)} instructions')
+    start, end, opcodes = best
+    counts = collections.Counter(opcodes)
+    print(f'{args.kernel}: loop {start:#x}-{end:#x}, {len(opcodes)} instructions')
     for name, count in counts.most_common(args.top):
         print(f"{count:6d} {name}")
 

@@ -1916,21 +1916,20 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // inputs hold and write disjoint buffers: they may run together, each
   // filling the tail of the other (−0.7 to −4.8% at the seed's S 2048 and
   // 4096, PERF.md). With --dq atomic the convert kernel reads dK/dV's dQ.
+  auto overlapWithNext = [&](rt::BundleLaunch &first) {
+    first.overlapsNext = true;
+    bundle.formatVersion = rt::kBundleOverlapFormatVersion;
+  };
   rt::BundleLaunch &beforeDq = bundle.launches[bundle.launches.size() - 2];
   if (bundle.launches.back().entry == "sink_bwd_dq" &&
-      beforeDq.entry == "sink_bwd_dkdv") {
-    beforeDq.overlapsNext = true;
-    bundle.formatVersion = rt::kBundleOverlapFormatVersion;
-  }
+      beforeDq.entry == "sink_bwd_dkdv")
+    overlapWithNext(beforeDq);
   if (sumAfterDq) {
     // The split's convert kernel (dq_accum -> dq) and the share sum
     // (shares -> dK, dV) are independent too: both memory-bound, side by
     // side they share one tail and one launch gap.
-    rt::BundleLaunch &convert = bundle.launches.back();
-    if (convert.entry == "sink_bwd_dq_convert") {
-      convert.overlapsNext = true;
-      bundle.formatVersion = rt::kBundleOverlapFormatVersion;
-    }
+    if (bundle.launches.back().entry == "sink_bwd_dq_convert")
+      overlapWithNext(bundle.launches.back());
     bundle.launches.push_back(shareSum);
   }
   if (!sinksInDq)
