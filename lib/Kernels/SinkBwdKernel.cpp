@@ -35,7 +35,8 @@
 //                         blocks per query head (not per kv head) keep the
 //                         causal triangle's work balanced over the SMs.
 //   sink_bwd_dkdv_sum     (--schedule ws, --dkdv-warpgroups 2|3) adds the
-//                         shares instead.
+//                         shares instead (the split below: rounds the
+//                         fp32 sums its dK/dV kernel adds per kv head).
 //   sink_bwd_dq           per block of 64 query rows (64·N with
 //                         --dq-warpgroups N: N consumer warpgroups sharing
 //                         the K/V tiles, a TMA producer): loops over the key
@@ -167,7 +168,7 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileStats = memref<@STATS_ROWS@x64xf32, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
-    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@PRE_COUNTS_ARG@@PRE_SINK_COUNTS_ARG@@SEQUENCE_ARGS@)
+    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@PRE_KV_ACC_ARGS@@PRE_COUNTS_ARG@@PRE_SINK_COUNTS_ARG@@SEQUENCE_ARGS@)
         kernel {
 @QUERY_BLOCK_PROLOGUE@
       // 16 rows per warp, @ROWS_PER_STEP@ at a time (preprocessRowsText):
@@ -187,7 +188,9 @@ module attributes {gpu.container_module} {
 @PRE_ROWS@
       }
 @PRE_ATOMIC@
+@PRE_THREAD_INDEX@
 @PRE_ZERO_COUNTS@
+@PRE_ZERO_KV_ACCS@
 @PRE_ZERO_SINK_COUNTS@
       gpu.return
     }
@@ -815,9 +818,10 @@ std::string butterflyText() {
 /// token), %hk and %d); the shares are [H, tokens, D] in fp32.
 constexpr llvm::StringLiteral kSumShares = R"mlir(
     // dK and dV of a kv head: its query heads' shares added in head order,
-    // one thread per element.
-    gpu.func @sink_bwd_dkdv_sum(%dKp: memref<@SHARES@xf32>,
-                                %dVp: memref<@SHARES@xf32>,
+    // one thread per element (@SUM_GROUP@ slabs per kv head; the split's
+    // per kv head sums are one slab: kStoreKvAccums).
+    gpu.func @sink_bwd_dkdv_sum(%dKp: memref<@SUM_SHARES@xf32>,
+                                %dVp: memref<@SUM_SHARES@xf32>,
                                 %dK: memref<@KV_ELEMENTS@x@T@>,
                                 %dV: memref<@KV_ELEMENTS@x@T@>) kernel {
       %c0 = arith.constant 0 : index
@@ -828,7 +832,7 @@ constexpr llvm::StringLiteral kSumShares = R"mlir(
       %cD = arith.constant @D@ : index
       %kvHeads = arith.constant @HK@ : index
       %seqKv = arith.constant @SKV@ : index
-      %group = arith.constant @GROUP@ : index
+      %group = arith.constant @SUM_GROUP@ : index
       // Elements of one query head's share.
       %slab = arith.constant @SLAB@ : index
       %block = gpu.block_id x
@@ -849,8 +853,8 @@ constexpr llvm::StringLiteral kSumShares = R"mlir(
             iter_args(%sk = %zero, %sv = %zero) -> (f32, f32) {
           %offset = arith.muli %g, %slab : index
           %at = arith.addi %first, %offset : index
-          %k = memref.load %dKp[%at] : memref<@SHARES@xf32>
-          %v = memref.load %dVp[%at] : memref<@SHARES@xf32>
+          %k = memref.load %dKp[%at] : memref<@SUM_SHARES@xf32>
+          %v = memref.load %dVp[%at] : memref<@SUM_SHARES@xf32>
           %sk1 = arith.addf %sk, %k : f32
           %sv1 = arith.addf %sv, %v : f32
           scf.yield %sk1, %sv1 : f32, f32
@@ -1101,6 +1105,47 @@ std::string sumSharesElementsText(const std::string &sharesAt,
 constexpr llvm::StringLiteral kZeroShareCounts = R"mlir(
       %zero32 = arith.constant 0 : i32
       %countTotal = arith.constant @COUNTS@ : index
+      scf.for %ci = %preFirst to %countTotal step %preStride {
+        memref.store %zero32, %Counts[%ci] : memref<@COUNTS@xi32>
+      })mlir";
+
+/// dK's fp32 accumulator scaled (dK = scale · Σ dSᵀ Q), for GQA's fp32
+/// shares and sums.
+constexpr llvm::StringLiteral kDkScaled = R"mlir(
+      %dkScaled = tile.map (%res#0) : (!acc) -> !acc {
+      ^bb0(%i: index, %j: index, %x: f32):
+        %y = arith.mulf %x, %scale : f32
+        tile.yield %y : f32
+      })mlir";
+
+/// The split with GQA (kvAccumulate): after the loop each warpgroup stores
+/// its 64 keys' scaled dK into its half of the block's fp32 dQ tiles (free
+/// once the loop's reduce-adds have read them), and the block adds both
+/// halves into the kv head's fp32 dK by TMA reduce-add; then dV the same.
+/// sink_bwd_dkdv_sum rounds the sums. Writing per query head shares
+/// instead (128 KB per block at D 128) and summing the group's eight in
+/// that kernel took 34 us of the seed's S 2048 for 134 MB read; this
+/// costs the zeroing (5 us) and four synchronous reduce-adds per block
+/// (the dK/dV kernel 11 us longer), and runs the backward 0.3-1.8% faster
+/// (docs/PERF.md, session 29). Adding the fragments element by element
+/// (`tile.store {add}`) ran it 1-10% slower.
+constexpr llvm::StringLiteral kStoreKvAccums = R"mlir(
+      %sdKVw = memref.subview %sdQ2[%wg, 0, 0] [1, 64, @D@] [1, 1, 1] : !tileQacc2 to !tileQacc
+      %sdKV0 = memref.subview %sdQ2[%c0, 0, 0] [1, 64, @D@] [1, 1, 1] : !tileQacc2 to !tileQacc
+      %sdKV1 = memref.subview %sdQ2[%c1, 0, 0] [1, 64, @D@] [1, 1, 1] : !tileQacc2 to !tileQacc
+      %nSecond = arith.addi %nBlock, %c64 : index
+      %kRowSecond = arith.addi %kRowBlock, %c64 : index
+      tile.store %dkScaled, %sdKVw[%c0, %c0] : !acc, !tileQacc
+      tile.copy %sdKV0, %dK[@KV_ACC_AT@] {add} : !tileQacc, !dkv
+      tile.copy %sdKV1, %dK[@KV_ACC_AT2@] {add} : !tileQacc, !dkv
+      tile.store %res#1, %sdKVw[%c0, %c0] : !acc, !tileQacc
+      tile.copy %sdKV0, %dV[@KV_ACC_AT@] {add} : !tileQacc, !dkv
+      tile.copy %sdKV1, %dV[@KV_ACC_AT2@] {add} : !tileQacc, !dkv)mlir";
+
+/// The preprocess thread's index in the whole grid (%preFirst) and the
+/// grid's thread count (%preStride), for the loops that zero scratch a
+/// strided part per thread (kZeroShareCounts, kZeroKvAccums).
+constexpr llvm::StringLiteral kPreprocessThreadIndex = R"mlir(
       %headsPre = arith.constant @H@ : index
       %qbCount = arith.constant @QB@ : index
       %preThreads = arith.constant 128 : index
@@ -1111,9 +1156,19 @@ constexpr llvm::StringLiteral kZeroShareCounts = R"mlir(
       %preBlock = arith.addi %preBlockRow, %qb : index
       %preBase = arith.muli %preBlock, %preThreads : index
       %preTid = gpu.thread_id x
-      %preFirst = arith.addi %preBase, %preTid : index
-      scf.for %ci = %preFirst to %countTotal step %preStride {
-        memref.store %zero32, %Counts[%ci] : memref<@COUNTS@xi32>
+      %preFirst = arith.addi %preBase, %preTid : index)mlir";
+
+/// Zeroes the split's fp32 dK/dV accumulators (kvAccumulate), flat
+/// [HK * tokens * D]: every preprocess thread a strided part of them, 16
+/// bytes at a time (D is a multiple of 4).
+constexpr llvm::StringLiteral kZeroKvAccums = R"mlir(
+      %accVectors = arith.constant @KV_ACC_VECTORS@ : index
+      %accZeros = arith.constant dense<0.0> : vector<4xf32>
+      %accVector = arith.constant 4 : index
+      scf.for %av = %preFirst to %accVectors step %preStride {
+        %ae = arith.muli %av, %accVector : index
+        vector.store %accZeros, %dKacc[%ae] {alignment = 16 : i64} : memref<@KV_ACC@xf32>, vector<4xf32>
+        vector.store %accZeros, %dVacc[%ae] {alignment = 16 : i64} : memref<@KV_ACC@xf32>, vector<4xf32>
       })mlir";
 
 /// The parts of the template that depend on the memory layout (as in
@@ -1131,6 +1186,10 @@ struct LayoutText {
   /// %j (or %col = %hD + %j); q-side tile at row %qRow; kv-side at %kRow.
   std::string lseAt, oAt, qTile, kvTile;
   std::string storeTerms, storeDq, storeDkdv, storeShares;
+  /// The split with GQA (kvAccumulate, kStoreKvAccums): dK/dV's fp32 sums
+  /// per kv head, [HK, tokens, D] (tokens as in the shares), indexed at the
+  /// block's first key (kvAccAt) and at its second warpgroup's (kvAccAt2).
+  std::string kvAccType, kvAccAt, kvAccAt2;
   /// MHA's dK/dV by register stores (--dkdv-warpgroups > 1: the K and V
   /// tiles hold more keys than one warpgroup's fragment covers).
   std::string storeDkdvFromRegisters;
@@ -1182,12 +1241,7 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                      "key position i + past.\n      %past = arith.subi %skv, "
                      "%seqQ : index";
   // GQA shares of dK and dV, fp32 [H, tokens, D].
-  std::string dkShare = R"mlir(
-      %dkScaled = tile.map (%res#0) : (!acc) -> !acc {
-      ^bb0(%i: index, %j: index, %x: f32):
-        %y = arith.mulf %x, %scale : f32
-        tile.yield %y : f32
-      })mlir";
+  const std::string dkShare = kDkScaled.str();
   std::string dkGradient = R"mlir(
       %dk16 = tile.map (%res#0) : (!acc) -> !acc16 {
       ^bb0(%i: index, %j: index, %x: f32):
@@ -1261,6 +1315,10 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                        "\n      tile.store %dkScaled, %dK[%h, %b, %n0, %c0] "
                        ": !acc, !dkv\n      tile.store %res#1, %dV[%h, %b, "
                        "%n0, %c0] : !acc, !dkv";
+    text.kvAccType = "memref<" + str(shape.kvHeads) + "x" + str(shape.batch) +
+                     "x" + str(shape.seqKv) + "x" + d + "xf32>";
+    text.kvAccAt = "%hk, %b, %nBlock, %c0";
+    text.kvAccAt2 = "%hk, %b, %nSecond, %c0";
     text.run = shape.seqQ;
     text.runBatches = shape.batch;
     text.batchRows = shape.heads * shape.seqQ;
@@ -1331,6 +1389,9 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
         sharesView + "\n      %dvSeq = memref.subview %dV[0, %kStart, 0] [" +
         heads + ", %skv, " + d + "] [1, 1, 1] : !dkv to " + sharesView +
         "\n      tile.store %res#1, %dvSeq[%h, %n0, %c0] : !acc, " + sharesView;
+    text.kvAccType = "memref<" + str(shape.kvHeads) + "x" + tk + "x" + d + "xf32>";
+    text.kvAccAt = "%hk, %kRowBlock, %c0";
+    text.kvAccAt2 = "%hk, %kRowSecond, %c0";
     // dK element (t * HK + hk) * D + d.
     text.decode = R"mlir(
         %hk = arith.remui %rows, %kvHeads : index
@@ -1486,8 +1547,14 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // spill, and the default's shared forms level: PERF.md, session 28.)
   const bool dkdvShared = dkdvWarpgroups > 1;
   const bool sumInKernel = shares && !warpSpecialized && !dkdvShared;
+  // The split with GQA adds its dK/dV into fp32 per kv head (atomics, like
+  // its dQ) instead of writing per query head shares: sink_bwd_dkdv_sum
+  // then reads one slab per element instead of the group's.
+  const bool kvAccumulate = shares && atomicDkdvShared;
   const int64_t shareCounts = shape.batch * shape.kvHeads * int64_t(keyBlocks);
   LayoutText layout = layoutText(shape, type);
+  const int64_t kvAccElements =
+      shape.kvHeads * layout.shareTokens * shape.headDim;
   // Three dK/dV blocks per SM at D 64 (3 x 51 KB of shared memory at 2
   // stages, 3 x 67 KB at 3) ran the backward 2-4% faster than two (PERF.md);
   // .minnctapersm 3 keeps it at most 168 registers (with LSE and Delta read
@@ -1534,7 +1601,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // 0, which adds exact zeros to its dK and dV.
   std::string dkdvKeys = "      %n0 = arith.muli %kb, %c64 : index";
   std::string dkdvKvTile = "@KV_TILE@", dkdvSubviews;
-  std::string dkdvStore = shares ? layout.storeShares : layout.storeDkdv;
+  std::string dkdvStore = kvAccumulate ? kDkScaled.str() + kStoreKvAccums.str()
+                          : shares     ? layout.storeShares
+                                       : layout.storeDkdv;
   if (dkdvShared) {
     dkdvKeys = "      %cBlockKeys = arith.constant " + str(dkdvBlockKeys) +
                " : index\n"
@@ -1704,6 +1773,13 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_BLOCK_LAST_KEY_OFFSET@",
          dkdvShared ? "%blockLastKeyOffset" : "%c63"},
         {"@DKDV_SUM@", shares && !sumInKernel ? kSumShares.str() : ""},
+        {"@PRE_KV_ACC_ARGS@",
+         kvAccumulate
+             ? ", %dKacc: memref<@KV_ACC@xf32>, %dVacc: memref<@KV_ACC@xf32>"
+             : ""},
+        {"@PRE_ZERO_KV_ACCS@", kvAccumulate ? kZeroKvAccums.str() : ""},
+        {"@PRE_THREAD_INDEX@",
+         sumInKernel || kvAccumulate ? kPreprocessThreadIndex.str() : ""},
         {"@DKDV_SUM_IN_KERNEL@", sumInKernel ? kSumSharesInKernel.str() : ""},
         {"@SHARES_LAST_ARRIVAL@",
          lastArrivalText("sum", "%Counts", "memref<@COUNTS@xi32>", "%countAt",
@@ -1733,9 +1809,18 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"GROUP", str(group)},
        {"HK", str(shape.kvHeads)},
        {"KV_ELEMENTS", str(shape.kvElements())},
-       {"SHARES", str(shape.heads * layout.shareTokens * shape.headDim)},
        {"SLAB", str(layout.shareTokens * shape.headDim)},
-       {"DKV_TYPE", shares ? layout.sharesType : "!kv"},
+       {"DKV_TYPE", kvAccumulate ? layout.kvAccType
+                    : shares     ? layout.sharesType
+                                 : "!kv"},
+       {"KV_ACC", str(kvAccElements)},
+       {"KV_ACC_AT", layout.kvAccAt},
+       {"KV_ACC_AT2", layout.kvAccAt2},
+       {"KV_ACC_VECTORS", str(kvAccElements / 4)},
+       {"SUM_GROUP", str(kvAccumulate ? 1 : group)},
+       {"SUM_SHARES", str(kvAccumulate ? kvAccElements
+                                       : shape.heads * layout.shareTokens *
+                                             shape.headDim)},
        {"COUNTS", str(shareCounts)},
        {"DKDV_BLOCKS", str(keyBlocks)},
        {"GROUP_MINUS_1", str(group - 1)},
@@ -1831,7 +1916,12 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     bundle.params.push_back(outputBuffer("dq_accum", rt::DType::F32, qShape));
   std::vector<uint64_t> sharesShape = {u(shape.heads), u(layout.shareTokens),
                                        u(shape.headDim)};
-  if (shares) {
+  if (kvAccumulate) {
+    std::vector<uint64_t> accShape = {u(shape.kvHeads), u(layout.shareTokens),
+                                      u(shape.headDim)};
+    bundle.params.push_back(outputBuffer("dk_accum", rt::DType::F32, accShape));
+    bundle.params.push_back(outputBuffer("dv_accum", rt::DType::F32, accShape));
+  } else if (shares) {
     bundle.params.push_back(outputBuffer("dk_shares", rt::DType::F32, sharesShape));
     bundle.params.push_back(outputBuffer("dv_shares", rt::DType::F32, sharesShape));
   }
@@ -1872,6 +1962,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (atomicDq)
     preprocessArgs.insert(preprocessArgs.end(),
                           {"sinks", "dq_accum"});
+  if (kvAccumulate)
+    preprocessArgs.insert(preprocessArgs.end(), {"dk_accum", "dv_accum"});
   if (sumInKernel)
     preprocessArgs.push_back("share_counts");
   if (sinksInDq)
@@ -1881,8 +1973,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
              withSequences(preprocessArgs))};
   std::vector<std::string> dkdvArgs = {"q", "k", "v", "do", "row_stats"};
-  dkdvArgs.insert(dkdvArgs.end(), {shares ? "dk_shares" : "dk",
-                                   shares ? "dv_shares" : "dv"});
+  const char *dkOut = kvAccumulate ? "dk_accum" : shares ? "dk_shares" : "dk";
+  const char *dvOut = kvAccumulate ? "dv_accum" : shares ? "dv_shares" : "dv";
+  dkdvArgs.insert(dkdvArgs.end(), {dkOut, dvOut});
   if (atomicDq)
     dkdvArgs.insert(dkdvArgs.end(), {"dq_accum", "sink_terms"});
   if (sumInKernel)
@@ -1892,7 +1985,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                                    withSequences(dkdvArgs)));
   rt::BundleLaunch shareSum = launch(
       "sink_bwd_dkdv_sum", {uint32_t((shape.kvElements() + 255) / 256), 1, 1},
-      256, {"dk_shares", "dv_shares", "dk", "dv"});
+      256, {dkOut, dvOut, "dk", "dv"});
   // With several dK/dV warpgroups the share sum waits until after the dQ
   // kernel, so that dK/dV and dQ still run side by side (below); the
   // ws schedule keeps the order it was measured with.

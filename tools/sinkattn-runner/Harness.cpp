@@ -310,12 +310,17 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
       SINKATTN_RT_TRY(
           expect("dq_accum", BufferRole::Output, qShape, {DType::F32}));
     if (shape.heads != shape.kvHeads) {
+      // GQA's dK/dV: fp32 shares per query head, or (the split: --dq atomic
+      // with two dK/dV warpgroups) fp32 sums per kv head.
+      const bool kvAccumulate = atomicDq && rt::findParam(bundle, "dk_accum");
       std::vector<uint64_t> shares = {
-          u(shape.heads),
+          u(kvAccumulate ? shape.kvHeads : shape.heads),
           u(shape.varlen() ? shape.tokensKv() : shape.batch * shape.seqKv),
           u(shape.headDim)};
-      SINKATTN_RT_TRY(expect("dk_shares", BufferRole::Output, shares, {DType::F32}));
-      SINKATTN_RT_TRY(expect("dv_shares", BufferRole::Output, shares, {DType::F32}));
+      const char *dkName = kvAccumulate ? "dk_accum" : "dk_shares";
+      const char *dvName = kvAccumulate ? "dv_accum" : "dv_shares";
+      SINKATTN_RT_TRY(expect(dkName, BufferRole::Output, shares, {DType::F32}));
+      SINKATTN_RT_TRY(expect(dvName, BufferRole::Output, shares, {DType::F32}));
     }
   }
   if (shape.varlen()) {

@@ -247,6 +247,60 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
   EXPECT_TRUE(failed(kernels::buildSinkBwd(context, config)));
 }
 
+TEST_F(SinkBwdKernelTest, SplitAddsGqaDkDvPerKvHead) {
+  // The split (--dq atomic, two dK/dV warpgroups, D 128) with GQA: fp32 dK
+  // and dV per kv head, [HK, tokens, D], zeroed by the preprocess kernel,
+  // added to by the dK/dV kernel and rounded by the sum kernel; no per
+  // query head shares. Every layout's bundle validates.
+  KernelConfig config = backward(configOf(2, 4, 2, 100, 300, 128, 0));
+  config.dq = "atomic";
+  config.dkdvWarpgroups = 2;
+  KernelConfig varlen =
+      backward(varlenConfigOf(4, 2, {65, 1}, {65, 129}, 128, 0));
+  KernelConfig bshd = backward(configOf(2, 4, 2, 77, 77, 128, 16));
+  bshd.layout = rt::AttentionLayout::BSHD;
+  for (KernelConfig each : {config, varlen, bshd}) {
+    each.dq = "atomic";
+    each.dkdvWarpgroups = 2;
+    FailureOr<KernelModule> split = kernels::buildSinkBwd(context, each);
+    ASSERT_TRUE(succeeded(split));
+    const rt::Bundle &b = split->bundle;
+    rt::Status valid = rt::validateBundle(b);
+    EXPECT_TRUE(valid.ok()) << valid.message();
+    EXPECT_EQ(rt::findParam(b, "dk_shares"), nullptr);
+    EXPECT_EQ(rt::findParam(b, "dv_shares"), nullptr);
+    const uint64_t tokens = each.layout == rt::AttentionLayout::Varlen
+                                ? 65 + 129
+                                : uint64_t(each.batch * each.seqKv);
+    for (const char *name : {"dk_accum", "dv_accum"}) {
+      const rt::BundleParam *accum = rt::findParam(b, name);
+      ASSERT_NE(accum, nullptr) << name;
+      EXPECT_EQ(accum->shape, (std::vector<uint64_t>{2, tokens, 128})) << name;
+      EXPECT_EQ(accum->dtype, rt::DType::F32) << name;
+    }
+    EXPECT_EQ(entries(b),
+              (std::vector<std::string>{"sink_fwd", "sink_bwd_preprocess",
+                                        "sink_bwd_dkdv", "sink_bwd_dq_convert",
+                                        "sink_bwd_dkdv_sum", "sink_bwd_sinks"}));
+    // The preprocess kernel zeroes both (after dQ's fp32 accumulator).
+    const std::vector<std::string> &preprocessArgs = b.launches[1].args;
+    auto dqAccum = std::find(preprocessArgs.begin(), preprocessArgs.end(),
+                             "dq_accum");
+    ASSERT_GE(std::distance(dqAccum, preprocessArgs.end()), 3);
+    EXPECT_EQ(*(dqAccum + 1), "dk_accum");
+    EXPECT_EQ(*(dqAccum + 2), "dv_accum");
+    EXPECT_EQ(b.launches[4].args,
+              (std::vector<std::string>{"dk_accum", "dv_accum", "dk", "dv"}));
+  }
+  // MHA keeps writing dK and dV directly.
+  KernelConfig mha = backward(configOf(2, 2, 2, 100, 100, 128, 0));
+  mha.dq = "atomic";
+  mha.dkdvWarpgroups = 2;
+  FailureOr<KernelModule> mhaSplit = kernels::buildSinkBwd(context, mha);
+  ASSERT_TRUE(succeeded(mhaSplit));
+  EXPECT_EQ(rt::findParam(mhaSplit->bundle, "dk_accum"), nullptr);
+}
+
 /// kAutoWarpgroups: two dK/dV and two dQ warpgroups exactly where
 /// buildSinkBwd's rule holds (D 128, rows and keys of at least 192 blocks of
 /// 64, --dq separate, the auto schedule, no window, not varlen); one where
