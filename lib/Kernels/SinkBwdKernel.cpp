@@ -53,8 +53,8 @@
 //                         of a head's blocks (a counter per head) then sums
 //                         the head's terms into dsink_h with one warp, in a
 //                         fixed order and a butterfly (kSinkSumInDq).
-//   sink_bwd_sinks        (--schedule ws and --dq atomic) that sum, one
-//                         warp per head, as a kernel of its own.
+//   sink_bwd_sinks        (--schedule ws) that sum, one warp per head, as a
+//                         kernel of its own.
 //
 // Every output element has exactly one writer and every sum a fixed order
 // (the share sum's counter only elects which block adds, not the order):
@@ -64,11 +64,13 @@
 // share of its keys and adds it to an fp32 dQ with a TMA reduce-add, and
 // sums the keys' sink terms; preprocess zeros that dQ and writes the rows'
 // sink weights into the blocks' records; sink_bwd_dq_convert rounds dQ
-// (kDqConvertKernel). Fewer GEMMs, but not bit-reproducible. With
-// --dkdv-warpgroups 2 (D 128) the block's two warpgroups split dQ's share
-// by 64-column panels (kDkdvDkDq): FlashAttention 3's split, level with the
-// default at S 2048 and 6-15% faster from 4096 (PERF.md, session 28); the
-// 64-key form stays slower than the default.
+// and sums dsinks from the key terms (kDqConvertKernel). Fewer GEMMs, but
+// not bit-reproducible. With --dkdv-warpgroups 2 (D 128) the block's two
+// warpgroups split dQ's share by 64-column panels (kDkdvDkDq):
+// FlashAttention 3's split, level with the default at S 2048 and 6-15%
+// faster from 4096 (PERF.md, session 28); with GQA it adds dK and dV into
+// fp32 sums per kv head (kStoreKvAccums), which sink_bwd_dkdv_sum rounds.
+// The 64-key form stays slower than the default.
 //
 //===----------------------------------------------------------------------===//
 
@@ -323,8 +325,9 @@ constexpr llvm::StringLiteral kDkdvSecondGemmsLateDp = R"mlir(
         %dvNew = tile.gemm %pT16, %sdO, %dv : !P, !tileT, !acc
         %dpT = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S)mlir";
 
-/// The dsinks kernel (--schedule ws and --dq atomic; the plain schedule's
-/// dQ kernel sums dsinks itself, kSinkSumInDq).
+/// The dsinks kernel (--schedule ws; the plain schedule's dQ kernel sums
+/// dsinks itself, kSinkSumInDq, and --dq atomic's convert kernel,
+/// kDqConvertKernel).
 constexpr llvm::StringLiteral kSinksKernel = R"mlir(
     gpu.func @sink_bwd_sinks(%Terms: !terms, %dsinks: memref<@H@xf32>) kernel {
       %c0 = arith.constant 0 : index
@@ -522,9 +525,21 @@ constexpr llvm::StringLiteral kZeroSinkCounts = R"mlir(
 /// per row and column pair) it took 2.6 times cuDNN's conversion of the
 /// same tensors (PERF.md, session 28).
 constexpr llvm::StringLiteral kDqConvertKernel = R"mlir(
-    gpu.func @sink_bwd_dq_convert(%dQacc: !qacc, %dQ: !q@SEQUENCE_ARGS@) kernel {
+    gpu.func @sink_bwd_dq_convert(%dQacc: !qacc, %dQ: !q, %Terms: !terms,
+                                  %dsinks: memref<@H@xf32>@SEQUENCE_ARGS@) kernel {
 @QUERY_BLOCK_PROLOGUE@
 @ROW_GROUPS@
+      // dsink_h from the keys' sink terms (which the dK/dV kernel wrote),
+      // by the first warp of the head's first block: one launch fewer than
+      // a dsinks kernel of its own after this one (session 29).
+      %firstBlock0 = arith.cmpi eq, %qb, %c0 : index
+      %firstBlock1 = arith.cmpi eq, %b, %c0 : index
+      %firstBlock = arith.andi %firstBlock0, %firstBlock1 : i1
+      %inFirstWarp = arith.cmpi ult, %tid, %c32 : index
+      %sumSinkHere = arith.andi %firstBlock, %inFirstWarp : i1
+      scf.if %sumSinkHere {
+@HEAD_SINK_SUM@
+      }
       %scales = vector.broadcast %scale : f32 to vector<8xf32>
       %rowsPerStep = arith.constant @ROWS_PER_STEP@ : index
       scf.for %k = %c0 to %c16 step %rowsPerStep {
@@ -1738,7 +1753,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_P_MAP@", dkdvProbabilities()},
         {"@DQ_P_MAP@", dqProbabilities()},
         {"@SEQUENCE@", layout.sequence},
-        {"@SINKS_KERNEL@", sinksInDq ? "" : kSinksKernel.str()},
+        // --dq atomic sums dsinks in its convert kernel (kDqConvertKernel).
+        {"@SINKS_KERNEL@", sinksInDq || atomicDq ? "" : kSinksKernel.str()},
         {"@DQ_SINK_SUM@", sinksInDq ? kSinkSumInDq.str() : ""},
         {"@SINK_LAST_ARRIVAL@",
          lastArrivalText("sink", "%SinkCounts", "memref<@H@xi32>", "%h",
@@ -1993,9 +2009,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (shares && !sumInKernel && !sumAfterDq)
     bundle.launches.push_back(shareSum);
   if (atomicDq)
-    bundle.launches.push_back(launch("sink_bwd_dq_convert",
-                                     {queryBlocks, heads, batch}, 128,
-                                     withSequences({"dq_accum", "dq"})));
+    bundle.launches.push_back(launch(
+        "sink_bwd_dq_convert", {queryBlocks, heads, batch}, 128,
+        withSequences({"dq_accum", "dq", "sink_terms", "dsinks"})));
   else {
     std::vector<std::string> dqArgs = {
         "q", "k", "v", "do", "lse", "delta", "sinks", "dq", "sink_terms"};
@@ -2025,7 +2041,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       overlapWithNext(bundle.launches.back());
     bundle.launches.push_back(shareSum);
   }
-  if (!sinksInDq)
+  if (!sinksInDq && !atomicDq)
     bundle.launches.push_back(
         launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"}));
   KernelModule kernel{std::move(module), std::move(bundle)};

@@ -190,7 +190,8 @@ TEST_F(SinkBwdKernelTest, CompiledBundleValidates) {
 TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
   // --dq atomic: no dQ kernel; preprocess also zeros the fp32 dQ and writes
   // the sink weights, dK/dV adds into dQ and writes per-key sink terms, a
-  // convert kernel rounds dQ. Every layout's bundle validates.
+  // convert kernel rounds dQ and sums dsinks (no dsinks kernel). Every
+  // layout's bundle validates.
   KernelConfig config = backward(configOf(2, 4, 2, 100, 300, 64, 0));
   config.dq = "atomic";
   FailureOr<KernelModule> atomic = kernels::buildSinkBwd(context, config);
@@ -198,7 +199,7 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
   const rt::Bundle &b = atomic->bundle;
   EXPECT_EQ(entries(b), (std::vector<std::string>{
                             "sink_fwd", "sink_bwd_preprocess", "sink_bwd_dkdv",
-                            "sink_bwd_dq_convert", "sink_bwd_sinks"}));
+                            "sink_bwd_dq_convert"}));
   EXPECT_EQ(b.launches[1].args,
             (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats",
                                       "sinks", "dq_accum",
@@ -209,6 +210,8 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
                                       "sink_terms", "dk", "dv",
                                       "share_counts"}));
   EXPECT_EQ(b.launches[3].grid, (rt::Dim3{2, 4, 2}));
+  EXPECT_EQ(b.launches[3].args,
+            (std::vector<std::string>{"dq_accum", "dq", "sink_terms", "dsinks"}));
   // The convert kernel reads the dQ that dK/dV adds to: nothing overlaps.
   for (const rt::BundleLaunch &launch : b.launches)
     EXPECT_FALSE(launch.overlapsNext) << launch.entry;
@@ -281,7 +284,7 @@ TEST_F(SinkBwdKernelTest, SplitAddsGqaDkDvPerKvHead) {
     EXPECT_EQ(entries(b),
               (std::vector<std::string>{"sink_fwd", "sink_bwd_preprocess",
                                         "sink_bwd_dkdv", "sink_bwd_dq_convert",
-                                        "sink_bwd_dkdv_sum", "sink_bwd_sinks"}));
+                                        "sink_bwd_dkdv_sum"}));
     // The preprocess kernel zeroes both (after dQ's fp32 accumulator).
     const std::vector<std::string> &preprocessArgs = b.launches[1].args;
     auto dqAccum = std::find(preprocessArgs.begin(), preprocessArgs.end(),
