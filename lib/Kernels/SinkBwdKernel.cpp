@@ -65,8 +65,8 @@
 // sums the keys' sink terms; preprocess zeros that dQ and writes the rows'
 // sink weights into the blocks' records; sink_bwd_dq_convert rounds dQ
 // and sums dsinks from the key terms (kDqConvertKernel). Fewer GEMMs, but
-// not bit-reproducible. With --dkdv-warpgroups 2 (D 128) the block's two
-// warpgroups split dQ's share by 64-column panels (kDkdvDkDq):
+// not bit-reproducible. With --dkdv-warpgroups 2 the block's two
+// warpgroups split dQ's share by panels of D / 2 columns (kDkdvDkDq):
 // FlashAttention 3's split, level with the default at S 2048 and 6-15%
 // faster from 4096 (PERF.md, session 28); with GQA it adds dK and dV into
 // fp32 sums per kv head (kStoreKvAccums), which sink_bwd_dkdv_sum rounds.
@@ -165,7 +165,8 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileQacc2 = memref<2x64x@D@xf32, #gpu.address_space<workgroup>>
 !tileSBlock = memref<@DKDV_BLOCK_KEYS_N@x64x@T@, #gpu.address_space<workgroup>>
 !tileSw = memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
-!tileKd = memref<@DKDV_BLOCK_KEYS_N@x64x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
+!tileKd = memref<@DKDV_BLOCK_KEYS_N@x@DQ_PANEL@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
+!Sp = !tile.fragment<64x@DQ_PANEL@xf32>
 !stats = memref<@B@x@H@x@QB@x@STATS_ROWS@x64xf32>
 !tileStats = memref<@STATS_ROWS@x64xf32, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
@@ -664,10 +665,10 @@ constexpr llvm::StringLiteral kDkdvDk = R"mlir(
 /// 24; issuing dK first and waiting for both gained nothing: +0.2-0.8%).
 /// The forms differ only in the tiles (@DKDV_DS_ROWS@,
 /// @DKDV_DQ_OPERANDS@, @DKDV_DQ_SHARE@): one warpgroup stores its dSᵀ tile
-/// and computes its 64 keys' 64 x D share from K; with two (D 128,
-/// FlashAttention 3's split) each stores its rows of the block's dSᵀ tile
-/// of 128 keys and computes one 64-column panel of the share over all of
-/// them, dS (64 x 128) times its panel of K (128 x 64), into its half of
+/// and computes its 64 keys' 64 x D share from K; with two
+/// (FlashAttention 3's split) each stores its rows of the block's dSᵀ tile
+/// of 128 keys and computes one panel of D / 2 columns of the share over
+/// all of them, dS (64 x 128) times its panel of K (128 x D / 2), into its half of
 /// the fp32 dQ tile, which the block adds once (one reduce-add per 128
 /// keys instead of one per 64: half the reductions). Under early dPᵀ (the
 /// 64-key form) dV's group, issued before both, is waited for first
@@ -696,8 +697,10 @@ constexpr llvm::StringLiteral kDkdvAtomicPreOne = R"mlir(
 constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
       %sdS = memref.alloc() : !tileSBlock
       %sdSw = memref.subview %sdS[%wgKey, 0] [64, 64] [1, 1] : !tileSBlock to !tileSw
-      %wgCol = arith.muli %wg, %c64 : index
-      %sKd = memref.subview %sK[0, %wgCol] [@DKDV_BLOCK_KEYS_N@, 64] [1, 1] : !tileDkdvKV to !tileKd)mlir";
+      %cPanel = arith.constant @DQ_PANEL@ : index
+      %wgCol = arith.muli %wg, %cPanel : index
+      %sZeroPanel = tile.fill %zero : !Sp
+      %sKd = memref.subview %sK[0, %wgCol] [@DKDV_BLOCK_KEYS_N@, @DQ_PANEL@] [1, 1] : !tileDkdvKV to !tileKd)mlir";
 
 /// The dQ kernel's running Σ_j P ⊙ dP (see @DQ_PDP_UPDATE@).
 constexpr llvm::StringLiteral kDqPdpFull = R"mlir(        %pdpNew = tile.map (%pdpSum, %p, %dp) : (!S, !S, !S) -> !S {
@@ -1521,18 +1524,17 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   };
   const int64_t dqWarpgroups = resolveWarpgroups(config.dqWarpgroups);
   const int64_t dkdvWarpgroups = resolveWarpgroups(config.dkdvWarpgroups);
-  // --dq atomic with two dK/dV warpgroups: each computes one 64-column
-  // panel of dQ's share (kDkdvDkDq), so D must be 128.
-  const bool atomicDkdvShared =
-      atomicDq && dkdvWarpgroups == 2 && shape.headDim == 128;
+  // --dq atomic with two dK/dV warpgroups: each computes one panel of D / 2
+  // columns of dQ's share (kDkdvDkDq; at D 64 half a swizzle panel of K,
+  // which wgmma reads from a descriptor 64 bytes into the panel).
+  const bool atomicDkdvShared = atomicDq && dkdvWarpgroups == 2;
   if (failed(checkWarpgroups("dq-warpgroups", dqWarpgroups,
                              "--dq atomic has no dQ kernel",
                              "D 128's dQ loop needs about 200",
                              /*atomicAllowed=*/false)) ||
       failed(checkWarpgroups("dkdv-warpgroups", dkdvWarpgroups,
-                             "or 2 at --head-dim 128: with --dq atomic each "
-                             "warpgroup computes one 64-column panel of dQ's "
-                             "share",
+                             "or 2: with --dq atomic each warpgroup computes "
+                             "one panel of D / 2 columns of dQ's share",
                              "D 128's dK/dV loop needs about 235",
                              /*atomicAllowed=*/atomicDkdvShared)))
     return failure();
@@ -1649,10 +1651,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       "        %sdQ = memref.subview %sdQ2[%dqParity, 0, 0] [1, 64, " + d +
       "] [1, 1, 1] : !tileQacc2 to !tileQacc\n" + layout.storeDqAdd;
   replaceAll(dqAddText, "{add}", "{add, pending = 1}");
-  // With two dK/dV warpgroups each stores its 64-column panel of dQ's
+  // With two dK/dV warpgroups each stores its panel (D / 2 columns) of dQ's
   // share into the block's tile.
   if (atomicDkdvShared)
-    replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !S,");
+    replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !Sp,");
   // The dK/dV loop issues dPᵀ with Sᵀ where that does not spill
   // (kDkdvFirstGemmsEarlyDp).
   const bool earlyDp = !atomicDkdvShared && dkdvWarpgroups < 3;
@@ -1696,11 +1698,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_DS_ROWS@", atomicDkdvShared ? "%sdSw[%c0, %c0] : !P, !tileSw"
                                             : "%sdS[%c0, %c0] : !P, !tileS"},
         {"@DKDV_DQ_OPERANDS@",
-         atomicDkdvShared ? "%sdS, %sKd, %sZero {transpose_a, async} : "
-                            "!tileSBlock, !tileKd, !S"
+         atomicDkdvShared ? "%sdS, %sKd, %sZeroPanel {transpose_a, async} : "
+                            "!tileSBlock, !tileKd, !Sp"
                           : "%sdS, %sK, %accZero {transpose_a, async} : "
                             "!tileS, !tileT, !acc"},
-        {"@DKDV_DQ_SHARE@", atomicDkdvShared ? "!S" : "!acc"},
+        {"@DKDV_DQ_SHARE@", atomicDkdvShared ? "!Sp" : "!acc"},
         {"@DKDV_DV_WAIT_BEFORE_DQ@", earlyDp ? dvWaitEarlyDp(2) : ""},
         {"@DKDV_YIELD@",
          atomicDq ? ", %termNew : !acc, !acc, " + termsType : " : !acc, !acc"},
@@ -1874,6 +1876,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"DQ_BLOCK_IDS", blockIdsText("%qb", /*heaviestLast=*/true, shape)},
        {"DQ_BLOCK_ROWS_N", str(dqBlockRows)},
        {"DKDV_BLOCK_KEYS_N", str(dkdvBlockKeys)},
+       {"DQ_PANEL", str(shape.headDim / 2)},
        {"DKDV_ATTRIBUTES", dkdvShared ? sharedBlockAttributes(dkdvWarpgroups)
                            : warpSpecialized ? kWarpSpecializedAttributes.str()
                            : threeBlocksPerSm

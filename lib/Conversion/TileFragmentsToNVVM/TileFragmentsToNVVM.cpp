@@ -673,14 +673,22 @@ Value createDescriptor(OpBuilder &builder, Location loc, Value tile,
   if (type.getShape().back() != cols) {
     Value col = arith::RemUIOp::create(builder, loc, inTile,
                                        indexConstant(builder, loc, cols));
-    Value panel = arith::DivUIOp::create(
-        builder, loc, col,
-        indexConstant(builder, loc,
-                      getSwizzlePanelColumns(type.getElementTypeBitWidth())));
+    Value panelColumns = indexConstant(
+        builder, loc, getSwizzlePanelColumns(type.getElementTypeBitWidth()));
+    Value panel = arith::DivUIOp::create(builder, loc, col, panelColumns);
     bytes = arith::AddIOp::create(
         builder, loc, bytes,
         arith::MulIOp::create(builder, loc, panel,
                               indexConstant(builder, loc, panelBytes)));
+    // A half-panel slice starts inside its panel's rows.
+    if (type.getShape().back() < getSwizzlePanelColumns(
+                                     type.getElementTypeBitWidth())) {
+      Value inPanel = arith::RemUIOp::create(builder, loc, col, panelColumns);
+      bytes = arith::AddIOp::create(
+          builder, loc, bytes,
+          arith::MulIOp::create(builder, loc, inPanel,
+                                indexConstant(builder, loc, elementBytes)));
+    }
   }
   Value address = arith::AddIOp::create(builder, loc, aligned, bytes);
   Value address64 = arith::IndexCastUIOp::create(builder, loc,

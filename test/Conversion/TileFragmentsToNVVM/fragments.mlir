@@ -360,6 +360,30 @@ func.func @gemm_column_panel(%acc: !tile.fragment<64x64xf32, #tile.layout<accumu
   return %d : !tile.fragment<64x64xf32, #tile.layout<accumulator>>
 }
 
+// B is half of a 64-column panel (32 columns from column 32 * %wg; the D 64
+// split's dQ panel): the descriptor adds the panel's offset and, inside
+// the panel, the slice's first column's bytes (64 for the second half);
+// wgmma takes N = 32.
+// CHECK-LABEL: func @gemm_half_panel
+// CHECK: %[[BASE:.*]], %[[OFFSET:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %[[B:.*]] :
+// CHECK: %[[IN_TILE:.*]] = arith.remui %[[OFFSET]], %c8192
+// CHECK: %[[COL:.*]] = arith.remui %[[IN_TILE]], %c64
+// CHECK: %[[PANEL:.*]] = arith.divui %[[COL]], %c64
+// CHECK: arith.muli %[[PANEL]], %c16384
+// CHECK: %[[IN_PANEL:.*]] = arith.remui %[[COL]], %c64
+// CHECK: arith.muli %[[IN_PANEL]], %c2
+// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n32k16
+func.func @gemm_half_panel(%acc: !tile.fragment<64x32xf32, #tile.layout<accumulator>>, %wg: index)
+    -> !tile.fragment<64x32xf32, #tile.layout<accumulator>> {
+  %c32 = arith.constant 32 : index
+  %col = arith.muli %wg, %c32 : index
+  %sA = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.alloc() {alignment = 1024, tile.swizzle = 128 : i64} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+  %half = memref.subview %sB[0, %col] [128, 32] [1, 1] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x32xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+  %d = tile.gemm %sA, %half, %acc {transpose_a} : memref<128x64xbf16, #gpu.address_space<workgroup>>, memref<128x32xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, !tile.fragment<64x32xf32, #tile.layout<accumulator>>
+  return %d : !tile.fragment<64x32xf32, #tile.layout<accumulator>>
+}
+
 // A fragment stored into rows of a one-panel (64-column) swizzled tile: the
 // view's offset (a multiple of 8 rows, the swizzle's period, so outside the
 // chunk field) is part of the base that the XOR swizzles.

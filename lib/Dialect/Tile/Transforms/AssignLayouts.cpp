@@ -96,16 +96,26 @@ LogicalResult markSwizzled(GemmOp gemm, Value tile, StringRef operand) {
     return gemm.emitOpError()
            << "operand " << operand << " (" << shape[0] << "x" << shape[1]
            << ") does not fit the tiles of its allocation " << allocType;
+  // Operand B untransposed (N along its rows, wgmma's MN-major B) may also
+  // be half a panel, 32 columns at either half: the swizzle is a function
+  // of the address, so a descriptor whose start lies 64 bytes into the
+  // panel reads the elements TMA wrote there (wgmma's N = 32; the D 64
+  // split's dQ panels).
+  const bool halfPanel = operand == "B" && !gemm.getTransposeB() &&
+                         shape[1] == 32 && allocType.getShape().back() % 64 == 0;
+  const int64_t sliceAlignment = halfPanel ? 32 : 64;
   if (allocType.getShape().back() != shape[1] &&
       (allocType.getShape().back() % 64 != 0 ||
-       !hasAlignedViewOffsets(tile, /*fromBack=*/0, 64)))
+       !hasAlignedViewOffsets(tile, /*fromBack=*/0, sliceAlignment)))
     return gemm.emitOpError()
            << "operand " << operand << " must be whole rows of a tile or "
-           << "whole 64-column panels of it: its columns start at an offset "
-              "that is not a provable multiple of 64 (a constant, or a "
-              "product with one) in "
+           << "whole 64-column panels of it"
+           << (halfPanel ? " (or, N along its rows, half of one)" : "")
+           << ": its columns start at an offset that is not a provable "
+              "multiple of "
+           << sliceAlignment << " (a constant, or a product with one) in "
            << allocType;
-  if (shape[1] % 64 != 0 || shape[0] % 8 != 0)
+  if ((shape[1] % 64 != 0 && !halfPanel) || shape[0] % 8 != 0)
     return gemm.emitOpError()
            << "operand " << operand << " (" << shape[0] << "x" << shape[1]
            << ") cannot take the 128-byte swizzle: it needs a multiple of 64 "

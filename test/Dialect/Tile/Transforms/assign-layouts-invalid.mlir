@@ -70,6 +70,35 @@ func.func @operand_column_offset_unknown(%col: index) {
 
 // -----
 
+// Half a panel from an offset that is not a multiple of 32 columns.
+func.func @half_panel_misaligned() {
+  %zero = arith.constant 0.0 : f32
+  %acc = tile.fill %zero : !tile.fragment<64x32xf32>
+  %sA = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  %big = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.subview %big[0, 16] [64, 32] [1, 1] : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x32xbf16, strided<[64, 1], offset: 16>, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{operand B must be whole rows of a tile or whole 64-column panels of it (or, N along its rows, half of one): its columns start at an offset that is not a provable multiple of 32}}
+  %d = tile.gemm %sA, %sB, %acc : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x32xbf16, strided<[64, 1], offset: 16>, #gpu.address_space<workgroup>>, !tile.fragment<64x32xf32>
+  return
+}
+
+// -----
+
+// Half a panel of a transposed B (K along its rows): not supported.
+func.func @half_panel_transposed() {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : bf16
+  %acc = tile.fill %zero : !tile.fragment<64x64xf32>
+  %a = tile.fill %one : !tile.fragment<64x32xbf16>
+  %big = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+  %sB = memref.subview %big[0, 32] [64, 32] [1, 1] : memref<64x64xbf16, #gpu.address_space<workgroup>> to memref<64x32xbf16, strided<[64, 1], offset: 32>, #gpu.address_space<workgroup>>
+  // expected-error @+1 {{operand B must be whole rows of a tile or whole 64-column panels of it: its columns start at an offset that is not a provable multiple of 64}}
+  %d = tile.gemm %a, %sB, %acc {transpose_b} : !tile.fragment<64x32xbf16>, memref<64x32xbf16, strided<[64, 1], offset: 32>, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+  return
+}
+
+// -----
+
 // More rows than the allocation's tiles hold.
 func.func @operand_too_tall() {
   %zero = arith.constant 0.0 : f32

@@ -229,3 +229,22 @@ func.func @column_panel_operand(%wg: index) {
   %d = tile.gemm %sdS, %panel, %acc {transpose_a} : memref<128x64xbf16, #gpu.address_space<workgroup>>, memref<128x64xbf16, strided<[128, 1], offset: ?>, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
   return
 }
+
+// Half a panel (32 columns) of a 64-column tile as operand B, N along its
+// rows (the D 64 split's dQ panels): the column offset is a product with
+// 32, and the allocation becomes swizzled as for whole panels.
+// CHECK-LABEL: func @half_panel_operand
+// CHECK: memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<128x64xbf16
+// CHECK: memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<128x64xbf16
+// CHECK: tile.gemm {{.*}} {transpose_a} : memref<128x64xbf16, {{.*}}>, memref<128x32xbf16, strided<[64, 1], offset: ?>, {{.*}}>, !tile.fragment<64x32xf32, #tile.layout<accumulator>>
+func.func @half_panel_operand(%wg: index) {
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  %col = arith.muli %wg, %c32 : index
+  %acc = tile.fill %zero : !tile.fragment<64x32xf32>
+  %sdS = memref.alloc() : memref<128x64xbf16, #gpu.address_space<workgroup>>
+  %sK = memref.alloc() : memref<128x64xbf16, #gpu.address_space<workgroup>>
+  %half = memref.subview %sK[0, %col] [128, 32] [1, 1] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x32xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+  %d = tile.gemm %sdS, %half, %acc {transpose_a} : memref<128x64xbf16, #gpu.address_space<workgroup>>, memref<128x32xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, !tile.fragment<64x32xf32>
+  return
+}

@@ -191,7 +191,12 @@ def TileAssignLayouts : Pass<"tile-assign-layouts"> {
       A when it is in shared memory) are marked `tile.swizzle = 128` on their
       `memref.alloc` (alignment raised to 1024 bytes): TMA then stores them
       as 128-byte-swizzled panels of 64 16-bit columns (`tile-lower-copies`)
-      and the wgmma lowering builds matching descriptors.
+      and the wgmma lowering builds matching descriptors. An operand may be
+      whole rows of such a tile or a column slice of whole panels (its
+      column offset a provable multiple of 64), or, for an untransposed B
+      (N along its rows), half a panel: 32 columns at an offset that is a
+      provable multiple of 32, whose descriptor starts 64 bytes into the
+      panel. Other slices are an error naming the operand and the offset.
     * **TMA store staging.** A shared tile of 16- or 32-bit elements (its
       trailing two dimensions: columns a multiple of a 128-byte panel's, 64
       or 32, rows a multiple of 8, at most 256; leading dimensions are
