@@ -1656,8 +1656,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (atomicDkdvShared)
     replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !Sp,");
   // The dK/dV loop issues dPᵀ with Sᵀ where that does not spill
-  // (kDkdvFirstGemmsEarlyDp).
-  const bool earlyDp = !atomicDkdvShared && dkdvWarpgroups < 3;
+  // (kDkdvFirstGemmsEarlyDp): not in the split at D 128, but at D 64
+  // (spill-free, 1.4-1.7% faster: PERF.md, session 29, call F).
+  const bool earlyDp =
+      (!atomicDkdvShared || shape.headDim == 64) && dkdvWarpgroups < 3;
   const bool dkdvPingPong = dkdvShared && !atomicDkdvShared;
   // --dq atomic: the keys' sink terms the loop carries, per key or as the
   // split's per-thread partial sums (kDkdvAtomicTermsPartial), and their
