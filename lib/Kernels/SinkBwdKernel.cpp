@@ -1151,8 +1151,7 @@ constexpr llvm::StringLiteral kStoreKvAccums = R"mlir(
       %sdKVw = memref.subview %sdQ2[%wg, 0, 0] [1, 64, @D@] [1, 1, 1] : !tileQacc2 to !tileQacc
       %sdKV0 = memref.subview %sdQ2[%c0, 0, 0] [1, 64, @D@] [1, 1, 1] : !tileQacc2 to !tileQacc
       %sdKV1 = memref.subview %sdQ2[%c1, 0, 0] [1, 64, @D@] [1, 1, 1] : !tileQacc2 to !tileQacc
-      %nSecond = arith.addi %nBlock, %c64 : index
-      %kRowSecond = arith.addi %kRowBlock, %c64 : index
+      %accRowSecond = arith.addi @KV_ACC_ROW@, %c64 : index
       tile.store %dkScaled, %sdKVw[%c0, %c0] : !acc, !tileQacc
       tile.copy %sdKV0, %dK[@KV_ACC_AT@] {add} : !tileQacc, !dkv
       tile.copy %sdKV1, %dK[@KV_ACC_AT2@] {add} : !tileQacc, !dkv
@@ -1206,8 +1205,9 @@ struct LayoutText {
   std::string storeTerms, storeDq, storeDkdv, storeShares;
   /// The split with GQA (kvAccumulate, kStoreKvAccums): dK/dV's fp32 sums
   /// per kv head, [HK, tokens, D] (tokens as in the shares), indexed at the
-  /// block's first key (kvAccAt) and at its second warpgroup's (kvAccAt2).
-  std::string kvAccType, kvAccAt, kvAccAt2;
+  /// block's first key (kvAccAt, whose row is kvAccRow; kStoreKvAccums
+  /// indexes the second warpgroup's keys with that row 64 further).
+  std::string kvAccType, kvAccRow, kvAccAt;
   /// MHA's dK/dV by register stores (--dkdv-warpgroups > 1: the K and V
   /// tiles hold more keys than one warpgroup's fragment covers).
   std::string storeDkdvFromRegisters;
@@ -1335,8 +1335,8 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                        "%n0, %c0] : !acc, !dkv";
     text.kvAccType = "memref<" + str(shape.kvHeads) + "x" + str(shape.batch) +
                      "x" + str(shape.seqKv) + "x" + d + "xf32>";
+    text.kvAccRow = "%nBlock";
     text.kvAccAt = "%hk, %b, %nBlock, %c0";
-    text.kvAccAt2 = "%hk, %b, %nSecond, %c0";
     text.run = shape.seqQ;
     text.runBatches = shape.batch;
     text.batchRows = shape.heads * shape.seqQ;
@@ -1408,8 +1408,8 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
         heads + ", %skv, " + d + "] [1, 1, 1] : !dkv to " + sharesView +
         "\n      tile.store %res#1, %dvSeq[%h, %n0, %c0] : !acc, " + sharesView;
     text.kvAccType = "memref<" + str(shape.kvHeads) + "x" + tk + "x" + d + "xf32>";
+    text.kvAccRow = "%kRowBlock";
     text.kvAccAt = "%hk, %kRowBlock, %c0";
-    text.kvAccAt2 = "%hk, %kRowSecond, %c0";
     // dK element (t * HK + hk) * D + d.
     text.decode = R"mlir(
         %hk = arith.remui %rows, %kvHeads : index
@@ -1834,8 +1834,13 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                     : shares     ? layout.sharesType
                                  : "!kv"},
        {"KV_ACC", str(kvAccElements)},
+       {"KV_ACC_ROW", layout.kvAccRow},
        {"KV_ACC_AT", layout.kvAccAt},
-       {"KV_ACC_AT2", layout.kvAccAt2},
+       {"KV_ACC_AT2", [&] {
+          std::string at = layout.kvAccAt;
+          replaceAll(at, layout.kvAccRow, "%accRowSecond");
+          return at;
+        }()},
        {"KV_ACC_VECTORS", str(kvAccElements / 4)},
        {"SUM_GROUP", str(kvAccumulate ? 1 : group)},
        {"SUM_SHARES", str(kvAccumulate ? kvAccElements

@@ -673,16 +673,16 @@ Value createDescriptor(OpBuilder &builder, Location loc, Value tile,
   if (type.getShape().back() != cols) {
     Value col = arith::RemUIOp::create(builder, loc, inTile,
                                        indexConstant(builder, loc, cols));
-    Value panelColumns = indexConstant(
-        builder, loc, getSwizzlePanelColumns(type.getElementTypeBitWidth()));
+    const int64_t columnsPerPanel =
+        getSwizzlePanelColumns(type.getElementTypeBitWidth());
+    Value panelColumns = indexConstant(builder, loc, columnsPerPanel);
     Value panel = arith::DivUIOp::create(builder, loc, col, panelColumns);
     bytes = arith::AddIOp::create(
         builder, loc, bytes,
         arith::MulIOp::create(builder, loc, panel,
                               indexConstant(builder, loc, panelBytes)));
     // A half-panel slice starts inside its panel's rows.
-    if (type.getShape().back() < getSwizzlePanelColumns(
-                                     type.getElementTypeBitWidth())) {
+    if (type.getShape().back() < columnsPerPanel) {
       Value inPanel = arith::RemUIOp::create(builder, loc, col, panelColumns);
       bytes = arith::AddIOp::create(
           builder, loc, bytes,
