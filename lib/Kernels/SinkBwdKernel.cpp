@@ -292,7 +292,7 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
       })mlir";
 
 /// The dK/dV loop's GEMMs around Pᵀ's exponentials (kSinkBwdTemplate's
-/// @DKDV_FIRST_GEMMS@ and @DKDV_SECOND_GEMMS@; dvWaitEarlyDp waits for dV
+/// @DKDV_FIRST_GEMMS@ and @DKDV_SECOND_GEMMS@; dvWait waits for dV
 /// in @DKDV_DK_AND_DQ@). Early dPᵀ:
 /// Sᵀ and dPᵀ are issued together, so dPᵀ's wgmma runs under the
 /// exponentials and dV's under dSᵀ's map (the dQ loop issues S and dP the
@@ -313,10 +313,11 @@ constexpr llvm::StringLiteral kDkdvFirstGemmsEarlyDp = R"mlir(
 constexpr llvm::StringLiteral kDkdvSecondGemmsEarlyDp = R"mlir(
         %dvAsync = tile.gemm %pT16, %sdO, %dv {async} : !P, !tileT, !acc
         %dpT = tile.gemm_wait %dpTAsync pending 1 : !S)mlir";
-/// dV's wait under early dPᵀ, with `pending` groups issued after dV's still
+/// dV's wait where its group runs under dSᵀ's map (early dPᵀ, or the split's
+/// kDkdvSecondGemmsLateDpAsyncDv), with `pending` groups issued after dV's still
 /// allowed to run (groups complete in order): none after the default's
 /// synchronous dK (kDkdvDk), dQ's and dK's in kDkdvDkDq.
-std::string dvWaitEarlyDp(int64_t pending) {
+std::string dvWait(int64_t pending) {
   return "\n        %dvNew = tile.gemm_wait %dvAsync pending " +
          std::to_string(pending) + " : !acc";
 }
@@ -325,6 +326,16 @@ constexpr llvm::StringLiteral kDkdvFirstGemmsLateDp = R"mlir(
 constexpr llvm::StringLiteral kDkdvSecondGemmsLateDp = R"mlir(
         %dvNew = tile.gemm %pT16, %sdO, %dv : !P, !tileT, !acc
         %dpT = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S)mlir";
+/// The split at D 128 (late dPᵀ): dPᵀ issued before dV, both async, so that
+/// dV's wgmma runs under dSᵀ's map as under early dPᵀ, and is waited for
+/// before dQ's share (dvWait(2) in kDkdvDkDq): 0.8-1.7% off the
+/// split at S 2k-16k for a 40-byte spill of loop invariants. dV first and
+/// one wait for both was 0.8-3.5% slower: dPᵀ's wait then covers dV's
+/// wgmma too (docs/PERF.md, session 30, call A).
+constexpr llvm::StringLiteral kDkdvSecondGemmsLateDpAsyncDv = R"mlir(
+        %dpTAsync = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S
+        %dvAsync = tile.gemm %pT16, %sdO, %dv {async} : !P, !tileT, !acc
+        %dpT = tile.gemm_wait %dpTAsync pending 1 : !S)mlir";
 
 /// The dsinks kernel (--schedule ws; the plain schedule's dQ kernel sums
 /// dsinks itself, kSinkSumInDq, and --dq atomic's convert kernel,
@@ -652,7 +663,7 @@ constexpr llvm::StringLiteral kDkdvTermsByKey = R"mlir(
 
 /// The end of the dK/dV loop body: dK += dSᵀ Q (kSinkBwdTemplate's
 /// @DKDV_DK_AND_DQ@), with --dq separate synchronous (then dV's wait under
-/// early dPᵀ: dvWaitEarlyDp).
+/// early dPᵀ: dvWait).
 constexpr llvm::StringLiteral kDkdvDk = R"mlir(
         %dkNew = tile.gemm %dsT16, %sQ, %dk : !P, !tileT, !acc)mlir";
 
@@ -670,9 +681,9 @@ constexpr llvm::StringLiteral kDkdvDk = R"mlir(
 /// of 128 keys and computes one panel of D / 2 columns of the share over
 /// all of them, dS (64 x 128) times its panel of K (128 x D / 2), into its half of
 /// the fp32 dQ tile, which the block adds once (one reduce-add per 128
-/// keys instead of one per 64: half the reductions). Under early dPᵀ (the
-/// 64-key form) dV's group, issued before both, is waited for first
-/// (@DKDV_DV_WAIT_BEFORE_DQ@).
+/// keys instead of one per 64: half the reductions). Where dV's group runs
+/// under dSᵀ's map (early dPᵀ; the split's kDkdvSecondGemmsLateDpAsyncDv),
+/// issued before both, it is waited for first (@DKDV_DV_WAIT_BEFORE_DQ@).
 constexpr llvm::StringLiteral kDkdvDkDq = R"mlir(
         tile.store %dsT16, @DKDV_DS_ROWS@
         %dqAsync = tile.gemm @DKDV_DQ_OPERANDS@
@@ -1660,6 +1671,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // (spill-free, 1.4-1.7% faster: PERF.md, session 29, call F).
   const bool earlyDp =
       (!atomicDkdvShared || shape.headDim == 64) && dkdvWarpgroups < 3;
+  // The split at D 128 keeps the late order with dV's group in flight
+  // under dSᵀ's map (kDkdvSecondGemmsLateDpAsyncDv).
+  const bool lateDpAsyncDv = !earlyDp && atomicDkdvShared;
   const bool dkdvPingPong = dkdvShared && !atomicDkdvShared;
   // --dq atomic: the keys' sink terms the loop carries, per key or as the
   // split's per-thread partial sums (kDkdvAtomicTermsPartial), and their
@@ -1673,8 +1687,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
             "@DQ_KERNEL@", atomicDq ? kDqConvertKernel.str() : kDqKernel.str()},
         {"@DKDV_FIRST_GEMMS@", earlyDp ? kDkdvFirstGemmsEarlyDp.str()
                                        : kDkdvFirstGemmsLateDp.str()},
-        {"@DKDV_SECOND_GEMMS@", earlyDp ? kDkdvSecondGemmsEarlyDp.str()
-                                        : kDkdvSecondGemmsLateDp.str()},
+        {"@DKDV_SECOND_GEMMS@",
+         earlyDp         ? kDkdvSecondGemmsEarlyDp.str()
+         : lateDpAsyncDv ? kDkdvSecondGemmsLateDpAsyncDv.str()
+                         : kDkdvSecondGemmsLateDp.str()},
         {"@PRE_ATOMIC@", atomicDq ? kPreAtomic.str() : ""},
         {"@PRE_ATOMIC_ARGS@",
          atomicDq ? ", %sinks: memref<@H@x@ST@>, %dQacc: !qacc"
@@ -1696,7 +1712,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                             : kDkdvAtomicTermsByKey.str() + kDkdvDsMap.str()},
         {"@DKDV_DK_AND_DQ@",
          atomicDq ? kDkdvDkDq.str()
-                  : kDkdvDk.str() + (earlyDp ? dvWaitEarlyDp(0) : "")},
+                  : kDkdvDk.str() + (earlyDp ? dvWait(0) : "")},
         {"@DKDV_DS_ROWS@", atomicDkdvShared ? "%sdSw[%c0, %c0] : !P, !tileSw"
                                             : "%sdS[%c0, %c0] : !P, !tileS"},
         {"@DKDV_DQ_OPERANDS@",
@@ -1705,7 +1721,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                           : "%sdS, %sK, %accZero {transpose_a, async} : "
                             "!tileS, !tileT, !acc"},
         {"@DKDV_DQ_SHARE@", atomicDkdvShared ? "!Sp" : "!acc"},
-        {"@DKDV_DV_WAIT_BEFORE_DQ@", earlyDp ? dvWaitEarlyDp(2) : ""},
+        {"@DKDV_DV_WAIT_BEFORE_DQ@", earlyDp || lateDpAsyncDv ? dvWait(2) : ""},
         {"@DKDV_YIELD@",
          atomicDq ? ", %termNew : !acc, !acc, " + termsType : " : !acc, !acc"},
         {"@DKDV_ATOMIC_POST@",
