@@ -248,6 +248,9 @@ module attributes {gpu.container_module} {
         %rowsPastEnd = arith.cmpi sge, %blockLastRow, %seqQ : index
 @BLOCK_MASK@
         %needsMask = arith.ori %needsMaskAt, %rowsPastEnd : i1
+        %distanceBase = arith.subi %rowsFirstPos, %n0 : index
+        %rowsLeft = arith.subi %seqQ, %m0 : index
+        %rowsLeft32 = arith.index_cast %rowsLeft : index to i32
         // Pᵀ = exp2(Sᵀ·scale·log2(e) - LSE·log2(e)) (dkdvProbabilities).
 @DKDV_P_MAP@
         %pT16 = tile.cast %pT : !S to !P
@@ -301,7 +304,8 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
 /// registers live across the exponentials, so the kernels that were near
 /// the limit take the late order: FlashAttention 3's split (--dq atomic
 /// --dkdv-warpgroups 2: ptxas spilled 144 bytes against 12, and it ran
-/// 19-23% slower; in session 27 60 bytes and 0.8-1.7% slower) and three
+/// 19-23% slower; in session 27 60 bytes and 0.8-1.7% slower; in session
+/// 30, with the 32-bit mask, 36 bytes and 1.8-6.5% slower) and three
 /// dK/dV warpgroups (80 against none). The
 /// 64-key --dq atomic form spilled 40 bytes at D 128 with it until dQ's
 /// share moved under dK (kDkdvDkDq); now spill-free, early dPᵀ took
@@ -329,9 +333,10 @@ constexpr llvm::StringLiteral kDkdvSecondGemmsLateDp = R"mlir(
 /// The split at D 128 (late dPᵀ): dPᵀ issued before dV, both async, so that
 /// dV's wgmma runs under dSᵀ's map as under early dPᵀ, and is waited for
 /// before dQ's share (dvWait(2) in kDkdvDkDq): 0.8-1.7% off the
-/// split at S 2k-16k for a 40-byte spill of loop invariants. dV first and
-/// one wait for both was 0.8-3.5% slower: dPᵀ's wait then covers dV's
-/// wgmma too (docs/PERF.md, session 30, call A).
+/// split at S 2k-16k (then with a 40-byte spill of loop invariants; 4 since
+/// the mask is computed in 32 bits, keepByDistanceText). dV first and one
+/// wait for both was 0.8-3.5% slower: dPᵀ's wait then covers dV's wgmma
+/// too (docs/PERF.md, session 30, call A).
 constexpr llvm::StringLiteral kDkdvSecondGemmsLateDpAsyncDv = R"mlir(
         %dpTAsync = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S
         %dvAsync = tile.gemm %pT16, %sdO, %dv {async} : !P, !tileT, !acc
@@ -419,6 +424,7 @@ constexpr llvm::StringLiteral kDqKernel = R"mlir(
         // per-element mask (blockMaskText).
         %rowsFirstPos = arith.addi %m0, %past : index
 @BLOCK_MASK@
+        %distanceBase = arith.subi %rowsFirstPos, %n0 : index
         // P = exp2(S·scale·log2(e) - LSE·log2(e)) (dqProbabilities).
 @DQ_P_MAP@
         %dp = tile.gemm_wait %dpAsync pending 0 : !S
@@ -749,6 +755,7 @@ constexpr llvm::StringLiteral kConstants = R"mlir(
       %c64 = arith.constant 64 : index
       %group = arith.constant @GROUP@ : index
       %window = arith.constant @WINDOW@ : index
+      %window32 = arith.constant @WINDOW@ : i32
       %hasWindow = arith.constant @HAS_WINDOW@
       %zero = arith.constant 0.0 : f32
       %ninf = arith.constant 0xFF800000 : f32
@@ -794,17 +801,38 @@ std::string blockMaskedMap(llvm::StringRef result, llvm::StringRef decision,
       .str();
 }
 
+/// The backward's per-element mask: whether key j is kept for query position
+/// p = i + past (causal: p - j >= 0; the window: p - j < %window, seqKv + 1
+/// without one), from the distance p - j = %distanceBase + `offset`
+/// (%distanceBase = %m0 + %past - %n0 per block, `offset` = ii - jj per
+/// element) in one unsigned 32-bit compare: a negative distance wraps past
+/// every window, so it also decides causality. In 64 bits (index) the
+/// mask took two compares of two halves each plus the carries per element:
+/// the split's loop 852 -> 718 SASS instructions, spill 40 -> 4 bytes
+/// (docs/PERF.md, session 30). Needs %distanceBase and %window32. Distances
+/// and windows fit in 31 bits: the forward's checks keep Q and K below 2^31
+/// elements, so seq-q + seq-kv < 2^26 at D 64 and beyond.
+std::string keepByDistanceText(const std::string &offset,
+                               const std::string &result) {
+  return "            %distance = arith.addi %distanceBase, " + offset +
+         " : index\n"
+         "            %distance32 = arith.index_cast %distance : index to "
+         "i32\n"
+         "            " + result +
+         " = arith.cmpi ult, %distance32, %window32 : i32";
+}
+
 /// The dK/dV kernel's Pᵀ (transposed: key jj, query ii; -LSE·log2(e) per
-/// column from the query block's record; rows past the end masked too).
+/// column from the query block's record; rows past the end masked too:
+/// ii < %rowsLeft32 = seqQ - m0, positive in every block the loop visits).
 std::string dkdvProbabilities() {
   return blockMaskedMap("pT", "needsMask",
                         R"mlir(tile.map (%sT) : (!S) -> !S {
           ^bb0(%jj: index, %ii: index, %x: f32):)mlir",
-                        R"mlir(            %j = arith.addi %n0, %jj : index
-            %i = arith.addi %m0, %ii : index
-            %p = arith.addi %i, %past : index
-)mlir" + kernels::keepKeyText("%p", "%keepNear") + R"mlir(
-            %inside = arith.cmpi ult, %i, %seqQ : index
+                        R"mlir(            %offset = arith.subi %ii, %jj : index
+)mlir" + keepByDistanceText("%offset", "%keepNear") + R"mlir(
+            %ii32 = arith.index_cast %ii : index to i32
+            %inside = arith.cmpi ult, %ii32, %rowsLeft32 : i32
             %keep = arith.andi %keepNear, %inside : i1)mlir",
                         R"mlir(            %negLse2 = memref.load %sStats[%c0, %ii] : !tileStats
             %y = math.fma %x, %scaleLog2, %negLse2 : f32
@@ -816,10 +844,8 @@ std::string dqProbabilities() {
   return blockMaskedMap("p", "needsMaskAt",
                         R"mlir(tile.map (%s, %lse2) : (!S, !row) -> !S {
           ^bb0(%ii: index, %jj: index, %x: f32, %l: f32):)mlir",
-                        R"mlir(            %i = arith.addi %m0, %ii : index
-            %j = arith.addi %n0, %jj : index
-            %pos = arith.addi %i, %past : index
-)mlir" + kernels::keepKeyText("%pos", "%keep"),
+                        R"mlir(            %offset = arith.subi %ii, %jj : index
+)mlir" + keepByDistanceText("%offset", "%keep"),
                         R"mlir(            %negL = arith.negf %l : f32
             %y = math.fma %x, %scaleLog2, %negL : f32
             %e = math.exp2 %y : f32)mlir");
