@@ -439,6 +439,18 @@ struct ScaleRowsLowering : public OpConversionPattern<ScaleRowsOp> {
 /// of P / 8 XOR-ed bases, computed where the store is: the view's offset
 /// (a stage that changes per iteration) is inside them, so no per-register
 /// address is hoisted out of a loop into a register of its own.
+///
+/// 32-bit elements go out as 8-byte column pairs, which shared memory serves
+/// half a warp (four rows of the fragment) at a time: in the plain order
+/// rows r and r ^ 1 of a half-warp write the same two chunks (their XOR
+/// masks differ only in the lowest chunk bit), a 2-way bank conflict on
+/// every store (ncu on the split's dQ share: 4 wavefronts per store instead
+/// of 2; PERF.md, session 30). So threads of odd rows store, in the
+/// instruction where the others store their group at column kc · C of the
+/// panel, their group at kc · C ^ 16 (the panel's other half): each
+/// half-warp then writes four distinct chunk pairs, 32 banks. The data
+/// takes a select per register, the address the permuted group (still
+/// one base per instruction).
 void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
                    Value value, Value dest, ValueRange indices,
                    const ThreadCoordinates &coordinates) {
@@ -473,6 +485,18 @@ void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
   Value mask = arith::MulIOp::create(
       builder, loc, arith::RemUIOp::create(builder, loc, threadRow, c(8)),
       c(chunkElements));
+  // 8-byte pairs of whole panels: odd rows store the panel's other half in
+  // each instruction (see above); registers 4 apart per group of 8 columns.
+  int64_t columns = type.getShape()[1];
+  bool swapHalves = bits == 32 && columns % panelColumns == 0;
+  Value oddRow, halfSwap;
+  if (swapHalves) {
+    Value rowParity = arith::AndIOp::create(builder, loc, threadRow, c(1));
+    oddRow = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ne,
+                                   rowParity, c(0));
+    halfSwap = arith::MulIOp::create(builder, loc, rowParity,
+                                     c(panelColumns / 2));
+  }
   // By the group's column in its panel (kc · C).
   DenseMap<int64_t, Value> chunkBases;
   for (int64_t r = 0, e = getRegistersPerThread(type); r < e; ++r) {
@@ -482,11 +506,31 @@ void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
     int64_t constant = group / panelColumns * rows * panelColumns +
                        placement.row * panelColumns + placement.col % 8;
     Value &chunkBase = chunkBases[inPanel];
-    if (!chunkBase)
+    if (!chunkBase) {
+      Value column = c(inPanel);
+      if (swapHalves)
+        column = arith::XOrIOp::create(builder, loc, column, halfSwap);
       chunkBase = arith::XOrIOp::create(
-          builder, loc, arith::AddIOp::create(builder, loc, base, c(inPanel)),
+          builder, loc, arith::AddIOp::create(builder, loc, base, column),
           mask);
+    }
     Value offset = arith::AddIOp::create(builder, loc, chunkBase, c(constant));
+    if (swapHalves && startsColumnPair(type, r)) {
+      // The same row and columns in the panel's other half: group kc ^ 2.
+      int64_t partner = r + 4 * (((inPanel / 8) ^ 2) - inPanel / 8);
+      auto pick = [&](int64_t own, int64_t other) -> Value {
+        return arith::SelectOp::create(
+            builder, loc, oddRow, extractRegister(builder, loc, value, other),
+            extractRegister(builder, loc, value, own));
+      };
+      Value pair = vector::FromElementsOp::create(
+          builder, loc, VectorType::get({2}, type.getElementType()),
+          ValueRange{pick(r, partner), pick(r + 1, partner + 1)});
+      vector::StoreOp::create(builder, loc, pair, flat, offset,
+                              /*nontemporal=*/false, llvm::MaybeAlign(8));
+      ++r;
+      continue;
+    }
     // A thread's two adjacent columns are adjacent elements here too: one
     // 32- or 64-bit store.
     if (startsColumnPair(type, r)) {

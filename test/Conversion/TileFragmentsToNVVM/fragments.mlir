@@ -251,6 +251,10 @@ func.func @store_swizzled(%o: !tile.fragment<64x128xbf16, #tile.layout<accumulat
 // rows * 32 = 4096 elements); 4 chunk bases (columns 0, 8, 16, 24 of a
 // panel), the next panel 2048 elements on, 8 rows 256; each pair of
 // adjacent columns one 8-byte-aligned vector store (16 for 32 registers).
+// Shared memory serves 8-byte stores half a warp (4 rows) at a time, so
+// threads of odd rows store the panel's other half (column ^ 16: registers
+// 8 on) in each instruction, which keeps the half-warp's rows on distinct
+// chunks (storeSwizzled).
 // CHECK-LABEL: func @store_swizzled_f32_panel
 // CHECK: %[[FLAT:.*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [8192], strides: [1] : memref<64x128xf32, #gpu.address_space<workgroup>> to memref<8192xf32, #gpu.address_space<workgroup>>
 // CHECK-NEXT: %[[ROWS:.*]] = arith.muli %[[ROW:.*]], %c32
@@ -258,17 +262,31 @@ func.func @store_swizzled(%o: !tile.fragment<64x128xbf16, #tile.layout<accumulat
 // CHECK-NEXT: %[[BASE:.*]] = arith.addi %[[PANEL]], %[[COL:.*]] : index
 // CHECK-NEXT: %[[ROW8:.*]] = arith.remui %[[ROW]], %c8
 // CHECK-NEXT: %[[MASK:.*]] = arith.muli %[[ROW8]], %c4
-// CHECK-NEXT: %[[CHUNK0:.*]] = arith.xori %[[BASE]], %[[MASK]]
-// CHECK: vector.store %{{.*}}, %[[FLAT]][%[[CHUNK0]]] {alignment = 8 : i64} : memref<8192xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK-NEXT: %[[PARITY:.*]] = arith.andi %[[ROW]], %c1
+// CHECK-NEXT: %[[ODD:.*]] = arith.cmpi ne, %[[PARITY]], %c0
+// CHECK-NEXT: %[[SWAP:.*]] = arith.muli %[[PARITY]], %c16
+// CHECK-NEXT: %[[GROUP0:.*]] = arith.addi %[[BASE]], %[[SWAP]]
+// CHECK-NEXT: %[[CHUNK0:.*]] = arith.xori %[[GROUP0]], %[[MASK]]
+// CHECK-NEXT: %[[R0:.*]] = vector.extract %[[FRAG:.*]][0] : f32 from vector<32xf32>
+// CHECK-NEXT: %[[R8:.*]] = vector.extract %[[FRAG]][8] : f32 from vector<32xf32>
+// CHECK-NEXT: %[[FIRST:.*]] = arith.select %[[ODD]], %[[R8]], %[[R0]] : f32
+// CHECK-NEXT: %[[R1:.*]] = vector.extract %[[FRAG]][1] : f32 from vector<32xf32>
+// CHECK-NEXT: %[[R9:.*]] = vector.extract %[[FRAG]][9] : f32 from vector<32xf32>
+// CHECK-NEXT: %[[SECOND:.*]] = arith.select %[[ODD]], %[[R9]], %[[R1]] : f32
+// CHECK-NEXT: %[[PAIR:.*]] = vector.from_elements %[[FIRST]], %[[SECOND]] : vector<2xf32>
+// CHECK-NEXT: vector.store %[[PAIR]], %[[FLAT]][%[[CHUNK0]]] {alignment = 8 : i64} : memref<8192xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK-NEXT: %[[BELOW:.*]] = arith.addi %[[CHUNK0]], %c256
 // CHECK: vector.store %{{.*}}, %[[FLAT]][%[[BELOW]]]
-// CHECK-NEXT: %[[GROUP1:.*]] = arith.addi %[[BASE]], %c8
+// CHECK-NEXT: %[[COLUMN1:.*]] = arith.xori %[[SWAP]], %c8
+// CHECK-NEXT: %[[GROUP1:.*]] = arith.addi %[[BASE]], %[[COLUMN1]]
 // CHECK-NEXT: %[[CHUNK1:.*]] = arith.xori %[[GROUP1]], %[[MASK]]
+// CHECK-NEXT: vector.extract %[[FRAG]][4]
+// CHECK-NEXT: vector.extract %[[FRAG]][12]
+// CHECK: vector.store %{{.*}}, %[[FLAT]][%[[CHUNK1]]]
 // CHECK: %[[NEXT_PANEL:.*]] = arith.addi %[[CHUNK0]], %c2048
-// CHECK-NEXT: vector.extract
-// CHECK-NEXT: vector.extract
-// CHECK-NEXT: vector.from_elements
-// CHECK-NEXT: vector.store %{{.*}}, %[[FLAT]][%[[NEXT_PANEL]]]
+// CHECK-NEXT: vector.extract %[[FRAG]][16]
+// CHECK-NEXT: vector.extract %[[FRAG]][24]
+// CHECK: vector.store %{{.*}}, %[[FLAT]][%[[NEXT_PANEL]]]
 // CHECK-COUNT-7: vector.store %{{.*}} {alignment = 8 : i64} : memref<8192xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK-NOT: vector.store
 // CHECK-NOT: memref.store
