@@ -78,6 +78,9 @@ def ConvertTileFragmentsToNVVM : Pass<"convert-tile-fragments-to-nvvm"> {
       adjacent columns at its 128-byte-swizzled position, addressed from one
       XOR-ed base per 16-byte chunk of a panel per thread plus a constant
       per register (so no per-register address is hoisted out of a loop);
+      32-bit elements (8-byte pairs, served half a warp at a time) with odd
+      rows storing the panel's other half first (a select per register),
+      which keeps the half-warp's four rows on distinct banks;
       stores to shared memory end
       with `fence.proxy.async.shared::cta` so TMA or wgmma may read them
       (after the kernel's block sync);
