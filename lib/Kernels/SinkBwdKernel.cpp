@@ -755,7 +755,7 @@ constexpr llvm::StringLiteral kConstants = R"mlir(
       %c64 = arith.constant 64 : index
       %group = arith.constant @GROUP@ : index
       %window = arith.constant @WINDOW@ : index
-      %window32 = arith.constant @WINDOW@ : i32
+      %window32 = arith.constant @WINDOW32@ : i32
       %hasWindow = arith.constant @HAS_WINDOW@
       %zero = arith.constant 0.0 : f32
       %ninf = arith.constant 0xFF800000 : f32
@@ -809,9 +809,9 @@ std::string blockMaskedMap(llvm::StringRef result, llvm::StringRef decision,
 /// every window, so it also decides causality. In 64 bits (index) the
 /// mask took two compares of two halves each plus the carries per element:
 /// the split's loop 852 -> 718 SASS instructions, spill 40 -> 4 bytes
-/// (docs/PERF.md, session 30). Needs %distanceBase and %window32. Distances
-/// and windows fit in 31 bits: the forward's checks keep Q and K below 2^31
-/// elements, so seq-q + seq-kv < 2^26 at D 64 and beyond.
+/// (docs/PERF.md, session 30). Needs %distanceBase and %window32 (the window,
+/// at most seqKv + 1). Distances fit in 31 bits: the forward's checks keep Q
+/// and K below 2^31 elements, so seq-q + seq-kv < 2^26 at D 64 and beyond.
 std::string keepByDistanceText(const std::string &offset,
                                const std::string &result) {
   return "            %distance = arith.addi %distanceBase, " + offset +
@@ -1917,6 +1917,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"STORE_DQ_ADD", dqAddText},
        {"DECODE", layout.decode},
        {"WINDOW", str(hasWindow ? config.window : shape.seqKv + 1)},
+       // The 32-bit mask's window (keepByDistanceText): no distance reaches
+       // seqKv, so a longer window is the same as seqKv + 1, which fits.
+       {"WINDOW32", str(std::min<int64_t>(hasWindow ? config.window
+                                                    : shape.seqKv + 1,
+                                          shape.seqKv + 1))},
        {"HAS_WINDOW", hasWindow ? "true" : "false"},
        {"SCALE", f32Text(shape.scale)},
        {"SCALE_LOG2", f32Text(shape.scale * 1.4426950408889634)},
