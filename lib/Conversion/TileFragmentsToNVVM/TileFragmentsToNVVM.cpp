@@ -519,13 +519,18 @@ void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
       // The same row and columns in the panel's other half: group kc ^ 2.
       int64_t partner = r + 4 * (((inPanel / 8) ^ 2) - inPanel / 8);
       auto pick = [&](int64_t own, int64_t other) -> Value {
-        return arith::SelectOp::create(
-            builder, loc, oddRow, extractRegister(builder, loc, value, other),
-            extractRegister(builder, loc, value, own));
+        // Sequenced, so that the IR does not depend on the host compiler's
+        // order of evaluating arguments.
+        Value ownRegister = extractRegister(builder, loc, value, own);
+        Value otherRegister = extractRegister(builder, loc, value, other);
+        return arith::SelectOp::create(builder, loc, oddRow, otherRegister,
+                                       ownRegister);
       };
+      Value first = pick(r, partner);
+      Value second = pick(r + 1, partner + 1);
       Value pair = vector::FromElementsOp::create(
           builder, loc, VectorType::get({2}, type.getElementType()),
-          ValueRange{pick(r, partner), pick(r + 1, partner + 1)});
+          ValueRange{first, second});
       vector::StoreOp::create(builder, loc, pair, flat, offset,
                               /*nontemporal=*/false, llvm::MaybeAlign(8));
       ++r;
