@@ -34,6 +34,11 @@
 #                 and its chart ($OUT/perf-seed-table.png, .json).
 #     clocks      the S 16384 seed cells sustained (bench/clock_probe.py,
 #                 about 4 s per side): the power limit's clocks per side.
+#   SEED_BWD_FORMS: the backward's form per head dim in the interleaved
+#   table and the clock probe, as D=FORM pairs (default "64=default,
+#   128=split", the forms of docs/PERF.md's seed tables): default times
+#   sink-bwd-seed-<S>-d<D>, any other FORM sink-bwd-seed-<S>-d<D>-FORM
+#   (bundles.txt has -split: --dq atomic --dkdv-warpgroups 2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +50,33 @@ bundles=$(realpath -m "${SINKATTN_BUNDLES:-.carry/bundles}")
 # The commit the bundles come from (make-bundles.sh records it).
 commit=$(cat "$bundles/COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
 benches=("$@")
+# The seed cells under their seed names (interleaved_seed.py's and
+# clock_probe.py's), the backward in SEED_BWD_FORMS's form per head dim.
+link_seed_bundles() {
+  local dir=$1 pair dim form suffix seq
+  rm -rf "$dir" && mkdir -p "$dir"
+  ln -s "$bundles"/sink-fwd-seed-{2k,4k,8k,16k}-d{64,128} "$dir/"
+  declare -A form_of=([64]=default [128]=default)
+  IFS=, read -ra pairs <<<"${SEED_BWD_FORMS:-64=default,128=split}"
+  for pair in "${pairs[@]}"; do
+    dim=${pair%%=*} form=${pair#*=}
+    if [[ $pair != *=* || ! $dim =~ ^(64|128)$ || -z $form ]]; then
+      echo "error: SEED_BWD_FORMS: '$pair' is not D=FORM with D 64 or 128" >&2
+      return 1
+    fi
+    form_of[$dim]=$form
+  done
+  for dim in 64 128; do
+    suffix=; [[ ${form_of[$dim]} == default ]] || suffix=-${form_of[$dim]}
+    for seq in 2k 4k 8k 16k; do
+      [[ -d $bundles/sink-bwd-seed-$seq-d$dim$suffix ]] || {
+        echo "error: no bundle $bundles/sink-bwd-seed-$seq-d$dim$suffix (SEED_BWD_FORMS)" >&2
+        return 1
+      }
+      ln -s "$bundles/sink-bwd-seed-$seq-d$dim$suffix" "$dir/sink-bwd-seed-$seq-d$dim"
+    done
+  done
+}
 # The seed table itself comes from `bench --preset seed` (step 4) unless
 # benches are named.
 preset=seed
@@ -197,12 +229,15 @@ if want baselines && python3 -c 'import torch' 2>/dev/null; then
     # clock step then falls on both sides), and its chart and table (copy
     # both next to docs/PERF.md).
     seed_bundles="$out/interleaved-bundles"
-    rm -rf "$seed_bundles" && mkdir -p "$seed_bundles"
-    ln -s "$bundles"/sink-{fwd,bwd}-seed-{2k,4k,8k,16k}-d{64,128} "$seed_bundles/"
-    python3 bench/interleaved_seed.py --runner "$runner" --bundles "$seed_bundles" \
-      --rounds "${INTERLEAVED_ROUNDS:-3}" --sinkattn-json "$out/interleaved-sinkattn" \
-      --cudnn-json "$out/interleaved-cudnn.json" | tee "$out/interleaved.txt"
-    status=${PIPESTATUS[0]}
+    if link_seed_bundles "$seed_bundles" 2>"$out/interleaved.txt"; then
+      python3 bench/interleaved_seed.py --runner "$runner" --bundles "$seed_bundles" \
+        --rounds "${INTERLEAVED_ROUNDS:-3}" --sinkattn-json "$out/interleaved-sinkattn" \
+        --cudnn-json "$out/interleaved-cudnn.json" | tee "$out/interleaved.txt"
+      status=${PIPESTATUS[0]}
+    else
+      cat "$out/interleaved.txt"
+      status=2
+    fi
     ((status == 0)) || failures=$((failures + 1))
     while read -r line; do note "interleaved $line"; done < <(grep -E "^(fwd|bwd) " "$out/interleaved.txt")
     ((status == 0)) || note "interleaved seed table: FAIL (log: $out/interleaved.txt)"
@@ -218,9 +253,14 @@ fi
 if [[ -n "$preset" ]] && want clocks && python3 -c 'import torch' 2>/dev/null; then
   # The long cells run at the power limit: each side's clock and power in
   # a sustained run (PERF.md, session 19).
-  python3 bench/clock_probe.py --runner "$runner" --bundles "$bundles" \
-    --cells fwd:16384:64,fwd:16384:128,bwd:16384:64,bwd:16384:128 | tee "$out/clocks.txt"
-  status=${PIPESTATUS[0]}
+  if link_seed_bundles "$out/clock-bundles" 2>"$out/clocks.txt"; then
+    python3 bench/clock_probe.py --runner "$runner" --bundles "$out/clock-bundles" \
+      --cells fwd:16384:64,fwd:16384:128,bwd:16384:64,bwd:16384:128 | tee "$out/clocks.txt"
+    status=${PIPESTATUS[0]}
+  else
+    cat "$out/clocks.txt"
+    status=2
+  fi
   ((status == 0)) || failures=$((failures + 1))
   while read -r line; do note "clocks $line"; done < <(grep -E "^(fwd|bwd) |sinkattn|cudnn|ratio" "$out/clocks.txt")
   ((status == 0)) || note "clocks: FAIL (log: $out/clocks.txt)"

@@ -111,6 +111,8 @@ for entry in "${kernels[@]}"; do
   "$runner" bench $flags
 done
 # The seed's table (and its window-128 rows) in one command, then the
-# backward's (causal).
+# backward's (causal): the deterministic default, then FlashAttention 3's
+# split (not bit-reproducible; docs/PERF.md's D 128 cells).
 "$runner" bench --preset seed --iters 20
 "$runner" bench --preset seed --kernel sink-bwd --iters 10
+"$runner" bench --preset seed --kernel sink-bwd --dq atomic --dkdv-warpgroups 2 --iters 10

@@ -53,7 +53,7 @@ const FlagSpec kFlags[] = {
     {"emit", "LEVEL", "compile", "tile | gpu | llvm | ptx | bundle"},
     {"o", "PATH", "compile", "output file, or directory for --emit bundle ('-': stdout)"},
     {"bundle", "DIR", "check bench", "run a compiled bundle instead of compiling"},
-    {"preset", "NAME", "bench", "time a table of configurations: seed (bf16 B1 H64 HK8, S 2k..16k x D 64/128; sink-fwd causal and window 128, or with --kernel sink-bwd the causal backward)"},
+    {"preset", "NAME", "bench", "time a table of configurations: seed (bf16 B1 H64 HK8, S 2k..16k x D 64/128; sink-fwd causal and window 128, or with --kernel sink-bwd the causal backward, in the form --dq, --dq-warpgroups and --dkdv-warpgroups pick)"},
     {"tune-cache", "FILE", "compile check bench tune", "sink-fwd: the tuning cache; tune records each problem's fastest schedule, stages and persistent form in it, and --schedule auto (without --stages) uses them (an explicit --persistent wins)"},
     {"bundles", "DIR", "bench tune", "with --preset: take each configuration's bundle from the bundles under DIR (found by their manifests) instead of compiling; tune: time the sink-fwd bundles under DIR"},
     {"seed", "N", "check bench tune", "seed of the random inputs (default 0)"},
@@ -483,13 +483,29 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
                                options.kernel + "'");
     for (const char *flag :
          {"bundle", "m", "n", "k", "dtype", "chip", "stages", "schedule",
-          "copy-engine", "dq", "dq-warpgroups", "dkdv-warpgroups", "pack-gqa", "persistent", "start-tile", "batch", "heads",
+          "copy-engine", "pack-gqa", "persistent", "start-tile", "batch", "heads",
           "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
           "layout", "seqlens-q", "seqlens-kv", "save-io", "sinks"})
       if (options.wasGiven(flag))
         return rt::Status::error(std::string("--") + flag +
                                  " cannot be combined with --preset (the "
                                  "preset fixes the configurations)");
+    // The backward's form (how dQ is summed, the warpgroups) is the
+    // caller's: docs/PERF.md's seed tables time D 128 in the split
+    // (--dq atomic --dkdv-warpgroups 2). It applies to every cell, and
+    // only where the runner compiles them.
+    for (const char *flag : {"dq", "dq-warpgroups", "dkdv-warpgroups"}) {
+      if (!options.wasGiven(flag))
+        continue;
+      if (options.kernel != "sink-bwd")
+        return rt::Status::error(std::string("--") + flag +
+                                 " goes with --preset " + options.preset +
+                                 " --kernel sink-bwd (the backward's form)");
+      if (!options.bundlesDir.empty())
+        return rt::Status::error(std::string("--") + flag +
+                                 " chooses how to compile; with --bundles "
+                                 "the bundles are already compiled");
+    }
     if (options.bundlesDir.empty() && !hasCompiler)
       return rt::Status::error("this runtime-only build cannot compile; pass "
                                "--bundles DIR with --preset");

@@ -51,6 +51,15 @@ std::string runner::scheduleLabel(const rt::Bundle &bundle) {
     // Bundles from before --dq computed dQ separately.
     rt::Expected<std::string> dq = rt::configTextOr(bundle, "dq", "separate");
     label += " dq=" + (dq.ok() ? *dq : "-");
+    // Shared-tile forms (the manifest names their warpgroups only when
+    // more than one): "dkdv-wg=2" for the split.
+    for (auto [key, name] : {std::pair<const char *, const char *>{
+                                 "dq_warpgroups", "dq-wg"},
+                             {"dkdv_warpgroups", "dkdv-wg"}}) {
+      rt::Expected<int64_t> warpgroups = rt::configInteger(bundle, key);
+      if (warpgroups.ok() && *warpgroups > 1)
+        label += std::string(" ") + name + "=" + std::to_string(*warpgroups);
+    }
   }
   return label;
 }

@@ -25,6 +25,18 @@ TEST(PresetSchedule, NamesScheduleStagesAndDqMode) {
                                                 {"stages", 2},
                                                 {"dq", std::string("atomic")}})),
             "plain s2 dq=atomic");
+  // The split and the shared-tile forms name their warpgroups.
+  EXPECT_EQ(scheduleLabel(bundleOf("sink-bwd", {{"schedule", std::string("plain")},
+                                                {"stages", 2},
+                                                {"dq", std::string("atomic")},
+                                                {"dkdv_warpgroups", 2}})),
+            "plain s2 dq=atomic dkdv-wg=2");
+  EXPECT_EQ(scheduleLabel(bundleOf("sink-bwd", {{"schedule", std::string("ws")},
+                                                {"stages", 2},
+                                                {"dq", std::string("separate")},
+                                                {"dq_warpgroups", 3},
+                                                {"dkdv_warpgroups", 3}})),
+            "ws s2 dq=separate dq-wg=3 dkdv-wg=3");
   // Backward bundles from before --dq computed dQ separately; what a
   // manifest does not say shows as "-".
   EXPECT_EQ(scheduleLabel(bundleOf("sink-bwd", {{"schedule", std::string("plain")},
