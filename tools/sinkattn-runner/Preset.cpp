@@ -157,9 +157,10 @@ int runner::runPreset(
         "--bundles DIR (a directory of bundles from `compile --emit bundle`)"));
   }
 
-  rt::JsonValue rows = rt::JsonValue::array({});
-  std::string gpu;
-  bool header = false;
+  // Every cell's bundle first (found or compiled), so that a missing bundle
+  // or a form a cell does not support (--dkdv-warpgroups 3 at D 128) stops
+  // the table before anything is timed.
+  std::vector<rt::Bundle> cellBundles;
   for (const PresetCell &cell : *cells) {
     rt::Bundle bundle;
     if (!options.bundlesDir.empty()) {
@@ -202,7 +203,15 @@ int runner::runPreset(
         return fail(compiled.status());
       bundle = std::move(*compiled);
     }
-    auto session = Session::open(std::move(bundle), int(options.device),
+    cellBundles.push_back(std::move(bundle));
+  }
+
+  rt::JsonValue rows = rt::JsonValue::array({});
+  std::string gpu;
+  bool header = false;
+  for (size_t i = 0; i < cells->size(); ++i) {
+    const PresetCell &cell = (*cells)[i];
+    auto session = Session::open(std::move(cellBundles[i]), int(options.device),
                                  options.verbose);
     if (!session.ok())
       return fail(session.status());
