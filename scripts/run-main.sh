@@ -59,10 +59,15 @@ kernels=(
 )
 # The seed benchmark: bf16, B=1, H=64, HK=8, causal (timed, not checked:
 # the check matrix is test/GPU/sink-fwd.test).
+# The backward's cells in both forms the main job times below: the
+# deterministic default and the split (`--dq atomic --dkdv-warpgroups 2`).
 seed=()
 for d in 64 128; do
   for s in 2048 4096 8192 16384; do
-    seed+=("sink-fwd-$s-d$d|sink-fwd seed S=$s D=$d|--kernel sink-fwd --batch 1 --heads 64 --kv-heads 8 --seq-q $s --seq-kv $s --head-dim $d")
+    shape="--batch 1 --heads 64 --kv-heads 8 --seq-q $s --seq-kv $s --head-dim $d"
+    seed+=("sink-fwd-$s-d$d|sink-fwd seed S=$s D=$d|--kernel sink-fwd $shape")
+    seed+=("sink-bwd-$s-d$d|sink-bwd seed S=$s D=$d|--kernel sink-bwd $shape")
+    seed+=("sink-bwd-split-$s-d$d|sink-bwd split S=$s D=$d|--kernel sink-bwd --dq atomic --dkdv-warpgroups 2 $shape")
   done
 done
 for entry in "${kernels[@]}" "${seed[@]}"; do
