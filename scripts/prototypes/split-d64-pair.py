@@ -121,42 +121,30 @@ rep(f"%subview_22 = memref.subview %alloc_18[%c1, 0, 0] [1, 64, 64] [1, 1, 1] : 
 # The unused 32-column panel of K.
 f = re.sub(r"\n\s*%subview_17 = memref.subview[^\n]*", "", f)
 f = re.sub(r"\n\s*%31 = tile.fill %cst : !tile.fragment<64x32xf32>", "", f)
-open(dst, "w").write(text[:start] + f + text[end:])
+def move_line(f, pattern, after, change=lambda line: line):
+    """Moves the first line matching `pattern` to just after the first line
+    matching `after` (both regexes for a line's start), through `change`."""
+    line = re.search(r"\n(\s*" + pattern + r"[^\n]*)", f).group(1)
+    f = f.replace("\n" + line, "", 1)
+    anchor = re.search(r"\n\s*" + after + r"[^\n]*", f)
+    return f[:anchor.end()] + "\n" + change(line) + f[anchor.end():]
+
+
 # Late dP^T (dP^T issued after the exponentials, before dV; dV in flight under
 # dS^T's map), so that S^T's and dP^T's 64 registers each are not live together.
 if "--late" in sys.argv:
-    g = open(dst).read()
-    s0 = g.index("    gpu.func @sink_bwd_dkdv(")
-    s1 = g.index("    gpu.func @sink_bwd_dkdv_sum(")
-    f = g[s0:s1]
-    m = re.search(r"\n(\s*%40 = tile\.gemm [^\n]*)", f)
-    line = m.group(1)
-    f = f.replace("\n" + line, "", 1)
     f = f.replace("%41 = tile.gemm_wait %39 pending 1", "%41 = tile.gemm_wait %39 pending 0")
-    m57 = re.search(r"\n\s*%57 = tile\.cast [^\n]*", f)
-    f = f[:m57.end()] + "\n" + line + f[m57.end():]
-    open(dst, "w").write(g[:s0] + f + g[s1:])
+    f = move_line(f, r"%40 = tile\.gemm ", r"%57 = tile\.cast ")
 # dV waited for right after dP^T (its P^T registers free before dS^T's map).
 if "--dv-early-wait" in sys.argv:
-    g = open(dst).read()
-    s0 = g.index("    gpu.func @sink_bwd_dkdv(")
-    s1 = g.index("    gpu.func @sink_bwd_dkdv_sum(")
-    f = g[s0:s1]
-    m = re.search(r"\n(\s*%68 = tile\.gemm_wait %58 pending 2[^\n]*)", f)
-    line = m.group(1)
-    f = f.replace("\n" + line, "", 1)
-    m59 = re.search(r"\n\s*%59 = tile\.gemm_wait [^\n]*", f)
-    f = f[:m59.end()] + "\n" + line.replace("pending 2", "pending 0") + f[m59.end():]
-    open(dst, "w").write(g[:s0] + f + g[s1:])
+    f = move_line(f, r"%68 = tile\.gemm_wait %58 pending 2", r"%59 = tile\.gemm_wait ",
+                  lambda line: line.replace("pending 2", "pending 0"))
 # P ⊙ dP and dS^T from the rounded P^T (bf16, widened per element), so that
 # P^T's fp32 registers die at the cast (numerics differ: a prototype).
 if "--ds-from-bf16" in sys.argv:
-    g = open(dst).read()
-    s0 = g.index("    gpu.func @sink_bwd_dkdv(")
-    s1 = g.index("    gpu.func @sink_bwd_dkdv_sum(")
-    f = g[s0:s1]
     m57 = re.search(r"\n\s*%57 = tile\.cast [^\n]*", f)
-    f = f[:m57.end()] + "\n        %pWide = tile.cast %57 : !tile.fragment<64x128xbf16> to !tile.fragment<64x128xf32>" + f[m57.end():]
+    f = (f[:m57.end()] + "\n        %pWide = tile.cast %57 : !tile.fragment<64x128xbf16> to "
+         "!tile.fragment<64x128xf32>" + f[m57.end():])
     f = f.replace("%60 = tile.map(%56, %59)", "%60 = tile.map(%pWide, %59)")
     f = f.replace("%64 = tile.map(%56, %60)", "%64 = tile.map(%pWide, %60)")
-    open(dst, "w").write(g[:s0] + f + g[s1:])
+open(dst, "w").write(text[:start] + f + text[end:])
