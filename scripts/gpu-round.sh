@@ -114,6 +114,16 @@ for step in ${steps//,/ }; do
   esac
 done
 want() { [[ $steps == *",$1,"* ]]; }
+# The seed cells for the interleaved table and the clock probe, linked once
+# (empty when SEED_BWD_FORMS names no bundles: both steps then fail).
+seed_bundles=
+if [[ -n "$preset" ]] && { want baselines || want clocks; }; then
+  if link_seed_bundles "$out/seed-bundles" 2>"$out/seed-bundles.err"; then
+    seed_bundles="$out/seed-bundles"
+  else
+    cat "$out/seed-bundles.err"
+  fi
+fi
 
 # 1. Build.
 generator=()
@@ -228,15 +238,14 @@ if want baselines && python3 -c 'import torch' 2>/dev/null; then
     # The seed table again, SinkAttn and cuDNN alternating cell by cell (a
     # clock step then falls on both sides), and its chart and table (copy
     # both next to docs/PERF.md).
-    seed_bundles="$out/interleaved-bundles"
-    if link_seed_bundles "$seed_bundles" 2>"$out/interleaved.txt"; then
+    status=2
+    if [[ -n "$seed_bundles" ]]; then
       python3 bench/interleaved_seed.py --runner "$runner" --bundles "$seed_bundles" \
         --rounds "${INTERLEAVED_ROUNDS:-3}" --sinkattn-json "$out/interleaved-sinkattn" \
         --cudnn-json "$out/interleaved-cudnn.json" | tee "$out/interleaved.txt"
       status=${PIPESTATUS[0]}
     else
-      cat "$out/interleaved.txt"
-      status=2
+      cp "$out/seed-bundles.err" "$out/interleaved.txt"
     fi
     ((status == 0)) || failures=$((failures + 1))
     while read -r line; do note "interleaved $line"; done < <(grep -E "^(fwd|bwd) " "$out/interleaved.txt")
@@ -253,13 +262,13 @@ fi
 if [[ -n "$preset" ]] && want clocks && python3 -c 'import torch' 2>/dev/null; then
   # The long cells run at the power limit: each side's clock and power in
   # a sustained run (PERF.md, session 19).
-  if link_seed_bundles "$out/clock-bundles" 2>"$out/clocks.txt"; then
-    python3 bench/clock_probe.py --runner "$runner" --bundles "$out/clock-bundles" \
+  status=2
+  if [[ -n "$seed_bundles" ]]; then
+    python3 bench/clock_probe.py --runner "$runner" --bundles "$seed_bundles" \
       --cells fwd:16384:64,fwd:16384:128,bwd:16384:64,bwd:16384:128 | tee "$out/clocks.txt"
     status=${PIPESTATUS[0]}
   else
-    cat "$out/clocks.txt"
-    status=2
+    cp "$out/seed-bundles.err" "$out/clocks.txt"
   fi
   ((status == 0)) || failures=$((failures + 1))
   while read -r line; do note "clocks $line"; done < <(grep -E "^(fwd|bwd) |sinkattn|cudnn|ratio" "$out/clocks.txt")
