@@ -70,6 +70,10 @@
 // FlashAttention 3's split, level with the default at S 2048 and 6-15%
 // faster from 4096 (PERF.md, session 28); with GQA it adds dK and dV into
 // fp32 sums per kv head (kStoreKvAccums), which sink_bwd_dkdv_sum rounds.
+// --dq-split keys (D 64) has each warpgroup add its own 64 keys' share
+// instead, from slices of the tiles at tile.warpgroup_id, so that the
+// warpgroups never meet inside the loop: correct, but 4-7% slower than
+// the columns (twice the reduce-adds; PERF.md, session 32).
 // The 64-key form stays slower than the default.
 //
 //===----------------------------------------------------------------------===//
@@ -162,7 +166,8 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileQw = memref<64x@D@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !rowParts = !tile.fragment<64x8xf32>
 !tileQacc = memref<64x@D@xf32, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
-!tileQacc2 = memref<2x64x@D@xf32, #gpu.address_space<workgroup>>
+!tileQacc2 = memref<@DQ_ACC_SLOTS@x64x@D@xf32, #gpu.address_space<workgroup>>
+!tileQaccPair = memref<2x64x@D@xf32, strided<[@DQ_ACC_SLOT_ELEMENTS@, @D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !tileSBlock = memref<@DKDV_BLOCK_KEYS_N@x64x@T@, #gpu.address_space<workgroup>>
 !tileSw = memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
 !tileKd = memref<@DKDV_BLOCK_KEYS_N@x@DQ_PANEL@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
@@ -711,6 +716,17 @@ constexpr llvm::StringLiteral kDkdvAtomicPre = R"mlir(
 /// (kDkdvDkDq).
 constexpr llvm::StringLiteral kDkdvAtomicPreOne = R"mlir(
       %sdS = memref.alloc() : !tileS)mlir";
+/// The split with --dq-split keys: each warpgroup's dSᵀ rows are its slice
+/// of the block's tile (tile.warpgroup_id), as are its two fp32 dQ tiles
+/// (%sdQw, of the four @DKDV_ATOMIC_PRE@ allocates), so tile-thread-sync
+/// orders them with the warpgroup's barrier alone and its first thread
+/// issues its reduce-adds: the warpgroups do not meet in the loop.
+constexpr llvm::StringLiteral kDkdvAtomicPreKeys = R"mlir(
+      %sdS = memref.alloc() : !tileSBlock
+      %sdSw = memref.subview %sdS[%wgKey, 0] [64, 64] [1, 1] : !tileSBlock to !tileSw)mlir";
+constexpr llvm::StringLiteral kDkdvAtomicPreKeysDq = R"mlir(
+      %wgSlots = arith.muli %wg, %cTwo : index
+      %sdQw = memref.subview %sdQ2[%wgSlots, 0, 0] [2, 64, @D@] [1, 1, 1] : !tileQacc2 to !tileQaccPair)mlir";
 constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
       %sdS = memref.alloc() : !tileSBlock
       %sdSw = memref.subview %sdS[%wgKey, 0] [64, 64] [1, 1] : !tileSBlock to !tileSw
@@ -1565,6 +1581,22 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // columns of dQ's share (kDkdvDkDq; at D 64 half a swizzle panel of K,
   // which wgmma reads from a descriptor 64 bytes into the panel).
   const bool atomicDkdvShared = atomicDq && dkdvWarpgroups == 2;
+  // ... or each its own 64 keys' share over all D columns (--dq-split
+  // keys, KernelConfig::dqSplit).
+  if (config.dqSplit != "columns" && config.dqSplit != "keys")
+    return fail() << "--dq-split must be columns or keys, got '"
+                  << config.dqSplit << "'";
+  const bool dqSplitKeys = config.dqSplit == "keys";
+  if (dqSplitKeys && !(atomicDq && dkdvWarpgroups == 2))
+    return fail() << "--dq-split keys divides dQ's share between the two "
+                     "dK/dV warpgroups of --dq atomic --dkdv-warpgroups 2";
+  // Two fp32 64 x D dQ tiles per warpgroup: at D 128 128 KB of them, the
+  // block 275 KB in all.
+  if (dqSplitKeys && shape.headDim != 64)
+    return fail() << "--dq-split keys is supported at --head-dim 64 only: at "
+                  << shape.headDim
+                  << " its four fp32 dQ tiles (two per warpgroup) take the "
+                     "block's shared memory above the 227 KB a block may use";
   if (failed(checkWarpgroups("dq-warpgroups", dqWarpgroups,
                              "--dq atomic has no dQ kernel",
                              "D 128's dQ loop needs about 200",
@@ -1662,7 +1694,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     dkdvKeys = "      %cBlockKeys = arith.constant " + str(dkdvBlockKeys) +
                " : index\n"
                "      %nBlock = arith.muli %kb, %cBlockKeys : index\n" +
-               kernels::kWarpgroupIndex +
+               // --dq-split keys slices tiles by the warpgroup: the op is
+               // what tile-thread-sync recognises such slices by.
+               (dqSplitKeys ? std::string("      %wg = tile.warpgroup_id : index\n")
+                            : std::string(kernels::kWarpgroupIndex)) +
                "      %wgKey = arith.muli %wg, %c64 : index\n"
                "      %n0 = arith.addi %nBlock, %wgKey : index\n"
                "      %blockLastKeyOffset = arith.constant " +
@@ -1689,8 +1724,14 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       "] [1, 1, 1] : !tileQacc2 to !tileQacc\n" + layout.storeDqAdd;
   replaceAll(dqAddText, "{add}", "{add, pending = 1}");
   // With two dK/dV warpgroups each stores its panel (D / 2 columns) of dQ's
-  // share into the block's tile.
-  if (atomicDkdvShared)
+  // share into the block's tile; with --dq-split keys all of its share
+  // into its own tiles.
+  if (dqSplitKeys)
+    replaceAll(dqAddText, "%sdQ2[%dqParity, 0, 0] [1, 64, " + d +
+                              "] [1, 1, 1] : !tileQacc2 to",
+               "%sdQw[%dqParity, 0, 0] [1, 64, " + d +
+                   "] [1, 1, 1] : !tileQaccPair to");
+  else if (atomicDkdvShared)
     replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !Sp,");
   // The dK/dV loop issues dPᵀ with Sᵀ where that does not spill
   // (kDkdvFirstGemmsEarlyDp): not in the split at D 128, but at D 64
@@ -1700,7 +1741,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // The split at D 128 keeps the late order with dV's group in flight
   // under dSᵀ's map (kDkdvSecondGemmsLateDpAsyncDv).
   const bool lateDpAsyncDv = !earlyDp && atomicDkdvShared;
-  const bool dkdvPingPong = dkdvShared && !atomicDkdvShared;
+  // The split's warpgroups take turns only when they do not meet at dQ's
+  // barrier anyway (--dq-split keys; level with no turns there: PERF.md,
+  // session 32).
+  const bool dkdvPingPong = dkdvShared && (!atomicDkdvShared || dqSplitKeys);
   // --dq atomic: the keys' sink terms the loop carries, per key or as the
   // split's per-thread partial sums (kDkdvAtomicTermsPartial), and their
   // store after it (the 64-key form stores the loop's result as it is).
@@ -1725,9 +1769,13 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
          atomicDq ? ", %dQacc: !qacc, %TermsK: !kterms" : ""},
         {"@DKDV_ATOMIC_PRE@",
          !atomicDq ? ""
-                   : (atomicDkdvShared ? kDkdvAtomicPreShared : kDkdvAtomicPreOne)
-                             .str() +
-                         kDkdvAtomicPre.str()},
+                   : dqSplitKeys
+                       ? kDkdvAtomicPreKeys.str() + kDkdvAtomicPre.str() +
+                             kDkdvAtomicPreKeysDq.str()
+                       : (atomicDkdvShared ? kDkdvAtomicPreShared
+                                           : kDkdvAtomicPreOne)
+                                 .str() +
+                             kDkdvAtomicPre.str()},
         {"@DKDV_TERMS@", termsType},
         {"@DKDV_RESULTS@", atomicDq ? "3" : "2"},
         {"@DKDV_ITER_ARGS@", atomicDq ? ", %term = %termZero" : ""},
@@ -1742,11 +1790,13 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_DS_ROWS@", atomicDkdvShared ? "%sdSw[%c0, %c0] : !P, !tileSw"
                                             : "%sdS[%c0, %c0] : !P, !tileS"},
         {"@DKDV_DQ_OPERANDS@",
-         atomicDkdvShared ? "%sdS, %sKd, %sZeroPanel {transpose_a, async} : "
-                            "!tileSBlock, !tileKd, !Sp"
-                          : "%sdS, %sK, %accZero {transpose_a, async} : "
-                            "!tileS, !tileT, !acc"},
-        {"@DKDV_DQ_SHARE@", atomicDkdvShared ? "!Sp" : "!acc"},
+         dqSplitKeys ? "%sdSw, %sKw, %accZero {transpose_a, async} : "
+                       "!tileSw, !tileQw, !acc"
+         : atomicDkdvShared ? "%sdS, %sKd, %sZeroPanel {transpose_a, async} : "
+                              "!tileSBlock, !tileKd, !Sp"
+                            : "%sdS, %sK, %accZero {transpose_a, async} : "
+                              "!tileS, !tileT, !acc"},
+        {"@DKDV_DQ_SHARE@", atomicDkdvShared && !dqSplitKeys ? "!Sp" : "!acc"},
         {"@DKDV_DV_WAIT_BEFORE_DQ@", earlyDp || lateDpAsyncDv ? dvWait(2) : ""},
         {"@DKDV_YIELD@",
          atomicDq ? ", %termNew : !acc, !acc, " + termsType : " : !acc, !acc"},
@@ -1931,6 +1981,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"DQ_BLOCK_ROWS_N", str(dqBlockRows)},
        {"DKDV_BLOCK_KEYS_N", str(dkdvBlockKeys)},
        {"DQ_PANEL", str(shape.headDim / 2)},
+       {"DQ_ACC_SLOTS", dqSplitKeys ? "4" : "2"},
+       {"DQ_ACC_SLOT_ELEMENTS", str(64 * shape.headDim)},
        {"DKDV_ATTRIBUTES", dkdvShared ? sharedBlockAttributes(dkdvWarpgroups)
                            : warpSpecialized ? kWarpSpecializedAttributes.str()
                            : threeBlocksPerSm
@@ -1968,6 +2020,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     bundle.config["dq_warpgroups"] = dqWarpgroups;
   if (dkdvShared)
     bundle.config["dkdv_warpgroups"] = dkdvWarpgroups;
+  if (dqSplitKeys)
+    bundle.config["dq_split"] = "keys";
   bundle.params = forward->bundle.params;
   auto u = [](int64_t v) { return uint64_t(v); };
   std::vector<uint64_t> qShape = shape.qDims(), kvShape = shape.kvDims();

@@ -84,6 +84,9 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   if (options.wasGiven("dq") && options.kernel != "sink-bwd")
     return rt::Status::error("--dq does not apply to kernel '" +
                              options.kernel + "': only sink-bwd computes dQ");
+  if (options.wasGiven("dq-split") && options.kernel != "sink-bwd")
+    return rt::Status::error("--dq-split does not apply to kernel '" +
+                             options.kernel + "': only sink-bwd computes dQ");
   if (options.wasGiven("dq-warpgroups") && options.kernel != "sink-bwd")
     return rt::Status::error("--dq-warpgroups does not apply to kernel '" +
                              options.kernel + "': only sink-bwd has a dQ "
@@ -131,6 +134,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   }
   config.copyEngine = options.copyEngine;
   config.dq = options.dq;
+  config.dqSplit = options.dqSplit;
   // Without --dq-warpgroups or --dkdv-warpgroups, sink-bwd decides
   // (kAutoWarpgroups).
   config.dqWarpgroups = options.wasGiven("dq-warpgroups")

@@ -60,6 +60,10 @@ std::string runner::scheduleLabel(const rt::Bundle &bundle) {
       if (warpgroups.ok() && *warpgroups > 1)
         label += std::string(" ") + name + "=" + std::to_string(*warpgroups);
     }
+    // The split's division of dQ's share, where it is not the columns.
+    rt::Expected<std::string> split = rt::configTextOr(bundle, "dq_split", "");
+    if (split.ok() && !split->empty())
+      label += " dq-split=" + *split;
   }
   return label;
 }

@@ -42,6 +42,10 @@ def ConvertTileToNVGPU : Pass<"convert-tile-to-nvgpu", "::mlir::gpu::GPUModuleOp
       `mbarrier_arrive_expect_tx`, `mbarrier_wait_parity`, `tma_load` and
       `tma_store` become their nvgpu/nvvm counterparts (TMA coordinates are
       reversed: innermost first).
+    * **Threads.** `tile.warpgroup_id` becomes `(thread_id.x - base) /
+      128`, `base` the first thread of the enclosing role region of
+      `tile-warp-specialize` (0 outside one), read from lane 0 by
+      `gpu.shuffle idx` so that ptxas sees one value per warp.
 
     `tile.copy` and `tile.tma_copy` must have been lowered
     (`tile-lower-copies`); any tile op left is an error.

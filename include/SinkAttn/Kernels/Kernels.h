@@ -93,6 +93,15 @@ struct KernelConfig {
   /// sink_bwd_dkdv_sum (the in-kernel sum's barriers would hold the
   /// producer too). kAutoWarpgroups: as for dqWarpgroups.
   int64_t dkdvWarpgroups = 1;
+  /// sink-bwd, --dq atomic --dkdv-warpgroups 2: how the two warpgroups
+  /// divide dQ's share of the block's 128 keys. "columns" (FlashAttention
+  /// 3's split): each a panel of D / 2 columns over all 128 keys, one
+  /// reduce-add per block and query block, the warpgroups meeting at a
+  /// barrier each iteration (dQ's GEMM reads both warpgroups' dSᵀ). "keys":
+  /// each all D columns over its own 64 keys from its own dSᵀ slice, and
+  /// its own reduce-add (twice as many), so the warpgroups never meet
+  /// inside the loop and take turns at the tensor cores (ping-pong).
+  std::string dqSplit = "columns";
   /// sink-fwd, BHSD, GQA: one block computes rows of all the query heads
   /// of a kv head (the group's rows packed head after head), so the K/V
   /// tiles it loads serve the whole group: for short query lengths

@@ -585,6 +585,32 @@ struct TmaIm2colLoadLowering : public OpConversionPattern<TmaIm2colLoadOp> {
   const DenseMap<Operation *, Value> &descriptors;
 };
 
+/// tile.warpgroup_id: (thread_id.x - the role's first thread) / 128, read
+/// from lane 0 by a shuffle so that ptxas sees one value per warp (the
+/// kernels' hand-written warpgroup index did the same).
+struct WarpgroupIdLowering : public OpConversionPattern<WarpgroupIdOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WarpgroupIdOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i32 = rewriter.getI32Type();
+    Value tid = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
+    if (int64_t base = getThreadRole(op).base)
+      tid = arith::SubIOp::create(
+          rewriter, loc, tid, arith::ConstantIndexOp::create(rewriter, loc, base));
+    Value warpgroup = arith::DivUIOp::create(
+        rewriter, loc, tid, arith::ConstantIndexOp::create(rewriter, loc, 128));
+    Value warpgroup32 = arith::IndexCastUIOp::create(rewriter, loc, i32, warpgroup);
+    auto shuffle = gpu::ShuffleOp::create(
+        rewriter, loc, warpgroup32, arith::ConstantIntOp::create(rewriter, loc, i32, 0),
+        arith::ConstantIntOp::create(rewriter, loc, i32, 32), gpu::ShuffleMode::IDX);
+    rewriter.replaceOpWithNewOp<arith::IndexCastUIOp>(
+        op, rewriter.getIndexType(), shuffle.getShuffleResult());
+    return success();
+  }
+};
+
 struct ConvertTileToNVGPUPass
     : public sinkattn::impl::ConvertTileToNVGPUBase<ConvertTileToNVGPUPass> {
   void runOnOperation() override {
@@ -611,8 +637,8 @@ struct ConvertTileToNVGPUPass
     RewritePatternSet patterns(context);
     patterns.add<AllocBarrierLowering, MBarrierInitLowering,
                  MBarrierArriveLowering, CpAsyncArriveLowering, MBarrierExpectTxLowering,
-                 MBarrierArriveExpectTxLowering, MBarrierWaitParityLowering>(
-        converter, context);
+                 MBarrierArriveExpectTxLowering, MBarrierWaitParityLowering,
+                 WarpgroupIdLowering>(converter, context);
     patterns.add<TmaLowering<TmaLoadOp>, TmaLowering<TmaStoreOp>,
                  TmaIm2colLoadLowering>(converter, context, descriptors);
     if (failed(applyPartialConversion(getOperation(), target,

@@ -157,3 +157,18 @@ func.func @pending_zero(%s: memref<64x64xf32, 3>, %O: memref<1024x64xf32>, %m: i
   }
   return
 }
+
+// -----
+
+// One thread of the role issues a load and every thread waits for it: a
+// warpgroup's slice cannot be loaded on its own.
+func.func @load_into_warpgroup_slice(%a: memref<1024x64xbf16>, %i: index) {
+  %c64 = arith.constant 64 : index
+  %wg = tile.warpgroup_id : index
+  %row = arith.muli %wg, %c64 : index
+  %s = memref.alloc() : memref<128x64xbf16, 3>
+  %mine = memref.subview %s[%row, 0] [64, 64] [1, 1] : memref<128x64xbf16, 3> to memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>
+  // expected-error @+1 {{'tile.copy' op loads into a warpgroup's slice of a tile (a subview at tile.warpgroup_id), which is not supported: load the whole tile, or store from the slice}}
+  tile.copy %a[%i, %i], %mine : memref<1024x64xbf16>, memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>
+  return
+}

@@ -31,6 +31,13 @@ TEST(PresetSchedule, NamesScheduleStagesAndDqMode) {
                                                 {"dq", std::string("atomic")},
                                                 {"dkdv_warpgroups", 2}})),
             "plain s2 dq=atomic dkdv-wg=2");
+  // ... and how they divide dQ's share, where not by columns.
+  EXPECT_EQ(scheduleLabel(bundleOf("sink-bwd", {{"schedule", std::string("plain")},
+                                                {"stages", 2},
+                                                {"dq", std::string("atomic")},
+                                                {"dkdv_warpgroups", 2},
+                                                {"dq_split", std::string("keys")}})),
+            "plain s2 dq=atomic dkdv-wg=2 dq-split=keys");
   EXPECT_EQ(scheduleLabel(bundleOf("sink-bwd", {{"schedule", std::string("ws")},
                                                 {"stages", 2},
                                                 {"dq", std::string("separate")},

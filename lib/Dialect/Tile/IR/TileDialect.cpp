@@ -68,6 +68,52 @@ memref::AllocOp sinkattn::tile::getSharedAllocation(Value tile) {
   return getViewRoot(tile).getDefiningOp<memref::AllocOp>();
 }
 
+Operation *sinkattn::tile::getRoleRegion(Operation *op) {
+  for (Operation *parent = op; parent; parent = parent->getParentOp())
+    if (parent->hasAttr(kThreadBaseAttrName) &&
+        parent->hasAttr(kThreadCountAttrName))
+      return parent;
+  return nullptr;
+}
+
+sinkattn::tile::ThreadRole sinkattn::tile::getThreadRole(Operation *op) {
+  Operation *region = getRoleRegion(op);
+  if (!region)
+    return ThreadRole();
+  ThreadRole role;
+  role.base = region->getAttrOfType<IntegerAttr>(kThreadBaseAttrName).getInt();
+  role.count =
+      region->getAttrOfType<IntegerAttr>(kThreadCountAttrName).getInt();
+  // Barrier 0 is the block's; roles get 1 + their first warpgroup.
+  role.barrierId = 1 + role.base / 128;
+  return role;
+}
+
+std::optional<sinkattn::tile::WarpgroupSlice>
+sinkattn::tile::getWarpgroupSlice(Value tile) {
+  while (auto view = tile.getDefiningOp<ViewLikeOpInterface>()) {
+    if (auto subview = dyn_cast<memref::SubViewOp>(view.getOperation())) {
+      auto offset = dyn_cast<Value>(subview.getMixedOffsets().front());
+      int64_t rows = subview.getStaticSizes().front();
+      int64_t stride = 0;
+      if (offset && offset.getDefiningOp<WarpgroupIdOp>()) {
+        stride = 1;
+      } else if (auto product =
+                     offset ? offset.getDefiningOp<arith::MulIOp>() : nullptr) {
+        for (auto [id, factor] : {std::pair(product.getLhs(), product.getRhs()),
+                                  std::pair(product.getRhs(), product.getLhs())})
+          if (id.getDefiningOp<WarpgroupIdOp>())
+            if (std::optional<int64_t> constant = getConstantIntValue(factor))
+              stride = *constant;
+      }
+      if (stride > 0 && !ShapedType::isDynamic(rows) && rows <= stride)
+        return WarpgroupSlice{subview.getSource(), stride, rows};
+    }
+    tile = view.getViewSource();
+  }
+  return std::nullopt;
+}
+
 bool sinkattn::tile::isProvableMultipleOf(OpFoldResult value,
                                           int64_t multiple) {
   if (std::optional<int64_t> constant = getConstantIntValue(value))

@@ -196,6 +196,14 @@ LogicalResult CopyOp::verify() {
                 "reading their tiles are awaited after the loop)";
   }
   if (isGlobalMemory(source) && isSharedMemory(dest)) {
+    // One thread of the role (or the producer) issues a load and every
+    // thread waits for it: each warpgroup would need its own issuing thread
+    // and barrier.
+    if (getWarpgroupSlice(getDest()))
+      return emitOpError() << "loads into a warpgroup's slice of a tile (a "
+                              "subview at tile.warpgroup_id), which is not "
+                              "supported: load the whole tile, or store "
+                              "from the slice";
     if (failed(verifyGlobalSharedTile(*this, source, getSourceIndices(), dest,
                                       getDestIndices())))
       return failure();

@@ -77,10 +77,14 @@ SmallVector<TmaChunk> splitIntoBoxes(RewriterBase &rewriter, Location loc,
 }
 
 /// Builds `scf.if (first thread of anchor's role) { body }` at the
-/// rewriter's position.
+/// rewriter's position; with `perWarpgroup`, the first thread of each
+/// warpgroup runs the body.
 void buildLeaderRegion(RewriterBase &rewriter, Location loc,
-                       Operation *anchor, function_ref<void()> body) {
-  Value leader = createLeaderPredicate(rewriter, loc, anchor);
+                       Operation *anchor, bool perWarpgroup,
+                       function_ref<void()> body) {
+  Value leader = perWarpgroup
+                     ? createWarpgroupLeaderPredicate(rewriter, loc)
+                     : createLeaderPredicate(rewriter, loc, anchor);
   auto ifOp = scf::IfOp::create(rewriter, loc, leader, /*withElse=*/false);
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(&ifOp.getThenRegion().front());
@@ -154,7 +158,7 @@ lowerSynchronousLoad(Operation *op, int64_t bytes, RewriterBase &rewriter,
     parity = arith::ConstantIndexOp::create(rewriter, loc, 0);
   }
   createRoleSync(rewriter, loc, op);
-  buildLeaderRegion(rewriter, loc, op, [&] {
+  buildLeaderRegion(rewriter, loc, op, /*perWarpgroup=*/false, [&] {
     MBarrierExpectTxOp::create(rewriter, loc, barriers, slot, bytes);
     issue(barriers, slot);
     MBarrierArriveOp::create(rewriter, loc, barriers, slot, 1);
@@ -378,7 +382,7 @@ struct LowerTmaCopy : public OpRewritePattern<TmaCopyOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     int64_t bytes = memrefBytes(op.getDest().getType());
-    buildLeaderRegion(rewriter, loc, op, [&] {
+    buildLeaderRegion(rewriter, loc, op, /*perWarpgroup=*/false, [&] {
       MBarrierExpectTxOp::create(rewriter, loc, op.getBarriers(),
                                  op.getBarrierIndex(), bytes);
       emitLoads(rewriter, loc, op.getSource(),
@@ -423,9 +427,18 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
 
   static LogicalResult lowerStore(CopyOp op, PatternRewriter &rewriter) {
     Location loc = op.getLoc();
+    // A warpgroup's slice of a tile is written by that warpgroup alone and
+    // stored by its first thread: the warpgroup syncs, not the role.
+    bool warpgroupSlice = getWarpgroupSlice(op.getSource()).has_value();
+    auto sync = [&] {
+      if (warpgroupSlice)
+        createWarpgroupSync(rewriter, loc);
+      else
+        createRoleSync(rewriter, loc, op);
+    };
     // Every thread's writes to the tile are done ...
-    createRoleSync(rewriter, loc, op);
-    buildLeaderRegion(rewriter, loc, op, [&] {
+    sync();
+    buildLeaderRegion(rewriter, loc, op, warpgroupSlice, [&] {
       // ... and visible to the copy engine (the async proxy).
       NVVM::FenceProxyOp::create(
           rewriter, loc, NVVM::ProxyKind::async_shared,
@@ -451,7 +464,7 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
     if (op.getPending())
       drainAfterOutermostLoop(op, rewriter);
     else
-      createRoleSync(rewriter, loc, op);
+      sync();
     rewriter.eraseOp(op);
     return success();
   }
@@ -469,10 +482,17 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
     rewriter.modifyOpInPlace(outermost, [&] {
       outermost->setAttr(kDrainedAttrName, rewriter.getUnitAttr());
     });
+    // Each warpgroup's first thread waits for the stores it issued where
+    // the loop stores warpgroup slices; else the role's leader does.
+    bool warpgroupStores = false;
+    outermost.walk([&](CopyOp copy) {
+      warpgroupStores |= copy.getPending() &&
+                         getWarpgroupSlice(copy.getSource()).has_value();
+    });
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointAfter(outermost);
     Location loc = op.getLoc();
-    buildLeaderRegion(rewriter, loc, op, [&] {
+    buildLeaderRegion(rewriter, loc, op, warpgroupStores, [&] {
       NVVM::CpAsyncBulkWaitGroupOp::create(rewriter, loc,
                                            rewriter.getI32IntegerAttr(0),
                                            rewriter.getUnitAttr());

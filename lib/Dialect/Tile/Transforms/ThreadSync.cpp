@@ -11,6 +11,8 @@
 #include "Utils.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
@@ -35,6 +37,13 @@ struct Record {
   /// The thread-dependent loop or branch the access is inside (the op in
   /// the uniform code around it), or null.
   Operation *divergence;
+  /// The warpgroup slice accessed (getWarpgroupSlice): only the executing
+  /// warpgroup's threads made this access.
+  std::optional<WarpgroupSlice> slice;
+  /// A warpgroup barrier followed the access: it is ordered before later
+  /// accesses to the same slice (by the same warpgroup), not before other
+  /// warpgroups' accesses to the tile.
+  bool warpgroupSynced = false;
 };
 
 bool dependsOnThreadId(Value value);
@@ -61,6 +70,13 @@ struct SyncState {
     written.clear();
     read.clear();
   }
+  /// The executing warpgroup synchronized: its accesses to its slices are
+  /// ordered before its later accesses to them.
+  void markWarpgroupSynced() {
+    for (SmallVector<Record> *records : {&written, &read})
+      for (Record &r : *records)
+        r.warpgroupSynced |= r.slice.has_value();
+  }
   void merge(const SyncState &other) {
     llvm::append_range(written, other.written);
     llvm::append_range(read, other.read);
@@ -81,6 +97,7 @@ struct Access {
     Operation *allocation;
     Value memref;
     SmallVector<Value, 4> indices;
+    std::optional<WarpgroupSlice> slice = getWarpgroupSlice(memref);
   };
   SmallVector<Touch, 2> reads, writes;
   /// The op synchronizes the block itself (or its lowering does): the
@@ -88,17 +105,38 @@ struct Access {
   /// store with `pending` syncs only before itself, and then reads its
   /// tile).
   bool synchronizes = false;
+  /// As `synchronizes`, for the executing warpgroup only (a store of its
+  /// slice of a tile): the state of its slices starts over.
+  bool synchronizesWarpgroup = false;
 };
 
 Access classify(Operation *op) {
   Access access;
-  if (auto copy = dyn_cast<CopyOp>(op); copy && copy.getPending()) {
+  if (auto copy = dyn_cast<CopyOp>(op);
+      copy && getWarpgroupSlice(copy.getSource())) {
+    // The store of a warpgroup's slice syncs that warpgroup (and, without
+    // `pending`, again after the store); with `pending` its leader's wait
+    // stands for a read of the slice, as below.
+    access.synchronizesWarpgroup = true;
+    if (copy.getPending())
+      if (Operation *alloc = sharedAllocation(copy.getSource()))
+        access.reads.push_back({alloc, copy.getSource(), {}});
+  } else if (auto copy = dyn_cast<CopyOp>(op); copy && copy.getPending()) {
     // A store with `pending` lowers with a sync before it and none after
     // (tile-lower-copies): its leader's wait for the earlier stores stands
     // for a read of the tile, which the next write must follow.
     access.synchronizes = true;
     if (Operation *alloc = sharedAllocation(copy.getSource()))
       access.reads.push_back({alloc, copy.getSource(), {}});
+  } else if (auto named = dyn_cast<NVVM::BarrierOp>(op);
+             named && named.getBarrierId() &&
+             !matchPattern(named.getBarrierId(), m_Constant())) {
+    // A barrier whose id depends on the thread's warpgroup: one
+    // warpgroup's (createWarpgroupSync), or a ping-pong turn, which orders
+    // the warpgroup before it ahead of this one but not the other way
+    // round. Either way every thread of the executing warpgroup waits at
+    // it; a role's barrier has a constant id.
+    access.synchronizesWarpgroup = true;
   } else if (isa<gpu::BarrierOp, NVVM::BarrierOp, CopyOp, Im2colCopyOp>(op)) {
     // tile.copy / im2col_copy lower with a block sync before (and, for a
     // store, after) and a barrier wait for their data.
@@ -178,13 +216,23 @@ public:
       Access access = classify(&op);
       if (access.synchronizes)
         state.clear();
-      bool hazard = false, sameRegion = false;
+      if (access.synchronizesWarpgroup)
+        state.markWarpgroupSynced();
+      // A hazard between accesses to the same warpgroup slice needs only
+      // the warpgroup's barrier.
+      bool hazard = false, sameRegion = false, acrossWarpgroups = false;
       auto check = [&](ArrayRef<Record> earlier, const Access::Touch &touch) {
-        for (const Record &record : earlier)
+        for (const Record &record : earlier) {
+          bool sameSlice =
+              touch.slice && record.slice && *touch.slice == *record.slice;
+          if (record.warpgroupSynced && sameSlice)
+            continue;
           if (conflicts(record, touch.allocation, touch.memref, touch.indices)) {
             hazard = true;
             sameRegion |= divergence && record.divergence == divergence;
+            acrossWarpgroups |= !sameSlice;
           }
+        }
       };
       for (const Access::Touch &touch : access.reads)
         check(state.written, touch); // read after write
@@ -203,22 +251,32 @@ public:
           // access happened before it.
           Operation *at = divergence ? divergence : &op;
           OpBuilder builder(at);
-          createRoleSync(builder, at->getLoc(), at);
+          if (acrossWarpgroups)
+            createRoleSync(builder, at->getLoc(), at);
+          else
+            createWarpgroupSync(builder, at->getLoc());
         }
-        // What happened before the barrier is ordered now.
-        llvm::erase_if(state.written, [&](const Record &r) {
+        // What happened before the barrier is ordered now: everything, or,
+        // after a warpgroup's barrier, its accesses to its slices for its
+        // own later accesses to them.
+        auto ordered = [&](const Record &r) {
           return !divergence || r.divergence != divergence;
-        });
-        llvm::erase_if(state.read, [&](const Record &r) {
-          return !divergence || r.divergence != divergence;
-        });
+        };
+        if (acrossWarpgroups) {
+          llvm::erase_if(state.written, ordered);
+          llvm::erase_if(state.read, ordered);
+        } else {
+          for (SmallVector<Record> *records : {&state.written, &state.read})
+            for (Record &r : *records)
+              r.warpgroupSynced |= r.slice.has_value() && ordered(r);
+        }
       }
       for (const Access::Touch &touch : access.reads)
-        state.read.push_back(
-            {touch.allocation, touch.memref, touch.indices, divergence});
+        state.read.push_back({touch.allocation, touch.memref, touch.indices,
+                              divergence, touch.slice});
       for (const Access::Touch &touch : access.writes)
-        state.written.push_back(
-            {touch.allocation, touch.memref, touch.indices, divergence});
+        state.written.push_back({touch.allocation, touch.memref, touch.indices,
+                                 divergence, touch.slice});
     }
     return state;
   }

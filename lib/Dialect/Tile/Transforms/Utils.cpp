@@ -10,27 +10,6 @@
 
 using namespace mlir;
 
-Operation *sinkattn::tile::getRoleRegion(Operation *op) {
-  for (Operation *parent = op; parent; parent = parent->getParentOp())
-    if (parent->hasAttr(kThreadBaseAttrName) &&
-        parent->hasAttr(kThreadCountAttrName))
-      return parent;
-  return nullptr;
-}
-
-sinkattn::tile::ThreadRole sinkattn::tile::getThreadRole(Operation *op) {
-  Operation *region = getRoleRegion(op);
-  if (!region)
-    return ThreadRole();
-  ThreadRole role;
-  role.base = region->getAttrOfType<IntegerAttr>(kThreadBaseAttrName).getInt();
-  role.count =
-      region->getAttrOfType<IntegerAttr>(kThreadCountAttrName).getInt();
-  // Barrier 0 is the block's; roles get 1 + their first warpgroup.
-  role.barrierId = 1 + role.base / 128;
-  return role;
-}
-
 Value sinkattn::tile::createLeaderPredicate(OpBuilder &builder, Location loc,
                                             Operation *anchor) {
   ThreadRole role = anchor ? getThreadRole(anchor) : ThreadRole();
@@ -53,6 +32,28 @@ void sinkattn::tile::createRoleSync(OpBuilder &builder, Location loc,
   NVVM::BarrierOp::create(builder, loc, TypeRange{}, i32(role.barrierId),
                           i32(role.count), NVVM::BarrierReductionAttr(),
                           Value());
+}
+
+void sinkattn::tile::createWarpgroupSync(OpBuilder &builder, Location loc) {
+  Type i32 = builder.getI32Type();
+  Value tid = gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::x);
+  Value warpgroup = arith::DivUIOp::create(
+      builder, loc, tid, arith::ConstantIndexOp::create(builder, loc, 128));
+  Value id = arith::AddIOp::create(
+      builder, loc, arith::IndexCastUIOp::create(builder, loc, i32, warpgroup),
+      arith::ConstantIntOp::create(builder, loc, i32, kFirstWarpgroupBarrier));
+  NVVM::BarrierOp::create(builder, loc, TypeRange{}, id,
+                          arith::ConstantIntOp::create(builder, loc, i32, 128),
+                          NVVM::BarrierReductionAttr(), Value());
+}
+
+Value sinkattn::tile::createWarpgroupLeaderPredicate(OpBuilder &builder,
+                                                     Location loc) {
+  Value tid = gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(
+      builder, loc, tid, arith::ConstantIndexOp::create(builder, loc, 128));
+  return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, lane,
+                               arith::ConstantIndexOp::create(builder, loc, 0));
 }
 
 Value sinkattn::tile::createIterationIndex(OpBuilder &builder,

@@ -13,31 +13,11 @@
 
 namespace sinkattn::tile {
 
-/// Attributes of the `scf.if` regions tile-warp-specialize creates: the
-/// role's name, its first thread and its thread count.
-inline constexpr llvm::StringLiteral kThreadRoleAttrName = "tile.role";
-inline constexpr llvm::StringLiteral kThreadBaseAttrName = "tile.thread_base";
-inline constexpr llvm::StringLiteral kThreadCountAttrName = "tile.thread_count";
-
 /// Unit attribute tile-lower-copies puts on the barrier of a synchronous
 /// load whose parity counts the load's executions (nested loops, under a
 /// condition): tile-multi-version-buffers leaves such barriers alone.
 inline constexpr llvm::StringLiteral kCountedPhasesAttrName =
     "tile.counted_phases";
-
-/// The threads that execute `op`: the innermost enclosing role region of a
-/// warp-specialized kernel, or the whole block (base 0, count 0).
-struct ThreadRole {
-  int64_t base = 0;
-  int64_t count = 0; ///< 0: every thread of the block
-  /// Named barrier of the role (bar.sync id, count); 0 for the block.
-  int64_t barrierId = 0;
-};
-ThreadRole getThreadRole(mlir::Operation *op);
-
-/// The innermost role region (tile-warp-specialize's scf.if carrying the
-/// role's thread base and count) around `op`, or null outside roles.
-mlir::Operation *getRoleRegion(mlir::Operation *op);
 
 /// `thread_id.x == base`: the thread of `anchor`'s role that issues
 /// single-thread work (TMA, barrier initialization).
@@ -48,6 +28,22 @@ mlir::Value createLeaderPredicate(mlir::OpBuilder &builder, mlir::Location loc,
 /// block, a named barrier (`bar.sync id, count`) inside a role region.
 void createRoleSync(mlir::OpBuilder &builder, mlir::Location loc,
                     mlir::Operation *anchor);
+
+/// The first named barrier of the warpgroup syncs (createWarpgroupSync):
+/// warpgroup w of the block (thread_id.x / 128) uses this + w. Below it:
+/// the block (0), the roles (1 + their first warpgroup) and the kernels'
+/// ping-pong turns (3 + w).
+inline constexpr int64_t kFirstWarpgroupBarrier = 8;
+
+/// A barrier over the 128 threads of the executing warpgroup (named barrier
+/// kFirstWarpgroupBarrier + thread_id.x / 128): orders accesses to a
+/// warpgroup's slice of a tile (getWarpgroupSlice).
+void createWarpgroupSync(mlir::OpBuilder &builder, mlir::Location loc);
+
+/// `thread_id.x % 128 == 0`: the warpgroup's first thread, which issues the
+/// warpgroup's single-thread work (the TMA store of its slice).
+mlir::Value createWarpgroupLeaderPredicate(mlir::OpBuilder &builder,
+                                           mlir::Location loc);
 
 /// The iteration number `(iv - lb) / step` of `loop`, built at the start of
 /// its body: counting from the loop's start, so a loop beginning at an odd

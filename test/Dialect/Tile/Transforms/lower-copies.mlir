@@ -237,3 +237,68 @@ func.func @swizzled(%A: memref<256x128xbf16>, %m: index) {
   tile.copy %s, %A[%m, %c0] : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<256x128xbf16>
   return
 }
+
+// -----
+
+// Stores of a warpgroup's slice (tile.warpgroup_id): each warpgroup syncs
+// itself (named barrier 8 + thread_id.x / 128, 128 threads) and its first
+// thread (thread_id.x % 128 == 0) issues the TMA and waits for its own
+// stores, after the loop as well; the role syncs once after that drain. A
+// store without `pending` syncs the warpgroup after it too.
+// CHECK-LABEL: gpu.func @warpgroup_stores
+// CHECK-DAG: %[[C128I:.*]] = arith.constant 128 : i32
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : i32
+// CHECK-DAG: %[[C128:.*]] = arith.constant 128 : index
+// CHECK: scf.for
+// CHECK:      %[[TID:.*]] = gpu.thread_id x
+// CHECK-NEXT: %[[WG:.*]] = arith.divui %[[TID]], %[[C128]] : index
+// CHECK-NEXT: %[[WG32:.*]] = arith.index_castui %[[WG]] : index to i32
+// CHECK-NEXT: %[[ID:.*]] = arith.addi %[[WG32]], %[[C8]] : i32
+// CHECK-NEXT: nvvm.barrier id = %[[ID]] number_of_threads = %[[C128I]]
+// CHECK-NEXT: %[[TID2:.*]] = gpu.thread_id x
+// CHECK-NEXT: %[[LANE:.*]] = arith.remui %[[TID2]], %[[C128]] : index
+// CHECK-NEXT: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0 : index
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT:   nvvm.fence.proxy
+// CHECK-NEXT:   tile.tma_store %{{.*}} {add}
+// CHECK-NEXT:   nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT:   nvvm.cp.async.bulk.wait_group 1 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[TID3:.*]] = gpu.thread_id x
+// CHECK-NEXT: %[[LANE3:.*]] = arith.remui %[[TID3]], %[[C128]] : index
+// CHECK-NEXT: %[[FIRST3:.*]] = arith.cmpi eq, %[[LANE3]], %c0 : index
+// CHECK-NEXT: scf.if %[[FIRST3]] {
+// CHECK-NEXT:   nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK:      nvvm.barrier id = %{{.*}} number_of_threads = %[[C128I]]
+// CHECK:      scf.if
+// CHECK:        tile.tma_store
+// CHECK-NEXT:   nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT:   nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: }
+// CHECK:      nvvm.barrier id = %{{.*}} number_of_threads = %[[C128I]]
+// CHECK-NEXT: } {tile.role = "consumer"
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @warpgroup_stores(%s: memref<4x64x64xf32, 3>, %O: memref<1024x64xf32>, %n: index, %is: i1) kernel attributes {known_block_size = array<i32: 384, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      scf.if %is {
+        %wg = tile.warpgroup_id : index
+        %slots = arith.muli %wg, %c2 : index
+        %mine = memref.subview %s[%slots, 0, 0] [2, 64, 64] [1, 1, 1] : memref<4x64x64xf32, 3> to memref<2x64x64xf32, strided<[4096, 64, 1], offset: ?>, 3>
+        scf.for %k = %c0 to %n step %c1 {
+          %parity = arith.remui %k, %c2 : index
+          %t = memref.subview %mine[%parity, 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64xf32, strided<[4096, 64, 1], offset: ?>, 3> to memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+          tile.copy %t, %O[%k, %c0] {add, pending = 1} : memref<64x64xf32, strided<[64, 1], offset: ?>, 3>, memref<1024x64xf32>
+        }
+        %first = memref.subview %mine[0, 0, 0] [1, 64, 64] [1, 1, 1] : memref<2x64x64xf32, strided<[4096, 64, 1], offset: ?>, 3> to memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+        tile.copy %first, %O[%c0, %c0] : memref<64x64xf32, strided<[64, 1], offset: ?>, 3>, memref<1024x64xf32>
+      } {tile.role = "consumer", tile.thread_base = 128 : i64, tile.thread_count = 256 : i64}
+      gpu.return
+    }
+  }
+}

@@ -237,3 +237,148 @@ func.func @store_pending_then_barrier(%ds: !tile.fragment<64x64xbf16>, %acc0: !t
   }
   return %r : !tile.fragment<64x64xf32>
 }
+
+// -----
+
+// A warpgroup's slice of a tile (a subview at tile.warpgroup_id times 64,
+// 64 rows): its store and the GEMM reading it are ordered by the
+// warpgroup's own barrier (id 8 + thread_id.x / 128, 128 threads), each
+// iteration and across iterations, so the role's two warpgroups need not
+// meet. Reading the whole tile after the loop (the other warpgroup's rows
+// too) takes the role's barrier.
+// CHECK-LABEL: gpu.func @warpgroup_slices
+// CHECK: scf.for
+// CHECK-NEXT:   %[[TID:.*]] = gpu.thread_id x
+// CHECK-NEXT:   %[[C128:.*]] = arith.constant 128 : index
+// CHECK-NEXT:   %[[WG:.*]] = arith.divui %[[TID]], %[[C128]] : index
+// CHECK-NEXT:   %[[FIRST:.*]] = arith.constant 8 : i32
+// CHECK-NEXT:   %[[WG32:.*]] = arith.index_castui %[[WG]] : index to i32
+// CHECK-NEXT:   %[[ID:.*]] = arith.addi %[[WG32]], %[[FIRST]] : i32
+// CHECK-NEXT:   %[[COUNT:.*]] = arith.constant 128 : i32
+// CHECK-NEXT:   nvvm.barrier id = %[[ID]] number_of_threads = %[[COUNT]]
+// CHECK-NEXT:   tile.store
+// CHECK:        nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK-NEXT:   tile.gemm
+// CHECK-NEXT:   scf.yield
+// CHECK-NEXT: }
+// CHECK-DAG:  %[[ROLECOUNT:.*]] = arith.constant 256 : i32
+// CHECK-DAG:  %[[ROLE:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: nvvm.barrier id = %[[ROLE]] number_of_threads = %[[ROLECOUNT]]
+// CHECK-NEXT: memref.load
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @warpgroup_slices(%p: !tile.fragment<64x64xbf16>, %sB: memref<64x64xbf16, 3>, %out: memref<64x64xf32>, %c: i1, %n: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %sP = memref.alloc() : memref<128x64xbf16, 3>
+      scf.if %c {
+        %wg = tile.warpgroup_id : index
+        %row = arith.muli %wg, %c64 : index
+        %mine = memref.subview %sP[%row, 0] [64, 64] [1, 1] : memref<128x64xbf16, 3> to memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>
+        %acc = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %acc) -> (!tile.fragment<64x64xf32>) {
+          tile.store %p, %mine[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>
+          %d = tile.gemm %mine, %sB, %a : memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+          scf.yield %d : !tile.fragment<64x64xf32>
+        }
+        %x = memref.load %sP[%c0, %c0] : memref<128x64xbf16, 3>
+        tile.store %r, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      } {tile.role = "consumer", tile.thread_base = 128 : i64, tile.thread_count = 256 : i64}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// Slices of the same tile cut differently (64 rows at 64 · w, 32 rows at
+// 32 · w) overlap between warpgroups (warpgroup 1's second cut is
+// warpgroup 0's first's rows 32..63): the role's barrier, before the load
+// and before the next store (write after read); and a subview at
+// tile.warpgroup_id times less than its rows (64 at 32 · w) is no slice.
+// CHECK-LABEL: gpu.func @not_one_slice
+// CHECK:      tile.store
+// CHECK-NEXT: arith.constant 256 : i32
+// CHECK-NEXT: arith.constant 2 : i32
+// CHECK-NEXT: nvvm.barrier
+// CHECK-NEXT: memref.load
+// CHECK-NEXT: arith.constant 256 : i32
+// CHECK-NEXT: arith.constant 2 : i32
+// CHECK-NEXT: nvvm.barrier
+// CHECK-NEXT: tile.store
+// CHECK-NEXT: arith.constant 256 : i32
+// CHECK-NEXT: arith.constant 2 : i32
+// CHECK-NEXT: nvvm.barrier
+// CHECK-NEXT: memref.load
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @not_one_slice(%v: f32, %c: i1) kernel {
+      %c0 = arith.constant 0 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %s = memref.alloc() : memref<128x64xf32, 3>
+      scf.if %c {
+        %wg = tile.warpgroup_id : index
+        %row64 = arith.muli %wg, %c64 : index
+        %row32 = arith.muli %wg, %c32 : index
+        %a = memref.subview %s[%row64, 0] [64, 64] [1, 1] : memref<128x64xf32, 3> to memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+        %b = memref.subview %s[%row32, 0] [32, 64] [1, 1] : memref<128x64xf32, 3> to memref<32x64xf32, strided<[64, 1], offset: ?>, 3>
+        %wide = memref.subview %s[%row32, 0] [64, 64] [1, 1] : memref<128x64xf32, 3> to memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+        %f = tile.fill %v : !tile.fragment<64x64xf32>
+        tile.store %f, %a[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+        %x = memref.load %b[%c0, %c0] : memref<32x64xf32, strided<[64, 1], offset: ?>, 3>
+        tile.store %f, %wide[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+        %y = memref.load %wide[%c0, %c0] : memref<64x64xf32, strided<[64, 1], offset: ?>, 3>
+      } {tile.role = "consumer", tile.thread_base = 128 : i64, tile.thread_count = 256 : i64}
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A named barrier whose id depends on the warpgroup (a ping-pong turn:
+// bar.sync 3 + w with the warpgroup before arriving) holds every thread of
+// the executing warpgroup but orders no other warpgroup after it: it
+// serves the warpgroup's slice (no barrier added before the GEMM reading
+// %mine) but not a tile every warpgroup writes (the role's barrier).
+// CHECK-LABEL: gpu.func @turn_barrier
+// CHECK:      tile.store %{{.*}}, %[[MINE:[a-z_0-9]+]][
+// CHECK-NEXT: nvvm.barrier id = %[[TURN:.*]] number_of_threads
+// CHECK-NEXT: tile.gemm %[[MINE]]
+// CHECK-NEXT: tile.store
+// CHECK-NEXT: nvvm.barrier id = %[[TURN]] number_of_threads
+// CHECK-NEXT: arith.constant 256 : i32
+// CHECK-NEXT: arith.constant 2 : i32
+// CHECK-NEXT: nvvm.barrier
+// CHECK-NEXT: tile.gemm
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @turn_barrier(%p: !tile.fragment<64x64xbf16>, %sB: memref<64x64xbf16, 3>, %c: i1) kernel {
+      %c0 = arith.constant 0 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %threads = arith.constant 256 : i32
+      %turnBase = arith.constant 3 : i32
+      %sP = memref.alloc() : memref<128x64xbf16, 3>
+      %sAll = memref.alloc() : memref<64x64xbf16, 3>
+      scf.if %c {
+        %wg = tile.warpgroup_id : index
+        %wg32 = arith.index_cast %wg : index to i32
+        %turn = arith.addi %turnBase, %wg32 : i32
+        %row = arith.muli %wg, %c64 : index
+        %mine = memref.subview %sP[%row, 0] [64, 64] [1, 1] : memref<128x64xbf16, 3> to memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>
+        %acc = tile.fill %zero : !tile.fragment<64x64xf32>
+        tile.store %p, %mine[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>
+        nvvm.barrier id = %turn number_of_threads = %threads
+        %d = tile.gemm %mine, %sB, %acc : memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+        tile.store %p, %sAll[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, 3>
+        nvvm.barrier id = %turn number_of_threads = %threads
+        %e = tile.gemm %sAll, %sB, %d : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+      } {tile.role = "consumer", tile.thread_base = 128 : i64, tile.thread_count = 256 : i64}
+      gpu.return
+    }
+  }
+}

@@ -66,6 +66,46 @@ bool hasAlignedViewOffsets(mlir::Value tile, unsigned fromBack,
 /// marked by tile-assign-layouts (`tile.swizzle`); 0 when unmarked.
 int64_t getSwizzleBytes(mlir::Value tile);
 
+/// Attributes of the `scf.if` regions tile-warp-specialize creates: the
+/// role's name, its first thread and its thread count.
+inline constexpr llvm::StringLiteral kThreadRoleAttrName = "tile.role";
+inline constexpr llvm::StringLiteral kThreadBaseAttrName = "tile.thread_base";
+inline constexpr llvm::StringLiteral kThreadCountAttrName = "tile.thread_count";
+
+/// The threads that execute `op`: the innermost enclosing role region of a
+/// warp-specialized kernel, or the whole block (base 0, count 0).
+struct ThreadRole {
+  int64_t base = 0;
+  int64_t count = 0; ///< 0: every thread of the block
+  /// Named barrier of the role (bar.sync id, count); 0 for the block.
+  int64_t barrierId = 0;
+};
+ThreadRole getThreadRole(mlir::Operation *op);
+
+/// The innermost role region (tile-warp-specialize's scf.if carrying the
+/// role's thread base and count) around `op`, or null outside roles.
+mlir::Operation *getRoleRegion(mlir::Operation *op);
+
+/// A slice of a shared tile that only the executing warpgroup touches: a
+/// memref.subview of `source` whose leading offset is tile.warpgroup_id
+/// times `stride` (a constant) and whose leading size `rows` is at most
+/// `stride`, so that no two warpgroups' slices overlap. Two accesses through
+/// equal slices (the same source, stride and rows) touch only the executing
+/// warpgroup's rows.
+struct WarpgroupSlice {
+  mlir::Value source;
+  int64_t stride = 0;
+  int64_t rows = 0;
+  bool operator==(const WarpgroupSlice &other) const {
+    return source == other.source && stride == other.stride &&
+           rows == other.rows;
+  }
+};
+
+/// The warpgroup slice among the views between `tile` and its root (the
+/// nearest to `tile`), or none when every warpgroup may touch it.
+std::optional<WarpgroupSlice> getWarpgroupSlice(mlir::Value tile);
+
 /// Whether `value` is provably a multiple of `multiple`: a constant
 /// multiple, or a product (arith.muli) with one, or a sum (arith.addi) of
 /// such values.

@@ -145,6 +145,38 @@ def Tile_MBarrierArriveExpectTxOp : Tile_BarrierSlotOp<"mbarrier_arrive_expect_t
 }
 
 //===----------------------------------------------------------------------===//
+// Threads
+//===----------------------------------------------------------------------===//
+
+def Tile_WarpgroupIdOp : Tile_Op<"warpgroup_id", [Pure]> {
+  let summary = "the executing warpgroup's index, uniform across its warps";
+  let description = [{
+    `thread_id.x / 128` in the executing code's thread numbering: the block's
+    threads, or inside a role region of `tile-warp-specialize` (which
+    renumbers a role's threads from 0) the role's. The value is the same in
+    every thread of a warpgroup, and the lowering (`convert-tile-to-nvgpu`)
+    makes that visible to ptxas by a warp shuffle from lane 0.
+
+    Shared tiles sliced by it are private to a warpgroup: a `memref.subview`
+    whose leading offset is `tile.warpgroup_id` times a constant at least
+    the view's leading size gives each warpgroup rows no other warpgroup's
+    slice overlaps. `tile-thread-sync` then orders accesses through that
+    slice with the warpgroup's own named barrier (128 threads) instead of
+    one over the whole role, and `tile-lower-copies` lets the warpgroup's
+    first thread store the slice by TMA on its own, so the warpgroups of a
+    role need not meet.
+
+    ```mlir
+    %wg = tile.warpgroup_id : index
+    %row = arith.muli %wg, %c64 : index
+    %mine = memref.subview %sdS[%row, 0] [64, 64] [1, 1] : memref<128x64xbf16, 3> to memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>
+    ```
+  }];
+  let results = (outs Index:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
 // Copies
 //===----------------------------------------------------------------------===//
 

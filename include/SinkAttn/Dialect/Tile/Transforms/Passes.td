@@ -243,6 +243,19 @@ def TileThreadSync : Pass<"tile-thread-sync"> {
     two accesses that do not conflict get no barrier. Inside a role of a
     warp-specialized kernel the barrier is the role's named barrier
     (`bar.sync id, count`) instead of a block-wide one.
+
+    Accesses through a warpgroup's slice of a tile (a `memref.subview`
+    whose leading offset is `tile.warpgroup_id` times a constant at least
+    its rows, so that no two warpgroups' slices overlap) are the executing
+    warpgroup's alone: a hazard between two of them through the same slice
+    takes the warpgroup's own barrier (named barrier 8 + `thread_id.x /
+    128`, 128 threads), which orders them only for that warpgroup's later
+    accesses to the slice; a hazard with any other access to the tile (the
+    whole tile, another slicing) takes the role's. A store of a slice
+    (`tile.copy`, lowered per warpgroup) syncs only its warpgroup, and a
+    named barrier whose id is not a constant (a warpgroup's, or a
+    ping-pong turn, which the warpgroup before arrives at without waiting)
+    counts as the executing warpgroup's only.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::arith::ArithDialect"];
@@ -293,6 +306,14 @@ def TileLowerCopies : Pass<"tile-lower-copies"> {
       `scf.for` around the store inside its warp-specialized role (or the
       function) it waits for all of them and the role syncs (once per
       loop); without such a loop the store is an error.
+
+    * A store from a warpgroup's slice of a tile (see `tile-thread-sync`)
+      is the warpgroup's: it syncs the warpgroup (named barrier 8 +
+      `thread_id.x / 128`, 128 threads) instead of the role, its first
+      thread (`thread_id.x % 128 == 0`) issues it, and with `pending` each
+      warpgroup's first thread waits for its own stores after the loop,
+      before the role syncs. Loads into a slice are rejected by the
+      verifier.
 
     A tile whose leading dimension exceeds the 256-element TMA box limit is
     split into several loads (or stores) of at most 256 rows on the same
