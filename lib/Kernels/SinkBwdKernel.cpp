@@ -672,6 +672,43 @@ constexpr llvm::StringLiteral kDkdvTermsByKey = R"mlir(
       %keyTerms = tile.reduce sum %res#2 along 1 : !rowParts -> !row
 )mlir";
 
+/// The split at D 64 keeps each warpgroup's 64 rows of K and V in
+/// registers (%kA, %vA: wgmma A fragments, 32 registers each) where its
+/// loop is long: query ranges of at least this many rows (S 8192 and
+/// 16384: 1.5% and 2.0% faster; 0.3% and 3.2% slower at 4096 and 2048,
+/// where the prologue's loads weigh more: PERF.md, session 32).
+constexpr int64_t kKvRegistersMinRows = 8192;
+
+/// The split's K and V rows as wgmma A fragments (kKvRegistersMinRows),
+/// read from global memory before the loop (their TMA tiles stay for dQ's
+/// share), so that Sᵀ = K_w Qᵀ and dPᵀ = V_w dOᵀ read only Q and dO from
+/// shared memory: half those GEMMs' shared-memory operand traffic. Rows are
+/// clamped to the buffer's last (`lastRow`): keys past the sequence's end
+/// read some other key, which the mask removes (blockMaskText masks every
+/// block with keys past the end). `elementAt` indexes K/V at token %kr,
+/// column %dd (%col = %hkD + %dd).
+std::string kvRegistersText(const std::string &elementAt, int64_t lastRow) {
+  std::string text = "\n      %kvLastRow = arith.constant " +
+                     std::to_string(lastRow) +
+                     " : index\n      %kRowW = arith.addi %kStart, %n0 : index";
+  for (auto [name, buffer] : {std::pair<std::string, std::string>{"kA", "%K"},
+                              {"vA", "%V"}}) {
+    std::string at = elementAt;
+    kernels::replaceAll(at, "%kr", "%" + name + "Row");
+    kernels::replaceAll(at, "%col", "%" + name + "Col");
+    kernels::replaceAll(at, "%dd", "%" + name + "Dd");
+    text += "\n      %" + name + " = tile.map () : () -> !acc16 {\n"
+            "      ^bb0(%" + name + "I: index, %" + name + "Dd: index):\n"
+            "        %" + name + "Raw = arith.addi %kRowW, %" + name + "I : index\n"
+            "        %" + name + "Row = arith.minui %" + name + "Raw, %kvLastRow : index\n"
+            "        %" + name + "Col = arith.addi %hkD, %" + name + "Dd : index\n"
+            "        %" + name + "V = memref.load " + buffer + "[" + at + "] : !kv\n"
+            "        tile.yield %" + name + "V : @T@\n"
+            "      }";
+  }
+  return text;
+}
+
 /// The end of the dK/dV loop body: dK += dSᵀ Q (kSinkBwdTemplate's
 /// @DKDV_DK_AND_DQ@), with --dq separate synchronous (then dV's wait under
 /// early dPᵀ: dvWait).
@@ -1715,6 +1752,18 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     if (!shares)
       dkdvStore = layout.storeDkdvFromRegisters;
   }
+  // The split at D 64 over long query ranges (kKvRegistersMinRows) keeps
+  // its warpgroup's K and V rows in registers as Sᵀ's and dPᵀ's A operands
+  // (kvRegistersText), so that those GEMMs read only Q and dO from shared
+  // memory.
+  const bool kvInRegisters = atomicDkdvShared && !dqSplitKeys &&
+                             shape.headDim == 64 &&
+                             shape.seqQ >= kKvRegistersMinRows;
+  if (kvInRegisters) {
+    dkdvKeys += kvRegistersText(
+        layout.kvElementAt,
+        (shape.varlen() ? shape.tokensKv() : shape.seqKv) - 1);
+  }
   // --dq atomic: the fp32 dQ tiles alternate between query blocks, so that
   // a store does not wait for its own TMA reduce-add to read its tile
   // (`pending = 1`: it waits for the previous block's, long done).
@@ -1878,9 +1927,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_KEYS@", dkdvKeys},
         {"@DKDV_KV_TILE@", dkdvKvTile},
         {"@DKDV_SUBVIEWS@", dkdvSubviews},
-        {"@DKDV_KW@", dkdvShared ? "%sKw" : "%sK"},
-        {"@DKDV_VW@", dkdvShared ? "%sVw" : "%sV"},
-        {"@DKDV_KW_TYPE@", dkdvShared ? "!tileQw" : "!tileT"},
+        {"@DKDV_KW@", kvInRegisters ? "%kA" : dkdvShared ? "%sKw" : "%sK"},
+        {"@DKDV_VW@", kvInRegisters ? "%vA" : dkdvShared ? "%sVw" : "%sV"},
+        {"@DKDV_KW_TYPE@", kvInRegisters ? "!acc16" : dkdvShared ? "!tileQw" : "!tileT"},
         {"@DKDV_BLOCK_FIRST_KEY@", dkdvShared ? "%nBlock" : "%n0"},
         {"@DKDV_BLOCK_LAST_KEY_OFFSET@",
          dkdvShared ? "%blockLastKeyOffset" : "%c63"},
@@ -2022,6 +2071,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     bundle.config["dkdv_warpgroups"] = dkdvWarpgroups;
   if (dqSplitKeys)
     bundle.config["dq_split"] = "keys";
+  if (kvInRegisters)
+    bundle.config["kv_operands"] = "registers";
   bundle.params = forward->bundle.params;
   auto u = [](int64_t v) { return uint64_t(v); };
   std::vector<uint64_t> qShape = shape.qDims(), kvShape = shape.kvDims();
