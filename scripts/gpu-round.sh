@@ -34,11 +34,13 @@
 #                 and its chart ($OUT/perf-seed-table.png, .json).
 #     clocks      the S 16384 seed cells sustained (bench/clock_probe.py,
 #                 about 4 s per side): the power limit's clocks per side.
-#   SEED_BWD_FORMS: the backward's form per head dim in the interleaved
-#   table and the clock probe, as D=FORM pairs (default "64=default,
-#   128=split", the forms of docs/PERF.md's seed tables): default times
-#   sink-bwd-seed-<S>-d<D>, any other FORM sink-bwd-seed-<S>-d<D>-FORM
-#   (bundles.txt has -split: --dq atomic --dkdv-warpgroups 2).
+#   SEED_BWD_FORMS: the backward's form per head dim, or per cell, in the
+#   interleaved table and the clock probe, as D=FORM or D/S=FORM entries
+#   (S one of 2k 4k 8k 16k; later entries win; default "64=default,
+#   64/16k=split,128=split", the forms of docs/PERF.md's seed tables):
+#   default times sink-bwd-seed-<S>-d<D>, any other FORM
+#   sink-bwd-seed-<S>-d<D>-FORM (bundles.txt has -split: --dq atomic
+#   --dkdv-warpgroups 2, and -keys: with --dq-split keys at D 64).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,22 +55,25 @@ benches=("$@")
 # The seed cells under their seed names (interleaved_seed.py's and
 # clock_probe.py's), the backward in SEED_BWD_FORMS's form per head dim.
 link_seed_bundles() {
-  local dir=$1 pair dim form suffix seq
+  local dir=$1 pair cell dim seqs form suffix seq
   rm -rf "$dir" && mkdir -p "$dir"
   ln -s "$bundles"/sink-fwd-seed-{2k,4k,8k,16k}-d{64,128} "$dir/"
-  declare -A form_of=([64]=default [128]=default)
-  IFS=, read -ra pairs <<<"${SEED_BWD_FORMS:-64=default,128=split}"
+  declare -A form_of
+  IFS=, read -ra pairs <<<"${SEED_BWD_FORMS:-64=default,64/16k=split,128=split}"
   for pair in "${pairs[@]}"; do
-    dim=${pair%%=*} form=${pair#*=}
-    if [[ $pair != *=* || ! $dim =~ ^(64|128)$ || -z $form ]]; then
-      echo "error: SEED_BWD_FORMS: '$pair' is not D=FORM with D 64 or 128" >&2
+    cell=${pair%%=*} form=${pair#*=}
+    dim=${cell%%/*} seqs="2k 4k 8k 16k"
+    [[ $cell == */* ]] && seqs=${cell#*/}
+    if [[ $pair != *=* || ! $dim =~ ^(64|128)$ || ! $seqs =~ ^((2k|4k|8k|16k)( |$))+$ || -z $form ]]; then
+      echo "error: SEED_BWD_FORMS: '$pair' is not D=FORM or D/S=FORM with D 64 or 128 and S one of 2k 4k 8k 16k" >&2
       return 1
     fi
-    form_of[$dim]=$form
+    for seq in $seqs; do form_of[$dim/$seq]=$form; done
   done
   for dim in 64 128; do
-    suffix=; [[ ${form_of[$dim]} == default ]] || suffix=-${form_of[$dim]}
     for seq in 2k 4k 8k 16k; do
+      form=${form_of[$dim/$seq]:-default}
+      suffix=; [[ $form == default ]] || suffix=-$form
       [[ -d $bundles/sink-bwd-seed-$seq-d$dim$suffix ]] || {
         echo "error: no bundle $bundles/sink-bwd-seed-$seq-d$dim$suffix (SEED_BWD_FORMS)" >&2
         return 1
