@@ -595,16 +595,20 @@ struct WarpgroupIdLowering : public OpConversionPattern<WarpgroupIdOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type i32 = rewriter.getI32Type();
+    // One op per statement: argument evaluation order differs between
+    // compilers, and the IR's order should not.
     Value tid = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
-    if (int64_t base = getThreadRole(op).base)
-      tid = arith::SubIOp::create(
-          rewriter, loc, tid, arith::ConstantIndexOp::create(rewriter, loc, base));
-    Value warpgroup = arith::DivUIOp::create(
-        rewriter, loc, tid, arith::ConstantIndexOp::create(rewriter, loc, 128));
+    if (int64_t base = getThreadRole(op).base) {
+      Value first = arith::ConstantIndexOp::create(rewriter, loc, base);
+      tid = arith::SubIOp::create(rewriter, loc, tid, first);
+    }
+    Value threads = arith::ConstantIndexOp::create(rewriter, loc, 128);
+    Value warpgroup = arith::DivUIOp::create(rewriter, loc, tid, threads);
     Value warpgroup32 = arith::IndexCastUIOp::create(rewriter, loc, i32, warpgroup);
-    auto shuffle = gpu::ShuffleOp::create(
-        rewriter, loc, warpgroup32, arith::ConstantIntOp::create(rewriter, loc, i32, 0),
-        arith::ConstantIntOp::create(rewriter, loc, i32, 32), gpu::ShuffleMode::IDX);
+    Value lane0 = arith::ConstantIntOp::create(rewriter, loc, i32, 0);
+    Value width = arith::ConstantIntOp::create(rewriter, loc, i32, 32);
+    auto shuffle = gpu::ShuffleOp::create(rewriter, loc, warpgroup32, lane0,
+                                          width, gpu::ShuffleMode::IDX);
     rewriter.replaceOpWithNewOp<arith::IndexCastUIOp>(
         op, rewriter.getIndexType(), shuffle.getShuffleResult());
     return success();

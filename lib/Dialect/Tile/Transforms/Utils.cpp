@@ -35,25 +35,29 @@ void sinkattn::tile::createRoleSync(OpBuilder &builder, Location loc,
 }
 
 void sinkattn::tile::createWarpgroupSync(OpBuilder &builder, Location loc) {
+  // One op per statement: argument evaluation order differs between
+  // compilers, and the IR's order should not.
   Type i32 = builder.getI32Type();
   Value tid = gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::x);
-  Value warpgroup = arith::DivUIOp::create(
-      builder, loc, tid, arith::ConstantIndexOp::create(builder, loc, 128));
-  Value id = arith::AddIOp::create(
-      builder, loc, arith::IndexCastUIOp::create(builder, loc, i32, warpgroup),
-      arith::ConstantIntOp::create(builder, loc, i32, kFirstWarpgroupBarrier));
-  NVVM::BarrierOp::create(builder, loc, TypeRange{}, id,
-                          arith::ConstantIntOp::create(builder, loc, i32, 128),
+  Value threads = arith::ConstantIndexOp::create(builder, loc, 128);
+  Value warpgroup = arith::DivUIOp::create(builder, loc, tid, threads);
+  Value first =
+      arith::ConstantIntOp::create(builder, loc, i32, kFirstWarpgroupBarrier);
+  Value warpgroup32 = arith::IndexCastUIOp::create(builder, loc, i32, warpgroup);
+  Value id = arith::AddIOp::create(builder, loc, warpgroup32, first);
+  Value count = arith::ConstantIntOp::create(builder, loc, i32, 128);
+  NVVM::BarrierOp::create(builder, loc, TypeRange{}, id, count,
                           NVVM::BarrierReductionAttr(), Value());
 }
 
 Value sinkattn::tile::createWarpgroupLeaderPredicate(OpBuilder &builder,
                                                      Location loc) {
   Value tid = gpu::ThreadIdOp::create(builder, loc, gpu::Dimension::x);
-  Value lane = arith::RemUIOp::create(
-      builder, loc, tid, arith::ConstantIndexOp::create(builder, loc, 128));
+  Value threads = arith::ConstantIndexOp::create(builder, loc, 128);
+  Value lane = arith::RemUIOp::create(builder, loc, tid, threads);
+  Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
   return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, lane,
-                               arith::ConstantIndexOp::create(builder, loc, 0));
+                               zero);
 }
 
 Value sinkattn::tile::createIterationIndex(OpBuilder &builder,
