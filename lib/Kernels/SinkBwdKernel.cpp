@@ -1767,20 +1767,21 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // --dq atomic: the fp32 dQ tiles alternate between query blocks, so that
   // a store does not wait for its own TMA reduce-add to read its tile
   // (`pending = 1`: it waits for the previous block's, long done).
+  // With --dq-split keys each warpgroup alternates its own two tiles
+  // (%sdQw, kDkdvAtomicPreKeysDq).
+  const std::string dqTiles =
+      dqSplitKeys ? "%sdQw" : "%sdQ2";
+  const std::string dqTilesType =
+      dqSplitKeys ? "!tileQaccPair" : "!tileQacc2";
   std::string dqAddText =
       "        %dqParity = arith.remui %qBlock, %cTwo : index\n"
-      "        %sdQ = memref.subview %sdQ2[%dqParity, 0, 0] [1, 64, " + d +
-      "] [1, 1, 1] : !tileQacc2 to !tileQacc\n" + layout.storeDqAdd;
+      "        %sdQ = memref.subview " + dqTiles + "[%dqParity, 0, 0] [1, 64, " +
+      d + "] [1, 1, 1] : " + dqTilesType + " to !tileQacc\n" +
+      layout.storeDqAdd;
   replaceAll(dqAddText, "{add}", "{add, pending = 1}");
-  // With two dK/dV warpgroups each stores its panel (D / 2 columns) of dQ's
-  // share into the block's tile; with --dq-split keys all of its share
-  // into its own tiles.
-  if (dqSplitKeys)
-    replaceAll(dqAddText, "%sdQ2[%dqParity, 0, 0] [1, 64, " + d +
-                              "] [1, 1, 1] : !tileQacc2 to",
-               "%sdQw[%dqParity, 0, 0] [1, 64, " + d +
-                   "] [1, 1, 1] : !tileQaccPair to");
-  else if (atomicDkdvShared)
+  // With two dK/dV warpgroups dividing it by columns each stores its panel
+  // (D / 2 columns) of dQ's share into the block's tile.
+  if (atomicDkdvShared && !dqSplitKeys)
     replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !Sp,");
   // The dK/dV loop issues dPᵀ with Sᵀ where that does not spill
   // (kDkdvFirstGemmsEarlyDp): not in the split at D 128, but at D 64

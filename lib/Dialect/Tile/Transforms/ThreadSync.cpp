@@ -11,7 +11,6 @@
 #include "Utils.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -70,12 +69,15 @@ struct SyncState {
     written.clear();
     read.clear();
   }
-  /// The executing warpgroup synchronized: its accesses to its slices are
-  /// ordered before its later accesses to them.
-  void markWarpgroupSynced() {
+  /// The executing warpgroup synchronized: its accesses to its slices
+  /// (those `ordered` selects) are ordered before its later accesses to them.
+  void markWarpgroupSynced(
+      function_ref<bool(const Record &)> ordered = [](const Record &) {
+        return true;
+      }) {
     for (SmallVector<Record> *records : {&written, &read})
       for (Record &r : *records)
-        r.warpgroupSynced |= r.slice.has_value();
+        r.warpgroupSynced |= r.slice.has_value() && ordered(r);
   }
   void merge(const SyncState &other) {
     llvm::append_range(written, other.written);
@@ -112,22 +114,18 @@ struct Access {
 
 Access classify(Operation *op) {
   Access access;
-  if (auto copy = dyn_cast<CopyOp>(op);
-      copy && getWarpgroupSlice(copy.getSource())) {
-    // The store of a warpgroup's slice syncs that warpgroup (and, without
-    // `pending`, again after the store); with `pending` its leader's wait
-    // stands for a read of the slice, as below.
-    access.synchronizesWarpgroup = true;
+  auto copy = dyn_cast<CopyOp>(op);
+  bool sliceStore = copy && getWarpgroupSlice(copy.getSource()).has_value();
+  if (copy && (copy.getPending() || sliceStore)) {
+    // A store with `pending` lowers with a sync before it and none after
+    // (tile-lower-copies): its leader's wait for the earlier stores stands
+    // for a read of the tile, which the next write must follow. The store
+    // of a warpgroup's slice syncs only that warpgroup (and, without
+    // `pending`, again after the store).
+    (sliceStore ? access.synchronizesWarpgroup : access.synchronizes) = true;
     if (copy.getPending())
       if (Operation *alloc = sharedAllocation(copy.getSource()))
         access.reads.push_back({alloc, copy.getSource(), {}});
-  } else if (auto copy = dyn_cast<CopyOp>(op); copy && copy.getPending()) {
-    // A store with `pending` lowers with a sync before it and none after
-    // (tile-lower-copies): its leader's wait for the earlier stores stands
-    // for a read of the tile, which the next write must follow.
-    access.synchronizes = true;
-    if (Operation *alloc = sharedAllocation(copy.getSource()))
-      access.reads.push_back({alloc, copy.getSource(), {}});
   } else if (auto named = dyn_cast<NVVM::BarrierOp>(op);
              named && named.getBarrierId() &&
              !matchPattern(named.getBarrierId(), m_Constant())) {
@@ -266,9 +264,7 @@ public:
           llvm::erase_if(state.written, ordered);
           llvm::erase_if(state.read, ordered);
         } else {
-          for (SmallVector<Record> *records : {&state.written, &state.read})
-            for (Record &r : *records)
-              r.warpgroupSynced |= r.slice.has_value() && ordered(r);
+          state.markWarpgroupSynced(ordered);
         }
       }
       for (const Access::Touch &touch : access.reads)
