@@ -81,20 +81,17 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
     return rt::Status::error("--pack-gqa is not tuned: --tune-cache holds "
                              "choices for blocks of one query head; give "
                              "--schedule and --stages instead");
-  if (options.wasGiven("dq") && options.kernel != "sink-bwd")
-    return rt::Status::error("--dq does not apply to kernel '" +
-                             options.kernel + "': only sink-bwd computes dQ");
-  if (options.wasGiven("dq-split") && options.kernel != "sink-bwd")
-    return rt::Status::error("--dq-split does not apply to kernel '" +
-                             options.kernel + "': only sink-bwd computes dQ");
-  if (options.wasGiven("dq-warpgroups") && options.kernel != "sink-bwd")
-    return rt::Status::error("--dq-warpgroups does not apply to kernel '" +
-                             options.kernel + "': only sink-bwd has a dQ "
-                             "kernel");
-  if (options.wasGiven("dkdv-warpgroups") && options.kernel != "sink-bwd")
-    return rt::Status::error("--dkdv-warpgroups does not apply to kernel '" +
-                             options.kernel + "': only sink-bwd has a dK/dV "
-                             "kernel");
+  // The backward's form: flags only sink-bwd has a use for.
+  for (auto [flag, why] : {std::pair<const char *, const char *>{
+                               "dq", "only sink-bwd computes dQ"},
+                           {"dq-split", "only sink-bwd computes dQ"},
+                           {"dq-warpgroups", "only sink-bwd has a dQ kernel"},
+                           {"dkdv-warpgroups",
+                            "only sink-bwd has a dK/dV kernel"}})
+    if (options.wasGiven(flag) && options.kernel != "sink-bwd")
+      return rt::Status::error(std::string("--") + flag +
+                               " does not apply to kernel '" + options.kernel +
+                               "': " + why);
   KernelConfig config;
   config.kernel = options.kernel;
   config.m = options.m;

@@ -37,9 +37,10 @@ rt::Expected<std::vector<PresetCell>> presetCells(const std::string &name,
                                                   const std::string &kernel);
 
 /// How `bundle` was scheduled, for the table's schedule column: its
-/// schedule and stages ("plain s2", "ws s3"), and a backward's dQ mode and
-/// shared-tile warpgroups ("plain s2 dq=separate", "plain s2 dq=atomic
-/// dkdv-wg=2"); "-" for what the manifest does not say.
+/// schedule and stages ("plain s2", "ws s3"), and a backward's dQ mode,
+/// shared-tile warpgroups and how the split divides dQ ("plain s2
+/// dq=separate", "plain s2 dq=atomic dkdv-wg=2 dq-split=keys"); "-" for
+/// what the manifest does not say.
 std::string scheduleLabel(const rt::Bundle &bundle);
 
 /// Runs `bench --preset`: each cell's bundle (compiled with `compile`, or
