@@ -38,6 +38,24 @@ void TileDialect::initialize() {
       >();
 }
 
+LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attribute) {
+  // The other `tile.` attributes (stages, swizzle, roles) are checked by the
+  // passes that read them.
+  if (attribute.getName() != kMbarrierOrderedAttrName)
+    return success();
+  if (!isa<UnitAttr>(attribute.getValue()))
+    return op->emitOpError()
+           << "'" << kMbarrierOrderedAttrName << "' must be a unit attribute";
+  auto alloc = dyn_cast<memref::AllocOp>(op);
+  if (!alloc || !isSharedMemory(alloc.getType()))
+    return op->emitOpError()
+           << "'" << kMbarrierOrderedAttrName
+           << "' marks a shared-memory memref.alloc (one in "
+              "#gpu.address_space<workgroup>), not this op";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Memory spaces
 //===----------------------------------------------------------------------===//

@@ -85,12 +85,35 @@ struct SyncState {
   }
 };
 
-/// The shared allocation behind `value`, if it is one.
+/// The shared allocation behind `value`, if it is one this pass orders: not
+/// one the kernel orders with its own mbarriers (tile.mbarrier_ordered).
 Operation *sharedAllocation(Value value) {
   auto type = dyn_cast<MemRefType>(value.getType());
   if (!type || !isSharedMemory(type))
     return nullptr;
-  return getSharedAllocation(value);
+  memref::AllocOp alloc = getSharedAllocation(value);
+  if (alloc && alloc->hasAttr(TileDialect::kMbarrierOrderedAttrName))
+    return nullptr;
+  return alloc;
+}
+
+/// A tile left to the kernel's mbarriers in a function that waits on none
+/// is unordered: say so rather than compile a race.
+LogicalResult checkMbarrierOrderedTiles(FunctionOpInterface func) {
+  bool waits = false;
+  func.walk([&](MBarrierWaitParityOp) { waits = true; });
+  if (waits)
+    return success();
+  WalkResult result = func.walk([&](memref::AllocOp alloc) {
+    if (!alloc->hasAttr(TileDialect::kMbarrierOrderedAttrName))
+      return WalkResult::advance();
+    alloc.emitOpError()
+        << "is marked '" << TileDialect::kMbarrierOrderedAttrName
+        << "' (the kernel orders its accesses with mbarriers), but the "
+           "function waits on no mbarrier (tile.mbarrier_wait_parity)";
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
 }
 
 /// What `op` does to shared tiles, as seen by the other threads.
@@ -286,6 +309,8 @@ struct TileThreadSyncPass
     getOperation()->walk([&](FunctionOpInterface func) {
       if (func.isExternal())
         return;
+      if (failed(checkMbarrierOrderedTiles(func)))
+        return signalPassFailure();
       ThreadSync sync;
       sync.run(func.getFunctionBody().front(), SyncState(), /*insert=*/true,
                /*divergence=*/nullptr);

@@ -384,3 +384,33 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A tile the kernel orders itself (tile.mbarrier_ordered): the store and
+// the wgmma that reads it are separated by the kernel's own mbarrier
+// arrive and wait, and the pass adds no barrier for it; the same accesses
+// to an unmarked tile still get one.
+// CHECK-LABEL: func @mbarrier_ordered
+// CHECK: tile.store %{{.*}}, %[[OWN:.*]][
+// CHECK-NEXT: tile.mbarrier_arrive
+// CHECK-NEXT: tile.mbarrier_wait_parity
+// CHECK-NEXT: tile.gemm %[[OWN]]
+// CHECK-NEXT: tile.store %{{.*}}, %[[PLAIN:.*]][
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: tile.gemm %[[PLAIN]]
+// CHECK-NOT: gpu.barrier
+// CHECK: return
+func.func @mbarrier_ordered(%p: !tile.fragment<64x64xbf16>, %acc: !tile.fragment<64x64xf32>, %sB: memref<64x64xbf16, 3>, %parity: index) -> (!tile.fragment<64x64xf32>, !tile.fragment<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %full = tile.alloc_barrier [128] : !tile.barriers<1>
+  %own = memref.alloc() {tile.mbarrier_ordered} : memref<64x64xbf16, 3>
+  %plain = memref.alloc() : memref<64x64xbf16, 3>
+  tile.store %p, %own[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, 3>
+  tile.mbarrier_arrive %full[%c0] : !tile.barriers<1>
+  tile.mbarrier_wait_parity %full[%c0], %parity : !tile.barriers<1>
+  %d = tile.gemm %own, %sB, %acc : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+  tile.store %p, %plain[%c0, %c0] : !tile.fragment<64x64xbf16>, memref<64x64xbf16, 3>
+  %e = tile.gemm %plain, %sB, %acc : memref<64x64xbf16, 3>, memref<64x64xbf16, 3>, !tile.fragment<64x64xf32>
+  return %d, %e : !tile.fragment<64x64xf32>, !tile.fragment<64x64xf32>
+}

@@ -36,6 +36,13 @@ def Tile_Dialect : Dialect {
 
     Pipelined loops are `scf.for` loops carrying a `tile.num_stages`
     attribute.
+
+    A shared `memref.alloc` marked `tile.mbarrier_ordered` (a unit
+    attribute) is one whose accesses the kernel orders itself, with its own
+    `tile.mbarrier_arrive` / `tile.mbarrier_wait_parity` handshakes (for
+    example a buffer two warpgroups fill and drain in rotation without
+    meeting): `tile-thread-sync` places no barriers for it. The verifier
+    accepts it only on a `memref.alloc` in shared memory.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -43,6 +50,7 @@ def Tile_Dialect : Dialect {
   ];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Name of the discardable attribute that marks an `scf.for` as a
     /// software-pipelined loop with the given number of stages.
@@ -51,6 +59,10 @@ def Tile_Dialect : Dialect {
     /// giving the byte span of its TMA/wgmma swizzle (128): the tile is
     /// stored as panels of 128-byte rows, each panel swizzled.
     static constexpr ::llvm::StringLiteral kSwizzleAttrName = "tile.swizzle";
+    /// Unit attribute on a shared-memory `memref.alloc` whose accesses the
+    /// kernel orders with its own mbarriers: tile-thread-sync leaves it out.
+    static constexpr ::llvm::StringLiteral kMbarrierOrderedAttrName =
+        "tile.mbarrier_ordered";
     /// Unit attribute tile-warp-specialize leaves on the kernels it split.
     static constexpr ::llvm::StringLiteral kWarpSpecializedAttrName =
         "tile.warp_specialized";

@@ -256,6 +256,11 @@ def TileThreadSync : Pass<"tile-thread-sync"> {
     named barrier whose id is not a constant (a warpgroup's, or a
     ping-pong turn, which the warpgroup before arrives at without waiting)
     counts as the executing warpgroup's only.
+
+    Allocations marked `tile.mbarrier_ordered` are left out: the kernel
+    orders their accesses with its own mbarrier arrivals and waits, which
+    this pass does not model (a function holding one must wait on some
+    mbarrier, or the pass reports it).
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::arith::ArithDialect"];
