@@ -74,6 +74,11 @@
 // instead, from slices of the tiles at tile.warpgroup_id, so that the
 // warpgroups never meet inside the loop: correct, but 4-7% slower than
 // the columns (twice the reduce-adds; PERF.md, session 32).
+// --dq-split deferred keeps the columns' panels but computes each
+// iteration's dQ share from the previous query block's dSᵀ (a double
+// buffer the warpgroups hand over through mbarriers, kDkdvDkDqDeferred),
+// each warpgroup adding its own panel: no barrier between the warpgroups
+// inside the loop, the columns' reduce traffic.
 // The 64-key form stays slower than the default.
 //
 //===----------------------------------------------------------------------===//
@@ -170,6 +175,11 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileQaccPair = memref<2x64x@D@xf32, strided<[@DQ_ACC_SLOT_ELEMENTS@, @D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !tileSBlock = memref<@DKDV_BLOCK_KEYS_N@x64x@T@, #gpu.address_space<workgroup>>
 !tileSw = memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+!tileSRing = memref<2x@DKDV_BLOCK_KEYS_N@x64x@T@, #gpu.address_space<workgroup>>
+!tileSBlockView = memref<@DKDV_BLOCK_KEYS_N@x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+!tileQaccPanels = memref<2x2x64x@DQ_PANEL@xf32, #gpu.address_space<workgroup>>
+!tileQaccPanelPair = memref<2x64x@DQ_PANEL@xf32, strided<[@DQ_PANEL_SLOT_ELEMENTS@, @DQ_PANEL@, 1], offset: ?>, #gpu.address_space<workgroup>>
+!tileQaccPanel = memref<64x@DQ_PANEL@xf32, strided<[@DQ_PANEL@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !tileKd = memref<@DKDV_BLOCK_KEYS_N@x@DQ_PANEL@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !Sp = !tile.fragment<64x@DQ_PANEL@xf32>
 !stats = memref<@B@x@H@x@QB@x@STATS_ROWS@x64xf32>
@@ -264,7 +274,7 @@ module attributes {gpu.container_module} {
         %dsT16 = tile.cast %dsT : !S to !P
 @DKDV_DK_AND_DQ@
         scf.yield %dkNew, %dvNew@DKDV_YIELD@
-      } {tile.num_stages = @STAGES@}
+      } {tile.num_stages = @STAGES@}@DKDV_AFTER_LOOP@
 @DKDV_STORE@
 @DKDV_SUM_IN_KERNEL@
 @DKDV_ATOMIC_POST@
@@ -741,10 +751,12 @@ constexpr llvm::StringLiteral kDkdvDkDq = R"mlir(
         %dkNew = tile.gemm_wait %dkAsync pending 0 : !acc)mlir";
 
 /// `--dq atomic`, before the dK/dV loop: the two fp32 dQ tiles the query
-/// blocks alternate (@STORE_DQ_ADD@), the record's row of sink weights,
-/// the keys' sink terms.
+/// blocks alternate (@STORE_DQ_ADD@; --dq-split deferred has its own,
+/// kDkdvAtomicPreDeferred), the record's row of sink weights, the keys'
+/// sink terms.
+constexpr llvm::StringLiteral kDkdvAtomicPreDqTiles = R"mlir(
+      %sdQ2 = memref.alloc() : !tileQacc2)mlir";
 constexpr llvm::StringLiteral kDkdvAtomicPre = R"mlir(
-      %sdQ2 = memref.alloc() : !tileQacc2
       %cTwo = arith.constant 2 : index
       %cWeightRow = arith.constant 2 : index
       %termZero = tile.fill %zero : @DKDV_TERMS@)mlir";
@@ -771,6 +783,123 @@ constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
       %wgCol = arith.muli %wg, %cPanel : index
       %sZeroPanel = tile.fill %zero : !Sp
       %sKd = memref.subview %sK[0, %wgCol] [@DKDV_BLOCK_KEYS_N@, @DQ_PANEL@] [1, 1] : !tileDkdvKV to !tileKd)mlir";
+
+/// --dq-split deferred, before the loop. dSᵀ goes to a ring of two slots
+/// (query block `loQ + it` in slot it % 2, both warpgroups' rows), which
+/// the kernel orders itself (tile.mbarrier_ordered) with four mbarriers of
+/// 256 arrivals, every thread of the two warpgroups: FULL[s] (s = 0, 1),
+/// the rows are in slot s; EMPTY[s] (2 + s), both warpgroups' dQ GEMMs
+/// have read them. Slot 1 starts zeroed and full (a virtual block before
+/// the first) and slot 0 empty, so that both waits of iteration `it` take
+/// parity (it / 2) % 2. Each warpgroup's two fp32 tiles for its panel of
+/// dQ's share (%sdQpw) are its slice (tile.warpgroup_id): it stores and
+/// adds them by itself.
+constexpr llvm::StringLiteral kDkdvAtomicPreDeferred = R"mlir(
+      %sdS2 = memref.alloc() {tile.mbarrier_ordered} : !tileSRing
+      %dsBars = tile.alloc_barrier [256, 256, 256, 256] : !tile.barriers<4>
+      %dsZero16 = tile.cast %sZero : !S to !P
+      %sdSVirtual = memref.subview %sdS2[1, %wgKey, 0] [1, 64, 64] [1, 1, 1] : !tileSRing to !tileSw
+      tile.store %dsZero16, %sdSVirtual[%c0, %c0] : !P, !tileSw
+      tile.mbarrier_arrive %dsBars[%c1] : !tile.barriers<4>
+      tile.mbarrier_arrive %dsBars[%cTwo] : !tile.barriers<4>
+      %cPanel = arith.constant @DQ_PANEL@ : index
+      %wgCol = arith.muli %wg, %cPanel : index
+      %hDPanel = arith.addi %hD, %wgCol : index
+      %sZeroPanel = tile.fill %zero : !Sp
+      %sKd = memref.subview %sK[0, %wgCol] [@DKDV_BLOCK_KEYS_N@, @DQ_PANEL@] [1, 1] : !tileDkdvKV to !tileKd
+      %sdQp = memref.alloc() : !tileQaccPanels
+      %sdQpw = memref.subview %sdQp[%wg, 0, 0, 0] [1, 2, 64, @DQ_PANEL@] [1, 1, 1, 1] : !tileQaccPanels to !tileQaccPanelPair)mlir";
+
+/// --dq-split deferred, the end of the loop body: dK, and the warpgroup's
+/// panel of the previous query block's dQ share (as the columns split's,
+/// dS K over all 128 keys). It waits for the other warpgroup's rows of the
+/// previous block (FULL[1 − slot], stored at the end of that warpgroup's
+/// previous iteration) and issues that GEMM first, then waits until slot
+/// `it % 2` is free (both warpgroups' GEMMs of the last iteration have
+/// read it), stores its rows of this block's dSᵀ there and arrives on
+/// FULL, and issues dK; once the dQ GEMM is done it arrives on EMPTY, and
+/// its fp32 panel's store and reduce-add (@STORE_DQ_ADD@,
+/// deferredDqAddText; none for the virtual block) run under dK's wgmma.
+/// The warpgroups never wait at a common barrier, each only for the
+/// other's previous iteration: 4.4% faster than the columns split at
+/// S 16k (2.4% with the dSᵀ store before the dQ GEMM; PERF.md, session 33).
+constexpr llvm::StringLiteral kDkdvDkDqDeferred = R"mlir(
+        %it = arith.subi %qBlock, %loQ : index
+        %itPair = arith.divui %it, %cTwo : index
+        %dsParity = arith.remui %itPair, %cTwo : index
+        %slot = arith.remui %it, %cTwo : index
+        %prevSlot = arith.subi %c1, %slot : index
+        tile.mbarrier_wait_parity %dsBars[%prevSlot], %dsParity : !tile.barriers<4>
+        %sdSPrev = memref.subview %sdS2[%prevSlot, 0, 0] [1, @DKDV_BLOCK_KEYS_N@, 64] [1, 1, 1] : !tileSRing to !tileSBlockView
+        %dqAsync = tile.gemm %sdSPrev, %sKd, %sZeroPanel {transpose_a, async} : !tileSBlockView, !tileKd, !Sp
+        %emptySlot = arith.addi %slot, %cTwo : index
+        tile.mbarrier_wait_parity %dsBars[%emptySlot], %dsParity : !tile.barriers<4>
+        %sdSw = memref.subview %sdS2[%slot, %wgKey, 0] [1, 64, 64] [1, 1, 1] : !tileSRing to !tileSw
+        tile.store %dsT16, %sdSw[%c0, %c0] : !P, !tileSw
+        tile.mbarrier_arrive %dsBars[%slot] : !tile.barriers<4>
+        %dkAsync = tile.gemm %dsT16, %sQ, %dk {async} : !P, !tileT, !acc@DKDV_DV_WAIT_BEFORE_DQ@
+        %dqPart = tile.gemm_wait %dqAsync pending 1 : !Sp
+        %emptyPrev = arith.addi %prevSlot, %cTwo : index
+        tile.mbarrier_arrive %dsBars[%emptyPrev] : !tile.barriers<4>
+        %mPrev = arith.subi %m0, %c64 : index
+        %hasPrev = arith.cmpi ne, %qBlock, %loQ : index
+@STORE_DQ_ADD@
+        %dkNew = tile.gemm_wait %dkAsync pending 0 : !acc)mlir";
+
+/// --dq-split deferred, after the loop: the last query block's share (in
+/// slot (n + 1) % 2 after n iterations, full at parity (n / 2) % 2),
+/// added like the loop's (@DEFERRED_DQ_ADD@; none after a loop of no
+/// iterations).
+constexpr llvm::StringLiteral kDkdvDeferredDqTail = R"mlir(
+      %nIt = arith.subi %hiBlocks, %loQ : index
+      %nItPair = arith.divui %nIt, %cTwo : index
+      %lastParity = arith.remui %nItPair, %cTwo : index
+      %dqSlotLast = arith.remui %nIt, %cTwo : index
+      %lastSlot = arith.subi %c1, %dqSlotLast : index
+      tile.mbarrier_wait_parity %dsBars[%lastSlot], %lastParity : !tile.barriers<4>
+      %sdSLast = memref.subview %sdS2[%lastSlot, 0, 0] [1, @DKDV_BLOCK_KEYS_N@, 64] [1, 1, 1] : !tileSRing to !tileSBlockView
+      %dqPartLast = tile.gemm %sdSLast, %sKd, %sZeroPanel {transpose_a} : !tileSBlockView, !tileKd, !Sp
+      %lastBlock = arith.subi %hiBlocks, %c1 : index
+      %mLast = arith.muli %lastBlock, %c64 : index
+      %hasLast = arith.cmpi ne, %nIt, %c0 : index
+@DEFERRED_DQ_ADD@)mlir";
+
+/// --dq-split deferred: a warpgroup's store of its panel `part` of dQ's
+/// share into its fp32 tile `slot` and the tile's reduce-add into the rows
+/// of the query block at offset `rowOffset`, from the layout's
+/// `storeDqAdd` (the block's whole tile at %qRow), when `condition` holds:
+/// not for the virtual block before the first (its share is 0, and its
+/// rows may lie before the tensor, where a TMA reduce-add faults), nor
+/// after a loop of no iterations. `pending`: the loop's stores go on
+/// reading (tile.copy's `pending = 1`, two tiles alternating). Empty if
+/// the layout's text is not of the expected form.
+std::string deferredDqAddText(std::string text, const std::string &suffix,
+                              const std::string &part, const std::string &slot,
+                              const std::string &rowOffset,
+                              const std::string &condition, bool pending) {
+  const std::string panel = "%sdQPanel" + suffix, row = "%qRowDeferred" + suffix;
+  for (auto [from, to] : std::initializer_list<std::pair<std::string, std::string>>{
+           {"tile.store %dqPart, %sdQ[%c0, %c0] : !acc, !tileQacc",
+            "tile.store " + part + ", " + panel + "[%c0, %c0] : !Sp, !tileQaccPanel"},
+           {"tile.copy %sdQ, ", "tile.copy " + panel + ", "},
+           {"%qRow,", row + ","},
+           {"{add} : !tileQacc, !qacc",
+            std::string(pending ? "{add, pending = 1}" : "{add}") +
+                " : !tileQaccPanel, !qacc"}})
+    if (kernels::replaceAll(text, from, to) != 1)
+      return "";
+  // The panel's columns: the warpgroup's D / 2 from the head's first.
+  if (kernels::replaceAll(text, "%c0] {add", "%wgCol] {add") +
+          kernels::replaceAll(text, "%hD] {add", "%hDPanel] {add") !=
+      1)
+    return "";
+  kernels::replaceAll(text, "\n        ", "\n          ");
+  return "        " + panel + " = memref.subview %sdQpw[" + slot +
+         ", 0, 0] [1, 64, @DQ_PANEL@] [1, 1, 1] : !tileQaccPanelPair to "
+         "!tileQaccPanel\n        " + row + " = arith.addi %qStart, " +
+         rowOffset + " : index\n        scf.if " + condition + " {\n  " + text +
+         "\n        }";
+}
 
 /// The dQ kernel's running Σ_j P ⊙ dP (see @DQ_PDP_UPDATE@).
 constexpr llvm::StringLiteral kDqPdpFull = R"mlir(        %pdpNew = tile.map (%pdpSum, %p, %dp) : (!S, !S, !S) -> !S {
@@ -1619,14 +1748,18 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // which wgmma reads from a descriptor 64 bytes into the panel).
   const bool atomicDkdvShared = atomicDq && dkdvWarpgroups == 2;
   // ... or each its own 64 keys' share over all D columns (--dq-split
-  // keys, KernelConfig::dqSplit).
-  if (config.dqSplit != "columns" && config.dqSplit != "keys")
-    return fail() << "--dq-split must be columns or keys, got '"
+  // keys), or its panel of the previous query block's share (--dq-split
+  // deferred; KernelConfig::dqSplit).
+  if (config.dqSplit != "columns" && config.dqSplit != "keys" &&
+      config.dqSplit != "deferred")
+    return fail() << "--dq-split must be columns, keys or deferred, got '"
                   << config.dqSplit << "'";
   const bool dqSplitKeys = config.dqSplit == "keys";
-  if (dqSplitKeys && !(atomicDq && dkdvWarpgroups == 2))
-    return fail() << "--dq-split keys divides dQ's share between the two "
-                     "dK/dV warpgroups of --dq atomic --dkdv-warpgroups 2";
+  const bool dqSplitDeferred = config.dqSplit == "deferred";
+  if ((dqSplitKeys || dqSplitDeferred) && !(atomicDq && dkdvWarpgroups == 2))
+    return fail() << "--dq-split " << config.dqSplit
+                  << " divides dQ's share between the two dK/dV warpgroups "
+                     "of --dq atomic --dkdv-warpgroups 2";
   // Two fp32 64 x D dQ tiles per warpgroup: at D 128 128 KB of them, the
   // block 275 KB in all.
   if (dqSplitKeys && shape.headDim != 64)
@@ -1634,6 +1767,16 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                   << shape.headDim
                   << " its four fp32 dQ tiles (two per warpgroup) take the "
                      "block's shared memory above the 227 KB a block may use";
+  // The ring, the per-warpgroup fp32 panels and (with GQA) the fp32 tiles
+  // of the dK/dV sums: at D 128 about 226 KB of shared memory (290 with
+  // GQA), and the D 128 split has no registers to spare.
+  if (dqSplitDeferred && shape.headDim != 64)
+    return fail() << "--dq-split deferred is supported at --head-dim 64 "
+                     "only: at "
+                  << shape.headDim
+                  << " its dS ring and per-warpgroup fp32 dQ panels take "
+                     "the block's shared memory to the 227 KB a block may "
+                     "use (above it with GQA)";
   if (failed(checkWarpgroups("dq-warpgroups", dqWarpgroups,
                              "--dq atomic has no dQ kernel",
                              "D 128's dQ loop needs about 200",
@@ -1731,9 +1874,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     dkdvKeys = "      %cBlockKeys = arith.constant " + str(dkdvBlockKeys) +
                " : index\n"
                "      %nBlock = arith.muli %kb, %cBlockKeys : index\n" +
-               // --dq-split keys slices tiles by the warpgroup: the op is
-               // what tile-thread-sync recognises such slices by.
-               (dqSplitKeys ? std::string("      %wg = tile.warpgroup_id : index\n")
+               // --dq-split keys and deferred slice tiles by the
+               // warpgroup: the op is what tile-thread-sync recognises
+               // such slices by.
+               (dqSplitKeys || dqSplitDeferred
+                    ? std::string("      %wg = tile.warpgroup_id : index\n")
                             : std::string(kernels::kWarpgroupIndex)) +
                "      %wgKey = arith.muli %wg, %c64 : index\n"
                "      %n0 = arith.addi %nBlock, %wgKey : index\n"
@@ -1779,9 +1924,26 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       d + "] [1, 1, 1] : " + dqTilesType + " to !tileQacc\n" +
       layout.storeDqAdd;
   replaceAll(dqAddText, "{add}", "{add, pending = 1}");
+  // --dq-split deferred: each warpgroup adds its panel of the previous
+  // block's share in the loop, and of the last block's after it.
+  std::string deferredTail;
+  if (dqSplitDeferred) {
+    dqAddText = deferredDqAddText(layout.storeDqAdd, "", "%dqPart", "%slot",
+                                  "%mPrev", "%hasPrev", /*pending=*/true);
+    std::string lastAdd = deferredDqAddText(
+        layout.storeDqAdd, "Last", "%dqPartLast", "%dqSlotLast", "%mLast",
+        "%hasLast", /*pending=*/false);
+    if (dqAddText.empty() || lastAdd.empty())
+      return fail() << "internal error: the layout's dQ reduce-add is not "
+                       "of the form --dq-split deferred rewrites";
+    // (@STORE_DQ_ADD@'s value is not scanned for placeholders again.)
+    replaceAll(dqAddText, "@DQ_PANEL@", str(shape.headDim / 2));
+    deferredTail = "\n" + kDkdvDeferredDqTail.str();
+    replaceAll(deferredTail, "@DEFERRED_DQ_ADD@", lastAdd);
+  }
   // With two dK/dV warpgroups dividing it by columns each stores its panel
   // (D / 2 columns) of dQ's share into the block's tile.
-  if (atomicDkdvShared && !dqSplitKeys)
+  if (atomicDkdvShared && !dqSplitKeys && !dqSplitDeferred)
     replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !Sp,");
   // The dK/dV loop issues dPᵀ with Sᵀ where that does not spill
   // (kDkdvFirstGemmsEarlyDp): not in the split at D 128, but at D 64
@@ -1794,6 +1956,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // The split's warpgroups take turns only when they do not meet at dQ's
   // barrier anyway (--dq-split keys; level with no turns there: PERF.md,
   // session 32).
+  // (Nor the deferred split's: 0.7-0.9% slower with them; PERF.md, session
+  // 33.)
   const bool dkdvPingPong = dkdvShared && (!atomicDkdvShared || dqSplitKeys);
   // --dq atomic: the keys' sink terms the loop carries, per key or as the
   // split's per-thread partial sums (kDkdvAtomicTermsPartial), and their
@@ -1819,13 +1983,18 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
          atomicDq ? ", %dQacc: !qacc, %TermsK: !kterms" : ""},
         {"@DKDV_ATOMIC_PRE@",
          !atomicDq ? ""
-                   : dqSplitKeys
-                       ? kDkdvAtomicPreKeys.str() + kDkdvAtomicPre.str() +
-                             kDkdvAtomicPreKeysDq.str()
-                       : (atomicDkdvShared ? kDkdvAtomicPreShared
-                                           : kDkdvAtomicPreOne)
-                                 .str() +
-                             kDkdvAtomicPre.str()},
+         : dqSplitKeys
+             ? kDkdvAtomicPreKeys.str() + kDkdvAtomicPreDqTiles.str() +
+                   kDkdvAtomicPre.str() + kDkdvAtomicPreKeysDq.str()
+         : dqSplitDeferred
+             // (The GQA sums' stores after the loop use the columns' fp32
+             // tiles, kStoreKvAccums: 32 KB more at D 64, still one block
+             // per SM.)
+             ? (kvAccumulate ? kDkdvAtomicPreDqTiles.str() : "") +
+                   kDkdvAtomicPre.str() + kDkdvAtomicPreDeferred.str()
+             : (atomicDkdvShared ? kDkdvAtomicPreShared : kDkdvAtomicPreOne)
+                       .str() +
+                   kDkdvAtomicPreDqTiles.str() + kDkdvAtomicPre.str()},
         {"@DKDV_TERMS@", termsType},
         {"@DKDV_RESULTS@", atomicDq ? "3" : "2"},
         {"@DKDV_ITER_ARGS@", atomicDq ? ", %term = %termZero" : ""},
@@ -1835,8 +2004,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
          : atomicDkdvShared ? kDkdvAtomicTermsPartial.str()
                             : kDkdvAtomicTermsByKey.str() + kDkdvDsMap.str()},
         {"@DKDV_DK_AND_DQ@",
-         atomicDq ? kDkdvDkDq.str()
-                  : kDkdvDk.str() + (earlyDp ? dvWait(0) : "")},
+         dqSplitDeferred ? kDkdvDkDqDeferred.str()
+         : atomicDq      ? kDkdvDkDq.str()
+                         : kDkdvDk.str() + (earlyDp ? dvWait(0) : "")},
+        {"@DKDV_AFTER_LOOP@", deferredTail},
         {"@DKDV_DS_ROWS@", atomicDkdvShared ? "%sdSw[%c0, %c0] : !P, !tileSw"
                                             : "%sdS[%c0, %c0] : !P, !tileS"},
         {"@DKDV_DQ_OPERANDS@",
@@ -2032,6 +2203,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"DKDV_BLOCK_KEYS_N", str(dkdvBlockKeys)},
        {"DQ_PANEL", str(shape.headDim / 2)},
        {"DQ_ACC_SLOTS", dqSplitKeys ? "4" : "2"},
+       {"DQ_PANEL_SLOT_ELEMENTS", str(64 * shape.headDim / 2)},
        {"DQ_ACC_SLOT_ELEMENTS", str(64 * shape.headDim)},
        {"DKDV_ATTRIBUTES", dkdvShared ? sharedBlockAttributes(dkdvWarpgroups)
                            : warpSpecialized ? kWarpSpecializedAttributes.str()
@@ -2070,8 +2242,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     bundle.config["dq_warpgroups"] = dqWarpgroups;
   if (dkdvShared)
     bundle.config["dkdv_warpgroups"] = dkdvWarpgroups;
-  if (dqSplitKeys)
-    bundle.config["dq_split"] = "keys";
+  if (dqSplitKeys || dqSplitDeferred)
+    bundle.config["dq_split"] = config.dqSplit;
   if (kvInRegisters)
     bundle.config["kv_operands"] = "registers";
   bundle.params = forward->bundle.params;

@@ -32,7 +32,7 @@ const FlagSpec kFlags[] = {
     {"persistent", "N", "compile check bench", "a persistent kernel of min(N, tiles) blocks looping over the tiles (0: one block per tile, gemm's default): gemm's 128x256 tiles; sink-fwd's blocks of 128 query rows (192 at D 64), each block with its own list of tiles fixed at build time (ws and overlap schedules, bhsd and bshd; without it, auto: 132 blocks where ws or overlap runs causal rows of at most 32 key blocks without a window and there are more tiles, else one block per tile); a gemm launch takes at most the GPU's SM count of blocks, a sink-fwd launch all N"},
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
     {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it by fp32 TMA reduce-add: fewer GEMMs, rounding varies run to run; not with --schedule ws; with --dkdv-warpgroups 2 each warpgroup computes one panel of D / 2 columns of it over the block's 128 keys)"},
-    {"dq-split", "HOW", "compile check bench", "sink-bwd, --dq atomic --dkdv-warpgroups 2: how the two warpgroups divide dQ's share of the block's 128 keys: columns (default; FlashAttention 3's: each D / 2 columns over all 128 keys, one reduce-add per block, the warpgroups meeting at a barrier every iteration) or keys (each all D columns over its own 64 keys and its own reduce-add: the warpgroups never meet in the loop and take turns at the tensor cores)"},
+    {"dq-split", "HOW", "compile check bench", "sink-bwd, --dq atomic --dkdv-warpgroups 2: how the two warpgroups divide dQ's share of the block's 128 keys: columns (default; FlashAttention 3's: each D / 2 columns over all 128 keys, one reduce-add per block, the warpgroups meeting at a barrier every iteration) keys (each all D columns over its own 64 keys and its own reduce-add: the warpgroups never meet in the loop and take turns at the tensor cores) or deferred (D 64: columns, each warpgroup computing and adding its panel of the previous query block's share from a double-buffered dS tile handed over through mbarriers: the warpgroups never meet in the loop, one reduce-add's traffic per block)"},
     {"dq-warpgroups", "N", "compile check bench", "sink-bwd, --dq separate: the dQ kernel's consumer warpgroups: 1 (a block of 64 query rows, the schedule's) or 2, 3 (at D 64; a warp-specialized block of 64 rows per warpgroup sharing each K/V tile: K/V cross L2 once per 128 or 192 rows); without it, auto: 2 at D 128 when query rows and keys are both at least 12288 (auto schedule, --dq separate, no window, bhsd or bshd), else 1"},
     {"dkdv-warpgroups", "N", "compile check bench", "sink-bwd: the dK/dV kernel's consumer warpgroups: 1 (a block of 64 keys, the schedule's) or 2, 3 (at D 64; a warp-specialized block of 64 keys per warpgroup sharing each Q/dO tile: Q/dO cross L2 once per 128 or 192 keys; GQA shares summed by a kernel of their own; 2 also with --dq atomic); without it, auto, as for --dq-warpgroups"},
     {"pack-gqa", nullptr, "compile check bench", "sink-fwd, BHSD, GQA: each block computes rows of all the query heads of one kv head, so K/V tiles serve the whole group (for short query lengths: decoding)"},
@@ -302,8 +302,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
                                  value + "'");
       options.dq = value;
     } else if (name == "dq-split") {
-      if (value != "columns" && value != "keys")
-        return rt::Status::error("--dq-split must be columns or keys, got '" +
+      if (value != "columns" && value != "keys" && value != "deferred")
+        return rt::Status::error("--dq-split must be columns, keys or deferred, got '" +
                                  value + "'");
       options.dqSplit = value;
     } else if (name == "emit") {

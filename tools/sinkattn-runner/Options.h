@@ -21,7 +21,7 @@ struct Options {
   std::string schedule = "auto"; ///< auto | ws | plain
   std::string copyEngine = "tma"; ///< gemm: tma | cp-async | mixed
   std::string dq = "separate";   ///< sink-bwd: separate | atomic
-  std::string dqSplit = "columns"; ///< sink-bwd split: columns | keys
+  std::string dqSplit = "columns"; ///< sink-bwd split: columns | keys | deferred
   int64_t dqWarpgroups = 1;       ///< sink-bwd: the dQ kernel's consumer warpgroups (1..3)
   int64_t dkdvWarpgroups = 1;     ///< sink-bwd: the dK/dV kernel's consumer warpgroups (1..3)
   bool packGqa = false;           ///< sink-fwd: --pack-gqa

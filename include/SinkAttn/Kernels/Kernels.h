@@ -101,6 +101,10 @@ struct KernelConfig {
   /// each all D columns over its own 64 keys from its own dSᵀ slice, and
   /// its own reduce-add (twice as many), so the warpgroups never meet
   /// inside the loop and take turns at the tensor cores (ping-pong).
+  /// "deferred": the columns' panels, but of the previous query block's
+  /// share, from a double-buffered dSᵀ tile the warpgroups hand over
+  /// through mbarriers; each adds its own panel (one reduce-add's traffic
+  /// per block, like columns), and the warpgroups never meet in the loop.
   std::string dqSplit = "columns";
   /// sink-fwd, BHSD, GQA: one block computes rows of all the query heads
   /// of a kv head (the group's rows packed head after head), so the K/V
