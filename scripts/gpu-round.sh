@@ -37,10 +37,11 @@
 #   SEED_BWD_FORMS: the backward's form per head dim, or per cell, in the
 #   interleaved table and the clock probe, as D=FORM or D/S=FORM entries
 #   (S one of 2k 4k 8k 16k; later entries win; default "64=default,
-#   64/16k=split,128=split", the forms of docs/PERF.md's seed tables):
-#   default times sink-bwd-seed-<S>-d<D>, any other FORM
+#   64/8k=deferred,64/16k=deferred,128=split", the forms of docs/PERF.md's
+#   seed tables): default times sink-bwd-seed-<S>-d<D>, any other FORM
 #   sink-bwd-seed-<S>-d<D>-FORM (bundles.txt has -split: --dq atomic
-#   --dkdv-warpgroups 2, and -keys: with --dq-split keys at D 64).
+#   --dkdv-warpgroups 2, and at D 64 -keys and -deferred: with --dq-split
+#   keys or deferred).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,7 +60,7 @@ link_seed_bundles() {
   rm -rf "$dir" && mkdir -p "$dir"
   ln -s "$bundles"/sink-fwd-seed-{2k,4k,8k,16k}-d{64,128} "$dir/"
   declare -A form_of
-  IFS=, read -ra pairs <<<"${SEED_BWD_FORMS:-64=default,64/16k=split,128=split}"
+  IFS=, read -ra pairs <<<"${SEED_BWD_FORMS:-64=default,64/8k=deferred,64/16k=deferred,128=split}"
   for pair in "${pairs[@]}"; do
     cell=${pair%%=*} form=${pair#*=}
     dim=${cell%%/*} seqs="2k 4k 8k 16k"

@@ -821,7 +821,7 @@ constexpr llvm::StringLiteral kDkdvAtomicPreDeferred = R"mlir(
 /// its fp32 panel's store and reduce-add (@STORE_DQ_ADD@,
 /// deferredDqAddText; none for the virtual block) run under dK's wgmma.
 /// The warpgroups never wait at a common barrier, each only for the
-/// other's previous iteration: 4.4% faster than the columns split at
+/// other's previous iteration: 4.4-4.9% faster than the columns split at
 /// S 16k (2.4% with the dSᵀ store before the dQ GEMM; PERF.md, session 33).
 constexpr llvm::StringLiteral kDkdvDkDqDeferred = R"mlir(
         %it = arith.subi %qBlock, %loQ : index

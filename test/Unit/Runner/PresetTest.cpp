@@ -38,6 +38,12 @@ TEST(PresetSchedule, NamesScheduleStagesAndDqMode) {
                                                 {"dkdv_warpgroups", 2},
                                                 {"dq_split", std::string("keys")}})),
             "plain s2 dq=atomic dkdv-wg=2 dq-split=keys");
+  EXPECT_EQ(scheduleLabel(bundleOf("sink-bwd", {{"schedule", std::string("plain")},
+                                                {"stages", 2},
+                                                {"dq", std::string("atomic")},
+                                                {"dkdv_warpgroups", 2},
+                                                {"dq_split", std::string("deferred")}})),
+            "plain s2 dq=atomic dkdv-wg=2 dq-split=deferred");
   EXPECT_EQ(scheduleLabel(bundleOf("sink-bwd", {{"schedule", std::string("ws")},
                                                 {"stages", 2},
                                                 {"dq", std::string("separate")},
