@@ -752,10 +752,11 @@ constexpr llvm::StringLiteral kDkdvDkDq = R"mlir(
 
 /// `--dq atomic`, before the dK/dV loop: the two fp32 dQ tiles the query
 /// blocks alternate (@STORE_DQ_ADD@; --dq-split deferred has its own,
-/// kDkdvAtomicPreDeferred), the record's row of sink weights, the keys'
-/// sink terms.
+/// kDkdvAtomicPreDeferred, and these only for the GQA sums after the
+/// loop) ...
 constexpr llvm::StringLiteral kDkdvAtomicPreDqTiles = R"mlir(
       %sdQ2 = memref.alloc() : !tileQacc2)mlir";
+/// ... the record's row of sink weights, the keys' sink terms.
 constexpr llvm::StringLiteral kDkdvAtomicPre = R"mlir(
       %cTwo = arith.constant 2 : index
       %cWeightRow = arith.constant 2 : index
