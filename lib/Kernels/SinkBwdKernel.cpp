@@ -1770,7 +1770,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                      "block's shared memory above the 227 KB a block may use";
   // The ring, the per-warpgroup fp32 panels and (with GQA) the fp32 tiles
   // of the dK/dV sums: at D 128 about 226 KB of shared memory (290 with
-  // GQA), and the D 128 split has no registers to spare.
+  // GQA). Built for MHA it spilled and ran 2% slower than the split at
+  // S 8k and 16k (PERF.md, session 33, call 8).
   if (dqSplitDeferred && shape.headDim != 64)
     return fail() << "--dq-split deferred is supported at --head-dim 64 "
                      "only: at "
