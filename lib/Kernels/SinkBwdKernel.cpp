@@ -805,7 +805,7 @@ constexpr llvm::StringLiteral kDkdvAtomicPreDeferred = R"mlir(
       tile.mbarrier_arrive %dsBars[%cTwo] : !tile.barriers<4>
       %cPanel = arith.constant @DQ_PANEL@ : index
       %wgCol = arith.muli %wg, %cPanel : index
-      %hDPanel = arith.addi %hD, %wgCol : index
+      %dqPanelColumn = arith.addi @DQ_FIRST_COLUMN@, %wgCol : index
       %sZeroPanel = tile.fill %zero : !Sp
       %sKd = memref.subview %sK[0, %wgCol] [@DKDV_BLOCK_KEYS_N@, @DQ_PANEL@] [1, 1] : !tileDkdvKV to !tileKd
       %sdQp = memref.alloc() : !tileQaccPanels
@@ -865,41 +865,39 @@ constexpr llvm::StringLiteral kDkdvDeferredDqTail = R"mlir(
       %hasLast = arith.cmpi ne, %nIt, %c0 : index
 @DEFERRED_DQ_ADD@)mlir";
 
+/// The index of the first column in a layout's `qTile` (its last).
+llvm::StringRef qTileFirstColumn(llvm::StringRef qTile) {
+  return qTile.rsplit(", ").second;
+}
+
 /// --dq-split deferred: a warpgroup's store of its panel `part` of dQ's
 /// share into its fp32 tile `slot` and the tile's reduce-add into the rows
-/// of the query block at offset `rowOffset`, from the layout's
-/// `storeDqAdd` (the block's whole tile at %qRow), when `condition` holds:
-/// not for the virtual block before the first (its share is 0, and its
-/// rows may lie before the tensor, where a TMA reduce-add faults), nor
-/// after a loop of no iterations. `pending`: the loop's stores go on
-/// reading (tile.copy's `pending = 1`, two tiles alternating). Empty if
-/// the layout's text is not of the expected form.
-std::string deferredDqAddText(std::string text, const std::string &suffix,
+/// of the query block at offset `rowOffset` and the warpgroup's columns
+/// (%dqPanelColumn, kDkdvAtomicPreDeferred), indexing dQ's fp32
+/// accumulator as the layout's `qTile` does (its rows at %qRow, its first
+/// column last), when `condition` holds: not for the
+/// virtual block before the first (its share is 0, and its rows may lie
+/// before the tensor, where a TMA reduce-add faults), nor after a loop of
+/// no iterations. `pending`: the loop's stores go on reading (tile.copy's
+/// `pending = 1`, two tiles alternating).
+std::string deferredDqAddText(const std::string &qTile, int64_t panel,
+                              const std::string &suffix,
                               const std::string &part, const std::string &slot,
                               const std::string &rowOffset,
                               const std::string &condition, bool pending) {
-  const std::string panel = "%sdQPanel" + suffix, row = "%qRowDeferred" + suffix;
-  for (auto [from, to] : std::initializer_list<std::pair<std::string, std::string>>{
-           {"tile.store %dqPart, %sdQ[%c0, %c0] : !acc, !tileQacc",
-            "tile.store " + part + ", " + panel + "[%c0, %c0] : !Sp, !tileQaccPanel"},
-           {"tile.copy %sdQ, ", "tile.copy " + panel + ", "},
-           {"%qRow,", row + ","},
-           {"{add} : !tileQacc, !qacc",
-            std::string(pending ? "{add, pending = 1}" : "{add}") +
-                " : !tileQaccPanel, !qacc"}})
-    if (kernels::replaceAll(text, from, to) != 1)
-      return "";
-  // The panel's columns: the warpgroup's D / 2 from the head's first.
-  if (kernels::replaceAll(text, "%c0] {add", "%wgCol] {add") +
-          kernels::replaceAll(text, "%hD] {add", "%hDPanel] {add") !=
-      1)
-    return "";
-  kernels::replaceAll(text, "\n        ", "\n          ");
-  return "        " + panel + " = memref.subview %sdQpw[" + slot +
-         ", 0, 0] [1, 64, @DQ_PANEL@] [1, 1, 1] : !tileQaccPanelPair to "
-         "!tileQaccPanel\n        " + row + " = arith.addi %qStart, " +
-         rowOffset + " : index\n        scf.if " + condition + " {\n  " + text +
-         "\n        }";
+  const std::string tile = "%sdQPanel" + suffix, row = "%qRowDeferred" + suffix;
+  std::string at = llvm::StringRef(qTile).rsplit(", ").first.str();
+  kernels::replaceAll(at, "%qRow", row);
+  const std::string indent = "\n        ";
+  return indent.substr(1) + tile + " = memref.subview %sdQpw[" + slot +
+         ", 0, 0] [1, 64, " + std::to_string(panel) +
+         "] [1, 1, 1] : !tileQaccPanelPair to !tileQaccPanel" + indent + row +
+         " = arith.addi %qStart, " + rowOffset + " : index" + indent +
+         "scf.if " + condition + " {" + indent + "  tile.store " + part + ", " +
+         tile + "[%c0, %c0] : !Sp, !tileQaccPanel" + indent + "  tile.copy " +
+         tile + ", %dQacc[" + at + ", %dqPanelColumn] " +
+         (pending ? "{add, pending = 1}" : "{add}") +
+         " : !tileQaccPanel, !qacc" + indent + "}";
 }
 
 /// The dQ kernel's running Σ_j P ⊙ dP (see @DQ_PDP_UPDATE@).
@@ -1930,18 +1928,14 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // block's share in the loop, and of the last block's after it.
   std::string deferredTail;
   if (dqSplitDeferred) {
-    dqAddText = deferredDqAddText(layout.storeDqAdd, "", "%dqPart", "%slot",
+    const int64_t panel = shape.headDim / 2;
+    dqAddText = deferredDqAddText(layout.qTile, panel, "", "%dqPart", "%slot",
                                   "%mPrev", "%hasPrev", /*pending=*/true);
-    std::string lastAdd = deferredDqAddText(
-        layout.storeDqAdd, "Last", "%dqPartLast", "%dqSlotLast", "%mLast",
-        "%hasLast", /*pending=*/false);
-    if (dqAddText.empty() || lastAdd.empty())
-      return fail() << "internal error: the layout's dQ reduce-add is not "
-                       "of the form --dq-split deferred rewrites";
-    // (@STORE_DQ_ADD@'s value is not scanned for placeholders again.)
-    replaceAll(dqAddText, "@DQ_PANEL@", str(shape.headDim / 2));
     deferredTail = "\n" + kDkdvDeferredDqTail.str();
-    replaceAll(deferredTail, "@DEFERRED_DQ_ADD@", lastAdd);
+    replaceAll(deferredTail, "@DEFERRED_DQ_ADD@",
+               deferredDqAddText(layout.qTile, panel, "Last", "%dqPartLast",
+                                 "%dqSlotLast", "%mLast", "%hasLast",
+                                 /*pending=*/false));
   }
   // With two dK/dV warpgroups dividing it by columns each stores its panel
   // (D / 2 columns) of dQ's share into the block's tile.
@@ -2010,6 +2004,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
          : atomicDq      ? kDkdvDkDq.str()
                          : kDkdvDk.str() + (earlyDp ? dvWait(0) : "")},
         {"@DKDV_AFTER_LOOP@", deferredTail},
+        {"@DQ_FIRST_COLUMN@", qTileFirstColumn(layout.qTile).str()},
         {"@DKDV_DS_ROWS@", atomicDkdvShared ? "%sdSw[%c0, %c0] : !P, !tileSw"
                                             : "%sdS[%c0, %c0] : !P, !tileS"},
         {"@DKDV_DQ_OPERANDS@",
