@@ -6,10 +6,14 @@ D 64 S 16384 ran 4.33 ms per call for four calls, then 4.84-5.01 ms), so
 the H200 lowers its clocks under sustained load. If one side draws more
 power per unit of work it runs at lower clocks than the other; this script
 shows whether that is so. For each cell it runs `sinkattn-runner bench` on
-the cell's bundle and then cuDNN SDPA (bench/compare_sdpa.CudnnCell) for the
-same number of calls, each while `nvidia-smi` samples the SM clock, power
+the cell's bundle and then cuDNN SDPA (bench/compare_sdpa.CudnnCell) in each
+of its forms (cudnn-gqa where this PyTorch's cuDNN runs it, else a line
+saying why not, and cudnn-mha-expanded) for the same number of calls, each
+side after the same rest (a synchronize, then --pause seconds) and each
+while `nvidia-smi` samples the SM clock, power
 and the active clock-event reasons every SAMPLE_MS milliseconds, and prints
-per side: the median ms per call, the first and last calls' times, and the
+per side, named with its form (SinkAttn's from its bundle's manifest, as
+bench/interleaved_seed.py names it): the median ms per call, the first and last calls' times, and the
 median clock and power over the samples taken while that side was busy
 (power above half the run's peak: the runner's JIT link and input
 generation, and PyTorch's setup, run at idle power).
@@ -31,8 +35,8 @@ import time
 
 import torch
 
-from compare_sdpa import CudnnCell
-from interleaved_seed import bundle_path
+from compare_sdpa import FORMS, MHA_EXPANDED, CudnnCell
+from interleaved_seed import bundle_path, idle, sinkattn_form
 
 SAMPLE_MS = 50
 # The sampler's program (a stand-in in test/Tools/clock-probe.test).
@@ -89,7 +93,7 @@ def summary(name, times, sampler):
     clocks = [s[0] for s in busy]
     watts = [s[1] for s in busy]
     n = max(1, len(times) // 10)
-    return (f"{name:8s} median {statistics.median(times):8.4f} ms  first {n} "
+    return (f"{name:29s} median {statistics.median(times):8.4f} ms  first {n} "
             f"{statistics.mean(times[:n]):8.4f}  last {n} {statistics.mean(times[-n:]):8.4f}  "
             f"clock {statistics.median(clocks) if clocks else 0:6.0f} MHz "
             f"(min {min(clocks) if clocks else 0:.0f})  power "
@@ -121,12 +125,14 @@ def main():
         bundle = bundle_path(args.bundles, direction, seq, head_dim)
         if not os.path.isdir(bundle):
             sys.exit(f"error: no bundle {bundle}")
-        cells.append((direction, seq, head_dim, bundle))
-    for direction, seq, head_dim, bundle in cells:
+        cells.append((direction, seq, head_dim, bundle, sinkattn_form(bundle)))
+    for direction, seq, head_dim, bundle, form in cells:
         cell = CudnnCell(1, 64, 8, seq, head_dim)
         # Calls for about --seconds, from one cuDNN call's time.
-        probe = cell.timer(direction)(iters=3, per_call=True)
+        probe = cell.timer(direction)(iters=3, per_call=True, form=MHA_EXPANDED)
         iters = max(10, int(args.seconds * 1000 / statistics.median(probe)))
+        print(f"{direction} S {seq} D {head_dim}, {iters} calls per side:")
+        idle(args.pause)
         with tempfile.NamedTemporaryFile(suffix=".json") as out, Sampler() as ours:
             proc = subprocess.run([args.runner, "bench", "--bundle", bundle, "--iters",
                                    str(iters), "--warmup", "3", "--json", out.name],
@@ -135,17 +141,20 @@ def main():
                 sys.exit(f"error: runner failed on {bundle}:\n{proc.stdout}{proc.stderr}")
             with open(out.name) as f:
                 ours_times = json.load(f)["results"][0]["times_ms"]
-        time.sleep(args.pause)
-        with Sampler() as theirs:
-            cudnn = cell.timer(direction)(iters=iters, per_call=True)
-        print(f"{direction} S {seq} D {head_dim}, {iters} calls per side:")
-        print("  " + summary("sinkattn", ours_times, ours))
-        print("  " + summary("cudnn", cudnn, theirs))
-        print(f"  ratio of medians (cuDNN / SinkAttn) "
-              f"{statistics.median(cudnn) / statistics.median(ours_times):.3f}", flush=True)
+        print("  " + summary(f"sinkattn ({form})", ours_times, ours), flush=True)
+        for cudnn_form in FORMS:
+            reason = cell.unavailable(cudnn_form, direction)
+            if reason:
+                print(f"  {cudnn_form:29s} unavailable: {reason}", flush=True)
+                continue
+            idle(args.pause)
+            with Sampler() as theirs:
+                cudnn = cell.timer(direction)(iters=iters, per_call=True, form=cudnn_form)
+            print("  " + summary(cudnn_form, cudnn, theirs))
+            print(f"  ratio of medians ({cudnn_form} / SinkAttn) "
+                  f"{statistics.median(cudnn) / statistics.median(ours_times):.3f}", flush=True)
         del cell
         torch.cuda.empty_cache()
-        time.sleep(args.pause)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,16 @@ font are built in.
 Inputs, either
   --table FILE           the combined form (docs/perf-seed-table.json):
                          {"gpu", "date", "commit", "command", "note",
+                          "cudnn_form",
                           "cells": [{"seq", "head_dim", "sinkattn_tflops",
-                                     "cudnn_tflops"}, ...]}
+                                     "cudnn_tflops", "sinkattn_form"}, ...]}
 or
   --sinkattn FILE...     `sinkattn-runner bench --json` files of sink-fwd
                          bundles (one result each, usually one file per cell)
-  --cudnn FILE           `bench/compare_sdpa.py --json` output
+  --cudnn FILE           `bench/compare_sdpa.py --json` output (or
+                         interleaved_seed.py's), its rows of the form
+                         --cudnn-form (cudnn-gqa, or cudnn-mha-expanded: the
+                         default, and the form of rows that name none)
 Cells are matched by (sequence length, head dim). TFLOP/s are by the seed's
 formula 4*B*H*S*S*D/2 / time on both sides. A cell that one side lacks is
 drawn with the other bar only and labelled n/a. Bad input is one line on
@@ -114,6 +118,8 @@ class Table:
 
     def __init__(self):
         self.gpu = self.date = self.commit = self.command = self.note = None
+        self.cudnn_form = None
+        self.sinkattn_form = {}  # (seq, head_dim) -> the SinkAttn row's form
         self.sinkattn = {}  # (seq, head_dim) -> TFLOP/s
         self.cudnn = {}
         # Where each cell came from and its (batch, heads, kv_heads), so a
@@ -146,12 +152,13 @@ class Table:
 
     def to_json(self):
         out = {}
-        for key in ("gpu", "date", "commit", "command", "note"):
+        for key in ("gpu", "date", "commit", "command", "note", "cudnn_form"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         out["cells"] = [{"seq": seq, "head_dim": d,
                          "sinkattn_tflops": self.sinkattn.get((seq, d)),
-                         "cudnn_tflops": self.cudnn.get((seq, d))}
+                         "cudnn_tflops": self.cudnn.get((seq, d)),
+                         "sinkattn_form": self.sinkattn_form.get((seq, d))}
                         for seq, d in SEED_CELLS
                         if (seq, d) in self.sinkattn or (seq, d) in self.cudnn]
         return out
@@ -159,7 +166,7 @@ class Table:
 
 def read_table(path, table):
     top = expect_object(load_json(path), f"'{path}'")
-    for key in ("gpu", "date", "commit", "command", "note"):
+    for key in ("gpu", "date", "commit", "command", "note", "cudnn_form"):
         setattr(table, key, get_text(top, key, f"'{path}'"))
     cells = top.get("cells")
     if not isinstance(cells, list) or not cells:
@@ -173,6 +180,9 @@ def read_table(path, table):
             value = get_tflops(cell, f"{side}_tflops", where, optional=True)
             if value is not None:
                 table.add(side, key, value, where)
+        form = get_text(cell, "sinkattn_form", where)
+        if form is not None:
+            table.sinkattn_form[key] = form
 
 
 def parse_runner_config(text, where):
@@ -225,13 +235,28 @@ def read_sinkattn(path, table):
                         for k in ("batch", "heads", "kv_heads"))
         table.add("sinkattn", (seq, d), get_tflops(row, "tflops_seed_formula", where),
                   f"'{path}'", problem)
+        form = get_text(row, "form", where)
+        if form is not None:
+            table.sinkattn_form[(seq, d)] = form
 
 
-def read_cudnn(path, table):
+CUDNN_FORMS = ("cudnn-gqa", "cudnn-mha-expanded")
+
+
+def read_cudnn(path, table, form):
+    top = expect_object(load_json(path), f"'{path}'")
+    unavailable = top.get("unavailable") or {}
+    if isinstance(unavailable, dict) and form in unavailable:
+        raise InputError(f"'{path}': the cuDNN form {form} is unavailable: "
+                         f"{unavailable[form]}")
     _, rows = read_results(path, table, "bench/compare_sdpa.py --json")
+    table.cudnn_form = form
     for where, row in rows:
         # The chart is the forward's (the file also holds backward rows).
         if row.get("name", "cudnn_sdpa_causal_fwd") != "cudnn_sdpa_causal_fwd":
+            continue
+        # Rows from before the GQA form name no form: the expanded one.
+        if row.get("form", "cudnn-mha-expanded") != form:
             continue
         key = (get_int(row, "seq", where), get_int(row, "head_dim", where))
         check_seed_cell(*key, where)
@@ -465,7 +490,7 @@ def draw_chart(table, title_extra):
     canvas.text(16, 38, subtitle, MUTED, scale)
     legend_x = 16
     for color, label in ((SINKATTN_COLOR, "SinkAttn sink-fwd (with sinks)"),
-                         (CUDNN_COLOR, "cuDNN SDPA (vanilla causal, no sinks)")):
+                         (CUDNN_COLOR, f"cuDNN SDPA {table.cudnn_form or 'causal'} (no sinks)")):
         canvas.rect(legend_x, 70, legend_x + 16, 86, color)
         canvas.text(legend_x + 24, 71, label, INK, 2)
         legend_x += 24 + text_width(label, 2) + 36
@@ -550,6 +575,8 @@ def parse_args(argv):
     parser.add_argument("--sinkattn", metavar="FILE", nargs="+", default=[],
                         help="sinkattn-runner bench --json files (sink-fwd)")
     parser.add_argument("--cudnn", metavar="FILE", help="bench/compare_sdpa.py --json file")
+    parser.add_argument("--cudnn-form", choices=CUDNN_FORMS, default="cudnn-mha-expanded",
+                        help="the --cudnn rows to draw (default cudnn-mha-expanded)")
     parser.add_argument("--title-extra", metavar="TEXT", help="appended to the title's details")
     parser.add_argument("--date", help="the run's date (title; --write-table)")
     parser.add_argument("--commit", help="the run's commit (title; --write-table)")
@@ -583,7 +610,7 @@ def main(argv):
     for path in args.sinkattn:
         read_sinkattn(path, table)
     if args.cudnn:
-        read_cudnn(args.cudnn, table)
+        read_cudnn(args.cudnn, table, args.cudnn_form)
     for key in ("date", "commit", "command"):
         if getattr(args, key) is not None:
             setattr(table, key, getattr(args, key))

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # One whole GPU round, on the GPU machine (no MLIR there):
-#   1. build the runtime-only runner (C++17 + CMake + cuda.h),
+#   1. build the runtime-only runner (C++17 + CMake + cuda.h; skipped with
+#      SINKATTN_GPU_RUNNER=PATH, a runner built already),
 #   2. run every GPU test (test/GPU, through lit) on the precompiled bundles,
 #      and the small backward bundles on SEED_SWEEP (20) seeds each,
 #   3. run each small GPU-test kernel under compute-sanitizer (memcheck,
 #      racecheck, synccheck),
 #   4. time the benchmarks asked for, autotune the seed cells, time the
 #      vendor baselines (PyTorch) and the seed table with SinkAttn and cuDNN
-#      alternating per cell (bench/interleaved_seed.py), and draw its chart,
+#      alternating per cell (bench/interleaved_seed.py), and draw its chart;
+#      every bundle a step times is first run through `sinkattn-runner check`
+#      in this round (once per bundle, log $OUT/check-NAME.log, one summary
+#      line each), and a bundle whose check fails is not timed,
 #   5. print a summary table; logs and JSON go to $OUT (default build-gpu/out).
+# The round exits non-zero, its summary naming each FAIL, when a build, test,
+# sanitizer run, check, bench, tune, baseline script or chart fails, or when
+# the baselines or clocks are asked for and PyTorch cannot be imported.
 #
 # Bundles come from this machine's full build:
 #   scripts/make-bundles.sh build/bin/sinkattn-runner .carry/bundles
@@ -24,16 +31,22 @@
 #   then `bench --preset seed` (the seed table and its window-128 rows) and
 #   the backward's seed table (`--kernel sink-bwd`). Named bundles replace
 #   all of that, and the tuning and the interleaved table, but the baselines.
-#   GPU_ROUND_STEPS picks steps (default all; the build always runs):
+#   GPU_ROUND_STEPS picks steps (default all; the build always runs unless
+#   SINKATTN_GPU_RUNNER names a runner):
 #     tests       the GPU tests and the seed sweep (SEED_SWEEP seeds),
 #     sanitizers  compute-sanitizer on the small kernels,
 #     benches     the benches above,
 #     tune        `tune` over the seed cells ($OUT/tune-cache.json),
-#     baselines   PyTorch's (cuBLAS, copy, cuDNN SDPA), then the interleaved
-#                 seed table (INTERLEAVED_ROUNDS rounds per cell, default 3)
-#                 and its chart ($OUT/perf-seed-table.png, .json).
+#     baselines   PyTorch's (cuBLAS, copy, cuDNN SDPA in its GQA and its
+#                 expanded-MHA form), then the interleaved seed table
+#                 (INTERLEAVED_ROUNDS rounds per cell, default 3) and its
+#                 charts ($OUT/perf-seed-table.png, .json against cuDNN's
+#                 expanded-MHA form; perf-seed-table-gqa.* against its GQA
+#                 form, when this PyTorch's cuDNN runs it).
 #     clocks      the S 16384 seed cells sustained (bench/clock_probe.py,
 #                 about 4 s per side): the power limit's clocks per side.
+#   SINKATTN_BUNDLES: the bundles (default .carry/bundles); SINKATTN_GPU_BUILD_DIR:
+#   the runtime-only build (default build-gpu).
 #   SEED_BWD_FORMS: the backward's form per head dim, or per cell, in the
 #   interleaved table and the clock probe, as D=FORM or D/S=FORM entries
 #   (S one of 2k 4k 8k 16k; later entries win; default "64=default,
@@ -120,6 +133,46 @@ for step in ${steps//,/ }; do
   esac
 done
 want() { [[ $steps == *",$1,"* ]]; }
+# A bundle is checked at most once per round: its real path -> pass or FAIL.
+declare -A check_result
+# check_bundles BUNDLE... -> status 0 when every bundle passes `check`.
+# A timing step calls it first so that no table holds the time of a kernel
+# whose results are wrong; a failed check counts once as a round failure.
+check_bundles() {
+  local bundle real name log code bad=0
+  for bundle in "$@"; do
+    real=$(realpath -m "$bundle")
+    if [[ -z ${check_result[$real]:-} ]]; then
+      name=$(basename "$real")
+      log="$out/check-$name.log"
+      if [[ -d $real ]]; then
+        "$runner" check --bundle "$real" >"$log" 2>&1
+        code=$?
+      else
+        echo "error: no bundle $real" >"$log"
+        code=2
+      fi
+      if ((code == 0)); then
+        check_result[$real]=pass
+        note "check $name: pass (log: $log)"
+      else
+        check_result[$real]=FAIL
+        failures=$((failures + 1))
+        note "check $name: FAIL (exit $code, log: $log)"
+      fi
+    fi
+    [[ ${check_result[$real]} == pass ]] || bad=1
+  done
+  return $bad
+}
+# torch_missing -> status 0 (and the reason on stdout) when python3 cannot
+# import PyTorch: the baselines and clock steps then fail instead of
+# vanishing from the summary.
+torch_missing() {
+  local err
+  err=$(python3 -c 'import torch' 2>&1) && return 1
+  echo "${err##*$'\n'}"
+}
 # The seed cells for the interleaved table and the clock probe, linked once
 # (empty when SEED_BWD_FORMS names no bundles: both steps then fail).
 seed_bundles=
@@ -131,18 +184,27 @@ if [[ -n "$preset" ]] && { want baselines || want clocks; }; then
   fi
 fi
 
-# 1. Build.
-generator=()
-command -v ninja >/dev/null && generator=(-G Ninja)
-if ! { cmake -S . -B "$build" "${generator[@]}" -DSINKATTN_RUNTIME_ONLY=ON \
-         -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
-       cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1; }; then
-  tail -30 "$out/build.log"
-  echo "error: the runtime-only build failed (log: $out/build.log)"
-  exit 2
+# 1. Build (or take the runner given).
+if [[ -n ${SINKATTN_GPU_RUNNER:-} ]]; then
+  runner=$SINKATTN_GPU_RUNNER
+  if [[ ! -x $runner ]]; then
+    echo "error: SINKATTN_GPU_RUNNER: '$runner' is not an executable file"
+    exit 2
+  fi
+  note "build: skipped (SINKATTN_GPU_RUNNER=$runner)"
+else
+  generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  if ! { cmake -S . -B "$build" "${generator[@]}" -DSINKATTN_RUNTIME_ONLY=ON \
+           -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
+         cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1; }; then
+    tail -30 "$out/build.log"
+    echo "error: the runtime-only build failed (log: $out/build.log)"
+    exit 2
+  fi
+  runner=$build/bin/sinkattn-runner
+  note "build: ok ($runner)"
 fi
-runner=$build/bin/sinkattn-runner
-note "build: ok ($runner)"
 "$runner" devices | tee "$out/devices.txt"
 
 # 2. GPU tests through lit: the carried wheel (an unrelated 'lit' module may
@@ -193,12 +255,40 @@ fi
 # 4. Benchmarks and baselines.
 want benches || benches=()
 for bundle in "${benches[@]}"; do
+  if ! check_bundles "$bundles/$bundle"; then
+    note "bench $bundle: FAIL: not timed (its check failed)"
+    continue
+  fi
   "$runner" bench --bundle "$bundles/$bundle" --iters 50 --warmup 5 \
-    --json "$out/bench-$bundle.json" | tee "$out/bench-$bundle.txt"
+    --json "$out/bench-$bundle.json" 2>&1 | tee "$out/bench-$bundle.txt"
+  status=${PIPESTATUS[0]}
+  if ((status != 0)); then
+    failures=$((failures + 1))
+    note "bench $bundle: FAIL (exit $status, log: $out/bench-$bundle.txt)"
+    continue
+  fi
   # The timing row (metric lines below it are indented).
   line=$(grep -v '^ ' "$out/bench-$bundle.txt" | tail -1)
   note "bench $bundle: $line"
 done
+# preset_table LABEL DIR BENCH_ARGS...: `bench --preset` over the bundles
+# linked in DIR, after checking every one of them.
+preset_table() {
+  local label=$1 dir=$2 log=$out/bench-$1.txt status
+  shift 2
+  if ! check_bundles "$dir"/*; then
+    note "$label: FAIL: not timed (a check of its bundles failed)"
+    return
+  fi
+  "$runner" bench --bundles "$dir" "$@" --json "$out/bench-$label.json" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  if ((status != 0)); then
+    failures=$((failures + 1))
+    note "$label: FAIL (exit $status, log: $log)"
+    return
+  fi
+  while read -r line; do note "$label: $line"; done < <(grep -E "^ *[0-9]+ " "$log")
+}
 if [[ -n "$preset" ]] && want benches; then
   # The preset's bundles (one per configuration: .carry/bundles also holds
   # other schedules of the same shapes).
@@ -210,77 +300,125 @@ if [[ -n "$preset" ]] && want benches; then
       ln -s "$bundles/sink-fwd-seed-win128-$s-d$d" "$preset_bundles/"
     done
   done
-  "$runner" bench --preset "$preset" --bundles "$preset_bundles" --iters 50 --warmup 5 \
-    --json "$out/bench-preset-$preset.json" | tee "$out/bench-preset-$preset.txt"
-  while read -r line; do note "preset $preset: $line"; done < <(grep -E "^ *[0-9]+ " "$out/bench-preset-$preset.txt")
+  preset_table "preset-$preset" "$preset_bundles" --preset "$preset" --iters 50 --warmup 5
   # The backward's table (causal): the eight cells by name (the preset
   # refuses a directory with two bundles of one shape, and .carry/bundles
   # also holds the cells' other warpgroup forms).
   bwd_bundles="$out/preset-bwd-bundles"
   rm -rf "$bwd_bundles" && mkdir -p "$bwd_bundles"
   ln -s "$bundles"/sink-bwd-seed-{2k,4k,8k,16k}-d{64,128} "$bwd_bundles/"
-  "$runner" bench --preset "$preset" --kernel sink-bwd --bundles "$bwd_bundles" \
-    --iters 20 --warmup 3 --json "$out/bench-preset-$preset-bwd.json" |
-    tee "$out/bench-preset-$preset-bwd.txt"
-  while read -r line; do note "preset $preset sink-bwd: $line"; done < <(grep -E "^ *[0-9]+ " "$out/bench-preset-$preset-bwd.txt")
+  preset_table "preset-$preset-bwd" "$bwd_bundles" --preset "$preset" --kernel sink-bwd \
+    --iters 20 --warmup 3
 fi
 if [[ -n "$preset" ]] && want tune; then
   # Autotuning: every seed cell's schedule x stages variant (and the ws/overlap
   # persistent forms at 2 stages); the fastest
   # per cell goes to $out/tune-cache.json (compile --tune-cache uses it).
+  # A variant whose check fails is left out of the race.
   tune_bundles="$out/tune-bundles"
   rm -rf "$tune_bundles" && mkdir -p "$tune_bundles"
   ln -s "$bundles"/sink-fwd-tune-* "$tune_bundles/"
-  "$runner" tune --bundles "$tune_bundles" --tune-cache "$out/tune-cache.json" \
-    --iters 30 --warmup 5 | tee "$out/tune.txt"
-  while read -r line; do note "tune $line"; done < <(grep -E "^tune |fastest" "$out/tune.txt")
-fi
-if want baselines && python3 -c 'import torch' 2>/dev/null; then
-  python3 bench/compare_torch.py --json "$out/torch-baselines.json" | tee "$out/torch-baselines.txt"
-  while read -r line; do note "baseline $line"; done < <(grep -E "^(cublas|copy)" "$out/torch-baselines.txt")
-  python3 bench/compare_sdpa.py --json "$out/sdpa-baselines.json" | tee "$out/sdpa-baselines.txt"
-  while read -r line; do note "baseline $line"; done < <(grep -E "^cudnn" "$out/sdpa-baselines.txt")
-  if [[ -n "$preset" ]]; then
-    # The seed table again, SinkAttn and cuDNN alternating cell by cell (a
-    # clock step then falls on both sides), and its chart and table (copy
-    # both next to docs/PERF.md).
-    status=2
-    if [[ -n "$seed_bundles" ]]; then
-      python3 bench/interleaved_seed.py --runner "$runner" --bundles "$seed_bundles" \
-        --rounds "${INTERLEAVED_ROUNDS:-3}" --sinkattn-json "$out/interleaved-sinkattn" \
-        --cudnn-json "$out/interleaved-cudnn.json" | tee "$out/interleaved.txt"
-      status=${PIPESTATUS[0]}
-    else
-      cp "$out/seed-bundles.err" "$out/interleaved.txt"
+  for link in "$tune_bundles"/*; do
+    check_bundles "$link" || rm "$link"
+  done
+  if ! compgen -G "$tune_bundles/*" >/dev/null; then
+    failures=$((failures + 1))
+    note "tune: FAIL: no bundle to tune (none under $bundles/sink-fwd-tune-* passed its check)"
+  else
+    "$runner" tune --bundles "$tune_bundles" --tune-cache "$out/tune-cache.json" \
+      --iters 30 --warmup 5 2>&1 | tee "$out/tune.txt"
+    status=${PIPESTATUS[0]}
+    while read -r line; do note "tune $line"; done < <(grep -E "^tune |fastest" "$out/tune.txt")
+    if ((status != 0)); then
+      failures=$((failures + 1))
+      note "tune: FAIL (exit $status, log: $out/tune.txt)"
     fi
-    ((status == 0)) || failures=$((failures + 1))
-    while read -r line; do note "interleaved $line"; done < <(grep -E "^(fwd|bwd) " "$out/interleaved.txt")
-    ((status == 0)) || note "interleaved seed table: FAIL (log: $out/interleaved.txt)"
-    python3 bench/plot_seed_table.py --sinkattn "$out/interleaved-sinkattn-fwd.json" \
-      --cudnn "$out/interleaved-cudnn.json" --date "$(date -u +%F)" \
-      --commit "$commit" \
-      --command "bash scripts/gpu-round.sh (bench/interleaved_seed.py, ${INTERLEAVED_ROUNDS:-3} rounds per cell)" \
-      --write-table "$out/perf-seed-table.json" --output "$out/perf-seed-table.png" &&
-      note "seed chart: $out/perf-seed-table.png"
+  fi
+fi
+# baseline LABEL PATTERN LOG COMMAND...: runs a PyTorch baseline script into
+# LOG, notes its lines matching PATTERN, and a FAIL when it exits non-zero.
+baseline() {
+  local label=$1 pattern=$2 log=$3 status
+  shift 3
+  "$@" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  while read -r line; do note "$label $line"; done < <(grep -E "$pattern" "$log")
+  if ((status != 0)); then
+    failures=$((failures + 1))
+    note "$label: FAIL (exit $status, log: $log)"
+  fi
+  return "$status"
+}
+# seed_cells_ready STEP: the seed cells' bundles are linked and pass their
+# checks (else a FAIL for STEP).
+seed_cells_ready() {
+  if [[ -z "$seed_bundles" ]]; then
+    failures=$((failures + 1))
+    note "$1: FAIL: the seed cells' bundles are missing ($(tail -1 "$out/seed-bundles.err"))"
+    return 1
+  fi
+  if ! check_bundles "$seed_bundles"/*; then
+    note "$1: FAIL: not timed (a check of the seed cells' bundles failed)"
+    return 1
+  fi
+}
+if want baselines && reason=$(torch_missing); then
+  failures=$((failures + 1))
+  note "baselines: FAIL: PyTorch cannot be imported by python3 ($reason)"
+elif want baselines; then
+  baseline baseline "^(cublas|copy)" "$out/torch-baselines.txt" \
+    python3 bench/compare_torch.py --json "$out/torch-baselines.json"
+  baseline baseline "^cudnn" "$out/sdpa-baselines.txt" \
+    python3 bench/compare_sdpa.py --json "$out/sdpa-baselines.json"
+  if [[ -n "$preset" ]] && seed_cells_ready "interleaved seed table"; then
+    # The seed table again, SinkAttn and cuDNN alternating cell by cell (a
+    # clock step then falls on both sides), and its charts and tables (copy
+    # them next to docs/PERF.md).
+    if baseline interleaved "^(fwd|bwd) |^cudnn-gqa" "$out/interleaved.txt" \
+        python3 bench/interleaved_seed.py --runner "$runner" --bundles "$seed_bundles" \
+        --rounds "${INTERLEAVED_ROUNDS:-3}" --sinkattn-json "$out/interleaved-sinkattn" \
+        --cudnn-json "$out/interleaved-cudnn.json"; then
+      for form in cudnn-mha-expanded cudnn-gqa; do
+        suffix=; [[ $form == cudnn-gqa ]] && suffix=-gqa
+        python3 bench/plot_seed_table.py --sinkattn "$out/interleaved-sinkattn-fwd.json" \
+          --cudnn "$out/interleaved-cudnn.json" --cudnn-form "$form" --date "$(date -u +%F)" \
+          --commit "$commit" \
+          --command "bash scripts/gpu-round.sh (bench/interleaved_seed.py, ${INTERLEAVED_ROUNDS:-3} rounds per cell)" \
+          --write-table "$out/perf-seed-table$suffix.json" --output "$out/perf-seed-table$suffix.png" \
+          >"$out/perf-seed-table$suffix.log" 2>&1
+        status=$?
+        if ((status == 0)); then
+          note "seed chart ($form): $out/perf-seed-table$suffix.png"
+        elif [[ $form == cudnn-gqa ]] && grep -q "the cuDNN form cudnn-gqa is unavailable" "$out/perf-seed-table$suffix.log"; then
+          # interleaved_seed.py said why (its "cudnn-gqa unavailable" line).
+          note "seed chart ($form): none: $(tail -1 "$out/perf-seed-table$suffix.log")"
+        else
+          failures=$((failures + 1))
+          note "seed chart ($form): FAIL ($(tail -1 "$out/perf-seed-table$suffix.log"))"
+        fi
+      done
+    fi
   fi
 fi
 
-if [[ -n "$preset" ]] && want clocks && python3 -c 'import torch' 2>/dev/null; then
+if [[ -n "$preset" ]] && want clocks; then
   # The long cells run at the power limit: each side's clock and power in
   # a sustained run (PERF.md, session 19).
-  status=2
-  if [[ -n "$seed_bundles" ]]; then
-    python3 bench/clock_probe.py --runner "$runner" --bundles "$seed_bundles" \
-      --cells fwd:16384:64,fwd:16384:128,bwd:16384:64,bwd:16384:128 | tee "$out/clocks.txt"
-    status=${PIPESTATUS[0]}
-  else
-    cp "$out/seed-bundles.err" "$out/clocks.txt"
+  if reason=$(torch_missing); then
+    failures=$((failures + 1))
+    note "clocks: FAIL: PyTorch cannot be imported by python3 ($reason)"
+  elif seed_cells_ready clocks; then
+    baseline clocks "^(fwd|bwd) |sinkattn|cudnn|ratio" "$out/clocks.txt" \
+      python3 bench/clock_probe.py --runner "$runner" --bundles "$seed_bundles" \
+      --cells fwd:16384:64,fwd:16384:128,bwd:16384:64,bwd:16384:128
   fi
-  ((status == 0)) || failures=$((failures + 1))
-  while read -r line; do note "clocks $line"; done < <(grep -E "^(fwd|bwd) |sinkattn|cudnn|ratio" "$out/clocks.txt")
-  ((status == 0)) || note "clocks: FAIL (log: $out/clocks.txt)"
 fi
 
+if ((failures)); then
+  note "round: FAIL ($failures failures)"
+else
+  note "round: pass"
+fi
 echo
 echo "=== GPU round summary ($(date -u +%F), bundles of $commit) ==="
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

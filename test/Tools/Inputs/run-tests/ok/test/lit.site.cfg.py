@@ -1,0 +1,5 @@
+# One passing test.
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+import suite  # noqa: E402
+suite.configure(config, __file__)
