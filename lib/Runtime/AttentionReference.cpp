@@ -38,6 +38,12 @@ SinkAttentionShape::Row SinkAttentionShape::rowAt(int64_t row) const {
   return {b, row / tokensQ(), token - cuSeqlensQ[size_t(b)]};
 }
 
+int64_t SinkAttentionShape::rowIndex(int64_t b, int64_t h, int64_t i) const {
+  if (!varlen())
+    return (b * heads + h) * seqQ + i;
+  return h * tokensQ() + cuSeqlensQ[size_t(b)] + i;
+}
+
 /// Offset of row `pos` of head `head` in sequence b of a q- or k-like
 /// tensor with `heads` heads and padded length `seq`; varlen sequences
 /// start at token `start`.
@@ -343,6 +349,19 @@ Status sinkAttentionForward(const SinkAttentionShape &s,
 }
 
 namespace {
+/// A float64 dot product of two float rows; four partial sums keep the
+/// sampled checks of long rows fast (their order does not matter at this
+/// precision).
+double dot(const float *a, const float *b, int64_t n) {
+  double sums[4] = {0, 0, 0, 0};
+  int64_t c = 0;
+  for (; c + 4 <= n; c += 4)
+    for (int64_t u = 0; u < 4; ++u)
+      sums[u] += double(a[c + u]) * double(b[c + u]);
+  for (; c < n; ++c)
+    sums[0] += double(a[c]) * double(b[c]);
+  return (sums[0] + sums[1]) + (sums[2] + sums[3]);
+}
 /// The row's attended logits, LSE and O in float64 (sink logit `t`).
 struct RowForward {
   KeyRange keys;
@@ -361,11 +380,7 @@ RowForward forwardRow(const SinkAttentionShape &s, const float *q,
   row.keys = attendedKeys(s, b, i);
   double m = t;
   for (int64_t j = row.keys.begin; j < row.keys.end; ++j) {
-    const float *kj = k + s.kvOffset(b, hk, j);
-    double dot = 0;
-    for (int64_t c = 0; c < d; ++c)
-      dot += double(qi[c]) * double(kj[c]);
-    row.logits.push_back(s.scale * dot);
+    row.logits.push_back(s.scale * dot(qi, k + s.kvOffset(b, hk, j), d));
     m = std::max(m, row.logits.back());
   }
   row.o.assign(size_t(d), 0.0);
@@ -464,6 +479,78 @@ Status sinkAttentionBackward(const SinkAttentionShape &s,
     }
   }
   return Status();
+}
+
+SinkRowStatistics sinkAttentionRowStatistics(const SinkAttentionShape &s,
+                                             const float *q, const float *k,
+                                             const float *v, const float *sinks,
+                                             const float *dO,
+                                             const float *storedO,
+                                             int64_t row) {
+  const auto [b, h, i] = s.rowAt(row);
+  RowForward forward = forwardRow(s, q, k, v, sinks[h], b, h, i);
+  const int64_t qAt = s.qOffset(b, h, i);
+  SinkRowStatistics statistics;
+  statistics.lse = forward.lse;
+  for (int64_t c = 0; c < s.headDim; ++c)
+    statistics.exactDelta += double(dO[qAt + c]) * forward.o[size_t(c)];
+  statistics.delta = storedO ? dot(dO + qAt, storedO + qAt, s.headDim)
+                             : statistics.exactDelta;
+  return statistics;
+}
+
+void sinkAttentionDqRow(const SinkAttentionShape &s, const float *q,
+                        const float *k, const float *v, const float *dO,
+                        int64_t row, const SinkRowStatistics &statistics,
+                        double *dq) {
+  const int64_t d = s.headDim;
+  const auto [b, h, i] = s.rowAt(row);
+  const int64_t hk = h / (s.heads / s.kvHeads);
+  const int64_t qAt = s.qOffset(b, h, i);
+  std::fill(dq, dq + d, 0.0);
+  KeyRange keys = attendedKeys(s, b, i);
+  for (int64_t j = keys.begin; j < keys.end; ++j) {
+    const float *kj = k + s.kvOffset(b, hk, j), *vj = v + s.kvOffset(b, hk, j);
+    double p = std::exp(s.scale * dot(q + qAt, kj, d) - statistics.lse);
+    double ds = p * (dot(dO + qAt, vj, d) - statistics.delta);
+    for (int64_t c = 0; c < d; ++c)
+      dq[c] += s.scale * ds * double(kj[c]);
+  }
+}
+
+void sinkAttentionDkvRow(
+    const SinkAttentionShape &s, const float *q, const float *k,
+    const float *v, const float *dO, int64_t b, int64_t hk, int64_t j,
+    const std::function<const SinkRowStatistics &(int64_t)> &statistics,
+    double *dk, double *dv) {
+  const int64_t d = s.headDim, group = s.heads / s.kvHeads;
+  const float *kj = k + s.kvOffset(b, hk, j), *vj = v + s.kvOffset(b, hk, j);
+  std::fill(dk, dk + d, 0.0);
+  std::fill(dv, dv + d, 0.0);
+  // Row i sits at position i + past and attends j iff j <= i + past and,
+  // with a window, j > i + past - W (attendedKeys' condition solved for i).
+  const int64_t seqQ = s.seqQOf(b), past = s.seqKvOf(b) - seqQ;
+  const int64_t first = std::max<int64_t>(0, j - past);
+  const int64_t end =
+      s.window > 0 ? std::min<int64_t>(seqQ, j - past + s.window) : seqQ;
+  for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+    for (int64_t i = first; i < end; ++i) {
+      const SinkRowStatistics &row = statistics(s.rowIndex(b, h, i));
+      const int64_t qAt = s.qOffset(b, h, i);
+      const float *qi = q + qAt, *dOi = dO + qAt;
+      double p = std::exp(s.scale * dot(qi, kj, d) - row.lse);
+      double ds = p * (dot(dOi, vj, d) - row.delta);
+      for (int64_t c = 0; c < d; ++c) {
+        dk[c] += s.scale * ds * double(qi[c]);
+        dv[c] += p * double(dOi[c]);
+      }
+    }
+}
+
+double sinkAttentionDsinkTerm(double t, const SinkRowStatistics &statistics) {
+  if (std::isinf(t) && t < 0)
+    return 0;
+  return -std::exp(t - statistics.lse) * statistics.exactDelta;
 }
 
 Status sinkAttentionLoss(const SinkAttentionShape &s,

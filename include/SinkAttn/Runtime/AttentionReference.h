@@ -33,6 +33,7 @@
 #include "SinkAttn/Runtime/Status.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,6 +87,9 @@ struct SinkAttentionShape {
     int64_t batch, head, i;
   };
   Row rowAt(int64_t row) const;
+  /// The LSE element of query row i of head h in sequence b: rowAt()'s
+  /// inverse.
+  int64_t rowIndex(int64_t b, int64_t h, int64_t i) const;
   /// Offset of the first element of query row i of (b, h) in q and o, and
   /// of key row j of (b, hk) in k and v.
   int64_t qOffset(int64_t b, int64_t h, int64_t i) const;
@@ -168,6 +172,38 @@ Status sinkAttentionBackward(const SinkAttentionShape &shape,
                              const std::vector<float> &dO,
                              SinkAttentionGradients &gradients,
                              const std::vector<float> *storedO = nullptr);
+
+/// The backward of single rows and keys in float64, for checks that sample
+/// a large problem instead of computing all of it (sinkAttentionBackward's
+/// definitions; the caller validated the shape and the buffer sizes, and
+/// `storedO` may be null).
+/// What the backward needs of one query row's forward.
+struct SinkRowStatistics {
+  double lse = 0;        ///< -inf for a row with neither keys nor a finite sink
+  double delta = 0;      ///< dO_i . o_i with the stored o (dS's D_i)
+  double exactDelta = 0; ///< dO_i . O_i with the exact O (dsinks' D_i)
+};
+SinkRowStatistics sinkAttentionRowStatistics(const SinkAttentionShape &shape,
+                                             const float *q, const float *k,
+                                             const float *v, const float *sinks,
+                                             const float *dO,
+                                             const float *storedO, int64_t row);
+/// dQ of LSE row `row` (headDim values) from its statistics.
+void sinkAttentionDqRow(const SinkAttentionShape &shape, const float *q,
+                        const float *k, const float *v, const float *dO,
+                        int64_t row, const SinkRowStatistics &statistics,
+                        double *dq);
+/// dK and dV of key j of kv head hk in sequence b (headDim values each):
+/// sums over every query row of the heads that read hk and attend key j.
+/// `statistics(row)` gives those rows' statistics by LSE row.
+void sinkAttentionDkvRow(
+    const SinkAttentionShape &shape, const float *q, const float *k,
+    const float *v, const float *dO, int64_t b, int64_t hk, int64_t j,
+    const std::function<const SinkRowStatistics &(int64_t)> &statistics,
+    double *dk, double *dv);
+/// One row's share of dsinks[h] for sink logit t: -exp(t - LSE) dO . O
+/// (0 for a -inf sink, which takes no probability).
+double sinkAttentionDsinkTerm(double t, const SinkRowStatistics &statistics);
 
 /// sum(O . dO) of the forward in float64: the scalar whose gradients
 /// sinkAttentionBackward computes without `storedO` (with it, dv and dsinks

@@ -187,6 +187,54 @@ TEST(SinkFwdCheck, WrongAnswersFail) {
   EXPECT_GT(r.mismatches, 100u);
 }
 
+/// Rows of 128+ keys under a large fixed sink (`--sinks 6`): the sink's
+/// share of a long row's softmax denominator is under 1%, which moves O
+/// less than its bf16 bound but LSE by ~8e-3.
+Problem longRowsWithLargeSink() {
+  // 256 queries after a past of 3840 keys: every row attends 3841+ keys.
+  Problem p = problem(shapeOf(1, 2, 1, 256, 4096, 64, 0), 21);
+  p.sinks.assign(p.sinks.size(), 6.f);
+  return p;
+}
+
+TEST(SinkFwdCheck, SinkIgnoredPastTheFirstKeysFails) {
+  Problem p = longRowsWithLargeSink();
+  std::vector<float> o, lse;
+  answer(p, p.shape, p.sinks, o, lse);
+  ASSERT_TRUE(compareSinkFwd(p.shape, p.inputs(), o, lse, o, lse, 5).passed);
+  // A kernel whose sink drops out of rows past their first 128 keys: here
+  // every row, whose outputs are then those without a sink.
+  std::vector<float> brokenO, brokenLse;
+  answer(p, p.shape, std::vector<float>(p.sinks.size(), -INFINITY), brokenO,
+         brokenLse);
+  for (int64_t row = 0; row < p.shape.rows(); ++row) {
+    rt::SinkAttentionShape::Row at = p.shape.rowAt(row);
+    ASSERT_GT(rt::attendedKeys(p.shape, at.batch, at.i).size(), 128);
+  }
+  CheckReport r = compareSinkFwd(p.shape, p.inputs(), brokenO, brokenLse, o, lse, 5);
+  EXPECT_FALSE(r.passed);
+  EXPECT_GT(r.mismatches, uint64_t(p.shape.rows()) / 2);
+  // Its O alone is within O's bound: only the LSE comparison can see it.
+  EXPECT_TRUE(compareSinkFwd(p.shape, p.inputs(), brokenO, lse, o, lse, 5).passed);
+}
+
+TEST(SinkFwdCheck, LseOfADenominatorFivePercentOffFails) {
+  Problem p = longRowsWithLargeSink();
+  std::vector<float> o, lse;
+  answer(p, p.shape, p.sinks, o, lse);
+  std::vector<float> off = lse;
+  for (float &x : off)
+    x += float(std::log(1.05));
+  CheckReport r = compareSinkFwd(p.shape, p.inputs(), o, off, o, lse, 5);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatches, lse.size());
+  // fp32 rounding of the LSE (what two correct fp32 kernels differ by) passes.
+  std::vector<float> nudged = lse;
+  for (float &x : nudged)
+    x = std::nextafter(std::nextafter(x, INFINITY), INFINITY);
+  EXPECT_TRUE(compareSinkFwd(p.shape, p.inputs(), o, nudged, o, lse, 5).passed);
+}
+
 TEST(SinkFwdCheck, ReferenceIsCrossChecked) {
   Problem p = problem(shapeOf(1, 2, 2, 64, 64, 128, 0), 9);
   std::vector<float> o, lse;
@@ -312,7 +360,7 @@ TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
   SinkBwdInputs in = b.inputs();
   // The specification's gradients: dS from the stored O, dsinks exact.
   SinkBwdGradients exact = gradients(b, b.storedO);
-  rt::Expected<CheckReport> r = compareSinkBwd(p.shape, in, exact, exact);
+  rt::Expected<CheckReport> r = compareSinkBwd(p.shape, in, exact, exact, 7);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_TRUE(r->passed) << r->notes.back();
   EXPECT_EQ(r->mismatches, 0u);
@@ -328,46 +376,46 @@ TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
   SinkBwdGradients rounded = exact;
   for (std::vector<float> *g : {&rounded.dq, &rounded.dk, &rounded.dv})
     *g = rt::fromBf16(rt::toBf16(*g));
-  r = compareSinkBwd(p.shape, in, rounded, exact);
+  r = compareSinkBwd(p.shape, in, rounded, exact, 7);
   EXPECT_TRUE(r->passed);
 
   // One wrong element of dK, a NaN (unwritten) dQ element, dV without the
   // GQA sum's second head (half of it), a dsink without its sign: each fails.
   SinkBwdGradients wrong = exact;
   wrong.dk[17] += 0.5f;
-  r = compareSinkBwd(p.shape, in, wrong, exact);
+  r = compareSinkBwd(p.shape, in, wrong, exact, 7);
   EXPECT_FALSE(r->passed);
   EXPECT_EQ(r->mismatches, 1u);
   wrong = exact;
   wrong.dq[3] = NAN;
-  r = compareSinkBwd(p.shape, in, wrong, exact);
+  r = compareSinkBwd(p.shape, in, wrong, exact, 7);
   EXPECT_FALSE(r->passed);
   EXPECT_EQ(r->nonFinite, 1u);
   wrong = exact;
   for (float &x : wrong.dv)
     x *= 0.5f;
-  r = compareSinkBwd(p.shape, in, wrong, exact);
+  r = compareSinkBwd(p.shape, in, wrong, exact, 7);
   EXPECT_FALSE(r->passed);
   wrong = exact;
   for (float &x : wrong.dsinks)
     x = -x;
-  r = compareSinkBwd(p.shape, in, wrong, exact);
+  r = compareSinkBwd(p.shape, in, wrong, exact, 7);
   EXPECT_FALSE(r->passed);
 
   // A reference that disagrees with the float64 backward fails the check
   // even when the kernel agrees with it.
   SinkBwdGradients badRef = exact;
   badRef.dk[5] += 0.1f;
-  r = compareSinkBwd(p.shape, in, badRef, badRef);
+  r = compareSinkBwd(p.shape, in, badRef, badRef, 7);
   EXPECT_FALSE(r->passed);
   EXPECT_CONTAINS(r->notes.back(), "the references disagree");
   // A reference's dsinks that the finite differences contradict: also.
   badRef = exact;
   badRef.dsinks[1] *= 1.1f;
-  r = compareSinkBwd(p.shape, in, badRef, badRef, double(1 << 28), 0);
+  r = compareSinkBwd(p.shape, in, badRef, badRef, 7, double(1 << 28), 0);
   EXPECT_FALSE(r->passed) << "the float64 cross-check catches it";
-  r = compareSinkBwd(p.shape, in, badRef, badRef, 0, double(1 << 22));
-  EXPECT_TRUE(r->passed) << "without the cross-check nothing can";
+  r = compareSinkBwd(p.shape, in, badRef, badRef, 7, 0, double(1 << 22));
+  EXPECT_FALSE(r->passed) << "the sampled cross-check sees the kv head's dsinks";
 
   // A wrong stored O (a forward off by 30%) fools the reference's
   // gradients, which take delta from it as the kernels do, but not the
@@ -384,22 +432,70 @@ TEST(SinkBwdCheck, RightAnswerPassesAndWrongOnesFail) {
         return true;
     return false;
   };
-  r = compareSinkBwd(p.shape, badIn, fromBadO, fromBadO);
+  r = compareSinkBwd(p.shape, badIn, fromBadO, fromBadO, 7);
   EXPECT_FALSE(r->passed);
   EXPECT_TRUE(noteWith(*r, "off the exact float64 gradient"));
   EXPECT_TRUE(noteWith(*r, "the setup forward's stored O is wrong"));
-  r = compareSinkBwd(p.shape, badIn, fromBadO, fromBadO, 0, 0);
-  EXPECT_FALSE(r->passed) << "without the float64 backward";
+  r = compareSinkBwd(p.shape, badIn, fromBadO, fromBadO, 7, 0, 0);
+  EXPECT_FALSE(r->passed) << "with the sampled float64 backward";
   EXPECT_TRUE(noteWith(*r, "the setup forward's stored O is wrong"));
-  // Without the reference's O nothing sees it there.
+  // Without the reference's O, the exact gradient at the sampled elements
+  // still sees it.
   fromBadO.o.clear();
-  r = compareSinkBwd(p.shape, badIn, fromBadO, fromBadO, 0, 0);
-  EXPECT_TRUE(r->passed);
+  r = compareSinkBwd(p.shape, badIn, fromBadO, fromBadO, 7, 0, 0);
+  EXPECT_FALSE(r->passed);
+  EXPECT_TRUE(noteWith(*r, "off the exact float64 gradient"));
 
   // Sizes that disagree are an internal error, not a verdict.
   wrong = exact;
   wrong.dv.pop_back();
-  EXPECT_FALSE(compareSinkBwd(p.shape, in, wrong, exact).ok());
+  EXPECT_FALSE(compareSinkBwd(p.shape, in, wrong, exact, 7).ok());
+}
+
+TEST(SinkBwdCheck, SampledFloat64CrossCheckAtScale) {
+  // Past the full cross-check's size (forced with a work limit of 0): 1200
+  // query rows of 4 heads over 2 kv heads, 300 keys each, a window.
+  BwdProblem b = bwdProblem(shapeOf(1, 4, 2, 300, 300, 32, 200), 51, 55);
+  const Problem &p = b.p;
+  SinkBwdInputs in = b.inputs();
+  SinkBwdGradients exact = gradients(b, b.storedO);
+  rt::Expected<CheckReport> r = compareSinkBwd(p.shape, in, exact, exact, 3, 0, 0);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_TRUE(r->passed);
+  std::string notes;
+  for (const std::string &note : r->notes)
+    notes += note + "\n";
+  EXPECT_CONTAINS(notes, " of 1200 dq rows, 256 of 300 dk/dv rows of kv head ");
+  EXPECT_CONTAINS(notes, ", 0 outside 2e-2 * (|exact| + max|exact|)");
+  EXPECT_CONTAINS(r->criterion, "dk/dv rows of kv head");
+
+  // A reference 1% off in every gradient of a kind: the sampled elements see
+  // each (1e-3 bound), whichever rows and kv head the seed picks.
+  for (auto member : {&SinkBwdGradients::dq, &SinkBwdGradients::dk,
+                      &SinkBwdGradients::dv, &SinkBwdGradients::dsinks}) {
+    SinkBwdGradients badRef = exact;
+    for (float &x : badRef.*member)
+      x *= 1.01f;
+    for (uint64_t seed : {1, 2, 3}) {
+      r = compareSinkBwd(p.shape, in, badRef, badRef, seed, 0, 0);
+      EXPECT_FALSE(r->passed);
+      EXPECT_CONTAINS(r->notes.back(), "the references disagree");
+    }
+  }
+  // Kernels and a reference that both drop the sink from P (the gradients
+  // of a plain softmax): the float64 backward at the sampled elements sees
+  // them, though the GPU comparison cannot.
+  rt::SinkAttentionGradients noSink;
+  std::vector<float> noSinks(p.sinks.size(), -INFINITY);
+  ASSERT_TRUE(rt::sinkAttentionBackward(p.shape, p.q, p.k, p.v, noSinks, b.dO,
+                                        noSink, &b.storedO).ok());
+  SinkBwdGradients wrong = exact;
+  wrong.dq.assign(noSink.dq.begin(), noSink.dq.end());
+  wrong.dk.assign(noSink.dk.begin(), noSink.dk.end());
+  wrong.dv.assign(noSink.dv.begin(), noSink.dv.end());
+  r = compareSinkBwd(p.shape, in, wrong, wrong, 3, 0, 0);
+  EXPECT_FALSE(r->passed);
+  EXPECT_CONTAINS(r->notes.back(), "the references disagree");
 }
 
 TEST(SinkBwdCheck, ZeroedSmallRowsFail) {
@@ -410,7 +506,7 @@ TEST(SinkBwdCheck, ZeroedSmallRowsFail) {
   const Problem &p = b.p;
   SinkBwdInputs in = b.inputs();
   SinkBwdGradients exact = gradients(b, b.storedO);
-  rt::Expected<CheckReport> r = compareSinkBwd(p.shape, in, exact, exact);
+  rt::Expected<CheckReport> r = compareSinkBwd(p.shape, in, exact, exact, 7);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_TRUE(r->passed);
   SinkBwdGradients wrong = exact;
@@ -418,7 +514,7 @@ TEST(SinkBwdCheck, ZeroedSmallRowsFail) {
   size_t lastKey = size_t(p.shape.kvOffset(0, 1, p.shape.seqKv - 1));
   for (size_t c = 0; c < d; ++c)
     wrong.dk[lastKey + c] = wrong.dv[lastKey + c] = 0;
-  r = compareSinkBwd(p.shape, in, wrong, exact);
+  r = compareSinkBwd(p.shape, in, wrong, exact, 7);
   EXPECT_FALSE(r->passed);
   EXPECT_EQ(r->mismatches, 0u) << "the tensor-wide scale cannot see it";
   bool rowNote = false;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "SinkAttn/Runtime/AttentionReference.h"
+#include "SinkAttn/Runtime/Random.h"
 
 #include <gtest/gtest.h>
 
@@ -522,6 +523,89 @@ TEST(AttentionReferenceBackward, StoredOutputGivesDeltaForDsOnly) {
   stored.push_back(0);
   EXPECT_EQ(sinkAttentionBackward(s, q, k, {2}, {0.5f}, {3}, g, &stored).message(),
             "o has 2 elements; the shape needs 1");
+}
+
+
+/// The backward of single rows and keys (what the runner's check samples
+/// at scale) against the whole backward, element by element, with and
+/// without a stored O.
+void expectRowsAndKeysMatchTheWholeBackward(const SinkAttentionShape &s,
+                                            uint64_t seed) {
+  std::vector<float> q = randomNormal(s.qElements(), seed, 0, 1.5),
+                     k = randomNormal(s.kvElements(), seed + 1, 0, 1.5),
+                     v = randomUniform(s.kvElements(), seed + 2),
+                     dO = randomUniform(s.qElements(), seed + 3),
+                     stored = randomUniform(s.qElements(), seed + 4),
+                     sinks = randomUniform(size_t(s.heads), seed + 5, -1, 3);
+  sinks[0] = -INFINITY; // a head without a sink
+  for (const std::vector<float> *storedO : {(const std::vector<float> *)nullptr,
+                                            (const std::vector<float> *)&stored}) {
+    SinkAttentionGradients whole;
+    Status st = sinkAttentionBackward(s, q, k, v, sinks, dO, whole, storedO);
+    ASSERT_TRUE(st.ok()) << st.message();
+    const float *o = storedO ? storedO->data() : nullptr;
+    std::vector<SinkRowStatistics> statistics(size_t(s.rows()));
+    std::vector<double> dsinks(size_t(s.heads), 0.0);
+    for (int64_t row = 0; row < s.rows(); ++row) {
+      statistics[size_t(row)] = sinkAttentionRowStatistics(
+          s, q.data(), k.data(), v.data(), sinks.data(), dO.data(), o, row);
+      SinkAttentionShape::Row at = s.rowAt(row);
+      EXPECT_EQ(s.rowIndex(at.batch, at.head, at.i), row);
+      dsinks[size_t(at.head)] +=
+          sinkAttentionDsinkTerm(sinks[size_t(at.head)], statistics[size_t(row)]);
+      std::vector<double> dq(size_t(s.headDim));
+      sinkAttentionDqRow(s, q.data(), k.data(), v.data(), dO.data(), row,
+                         statistics[size_t(row)], dq.data());
+      size_t offset = size_t(s.qOffset(at.batch, at.head, at.i));
+      for (int64_t c = 0; c < s.headDim; ++c)
+        EXPECT_NEAR(dq[size_t(c)], whole.dq[offset + size_t(c)],
+                    1e-12 + 1e-12 * std::fabs(whole.dq[offset + size_t(c)]))
+            << "dq row " << row;
+    }
+    for (int64_t h = 0; h < s.heads; ++h)
+      EXPECT_NEAR(dsinks[size_t(h)], whole.dsinks[size_t(h)], 1e-12);
+    double largest = 0;
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t hk = 0; hk < s.kvHeads; ++hk)
+        for (int64_t j = 0; j < s.seqKvOf(b); ++j) {
+          std::vector<double> dk(size_t(s.headDim)), dv(size_t(s.headDim));
+          sinkAttentionDkvRow(
+              s, q.data(), k.data(), v.data(), dO.data(), b, hk, j,
+              [&](int64_t row) -> const SinkRowStatistics & {
+                return statistics[size_t(row)];
+              },
+              dk.data(), dv.data());
+          size_t offset = size_t(s.kvOffset(b, hk, j));
+          for (int64_t c = 0; c < s.headDim; ++c) {
+            double wk = whole.dk[offset + size_t(c)], wv = whole.dv[offset + size_t(c)];
+            EXPECT_NEAR(dk[size_t(c)], wk, 1e-12 + 1e-12 * std::fabs(wk))
+                << "dk of key " << j << " (batch " << b << ", kv head " << hk << ")";
+            EXPECT_NEAR(dv[size_t(c)], wv, 1e-12 + 1e-12 * std::fabs(wv))
+                << "dv of key " << j << " (batch " << b << ", kv head " << hk << ")";
+            largest = std::max(largest, std::fabs(wk));
+          }
+        }
+    EXPECT_GT(largest, 1e-2) << "gradients far from zero";
+  }
+}
+
+TEST(AttentionReferenceBackward, RowsAndKeysMatchTheWholeBackward) {
+  // GQA 4:2 with a past (SQ < SKV).
+  expectRowsAndKeysMatchTheWholeBackward(shapeOf(4, 2, 20, 33, 8, 0, 0.35), 11);
+  // Window 5 with a past, two batches, BSHD.
+  SinkAttentionShape window = shapeOf(2, 1, 17, 23, 8, 5, 0.35);
+  window.batch = 2;
+  window.layout = AttentionLayout::BSHD;
+  expectRowsAndKeysMatchTheWholeBackward(window, 12);
+  // More queries than keys: the first rows see only the sink.
+  expectRowsAndKeysMatchTheWholeBackward(shapeOf(2, 2, 30, 12, 8, 4, 0.35), 13);
+  // Varlen with an empty sequence and one without keys.
+  SinkAttentionShape varlen = shapeOf(4, 2, 19, 21, 8, 0, 0.35);
+  varlen.batch = 4;
+  varlen.layout = AttentionLayout::Varlen;
+  varlen.cuSeqlensQ = offsetsOf({7, 0, 19, 3});
+  varlen.cuSeqlensKv = offsetsOf({21, 5, 16, 0});
+  expectRowsAndKeysMatchTheWholeBackward(varlen, 14);
 }
 
 } // namespace
