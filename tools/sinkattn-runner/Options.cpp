@@ -61,6 +61,7 @@ const FlagSpec kFlags[] = {
     {"iters", "N", "bench tune", "timed iterations (default 50; median reported)"},
     {"warmup", "N", "bench tune", "untimed warm-up iterations (default 5)"},
     {"no-l2-flush", nullptr, "bench tune", "do not flush L2 between iterations"},
+    {"checked", nullptr, "bench", "with --preset: the caller checked the bundles in this run (scripts/gpu-round.sh); without it each cell is checked, as `check` does, before it is timed"},
     {"json", "FILE", "bench", "also write the results as JSON (per kernel: config, median_ms, min_ms, times_ms of every timed iteration, throughput)"},
     {"save-io", "DIR", "check bench", "write inputs and outputs as .npy files"},
     {"device", "N", "devices check bench tune", "GPU ordinal (default 0)"},
@@ -365,6 +366,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       options.packGqa = true;
     } else if (name == "no-l2-flush") {
       options.flushL2 = false;
+    } else if (name == "checked") {
+      options.checked = true;
     } else if (name == "json") {
       options.jsonFile = value;
     } else if (name == "save-io") {
@@ -479,6 +482,9 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
   }
   if (!options.bundlesDir.empty() && options.preset.empty())
     return rt::Status::error("--bundles goes with --preset (one bundle: --bundle DIR)");
+  if (options.checked && options.bundlesDir.empty())
+    return rt::Status::error("--checked goes with --preset --bundles DIR (bundles "
+                             "the caller checked in this run)");
   if (!options.preset.empty()) {
     // The preset fixes the kernel and every shape; only how to time and
     // where to run are the caller's.

@@ -55,6 +55,8 @@ struct Options {
   int64_t warmup = 5;
   int64_t device = 0;
   bool flushL2 = true;
+  /// bench --preset: the caller checked the bundles (no check per cell).
+  bool checked = false;
   bool verbose = false;
   /// Flags given explicitly (so a bundle's config is not contradicted).
   std::vector<std::string> given;

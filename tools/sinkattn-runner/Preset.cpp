@@ -222,6 +222,23 @@ int runner::runPreset(
     Session &s = **session;
     if (rt::Status prepared = s.prepare(options.seed); !prepared.ok())
       return fail(prepared);
+    // No table times a kernel that computes the wrong answer.
+    if (!options.checked) {
+      rt::Expected<CheckReport> checked = s.check();
+      if (!checked.ok())
+        return fail(checked.status());
+      if (!checked->passed) {
+        std::fprintf(stderr,
+                     "error: %s S=%lld D=%lld %s fails its check, so the "
+                     "table stops before timing it:\n",
+                     cell.kernel.c_str(), (long long)cell.seqQ,
+                     (long long)cell.headDim, cell.mask().c_str());
+        for (const std::string &note : checked->notes)
+          std::fprintf(stderr, "  %s\n", note.c_str());
+        std::fprintf(stderr, "  FAIL (%s)\n", checked->criterion.c_str());
+        return 1;
+      }
+    }
     rt::Expected<BenchReport> report =
         s.bench(int(options.warmup), int(options.iters), options.flushL2);
     if (!report.ok())
@@ -237,6 +254,10 @@ int runner::runPreset(
                   cell.dtype.c_str(), (long long)cell.batch,
                   (long long)cell.heads, (long long)cell.kvHeads, gpu.c_str(),
                   s.device().smName().c_str());
+      std::printf("%s\n", options.checked
+                               ? "cells checked by the caller in this run"
+                               : "each cell passed its check before it was "
+                                 "timed");
       std::printf("%6s %4s  %-11s %-20s %10s %10s %16s %17s\n", "S", "D",
                   "mask", "schedule", "median ms", "min ms", "TFLOP/s (seed)",
                   "TFLOP/s (exact)");

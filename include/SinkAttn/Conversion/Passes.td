@@ -23,7 +23,12 @@ def ConvertTileToNVGPU : Pass<"convert-tile-to-nvgpu", "::mlir::gpu::GPUModuleOp
       global is demoted to a 1-byte static variable whose neighbours (the
       mbarriers) offsets from it can overwrite. The bytes to launch with
       (1024 of slack included) are recorded as
-      `sinkattn.dynamic_shared_memory_bytes`.
+      `sinkattn.dynamic_shared_memory_bytes`. A kernel whose window and
+      mbarriers (static shared memory, 8 bytes a slot) together exceed the
+      232448 bytes a block may use on sm_90 (227 KiB, the opt-in limit of
+      H100 and H200) is refused here, at compile time, with both sizes:
+      "kernel needs N bytes of shared memory, the GPU allows at most
+      232448".
     * **Tensor maps.** Each distinct (global memref argument, box shape) that
       a `tile.tma_load` or `tile.tma_store` uses gets a new `!llvm.ptr`
       kernel argument, appended in order of first use, passed by value as a

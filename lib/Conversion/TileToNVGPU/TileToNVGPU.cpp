@@ -42,18 +42,28 @@ constexpr int64_t kDynamicSharedDeclaredAlignment = 16;
 /// shared memory and records the size to launch with.
 LogicalResult planSharedMemory(gpu::GPUFuncOp func) {
   SmallVector<memref::AllocOp> allocs;
-  func.walk([&](memref::AllocOp alloc) {
-    if (isSharedMemory(alloc.getType()))
+  int64_t barrierBytes = 0;
+  func.walk([&](Operation *op) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op);
+        alloc && isSharedMemory(alloc.getType()))
       allocs.push_back(alloc);
+    // Each array has at most kMaxBarrierSlots slots, so the sum of a
+    // function's arrays cannot overflow.
+    if (auto barriers = dyn_cast<AllocBarrierOp>(op))
+      barrierBytes +=
+          barriers.getBarriers().getType().getSize() * kMBarrierBytes;
   });
-  if (allocs.empty())
-    return success();
 
   // Offsets first: the window's size is their end plus the alignment slack.
+  // An allocation above the limit is refused on its own, so that the sum of
+  // the others cannot overflow.
   SmallVector<int64_t> offsets;
   int64_t end = 0;
+  memref::AllocOp largest;
+  int64_t largestBytes = 0;
   for (memref::AllocOp alloc : allocs) {
     MemRefType type = alloc.getType();
+    std::optional<int64_t> bytes = getStaticByteSize(type);
     if (!type.hasStaticShape() || !type.getLayout().isIdentity())
       return alloc.emitOpError()
              << "shared allocations need a static shape and the identity "
@@ -64,10 +74,48 @@ LogicalResult planSharedMemory(gpu::GPUFuncOp func) {
       return alloc.emitOpError() << "alignment " << align
                                  << " must be a power of two up to "
                                  << kSharedBaseAlignment;
+    if (!bytes || *bytes > kMaxSharedMemoryBytes) {
+      InFlightDiagnostic diag = func.emitOpError() << "kernel needs ";
+      if (bytes)
+        diag << "more than " << *bytes;
+      else
+        diag << "more than 2^63";
+      diag << " bytes of shared memory, the GPU allows at most "
+           << kMaxSharedMemoryBytes;
+      diag.attachNote(alloc.getLoc())
+          << "this shared allocation alone takes "
+          << (bytes ? std::to_string(*bytes) : "more than 2^63") << " bytes";
+      return diag;
+    }
+    if (*bytes > largestBytes) {
+      largest = alloc;
+      largestBytes = *bytes;
+    }
     offsets.push_back(llvm::alignTo(end, align));
-    end = offsets.back() + type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    end = offsets.back() + *bytes;
   }
-  int64_t windowBytes = end + kSharedBaseAlignment;
+  int64_t windowBytes = allocs.empty() ? 0 : end + kSharedBaseAlignment;
+  // The mbarriers are static shared memory, which counts against the same
+  // per-block limit as the dynamic window.
+  if (windowBytes + barrierBytes > kMaxSharedMemoryBytes) {
+    InFlightDiagnostic diag = func.emitOpError()
+                              << "kernel needs " << windowBytes + barrierBytes
+                              << " bytes of shared memory, the GPU allows at "
+                                 "most "
+                              << kMaxSharedMemoryBytes;
+    diag.attachNote() << end << " bytes of shared allocations"
+                      << (allocs.empty() ? "" : " (aligned), ")
+                      << (allocs.empty() ? 0 : kSharedBaseAlignment)
+                      << " bytes of alignment slack and " << barrierBytes
+                      << " bytes of mbarriers";
+    if (largest)
+      diag.attachNote(largest.getLoc())
+          << "the largest shared allocation takes " << largestBytes
+          << " bytes";
+    return diag;
+  }
+  if (allocs.empty())
+    return success();
 
   MLIRContext *context = func.getContext();
   Attribute space = workgroupSpace(context);

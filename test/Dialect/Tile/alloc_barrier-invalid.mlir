@@ -24,7 +24,14 @@ func.func @count_too_large() {
 
 // -----
 
-// expected-error @+1 {{a barrier array needs at least one slot, got 0}}
+// expected-error @+1 {{a barrier array has 1 to 29056 slots (8 bytes each in a block's 232448 bytes of shared memory), got 0}}
 func.func @empty_array(%b: !tile.barriers<0>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a barrier array has 1 to 29056 slots (8 bytes each in a block's 232448 bytes of shared memory), got 4294967296}}
+func.func @huge_array(%b: !tile.barriers<4294967296>) {
   return
 }

@@ -172,3 +172,29 @@ func.func @load_into_warpgroup_slice(%a: memref<1024x64xbf16>, %i: index) {
   tile.copy %a[%i, %i], %mine : memref<1024x64xbf16>, memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>
   return
 }
+
+// -----
+
+// A tile larger than a block's shared memory: lowered, its leading
+// dimension would become 2^32 TMA boxes.
+func.func @tile_beyond_shared_memory(%a: memref<?x64xbf16>, %s: memref<1099511627776x64xbf16, 3>, %i: index) {
+  // expected-error @+1 {{'tile.copy' op the shared tile 'memref<1099511627776x64xbf16, 3>' takes 140737488355328 bytes, more than the 232448 bytes of shared memory a block may use}}
+  tile.copy %a[%i, %i], %s : memref<?x64xbf16>, memref<1099511627776x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @tile_size_overflows(%a: memref<?x?x?xf32>, %s: memref<4294967296x4294967296x4294967296xf32, 3>, %i: index) {
+  // expected-error @+1 {{'tile.copy' op the shared tile 'memref<4294967296x4294967296x4294967296xf32, 3>' takes more than 2^63 bytes, more than the 232448 bytes of shared memory a block may use}}
+  tile.copy %s, %a[%i, %i, %i] : memref<4294967296x4294967296x4294967296xf32, 3>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @cp_async_tile_beyond_shared_memory(%a: memref<?x64xbf16>, %s: memref<2048x64xbf16, 3>, %i: index) {
+  // expected-error @+1 {{'tile.copy' op the shared tile 'memref<2048x64xbf16, 3>' takes 262144 bytes, more than the 232448 bytes of shared memory a block may use}}
+  tile.copy %a[%i, %i], %s {engine = #tile.engine<cp_async>} : memref<?x64xbf16>, memref<2048x64xbf16, 3>
+  return
+}

@@ -83,3 +83,17 @@ func.func @rows_rank(%x: !tile.fragment<64x64xf32, #tile.layout<rows>>) {
 func.func @bad_kind(%x: !tile.fragment<64xf32, #tile.layout<columns>>) {
   return
 }
+
+// -----
+
+// expected-error @+1 {{a fragment has at most 65536 elements (512 per thread of a warpgroup), got 128x1024}}
+func.func @too_many_elements(%x: !tile.fragment<128x1024xf32>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a fragment has at most 65536 elements (512 per thread of a warpgroup), got 4294967296x4294967296}}
+func.func @overflowing_shape(%x: !tile.fragment<4294967296x4294967296xf32>) {
+  return
+}

@@ -118,3 +118,21 @@ func.func @transposed_reduction_mismatch(%a: memref<64x64xbf16, 3>, %b: memref<3
   %d = tile.gemm %a, %b, %c {transpose_a} : memref<64x64xbf16, 3>, memref<32x128xbf16, 3>, !tile.fragment<64x128xf32>
   return
 }
+
+// -----
+
+// The reduction dimension is not bounded by the fragments: the tiles are,
+// by the shared memory they must fit in (the lowering emits a wgmma per k16).
+func.func @a_beyond_shared_memory(%a: memref<64x4194304xbf16, 3>, %b: memref<4194304x64xbf16, 3>, %c: !tile.fragment<64x64xf32>) {
+  // expected-error @+1 {{'tile.gemm' op the shared tile 'memref<64x4194304xbf16, 3>' takes 536870912 bytes, more than the 232448 bytes of shared memory a block may use}}
+  %0 = tile.gemm %a, %b, %c : memref<64x4194304xbf16, 3>, memref<4194304x64xbf16, 3>, !tile.fragment<64x64xf32>
+  return
+}
+
+// -----
+
+func.func @b_beyond_shared_memory(%a: !tile.fragment<64x1024xbf16>, %b: memref<1024x128xbf16, 3>, %c: !tile.fragment<64x128xf32>) {
+  // expected-error @+1 {{'tile.gemm' op the shared tile 'memref<1024x128xbf16, 3>' takes 262144 bytes, more than the 232448 bytes of shared memory a block may use}}
+  %0 = tile.gemm %a, %b, %c : !tile.fragment<64x1024xbf16>, memref<1024x128xbf16, 3>, !tile.fragment<64x128xf32>
+  return
+}

@@ -184,3 +184,12 @@ func.func @tma_store_add_bf16(%s: memref<64x64xbf16, 3>, %o: memref<64x64xbf16>,
   tile.tma_store %s, %o[%i, %i] {add} : memref<64x64xbf16, 3>, memref<64x64xbf16>
   return
 }
+
+// -----
+
+func.func @cp_async_tile_beyond_shared_memory(%A: memref<?x64xf32>, %m: index) {
+  %s = memref.alloc() : memref<1024x64xf32, 3>
+  // expected-error @+1 {{'tile.cp_async' op the shared tile 'memref<1024x64xf32, 3>' takes 262144 bytes, more than the 232448 bytes of shared memory a block may use}}
+  tile.cp_async %A[%m, %m], %s : memref<?x64xf32>, memref<1024x64xf32, 3>
+  return
+}

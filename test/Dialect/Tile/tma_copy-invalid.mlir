@@ -65,7 +65,7 @@ func.func @wrong_index_count(%a: memref<8x1024x64xbf16>, %s: memref<64x64xbf16, 
 
 func.func @too_many_bytes(%a: memref<8192x8192xf32>, %s: memref<1024x512xf32, 3>, %i: index) {
   %b = tile.alloc_barrier [1] : !tile.barriers<1>
-  // expected-error @+1 {{'tile.tma_copy' op moves 2097152 bytes, more than one mbarrier phase can expect (1048575)}}
+  // expected-error @+1 {{'tile.tma_copy' op the shared tile 'memref<1024x512xf32, 3>' takes 2097152 bytes, more than the 232448 bytes of shared memory a block may use}}
   tile.tma_copy %a[%i, %i], %s, barrier(%b[%i]) : memref<8192x8192xf32>, memref<1024x512xf32, 3>, !tile.barriers<1>
   return
 }

@@ -10,6 +10,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/InterleavedRange.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace sinkattn::tile;
@@ -38,10 +40,35 @@ void TileDialect::initialize() {
       >();
 }
 
+/// Checks `tile.num_stages`: an integer in [1, kMaxNumStages], since the
+/// passes build per-stage barriers, buffers and prologue steps from it.
+static LogicalResult verifyNumStages(Operation *op, Attribute value) {
+  auto stages = dyn_cast<IntegerAttr>(value);
+  if (!stages || !isa<IntegerType, IndexType>(stages.getType()))
+    return op->emitOpError() << "'" << TileDialect::kNumStagesAttrName
+                             << "' must be an integer attribute, got " << value;
+  bool isUnsigned = stages.getType().isUnsignedInteger();
+  const APInt &count = stages.getValue();
+  bool inRange =
+      isUnsigned ? count.getActiveBits() <= 63 && count.getZExtValue() >= 1 &&
+                       count.getZExtValue() <= uint64_t(kMaxNumStages)
+                 : count.getSignificantBits() <= 64 && count.getSExtValue() >= 1 &&
+                       count.getSExtValue() <= kMaxNumStages;
+  if (inRange)
+    return success();
+  SmallString<24> text;
+  count.toString(text, /*Radix=*/10, /*Signed=*/!isUnsigned);
+  return op->emitOpError() << "'" << TileDialect::kNumStagesAttrName
+                           << "' must be in [1, " << kMaxNumStages << "], got "
+                           << text;
+}
+
 LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attribute) {
-  // The other `tile.` attributes (stages, swizzle, roles) are checked by the
-  // passes that read them.
+  // The other `tile.` attributes (swizzle, roles) are checked by the passes
+  // that read them.
+  if (attribute.getName() == kNumStagesAttrName)
+    return verifyNumStages(op, attribute.getValue());
   if (attribute.getName() != kMbarrierOrderedAttrName)
     return success();
   if (!isa<UnitAttr>(attribute.getValue()))
@@ -74,6 +101,18 @@ bool sinkattn::tile::isGlobalMemory(MemRefType type) {
   if (auto gpuSpace = dyn_cast<gpu::AddressSpaceAttr>(space))
     return gpuSpace.getValue() == gpu::AddressSpace::Global;
   return false;
+}
+
+std::optional<int64_t> sinkattn::tile::getStaticByteSize(MemRefType type) {
+  Type element = type.getElementType();
+  if (!type.hasStaticShape() || !(element.isIntOrIndexOrFloat()))
+    return std::nullopt;
+  // The NVVM lowering's index is 64 bits wide.
+  int64_t bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
+  for (int64_t dim : type.getShape())
+    if (llvm::MulOverflow(bits, dim, bits))
+      return std::nullopt;
+  return llvm::divideCeil(bits, 8);
 }
 
 Value sinkattn::tile::getViewRoot(Value memref) {
@@ -270,9 +309,11 @@ std::string sinkattn::tile::checkSwizzledStore(StoreOp store) {
 LogicalResult
 BarrierArrayType::verify(function_ref<InFlightDiagnostic()> emitError,
                          int64_t size) {
-  if (size < 1)
-    return emitError() << "a barrier array needs at least one slot, got "
-                       << size;
+  if (size < 1 || size > kMaxBarrierSlots)
+    return emitError() << "a barrier array has 1 to " << kMaxBarrierSlots
+                       << " slots (" << kMBarrierBytes
+                       << " bytes each in a block's " << kMaxSharedMemoryBytes
+                       << " bytes of shared memory), got " << size;
   return success();
 }
 
@@ -287,9 +328,16 @@ FragmentType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (shape.empty() || shape.size() > 2)
     return emitError() << "fragments have rank 1 or 2, got rank "
                        << shape.size();
-  for (int64_t dim : shape)
+  int64_t elements = 1;
+  for (int64_t dim : shape) {
     if (dim <= 0)
       return emitError() << "fragment dimensions must be static and positive";
+    if (llvm::MulOverflow(elements, dim, elements) ||
+        elements > kMaxFragmentElements)
+      return emitError() << "a fragment has at most " << kMaxFragmentElements
+                         << " elements (512 per thread of a warpgroup), got "
+                         << llvm::interleaved(shape, "x");
+  }
   if (!elementType.isF32() && !elementType.isF16() && !elementType.isBF16() &&
       !elementType.isInteger(32) && !elementType.isInteger(1))
     return emitError()

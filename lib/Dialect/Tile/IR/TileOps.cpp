@@ -57,6 +57,23 @@ static LogicalResult verifyBarrierSlot(Operation *op, BarrierArrayType type,
   return success();
 }
 
+/// A statically shaped shared tile must fit in a block's shared memory: the
+/// lowerings emit one TMA box, cp.async round or wgmma step per slice of it.
+static LogicalResult verifySharedTileSize(Operation *op, MemRefType shared) {
+  std::optional<int64_t> bytes = getStaticByteSize(shared);
+  if (bytes && *bytes <= kMaxSharedMemoryBytes)
+    return success();
+  InFlightDiagnostic diag = op->emitOpError() << "the shared tile " << shared
+                                              << " takes ";
+  if (bytes)
+    diag << *bytes;
+  else
+    diag << "more than 2^63";
+  diag << " bytes, more than the " << kMaxSharedMemoryBytes
+       << " bytes of shared memory a block may use";
+  return diag;
+}
+
 /// Shared rules of tile.copy and tile.tma_copy for the (global, shared) pair:
 /// the global side is indexed per dimension, the shared side is a static
 /// tile that lines up with the global tensor's trailing dimensions.
@@ -88,7 +105,7 @@ static LogicalResult verifyGlobalSharedTile(Operation *op, MemRefType global,
            << "shape mismatch: the shared tile " << formatShape(shared.getShape())
            << " has rank " << shared.getRank()
            << " but the global memref only rank " << global.getRank();
-  return success();
+  return verifySharedTileSize(op, shared);
 }
 
 //===----------------------------------------------------------------------===//
@@ -239,18 +256,14 @@ template <typename LoadOp> static LogicalResult verifyGlobalToShared(LoadOp op) 
                                 /*sharedIndices=*/{});
 }
 
-/// tile.tma_copy and tile.tma_load: global -> shared, one phase's worth of
-/// bytes, an existing barrier slot.
+/// tile.tma_copy and tile.tma_load: global -> shared, an existing barrier
+/// slot. (A tile that fits in shared memory is fewer bytes than one mbarrier
+/// phase can expect.)
+static_assert(kMaxSharedMemoryBytes <= kMaxTxBytes,
+              "a shared tile's bytes must fit one mbarrier phase");
 template <typename TmaOp> static LogicalResult verifyTmaLoad(TmaOp op) {
   if (failed(verifyGlobalToShared(op)))
     return failure();
-  MemRefType dest = op.getDest().getType();
-  int64_t bytes = dest.getNumElements() * dest.getElementTypeBitWidth() / 8;
-  if (bytes > kMaxTxBytes)
-    return op.emitOpError()
-           << "moves " << bytes
-           << " bytes, more than one mbarrier phase can expect ("
-           << kMaxTxBytes << ")";
   return verifyBarrierSlot(op, op.getBarriers().getType(),
                            op.getBarrierIndex());
 }
@@ -308,8 +321,8 @@ template <typename Im2colOp> static LogicalResult verifyIm2col(Im2colOp op) {
                             << source.getElementType()
                             << " but the tile holds " << dest.getElementType();
   int64_t pixels = dest.getShape()[0], channels = dest.getShape()[1];
-  int64_t channelBytes = channels * dest.getElementTypeBitWidth() / 8;
-  if (pixels > 1024 || channels > 256 || channelBytes % 16 != 0)
+  if (pixels > 1024 || channels > 256 ||
+      channels * dest.getElementTypeBitWidth() / 8 % 16 != 0)
     return op.emitOpError()
            << "an im2col tile has at most 1024 pixels and 256 channels whose "
               "bytes are a multiple of 16, got "
@@ -363,6 +376,8 @@ LogicalResult GemmOp::verify() {
                            << describeSpace(aMem) << " memory";
     if (!aMem.hasStaticShape())
       return emitOpError() << "operand A must have a static shape";
+    if (failed(verifySharedTileSize(*this, aMem)))
+      return failure();
     aShape = aMem.getShape();
     aElement = aMem.getElementType();
   } else {
@@ -375,6 +390,8 @@ LogicalResult GemmOp::verify() {
                          << describeSpace(bType) << " memory";
   if (!bType.hasStaticShape())
     return emitOpError() << "operand B must have a static shape";
+  if (failed(verifySharedTileSize(*this, bType)))
+    return failure();
   if (aShape.size() != 2 || bType.getRank() != 2 ||
       accType.getRank() != 2)
     return emitOpError() << "operands must be 2-D, got A rank "

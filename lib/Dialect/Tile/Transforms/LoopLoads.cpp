@@ -289,13 +289,10 @@ FailureOr<LoopLoads> sinkattn::tile::analyzeLoopLoads(gpu::GPUFuncOp func,
     why = "the pipelined loop is not at the top level of the kernel";
     return failure();
   }
-  auto stages = plan.loop->getAttrOfType<IntegerAttr>(TileDialect::kNumStagesAttrName);
-  plan.stages = stages ? stages.getInt() : 0;
-  if (plan.stages < 1) {
-    why = "num_stages is " + std::to_string(plan.stages) +
-          "; a warp-specialized loop needs at least one stage";
-    return failure();
-  }
+  // The dialect verifies that the count is in [1, kMaxNumStages].
+  plan.stages =
+      plan.loop->getAttrOfType<IntegerAttr>(TileDialect::kNumStagesAttrName)
+          .getInt();
 
   if (!plan.loop.getInductionVar().getType().isIndex()) {
     why = "the pipelined loop does not count in index";

@@ -99,12 +99,10 @@ struct TileMultiVersionBuffersPass
   }
 
   LogicalResult versionLoop(scf::ForOp loop) {
-    auto stagesAttr =
-        loop->getAttrOfType<IntegerAttr>(TileDialect::kNumStagesAttrName);
-    if (!stagesAttr || stagesAttr.getInt() < 1)
-      return loop.emitOpError() << "'" << TileDialect::kNumStagesAttrName
-                                << "' must be a positive integer";
-    int64_t stages = stagesAttr.getInt();
+    // The dialect verifies that the count is in [1, kMaxNumStages].
+    int64_t stages =
+        loop->getAttrOfType<IntegerAttr>(TileDialect::kNumStagesAttrName)
+            .getInt();
     IRRewriter rewriter(loop.getContext());
 
     // Buffers the loop fills by TMA.
@@ -198,6 +196,12 @@ struct TileMultiVersionBuffersPass
                     "multi-versioning needs every use inside the loop";
       }
       int64_t slots = array.getBarriers().getType().getSize();
+      if (stages * slots > kMaxBarrierSlots)
+        return array.emitOpError()
+               << "would need " << stages << " x " << slots << " = "
+               << stages * slots << " barrier slots in a loop of " << stages
+               << " stages, more than the " << kMaxBarrierSlots
+               << " a barrier array may have";
       SmallVector<int64_t> counts;
       for (int64_t v = 0; v < stages; ++v)
         llvm::append_range(counts, array.getArriveCounts());

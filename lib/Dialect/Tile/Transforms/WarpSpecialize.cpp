@@ -101,6 +101,14 @@ FailureOr<Plan> analyze(gpu::GPUFuncOp func, std::string &why) {
   if (failed(loads))
     return failure();
   static_cast<LoopLoads &>(plan) = std::move(*loads);
+  int64_t slots = plan.stages * static_cast<int64_t>(plan.groups.size());
+  if (slots > kMaxBarrierSlots) {
+    why = std::to_string(plan.stages) + " stages of " +
+          std::to_string(plan.groups.size()) + " producer groups need " +
+          std::to_string(slots) + " barrier slots, more than the " +
+          std::to_string(kMaxBarrierSlots) + " a barrier array may have";
+    return failure();
+  }
   bool simt = anyCpAsync(plan.preLoopCopies) ||
               llvm::any_of(plan.groups, [](const ProducerGroup &group) {
                 return anyCpAsync(group.copies);

@@ -29,14 +29,3 @@ func.func @barrier_used_before_loop(%A: memref<4096x64xbf16>, %buf: memref<64x64
   return
 }
 
-// -----
-
-func.func @bad_stage_count(%A: memref<4096x64xbf16>, %buf: memref<64x64xbf16, 3>) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
-  // expected-error @+1 {{'scf.for' op 'tile.num_stages' must be a positive integer}}
-  scf.for %k = %c0 to %c8 step %c1 {
-  } {tile.num_stages = 0}
-  return
-}

@@ -26,23 +26,6 @@ module attributes {gpu.container_module} {
 
 module attributes {gpu.container_module} {
   gpu.module @m {
-    // expected-remark @+1 {{warp specialization declined: num_stages is 0; a warp-specialized loop needs at least one stage}}
-    gpu.func @zero_stages(%A: memref<1024x64xbf16>, %n: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
-      scf.for %i = %c0 to %n step %c1 {
-        tile.copy %A[%i, %c0], %s : memref<1024x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
-      } {tile.num_stages = 0}
-      gpu.return
-    }
-  }
-}
-
-// -----
-
-module attributes {gpu.container_module} {
-  gpu.module @m {
     // expected-remark @+1 {{warp specialization declined: no pipelined loop (scf.for with tile.num_stages)}}
     gpu.func @no_loop(%A: memref<1024x64xbf16>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
       %c0 = arith.constant 0 : index

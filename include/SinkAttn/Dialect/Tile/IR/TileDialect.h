@@ -36,6 +36,32 @@ struct BarrierResource
   llvm::StringRef getName() final { return "tile.barriers"; }
 };
 
+/// Shared memory one block may use on sm_90 after opting in (227 KiB,
+/// cudaDevAttrMaxSharedMemoryPerBlockOptin on H100 and H200).
+inline constexpr int64_t kMaxSharedMemoryBytes = 232448;
+
+/// Bytes of one mbarrier object in shared memory.
+inline constexpr int64_t kMBarrierBytes = 8;
+
+/// The most slots a barrier array may have: as many mbarriers as fill a
+/// block's shared memory.
+inline constexpr int64_t kMaxBarrierSlots =
+    kMaxSharedMemoryBytes / kMBarrierBytes;
+
+/// The most stages a pipelined loop (`tile.num_stages`) may have: the range
+/// of sinkattn-runner's --stages; each stage keeps a copy of the loop's
+/// buffers, so the shared-memory limit bounds real kernels well below it.
+inline constexpr int64_t kMaxNumStages = 64;
+
+/// The most elements a fragment may have: 512 per thread of a warpgroup,
+/// about what a thread's 255 registers hold as packed 16-bit pairs.
+inline constexpr int64_t kMaxFragmentElements = 128 * 512;
+
+/// Bytes of a statically shaped memref of integer, index or float elements,
+/// or nullopt when the shape is dynamic, the elements are of another type or
+/// the size does not fit in int64_t.
+std::optional<int64_t> getStaticByteSize(mlir::MemRefType type);
+
 /// True for memrefs in CUDA shared memory: `#gpu.address_space<workgroup>` or
 /// the NVVM integer address space 3.
 bool isSharedMemory(mlir::MemRefType type);

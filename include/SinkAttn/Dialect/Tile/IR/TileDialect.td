@@ -35,7 +35,15 @@ def Tile_Dialect : Dialect {
       compute on them with value semantics.
 
     Pipelined loops are `scf.for` loops carrying a `tile.num_stages`
-    attribute.
+    attribute, an integer from 1 to 64 (the verifier checks it: the passes
+    build per-stage barriers, buffers and pipeline steps from it).
+
+    Sizes are bounded where they are verified, so that no input makes the
+    compiler allocate or loop without limit: a barrier array has at most
+    29056 slots, a fragment at most 65536 elements, and a statically shaped
+    shared tile that a tile op moves or reads fits in the 232448 bytes of
+    shared memory a block may use on sm_90 (`convert-tile-to-nvgpu` refuses
+    a kernel whose shared memory as a whole does not).
 
     A shared `memref.alloc` marked `tile.mbarrier_ordered` (a unit
     attribute) is one whose accesses the kernel orders itself, with its own

@@ -187,7 +187,8 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     global side is the whole tensor, indexed by the element coordinates of
     the tile's first element (one index per dimension); the shared side is a
     statically shaped tile (slice a larger buffer with `memref.subview`) and
-    takes no indices. The tile's shape lines up with the trailing dimensions
+    takes no indices; it fits in the 232448 bytes of shared memory a block
+    may use. The tile's shape lines up with the trailing dimensions
     of the global tensor; leading global dimensions are copied one at a time.
     Elements outside the global tensor read as zero and are not written.
 

@@ -22,7 +22,8 @@ def Tile_BarrierArrayType : Tile_Type<"BarrierArray", "barriers"> {
   let summary = "an array of mbarriers in shared memory";
   let description = [{
     `!tile.barriers<N>` is an array of `N` mbarrier objects (8 bytes each) in
-    shared memory, created by `tile.alloc_barrier`. Each slot has its own
+    shared memory, created by `tile.alloc_barrier`; 1 ≤ N ≤ 29056, as many
+    as fill the 232448 bytes of shared memory a block may use. Each slot has its own
     arrive count, fixed at allocation. Ops address a slot with an `index`
     value: `%bars[%i]`.
 
@@ -42,7 +43,8 @@ def Tile_FragmentType : Tile_Type<"Fragment", "fragment",
   let summary = "a register tile distributed over the threads of a warpgroup";
   let description = [{
     `!tile.fragment<64x128xf32>` is a tile held in registers. Shapes are static
-    and of rank 1 (row vectors, e.g. the running max of a softmax) or 2.
+    and of rank 1 (row vectors, e.g. the running max of a softmax) or 2,
+    with at most 65536 elements (512 per thread of a warpgroup).
     Element types: `f32`, `f16`, `bf16`, `i32`, `i1`.
 
     An optional layout attribute says how elements are distributed over the

@@ -10,7 +10,7 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
   let description = [{
     For a kernel (`gpu.func ... kernel`, `known_block_size = [C, 1, 1]`,
     C a multiple of 128) whose one pipelined loop (`scf.for` with
-    `tile.num_stages = S`, S ≥ 1, at the kernel's top level or nested in
+    `tile.num_stages = S`, 1 ≤ S ≤ 64 (verified by the dialect), at the kernel's top level or nested in
     `scf.for` loops that are) loads its operands with top-level global →
     shared `tile.copy`s:
 
