@@ -35,6 +35,7 @@ import time
 
 import torch
 
+from check_bundles import check_bundles
 from compare_sdpa import FORMS, MHA_EXPANDED, CudnnCell
 from interleaved_seed import bundle_path, idle, sinkattn_form
 
@@ -113,6 +114,10 @@ def main():
                         help="about how long each side runs (default 4)")
     parser.add_argument("--pause", type=float, default=2.0,
                         help="seconds of rest before each side (default 2)")
+    parser.add_argument("--checked", action="store_true",
+                        help="the caller checked these bundles in this round "
+                             "(scripts/gpu-round.sh); otherwise each is checked "
+                             "(sinkattn-runner check) before any timing")
     args = parser.parse_args()
     cells = []
     for spec in args.cells.split(","):
@@ -126,6 +131,8 @@ def main():
         if not os.path.isdir(bundle):
             sys.exit(f"error: no bundle {bundle}")
         cells.append((direction, seq, head_dim, bundle, sinkattn_form(bundle)))
+    if not args.checked:
+        check_bundles(args.runner, [cell[3] for cell in cells])
     for direction, seq, head_dim, bundle, form in cells:
         cell = CudnnCell(1, 64, 8, seq, head_dim)
         # Calls for about --seconds, from one cuDNN call's time.

@@ -46,6 +46,7 @@ import time
 
 import torch
 
+from check_bundles import check_bundles
 from compare_sdpa import FORMS, SEED_SHAPES, CudnnCell
 
 # Each direction's calls per round (the same counts as gpu-round.sh's tables).
@@ -127,6 +128,10 @@ def main():
     parser.add_argument("--idle", type=float, default=1.0,
                         help="seconds of GPU idleness before each side's round "
                              "(default 1)")
+    parser.add_argument("--checked", action="store_true",
+                        help="the caller checked these bundles in this round "
+                             "(scripts/gpu-round.sh); otherwise each is checked "
+                             "(sinkattn-runner check) before any timing")
     parser.add_argument("--directions", default="fwd,bwd",
                         help="fwd, bwd or fwd,bwd (default)")
     parser.add_argument("--sinkattn-json", metavar="PREFIX", required=True,
@@ -147,6 +152,9 @@ def main():
             if not os.path.isdir(bundle):
                 parser.error(f"no bundle {bundle}")
             forms[bundle] = sinkattn_form(bundle)
+
+    if not args.checked:
+        check_bundles(args.runner, list(forms), args.timeout)
 
     torch.manual_seed(0)
     gpu = None

@@ -8,8 +8,11 @@
 #
 # usage: scripts/ab-bench.sh RUNNER DIR_A DIR_B ROUNDS BUNDLE...
 #   env: AB_ITERS (default 30), AB_WARMUP (default 5), AB_OUT (a directory
-#   for the JSON of every run; default: a temporary one, removed)
-# Exit 1 if any bench fails (its output is shown), 2 on bad arguments.
+#   for the JSON of every run; default: a temporary one, removed),
+#   AB_CHECKED=1 (the caller checked every bundle in this round; otherwise
+#   each is checked with `RUNNER check` before anything is timed)
+# Exit 1 if any check or bench fails (its output is shown), 2 on bad
+# arguments.
 set -uo pipefail
 if (($# < 5)); then
   echo "usage: $0 RUNNER DIR_A DIR_B ROUNDS BUNDLE..." >&2
@@ -37,6 +40,19 @@ if [[ -z $out ]]; then
 fi
 mkdir -p "$out"
 failed=0
+# No timing of a kernel that computes the wrong answer.
+if [[ ${AB_CHECKED:-0} != 1 ]]; then
+  for bundle in "$@"; do
+    for dir in "$dir_a" "$dir_b"; do
+      if ! log=$("$runner" check --bundle "$dir/$bundle" 2>&1); then
+        echo "error: check $dir/$bundle failed:" >&2
+        echo "$log" >&2
+        failed=1
+      fi
+    done
+  done
+  ((failed)) && exit 1
+fi
 for ((round = 1; round <= rounds; ++round)); do
   for bundle in "$@"; do
     for side in a b; do

@@ -280,7 +280,7 @@ preset_table() {
     note "$label: FAIL: not timed (a check of its bundles failed)"
     return
   fi
-  "$runner" bench --bundles "$dir" "$@" --json "$out/bench-$label.json" 2>&1 | tee "$log"
+  "$runner" bench --bundles "$dir" "$@" --checked --json "$out/bench-$label.json" 2>&1 | tee "$log"
   status=${PIPESTATUS[0]}
   if ((status != 0)); then
     failures=$((failures + 1))
@@ -377,7 +377,7 @@ elif want baselines; then
     if baseline interleaved "^(fwd|bwd) |^cudnn-gqa" "$out/interleaved.txt" \
         python3 bench/interleaved_seed.py --runner "$runner" --bundles "$seed_bundles" \
         --rounds "${INTERLEAVED_ROUNDS:-3}" --sinkattn-json "$out/interleaved-sinkattn" \
-        --cudnn-json "$out/interleaved-cudnn.json"; then
+        --cudnn-json "$out/interleaved-cudnn.json" --checked; then
       for form in cudnn-mha-expanded cudnn-gqa; do
         suffix=; [[ $form == cudnn-gqa ]] && suffix=-gqa
         python3 bench/plot_seed_table.py --sinkattn "$out/interleaved-sinkattn-fwd.json" \
@@ -410,7 +410,7 @@ if [[ -n "$preset" ]] && want clocks; then
   elif seed_cells_ready clocks; then
     baseline clocks "^(fwd|bwd) |sinkattn|cudnn|ratio" "$out/clocks.txt" \
       python3 bench/clock_probe.py --runner "$runner" --bundles "$seed_bundles" \
-      --cells fwd:16384:64,fwd:16384:128,bwd:16384:64,bwd:16384:128
+      --cells fwd:16384:64,fwd:16384:128,bwd:16384:64,bwd:16384:128 --checked
   fi
 fi
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A stand-in for `sinkattn-runner bench` (test/Tools/ab-bench.test,
+# A stand-in for `sinkattn-runner bench` and `check` (test/Tools/ab-bench.test,
 # interleaved-seed.test, clock-probe.test): writes the median stored in the bundle directory
 # as bench --json would, with the bundle's `kernel` and `config` files (when
 # present) and a TFLOP/s of 100 / median. The median is the `median` file's,
@@ -8,7 +8,9 @@
 # not run; one with a `hang` file sleeps for a minute first. With
 # FAKE_RUNNER_LOG set, each call appends "runner BUNDLE" there.
 set -euo pipefail
-[[ $1 == bench ]] || { echo "fake runner: only bench" >&2; exit 2; }
+command=$1
+[[ $command == bench || $command == check ]] ||
+  { echo "fake runner: only bench and check" >&2; exit 2; }
 shift
 bundle= json=
 while (($#)); do
@@ -18,6 +20,16 @@ while (($#)); do
     *) shift 2 ;;
   esac
 done
+# `check`: a bundle with a `wrong` file computes wrong answers.
+if [[ $command == check ]]; then
+  [[ -n ${FAKE_RUNNER_LOG:-} ]] && echo "check $(basename "$bundle")" >> "$FAKE_RUNNER_LOG"
+  if [[ -f $bundle/wrong ]]; then
+    echo "  FAIL (1 of 2 elements outside tolerance)"
+    exit 1
+  fi
+  echo "  PASS"
+  exit 0
+fi
 # A bundle with a `hang` file never finishes (a kernel that hangs).
 [[ -f $bundle/hang ]] && sleep 60
 if [[ -f $bundle/fail ]]; then

@@ -2,19 +2,20 @@
 # A stand-in for sinkattn-runner in test/Tools/gpu-round.test: `devices`,
 # `check --bundle B`, `bench --bundle B --json J`, `bench --preset P
 # --bundles DIR` and `tune --bundles DIR`. Each call appends a line to
-# $FAKE_RUNNER_LOG ("check NAME", "bench NAME", "bench --bundles NAME...",
+# $FAKE_RUNNER_LOG ("check NAME", "bench NAME", "bench [--checked] --bundles NAME...",
 # "tune NAME..."). A bundle with a `check-fail` file fails its check, one
 # with a `bench-fail` file its bench; FAKE_TUNE_FAIL=1 fails tune.
 set -uo pipefail
 command=$1
 shift
-bundle= bundles= json=
+bundle= bundles= json= checked=
 while (($#)); do
   case $1 in
     --bundle) bundle=$2; shift 2 ;;
     --bundles) bundles=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
-    *) shift 2 ;;
+    --checked) checked=" --checked"; shift ;;
+    *) shift 2 || { echo "fake runner: no value for $1" >&2; exit 2; } ;;
   esac
 done
 log() { echo "$*" >>"$FAKE_RUNNER_LOG"; }
@@ -30,7 +31,7 @@ case $command in
     echo "check $(basename "$bundle"): PASS" ;;
   bench)
     if [[ -n $bundles ]]; then
-      log "bench --bundles $(names "$bundles")"
+      log "bench$checked --bundles $(names "$bundles")"
       echo "   2048   64   1.0000 ms"
     else
       log "bench $(basename "$bundle")"
