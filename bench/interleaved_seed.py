@@ -29,7 +29,7 @@ PyTorch and build its inputs 100-odd times a table).
 
 Every row names the form it times: SinkAttn's from its bundle's manifest
 (`form`: auto for the default compilation, else the opt-in by name: split,
-deferred, keys, as gpu-round.sh's SEED_BWD_FORMS, or the options' values),
+deferred, as gpu-round.sh's SEED_BWD_FORMS, or the options' values),
 cuDNN's cudnn-gqa or cudnn-mha-expanded. Output files keep the formats of
 `sinkattn-runner bench --preset seed --json` (the SinkAttn row of the
 median round, its per-call times included) and `bench/compare_sdpa.py
@@ -61,8 +61,8 @@ def bundle_path(bundles, direction, seq, head_dim):
 def sinkattn_form(bundle):
     """The name of the form a bundle was compiled in, from its manifest's
     config: "auto" for the default compilation, else the opt-in forms of
-    SEED_BWD_FORMS by name (split: --dq atomic --dkdv-warpgroups 2; keys,
-    deferred: the split with --dq-split keys or deferred), else the opt-in
+    SEED_BWD_FORMS by name (split: --dq atomic --dkdv-warpgroups 2;
+    deferred: the split with --dq-split deferred), else the opt-in
     options as key=value."""
     path = os.path.join(bundle, "manifest.json")
     try:
@@ -82,8 +82,7 @@ def sinkattn_form(bundle):
     if not opt_in:
         return "auto"
     split = {"dq": "atomic", "dkdv_warpgroups": 2}
-    for name, extra in (("split", {}), ("keys", {"dq_split": "keys"}),
-                        ("deferred", {"dq_split": "deferred"})):
+    for name, extra in (("split", {}), ("deferred", {"dq_split": "deferred"})):
         if opt_in == {**split, **extra}:
             return name
     return ",".join(f"{k}={v}" for k, v in opt_in.items())

@@ -53,8 +53,7 @@
 #   64/8k=deferred,64/16k=deferred,128=split", the forms of docs/PERF.md's
 #   seed tables): default times sink-bwd-seed-<S>-d<D>, any other FORM
 #   sink-bwd-seed-<S>-d<D>-FORM (bundles.txt has -split: --dq atomic
-#   --dkdv-warpgroups 2, and at D 64 -keys and -deferred: with --dq-split
-#   keys or deferred).
+#   --dkdv-warpgroups 2, and at D 64 -deferred: with --dq-split deferred).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -116,9 +115,9 @@ sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
            gemm-persistent-plain-s1-512x512x448
            sink-fwd-bshd-plain-s3-d128 sink-fwd-varlen-short-kv-ws-d64
            sink-fwd-varlen-plain-s3-d128 sink-bwd-tiny-d64 sink-bwd-varlen-win-d64
-           sink-bwd-gqa8-d64 sink-bwd-atomic-tiny-d64 sink-bwd-atomic-varlen-nokeys-d64
-           sink-bwd-dqw2-tiny-d64 sink-bwd-dqw3-varlen-d64 sink-bwd-kvw2-tiny-mha-d64
-           sink-bwd-kvw3-varlen-d64 sink-bwd-kvw3-dqw3-gqa8-d64
+           sink-bwd-gqa8-d64 sink-bwd-atomic-kvw2-tiny-d64 sink-bwd-deferred-nokeys-d64
+           sink-bwd-dqw2-tiny-d64 sink-bwd-dqw2-varlen-d64 sink-bwd-kvw2-tiny-mha-d64
+           sink-bwd-kvw2-varlen-d64 sink-bwd-kvw2-dqw2-gqa8-d64
            sink-bwd-atomic-kvw2-tiny-d128 sink-bwd-atomic-kvw2-varlen-d128
            sink-bwd-past-d128 sink-bwd-kvw2-past-d128)
 summary=()

@@ -34,7 +34,7 @@
 //                         shares in head order: K/V are never repeated, and
 //                         blocks per query head (not per kv head) keep the
 //                         causal triangle's work balanced over the SMs.
-//   sink_bwd_dkdv_sum     (--schedule ws, --dkdv-warpgroups 2|3) adds the
+//   sink_bwd_dkdv_sum     (--dkdv-warpgroups 2) adds the
 //                         shares instead (the split below: rounds the
 //                         fp32 sums its dK/dV kernel adds per kv head).
 //   sink_bwd_dq           per block of 64 query rows (64·N with
@@ -53,8 +53,8 @@
 //                         of a head's blocks (a counter per head) then sums
 //                         the head's terms into dsink_h with one warp, in a
 //                         fixed order and a butterfly (kSinkSumInDq).
-//   sink_bwd_sinks        (--schedule ws) that sum, one warp per head, as a
-//                         kernel of its own.
+//   sink_bwd_sinks        (--dq-warpgroups 2) that sum, one warp per head,
+//                         as a kernel of its own.
 //
 // Every output element has exactly one writer and every sum a fixed order
 // (the share sum's counter only elects which block adds, not the order):
@@ -65,21 +65,18 @@
 // sums the keys' sink terms; preprocess zeros that dQ and writes the rows'
 // sink weights into the blocks' records; sink_bwd_dq_convert rounds dQ
 // and sums dsinks from the key terms (kDqConvertKernel). Fewer GEMMs, but
-// not bit-reproducible. With --dkdv-warpgroups 2 the block's two
+// not bit-reproducible. It takes --dkdv-warpgroups 2: the block's two
 // warpgroups split dQ's share by panels of D / 2 columns (kDkdvDkDq):
 // FlashAttention 3's split, level with the default at S 2048 and 6-15%
 // faster from 4096 (PERF.md, session 28); with GQA it adds dK and dV into
 // fp32 sums per kv head (kStoreKvAccums), which sink_bwd_dkdv_sum rounds.
-// --dq-split keys (D 64) has each warpgroup add its own 64 keys' share
-// instead, from slices of the tiles at tile.warpgroup_id, so that the
-// warpgroups never meet inside the loop: correct, but 4-7% slower than
-// the columns (twice the reduce-adds; PERF.md, session 32).
 // --dq-split deferred keeps the columns' panels but computes each
 // iteration's dQ share from the previous query block's dSᵀ (a double
 // buffer the warpgroups hand over through mbarriers, kDkdvDkDqDeferred),
 // each warpgroup adding its own panel: no barrier between the warpgroups
 // inside the loop, the columns' reduce traffic.
-// The 64-key form stays slower than the default.
+// docs/design.md, "Backward forms kept (issue 44)", lists the forms and
+// why each stays.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,17 +101,12 @@ constexpr int64_t kBlock = 64;
 /// Auto's shared-tile backward (kAutoWarpgroups): query rows and keys of
 /// at least this many 64-wide blocks (S 12288).
 constexpr int64_t kSharedTilesMinBlocks = 192;
-/// ws: one consumer warpgroup, which tile-warp-specialize gives a producer.
-constexpr llvm::StringLiteral kWarpSpecializedAttributes =
-    "attributes {known_block_size = array<i32: 128, 1, 1>}";
-
 /// A dQ or dK/dV kernel whose `warpgroups` consumer warpgroups share their
 /// block's tiles: 128 threads each, which tile-warp-specialize gives a TMA
 /// producer and a register split (setmaxnreg). `.minnctapersm 1` tells
 /// ptxas the registers at entry: with `.maxntid` alone it ignored every
 /// setmaxnreg in these kernels (warning C7508), held the consumers to the
-/// launch's 65536 / T registers and spilled (dQ with three warpgroups 72
-/// bytes, dK/dV 308). The forward's kernels do not need it and keep their
+/// launch's 65536 / T registers and spilled. The forward's kernels do not need it and keep their
 /// schedule (ptxas schedules differently with it).
 std::string sharedBlockAttributes(int64_t warpgroups) {
   return "attributes {known_block_size = array<i32: " +
@@ -171,8 +163,7 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileQw = memref<64x@D@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !rowParts = !tile.fragment<64x8xf32>
 !tileQacc = memref<64x@D@xf32, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
-!tileQacc2 = memref<@DQ_ACC_SLOTS@x64x@D@xf32, #gpu.address_space<workgroup>>
-!tileQaccPair = memref<2x64x@D@xf32, strided<[@DQ_ACC_SLOT_ELEMENTS@, @D@, 1], offset: ?>, #gpu.address_space<workgroup>>
+!tileQacc2 = memref<2x64x@D@xf32, #gpu.address_space<workgroup>>
 !tileSBlock = memref<@DKDV_BLOCK_KEYS_N@x64x@T@, #gpu.address_space<workgroup>>
 !tileSw = memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
 !tileSRing = memref<2x@DKDV_BLOCK_KEYS_N@x64x@T@, #gpu.address_space<workgroup>>
@@ -310,7 +301,7 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
       })mlir";
 
 /// The dK/dV loop's GEMMs around Pᵀ's exponentials (kSinkBwdTemplate's
-/// @DKDV_FIRST_GEMMS@ and @DKDV_SECOND_GEMMS@; dvWait waits for dV
+/// @DKDV_FIRST_GEMMS@ and @DKDV_SECOND_GEMMS@; kDvWait waits for dV
 /// in @DKDV_DK_AND_DQ@). Early dPᵀ:
 /// Sᵀ and dPᵀ are issued together, so dPᵀ's wgmma runs under the
 /// exponentials and dV's under dSᵀ's map (the dQ loop issues S and dP the
@@ -320,11 +311,7 @@ constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
 /// the limit take the late order: FlashAttention 3's split (--dq atomic
 /// --dkdv-warpgroups 2: ptxas spilled 144 bytes against 12, and it ran
 /// 19-23% slower; in session 27 60 bytes and 0.8-1.7% slower; in session
-/// 30, with the 32-bit mask, 36 bytes and 1.8-6.5% slower) and three
-/// dK/dV warpgroups (80 against none). The
-/// 64-key --dq atomic form spilled 40 bytes at D 128 with it until dQ's
-/// share moved under dK (kDkdvDkDq); now spill-free, early dPᵀ took
-/// 2.6-5.7% off it (docs/PERF.md, session 25).
+/// 30, with the 32-bit mask, 36 bytes and 1.8-6.5% slower).
 constexpr llvm::StringLiteral kDkdvFirstGemmsEarlyDp = R"mlir(
         %sTAsync = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S
         %dpTAsync = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@
@@ -332,22 +319,15 @@ constexpr llvm::StringLiteral kDkdvFirstGemmsEarlyDp = R"mlir(
 constexpr llvm::StringLiteral kDkdvSecondGemmsEarlyDp = R"mlir(
         %dvAsync = tile.gemm %pT16, %sdO, %dv {async} : !P, !tileT, !acc
         %dpT = tile.gemm_wait %dpTAsync pending 1 : !S)mlir";
-/// dV's wait where its group runs under dSᵀ's map (early dPᵀ, or the split's
-/// kDkdvSecondGemmsLateDpAsyncDv), with `pending` groups issued after dV's still
-/// allowed to run (groups complete in order): none after the default's
-/// synchronous dK (kDkdvDk), dQ's and dK's in kDkdvDkDq.
-std::string dvWait(int64_t pending) {
-  return "\n        %dvNew = tile.gemm_wait %dvAsync pending " +
-         std::to_string(pending) + " : !acc";
-}
+/// dV's wait after the default's synchronous dK (kDkdvDk) under early dPᵀ
+/// (the atomic forms wait for it before dQ's share, kDkdvDkDq).
+constexpr llvm::StringLiteral kDvWait = R"mlir(
+        %dvNew = tile.gemm_wait %dvAsync pending 0 : !acc)mlir";
 constexpr llvm::StringLiteral kDkdvFirstGemmsLateDp = R"mlir(
         %sT = tile.gemm @DKDV_KW@, %sQ, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S@DKDV_PINGPONG_ARRIVE@)mlir";
-constexpr llvm::StringLiteral kDkdvSecondGemmsLateDp = R"mlir(
-        %dvNew = tile.gemm %pT16, %sdO, %dv : !P, !tileT, !acc
-        %dpT = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b} : @DKDV_KW_TYPE@, !tileT, !S)mlir";
 /// The split at D 128 (late dPᵀ): dPᵀ issued before dV, both async, so that
 /// dV's wgmma runs under dSᵀ's map as under early dPᵀ, and is waited for
-/// before dQ's share (dvWait(2) in kDkdvDkDq): 0.8-1.7% off the
+/// before dQ's share (kDkdvDkDq): 0.8-1.7% off the
 /// split at S 2k-16k (then with a 40-byte spill of loop invariants; 4 since
 /// the mask is computed in 32 bits, keepByDistanceText). dV first and one
 /// wait for both was 0.8-3.5% slower: dPᵀ's wait then covers dV's wgmma
@@ -357,8 +337,9 @@ constexpr llvm::StringLiteral kDkdvSecondGemmsLateDpAsyncDv = R"mlir(
         %dvAsync = tile.gemm %pT16, %sdO, %dv {async} : !P, !tileT, !acc
         %dpT = tile.gemm_wait %dpTAsync pending 1 : !S)mlir";
 
-/// The dsinks kernel (--schedule ws; the plain schedule's dQ kernel sums
-/// dsinks itself, kSinkSumInDq, and --dq atomic's convert kernel,
+/// The dsinks kernel (--dq-warpgroups 2, whose block-wide barriers would
+/// have to leave the producer out; the one-warpgroup dQ kernel sums dsinks
+/// itself, kSinkSumInDq, and --dq atomic's convert kernel,
 /// kDqConvertKernel).
 constexpr llvm::StringLiteral kSinksKernel = R"mlir(
     gpu.func @sink_bwd_sinks(%Terms: !terms, %dsinks: memref<@H@xf32>) kernel {
@@ -629,29 +610,10 @@ constexpr llvm::StringLiteral kDkdvDsMap = R"mlir(
 /// sink terms: for key j,
 /// -Σ_i w_i P_ij dP_ij over the block's query rows i (w_i = exp(sink -
 /// LSE_i)); dsink_h is their sum over the head's keys, which equals the
-/// separate mode's sum over rows of -w_i Σ_j P_ij dP_ij. The 64-key form
-/// reduces each iteration's terms to its keys (%term: !row, a quad's
-/// shuffles per row), then computes dSᵀ (kDkdvDsMap).
-constexpr llvm::StringLiteral kDkdvAtomicTermsByKey = R"mlir(
-        %tT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
-        ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
-          %w = memref.load %sStats[%cWeightRow, %ii] : !tileStats
-          %x = arith.mulf %pv, %dp : f32
-          %v = arith.mulf %x, %w : f32
-          tile.yield %v : f32
-        }
-        %tRow = tile.reduce sum %tT along 1 : !S -> !row
-        %termNew = tile.map (%term, %tRow) : (!row, !row) -> !row {
-        ^bb0(%jj: index, %a: f32, %t: f32):
-          %v = arith.subf %a, %t : f32
-          tile.yield %v : f32
-        })mlir";
-/// The split (two warpgroups at D 128) keeps each thread's partial sums
-/// across the loop instead (%term: !rowParts, reduced to the keys once,
-/// after it: kDkdvTermsByKey) and computes dSᵀ from the same P ⊙ dP,
-/// Pᵀ ⊙ dPᵀ - Pᵀ · Delta in one FMA: its loop 879 -> 842 SASS instructions,
-/// 1.0-1.6% faster (docs/PERF.md, session 26). The 64-key form at D 128
-/// spills 8 bytes so, and is left as it was.
+/// separate mode's sum over rows of -w_i Σ_j P_ij dP_ij. Each thread
+/// keeps its partial sums across the loop (%term: !rowParts, reduced to
+/// the keys once, after it: kDkdvTermsByKey) and dSᵀ comes from the same
+/// P ⊙ dP, Pᵀ ⊙ dPᵀ - Pᵀ · Delta in one FMA (docs/PERF.md, session 26).
 constexpr llvm::StringLiteral kDkdvAtomicTermsPartial = R"mlir(
         %pdpT = tile.map (%pT, %dpT) : (!S, !S) -> !S {
         ^bb0(%jj: index, %ii: index, %pv: f32, %dp: f32):
@@ -721,7 +683,7 @@ std::string kvRegistersText(const std::string &elementAt, int64_t lastRow) {
 
 /// The end of the dK/dV loop body: dK += dSᵀ Q (kSinkBwdTemplate's
 /// @DKDV_DK_AND_DQ@), with --dq separate synchronous (then dV's wait under
-/// early dPᵀ: dvWait).
+/// early dPᵀ: kDvWait).
 constexpr llvm::StringLiteral kDkdvDk = R"mlir(
         %dkNew = tile.gemm %dsT16, %sQ, %dk : !P, !tileT, !acc)mlir";
 
@@ -732,21 +694,19 @@ constexpr llvm::StringLiteral kDkdvDk = R"mlir(
 /// (@STORE_DQ_ADD@) run while dK's wgmma does: 1.3-3.8% off the split at
 /// S 2k-16k against dK, then dQ, then the store (docs/PERF.md, session
 /// 24; issuing dK first and waiting for both gained nothing: +0.2-0.8%).
-/// The forms differ only in the tiles (@DKDV_DS_ROWS@,
-/// @DKDV_DQ_OPERANDS@, @DKDV_DQ_SHARE@): one warpgroup stores its dSᵀ tile
-/// and computes its 64 keys' 64 x D share from K; with two
-/// (FlashAttention 3's split) each stores its rows of the block's dSᵀ tile
-/// of 128 keys and computes one panel of D / 2 columns of the share over
-/// all of them, dS (64 x 128) times its panel of K (128 x D / 2), into its half of
-/// the fp32 dQ tile, which the block adds once (one reduce-add per 128
-/// keys instead of one per 64: half the reductions). Where dV's group runs
-/// under dSᵀ's map (early dPᵀ; the split's kDkdvSecondGemmsLateDpAsyncDv),
-/// issued before both, it is waited for first (@DKDV_DV_WAIT_BEFORE_DQ@).
+/// Each of the block's two warpgroups (FlashAttention 3's split) stores
+/// its rows of the block's dSᵀ tile of 128 keys and computes one panel of
+/// D / 2 columns of the share over all of them, dS (64 x 128) times its
+/// panel of K (128 x D / 2), into its half of the fp32 dQ tile, which the
+/// block adds once (one reduce-add per 128 keys). dV's group, issued
+/// before both (early dPᵀ at D 64, kDkdvSecondGemmsLateDpAsyncDv at
+/// D 128), runs under dSᵀ's map and is waited for first.
 constexpr llvm::StringLiteral kDkdvDkDq = R"mlir(
-        tile.store %dsT16, @DKDV_DS_ROWS@
-        %dqAsync = tile.gemm @DKDV_DQ_OPERANDS@
-        %dkAsync = tile.gemm %dsT16, %sQ, %dk {async} : !P, !tileT, !acc@DKDV_DV_WAIT_BEFORE_DQ@
-        %dqPart = tile.gemm_wait %dqAsync pending 1 : @DKDV_DQ_SHARE@
+        tile.store %dsT16, %sdSw[%c0, %c0] : !P, !tileSw
+        %dqAsync = tile.gemm %sdS, %sKd, %sZeroPanel {transpose_a, async} : !tileSBlock, !tileKd, !Sp
+        %dkAsync = tile.gemm %dsT16, %sQ, %dk {async} : !P, !tileT, !acc
+        %dvNew = tile.gemm_wait %dvAsync pending 2 : !acc
+        %dqPart = tile.gemm_wait %dqAsync pending 1 : !Sp
 @STORE_DQ_ADD@
         %dkNew = tile.gemm_wait %dkAsync pending 0 : !acc)mlir";
 
@@ -760,23 +720,9 @@ constexpr llvm::StringLiteral kDkdvAtomicPreDqTiles = R"mlir(
 constexpr llvm::StringLiteral kDkdvAtomicPre = R"mlir(
       %cTwo = arith.constant 2 : index
       %cWeightRow = arith.constant 2 : index
-      %termZero = tile.fill %zero : @DKDV_TERMS@)mlir";
-/// ... and the dSᵀ tile: the warpgroup's, or the block's with each
-/// warpgroup's rows a view %sdSw, and the warpgroup's panel of K %sKd
-/// (kDkdvDkDq).
-constexpr llvm::StringLiteral kDkdvAtomicPreOne = R"mlir(
-      %sdS = memref.alloc() : !tileS)mlir";
-/// The split with --dq-split keys: each warpgroup's dSᵀ rows are its slice
-/// of the block's tile (tile.warpgroup_id), as are its two fp32 dQ tiles
-/// (%sdQw, of the four @DKDV_ATOMIC_PRE@ allocates), so tile-thread-sync
-/// orders them with the warpgroup's barrier alone and its first thread
-/// issues its reduce-adds: the warpgroups do not meet in the loop.
-constexpr llvm::StringLiteral kDkdvAtomicPreKeys = R"mlir(
-      %sdS = memref.alloc() : !tileSBlock
-      %sdSw = memref.subview %sdS[%wgKey, 0] [64, 64] [1, 1] : !tileSBlock to !tileSw)mlir";
-constexpr llvm::StringLiteral kDkdvAtomicPreKeysDq = R"mlir(
-      %wgSlots = arith.muli %wg, %cTwo : index
-      %sdQw = memref.subview %sdQ2[%wgSlots, 0, 0] [2, 64, @D@] [1, 1, 1] : !tileQacc2 to !tileQaccPair)mlir";
+      %termZero = tile.fill %zero : !rowParts)mlir";
+/// ... and the block's dSᵀ tile with each warpgroup's rows a view %sdSw,
+/// and the warpgroup's panel of K %sKd (kDkdvDkDq).
 constexpr llvm::StringLiteral kDkdvAtomicPreShared = R"mlir(
       %sdS = memref.alloc() : !tileSBlock
       %sdSw = memref.subview %sdS[%wgKey, 0] [64, 64] [1, 1] : !tileSBlock to !tileSw
@@ -838,7 +784,8 @@ constexpr llvm::StringLiteral kDkdvDkDqDeferred = R"mlir(
         %sdSw = memref.subview %sdS2[%slot, %wgKey, 0] [1, 64, 64] [1, 1, 1] : !tileSRing to !tileSw
         tile.store %dsT16, %sdSw[%c0, %c0] : !P, !tileSw
         tile.mbarrier_arrive %dsBars[%slot] : !tile.barriers<4>
-        %dkAsync = tile.gemm %dsT16, %sQ, %dk {async} : !P, !tileT, !acc@DKDV_DV_WAIT_BEFORE_DQ@
+        %dkAsync = tile.gemm %dsT16, %sQ, %dk {async} : !P, !tileT, !acc
+        %dvNew = tile.gemm_wait %dvAsync pending 2 : !acc
         %dqPart = tile.gemm_wait %dqAsync pending 1 : !Sp
         %emptyPrev = arith.addi %prevSlot, %cTwo : index
         tile.mbarrier_arrive %dsBars[%emptyPrev] : !tile.barriers<4>
@@ -1447,8 +1394,8 @@ struct LayoutText {
   /// Rows of the shares' token coordinate.
   int64_t shareTokens = 0;
   /// --dq atomic: the fp32 dQ (q's layout) and the per-key sink terms
-  /// ([B, H, SKV], varlen [H, T]); the dK/dV kernel's atomic add of dQ, and its store of the key terms (the value:
-  /// @DKDV_KEY_TERMS@).
+  /// ([B, H, SKV], varlen [H, T]); the dK/dV kernel's atomic add of its
+  /// warpgroup's panel of dQ, and its store of the key terms.
   std::string qAccType, keyTermsType;
   std::string storeDqAdd, storeKeyTerms;
   /// dsinks over the key terms: runs as above, over keys.
@@ -1565,11 +1512,11 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                                str(shape.seqQ) + "x" + hd + "xf32>";
     text.keyTermsType = "memref<" + str(shape.batch) + "x" + heads + "x" +
                         str(shape.seqKv) + "xf32>";
-    text.storeDqAdd = "        tile.store %dqPart, %sdQ[%c0, %c0] : !acc, !tileQacc\n"
+    text.storeDqAdd = "        tile.store %dqPart, %sdQ[%c0, %wgCol] : !Sp, !tileQacc\n"
                       "        tile.copy %sdQ, %dQacc[" + text.qTile +
-                      "] {add} : !tileQacc, !qacc";
+                      "] {add, pending = 1} : !tileQacc, !qacc";
     text.storeKeyTerms =
-        "      tile.store @DKDV_KEY_TERMS@, %TermsK[%b, %h, %n0] : !row, !kterms";
+        "      tile.store %keyTerms, %TermsK[%b, %h, %n0] : !row, !kterms";
     text.keyRun = shape.seqKv;
     text.keyRunBatches = shape.batch;
     text.keyBatchRows = shape.heads * shape.seqKv;
@@ -1641,14 +1588,14 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     // TMA adds into the whole buffer (a kernel argument): the rows of a
     // block past its sequence's end add zeros (their dS is 0) to the next
     // sequence's, and TMA clips the buffer's end.
-    text.storeDqAdd = "        tile.store %dqPart, %sdQ[%c0, %c0] : !acc, !tileQacc\n"
-                      "        tile.copy %sdQ, %dQacc[%qRow, %hD] {add} : !tileQacc, !qacc";
+    text.storeDqAdd = "        tile.store %dqPart, %sdQ[%c0, %wgCol] : !Sp, !tileQacc\n"
+                      "        tile.copy %sdQ, %dQacc[%qRow, %hD] {add, pending = 1} : !tileQacc, !qacc";
     const std::string keyRowsView = "memref<" + heads + "x?xf32, strided<[" +
                                     tk + ", 1], offset: ?>>";
     text.storeKeyTerms =
         "      %keyTermsSeq = memref.subview %TermsK[0, %kStart] [" + heads +
         ", %skv] [1, 1] : !kterms to " + keyRowsView +
-        "\n      tile.store @DKDV_KEY_TERMS@, %keyTermsSeq[%h, %n0] : !row, " + keyRowsView;
+        "\n      tile.store %keyTerms, %keyTermsSeq[%h, %n0] : !row, " + keyRowsView;
     text.keyRun = shape.tokensKv();
     text.keyRunBatches = 1;
     text.keyBatchRows = 0;
@@ -1672,7 +1619,15 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   };
   if (config.schedule == "overlap")
     return fail() << "--schedule overlap applies to sink-fwd only (sink-bwd: "
-                     "auto, ws or plain)";
+                     "auto or plain)";
+  // Forms removed because they never won a measured cell (docs/design.md,
+  // "Backward forms kept (issue 44)"): each refusal names what to use.
+  if (config.schedule == "ws")
+    return fail() << "--schedule ws was removed from sink-bwd (a TMA producer "
+                     "for one consumer warpgroup: slower than plain in every "
+                     "measured cell); use --schedule auto or plain, and "
+                     "--dq-warpgroups 2 / --dkdv-warpgroups 2 for a producer "
+                     "feeding shared tiles";
   // The forward's checks (dtype, head dim, shapes, window, stages) apply,
   // reported as sink-bwd's.
   FailureOr<KernelModule> forward = buildSinkFwd(context, config);
@@ -1684,10 +1639,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   std::string type = mlirTypeName(config.dtype);
   const std::string d = str(shape.headDim);
   bool hasWindow = config.window > 0;
-  // ws: a TMA producer warpgroup feeds the Q/dO (dK/dV kernel) or K/V
-  // (dQ kernel) tiles to the one consumer warpgroup; plain: the consumers
-  // load them themselves, S - 1 blocks ahead.
-  bool warpSpecialized = config.schedule == "ws";
   // --dq separate (deterministic): a dQ kernel of its own; atomic: dQ's
   // shares added by the dK/dV kernel (see kDqConvertKernel).
   if (config.dq != "separate" && config.dq != "atomic")
@@ -1696,28 +1647,25 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                      "by fp32 TMA reduce-add), got '"
                   << config.dq << "'";
   const bool atomicDq = config.dq == "atomic";
-  // Untested on a GPU: the reduce-add inside a producer/consumer loop.
-  if (atomicDq && warpSpecialized)
-    return fail() << "--dq atomic supports the plain schedule only, not "
-                     "--schedule ws";
+  // --dq atomic is FlashAttention 3's split, 128 keys per dK/dV block.
+  if (atomicDq && config.dkdvWarpgroups != 2)
+    return fail() << "--dq atomic without --dkdv-warpgroups 2 (64-key blocks, "
+                     "each adding a whole fp32 dQ tile per query block) was "
+                     "removed: slower than the default in every measured "
+                     "cell; use --dq atomic --dkdv-warpgroups 2 (the split), "
+                     "or --dq separate (the default)";
   // The consumer warpgroups of the dQ and dK/dV kernels
-  // (KernelConfig::dqWarpgroups, dkdvWarpgroups): 1 to 3, 2 or more only
-  // with --dq separate, 3 only at D 64 (160 registers per warpgroup).
-  auto checkWarpgroups = [&](llvm::StringRef flag, int64_t warpgroups,
-                             llvm::StringRef whyNotAtomic,
-                             llvm::StringRef loopNeedsAtD128,
-                             bool atomicAllowed) -> LogicalResult {
-    if (warpgroups < 1 || warpgroups > 3)
+  // (KernelConfig::dqWarpgroups, dkdvWarpgroups): 1 or 2, 2 of dQ only
+  // with --dq separate.
+  auto checkWarpgroups = [&](llvm::StringRef flag,
+                             int64_t warpgroups) -> LogicalResult {
+    if (warpgroups == 3)
+      return fail() << "--" << flag << " 3 was removed (three warpgroups "
+                       "sharing a block's tiles, D 64 only: slower than one "
+                       "in every measured cell); use 1 or 2";
+    if (warpgroups < 1 || warpgroups > 2)
       return fail() << "--" << flag << " " << warpgroups
-                    << " is not supported: 1 to 3";
-    if (warpgroups > 1 && atomicDq && !atomicAllowed)
-      return fail() << "--" << flag << " " << warpgroups
-                    << " needs --dq separate (" << whyNotAtomic << ")";
-    if (warpgroups == 3 && shape.headDim == 128)
-      return fail() << "--" << flag
-                    << " 3 is not supported at --head-dim 128 (160 registers "
-                       "per warpgroup; "
-                    << loopNeedsAtD128 << "): use 2";
+                    << " is not supported: 1 or 2";
     return success();
   };
   // Auto (kAutoWarpgroups, the runner's default): two dK/dV and two dQ
@@ -1742,30 +1690,24 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   };
   const int64_t dqWarpgroups = resolveWarpgroups(config.dqWarpgroups);
   const int64_t dkdvWarpgroups = resolveWarpgroups(config.dkdvWarpgroups);
-  // --dq atomic with two dK/dV warpgroups: each computes one panel of D / 2
-  // columns of dQ's share (kDkdvDkDq; at D 64 half a swizzle panel of K,
-  // which wgmma reads from a descriptor 64 bytes into the panel).
-  const bool atomicDkdvShared = atomicDq && dkdvWarpgroups == 2;
-  // ... or each its own 64 keys' share over all D columns (--dq-split
-  // keys), or its panel of the previous query block's share (--dq-split
-  // deferred; KernelConfig::dqSplit).
-  if (config.dqSplit != "columns" && config.dqSplit != "keys" &&
-      config.dqSplit != "deferred")
-    return fail() << "--dq-split must be columns, keys or deferred, got '"
+  // --dq atomic: each of the two dK/dV warpgroups computes one panel of
+  // D / 2 columns of dQ's share (kDkdvDkDq; at D 64 half a swizzle panel
+  // of K, which wgmma reads from a descriptor 64 bytes into the panel), or
+  // its panel of the previous query block's share (--dq-split deferred;
+  // KernelConfig::dqSplit).
+  if (config.dqSplit == "keys")
+    return fail() << "--dq-split keys was removed (each warpgroup adding its "
+                     "own 64 keys' dQ share: slower than the columns in every "
+                     "measured cell); use --dq-split columns (the default) "
+                     "or, at --head-dim 64, deferred";
+  if (config.dqSplit != "columns" && config.dqSplit != "deferred")
+    return fail() << "--dq-split must be columns or deferred, got '"
                   << config.dqSplit << "'";
-  const bool dqSplitKeys = config.dqSplit == "keys";
   const bool dqSplitDeferred = config.dqSplit == "deferred";
-  if ((dqSplitKeys || dqSplitDeferred) && !(atomicDq && dkdvWarpgroups == 2))
+  if (dqSplitDeferred && !atomicDq)
     return fail() << "--dq-split " << config.dqSplit
                   << " divides dQ's share between the two dK/dV warpgroups "
                      "of --dq atomic --dkdv-warpgroups 2";
-  // Two fp32 64 x D dQ tiles per warpgroup: at D 128 128 KB of them, the
-  // block 275 KB in all.
-  if (dqSplitKeys && shape.headDim != 64)
-    return fail() << "--dq-split keys is supported at --head-dim 64 only: at "
-                  << shape.headDim
-                  << " its four fp32 dQ tiles (two per warpgroup) take the "
-                     "block's shared memory above the 227 KB a block may use";
   // The ring, the per-warpgroup fp32 panels and (with GQA) the fp32 tiles
   // of the dK/dV sums: at D 128 about 226 KB of shared memory (290 with
   // GQA). Built for MHA it spilled and ran 2% slower than the split at
@@ -1777,16 +1719,12 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                   << " its dS ring and per-warpgroup fp32 dQ panels take "
                      "the block's shared memory to the 227 KB a block may "
                      "use (above it with GQA)";
-  if (failed(checkWarpgroups("dq-warpgroups", dqWarpgroups,
-                             "--dq atomic has no dQ kernel",
-                             "D 128's dQ loop needs about 200",
-                             /*atomicAllowed=*/false)) ||
-      failed(checkWarpgroups("dkdv-warpgroups", dkdvWarpgroups,
-                             "or 2: with --dq atomic each warpgroup computes "
-                             "one panel of D / 2 columns of dQ's share",
-                             "D 128's dK/dV loop needs about 235",
-                             /*atomicAllowed=*/atomicDkdvShared)))
+  if (failed(checkWarpgroups("dq-warpgroups", dqWarpgroups)) ||
+      failed(checkWarpgroups("dkdv-warpgroups", dkdvWarpgroups)))
     return failure();
+  if (dqWarpgroups > 1 && atomicDq)
+    return fail() << "--dq-warpgroups " << dqWarpgroups
+                  << " needs --dq separate (--dq atomic has no dQ kernel)";
   const int64_t dkdvBlockKeys = kBlock * dkdvWarpgroups;
   const uint32_t dkdvBlocks =
       uint32_t((shape.seqKv + dkdvBlockKeys - 1) / dkdvBlockKeys);
@@ -1804,19 +1742,18 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // GQA: per query head fp32 shares of dK/dV, then their sum.
   const int64_t group = shape.heads / shape.kvHeads;
   const bool shares = group > 1;
-  // The plain schedule's dK/dV kernel sums the shares itself
-  // (kSumSharesInKernel); ws and the shared-tile kernels keep
-  // sink_bwd_dkdv_sum. (The shared-tile kernels can take the in-kernel sum
-  // — tile-warp-specialize turns its block syncs into the consumers' named
+  // The one-warpgroup dK/dV kernel sums the shares itself
+  // (kSumSharesInKernel); the shared-tile kernels keep sink_bwd_dkdv_sum.
+  // (They can take the in-kernel sum — tile-warp-specialize turns its block syncs into the consumers' named
   // barrier, each warpgroup summing its 64 keys — but it ran the split
   // 1.2-1.4% slower, its loop 842 -> 868 SASS instructions with a 4-byte
   // spill, and the default's shared forms level: PERF.md, session 28.)
   const bool dkdvShared = dkdvWarpgroups > 1;
-  const bool sumInKernel = shares && !warpSpecialized && !dkdvShared;
+  const bool sumInKernel = shares && !dkdvShared;
   // The split with GQA adds its dK/dV into fp32 per kv head (atomics, like
   // its dQ) instead of writing per query head shares: sink_bwd_dkdv_sum
   // then reads one slab per element instead of the group's.
-  const bool kvAccumulate = shares && atomicDkdvShared;
+  const bool kvAccumulate = shares && atomicDq;
   const int64_t shareCounts = shape.batch * shape.kvHeads * int64_t(keyBlocks);
   LayoutText layout = layoutText(shape, type);
   const int64_t kvAccElements =
@@ -1827,21 +1764,19 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // from global memory it needed 179 and spilled 8-16 bytes under the cap;
   // with the row records it takes 156). The dQ kernel already fits three;
   // four would spill 152 bytes (measured slower), and at D 128 shared
-  // memory allows two. The atomic mode's kernel fits two at D 64 (250
-  // registers) and one at D 128 (136 KB of shared memory).
-  const bool threeBlocksPerSm =
-      !warpSpecialized && shape.headDim == 64 && !atomicDq && !dkdvShared;
-  // The plain dQ kernel sums dsinks itself (kSinkSumInDq); ws's would need
-  // barriers that leave its producer out, and --dq atomic has no dQ kernel.
-  const bool sinksInDq = !warpSpecialized && !atomicDq && dqWarpgroups == 1;
+  // memory allows two.
+  const bool threeBlocksPerSm = shape.headDim == 64 && !dkdvShared;
+  // The one-warpgroup dQ kernel sums dsinks itself (kSinkSumInDq); the
+  // shared-tile one would need barriers that leave its producer out, and
+  // --dq atomic has no dQ kernel.
+  const bool sinksInDq = !atomicDq && dqWarpgroups == 1;
   const int64_t dqBlocksPerHead = shape.batch * int64_t(dqBlocks);
   // The dQ kernel's rows: one warpgroup's 64 from %m0, or a block of
   // dqBlockRows from %mBlock shared by its warpgroups, each reading its 64
   // rows of the Q and dO tiles through subviews.
   const bool dqShared = dqWarpgroups > 1;
   std::string dqRows = "      %m0 = arith.muli %qb, %c64 : index";
-  std::string dqQTile = "@Q_TILE@", dqSubviews, dqAttributes =
-      warpSpecialized ? kWarpSpecializedAttributes.str() : "";
+  std::string dqQTile = "@Q_TILE@", dqSubviews, dqAttributes;
   if (dqShared) {
     dqRows = "      %cBlockRows = arith.constant " + str(dqBlockRows) +
              " : index\n"
@@ -1874,10 +1809,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     dkdvKeys = "      %cBlockKeys = arith.constant " + str(dkdvBlockKeys) +
                " : index\n"
                "      %nBlock = arith.muli %kb, %cBlockKeys : index\n" +
-               // --dq-split keys and deferred slice tiles by the
-               // warpgroup: the op is what tile-thread-sync recognises
-               // such slices by.
-               (dqSplitKeys || dqSplitDeferred
+               // --dq-split deferred slices tiles by the warpgroup: the op
+               // is what tile-thread-sync recognises such slices by.
+               (dqSplitDeferred
                     ? std::string("      %wg = tile.warpgroup_id : index\n")
                             : std::string(kernels::kWarpgroupIndex)) +
                "      %wgKey = arith.muli %wg, %c64 : index\n"
@@ -1901,8 +1835,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // its warpgroup's K and V rows in registers as Sᵀ's and dPᵀ's A operands
   // (kvRegistersText), so that those GEMMs read only Q and dO from shared
   // memory.
-  const bool kvInRegisters = atomicDkdvShared && !dqSplitKeys &&
-                             shape.headDim == 64 &&
+  const bool kvInRegisters = atomicDq && shape.headDim == 64 &&
                              shape.seqQ >= kKvRegistersMinRows;
   if (kvInRegisters) {
     dkdvKeys += kvRegistersText(
@@ -1911,19 +1844,14 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   }
   // --dq atomic: the fp32 dQ tiles alternate between query blocks, so that
   // a store does not wait for its own TMA reduce-add to read its tile
-  // (`pending = 1`: it waits for the previous block's, long done).
-  // With --dq-split keys each warpgroup alternates its own two tiles
-  // (%sdQw, kDkdvAtomicPreKeysDq).
-  const std::string dqTiles =
-      dqSplitKeys ? "%sdQw" : "%sdQ2";
-  const std::string dqTilesType =
-      dqSplitKeys ? "!tileQaccPair" : "!tileQacc2";
+  // (`pending = 1`: it waits for the previous block's, long done). Each
+  // warpgroup stores its panel (D / 2 columns) of dQ's share into the
+  // block's tile (layout.storeDqAdd).
   std::string dqAddText =
       "        %dqParity = arith.remui %qBlock, %cTwo : index\n"
-      "        %sdQ = memref.subview " + dqTiles + "[%dqParity, 0, 0] [1, 64, " +
-      d + "] [1, 1, 1] : " + dqTilesType + " to !tileQacc\n" +
+      "        %sdQ = memref.subview %sdQ2[%dqParity, 0, 0] [1, 64, " +
+      d + "] [1, 1, 1] : !tileQacc2 to !tileQacc\n" +
       layout.storeDqAdd;
-  replaceAll(dqAddText, "{add}", "{add, pending = 1}");
   // --dq-split deferred: each warpgroup adds its panel of the previous
   // block's share in the loop, and of the last block's after it.
   std::string deferredTail;
@@ -1937,28 +1865,15 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                                  "%dqSlotLast", "%mLast", "%hasLast",
                                  /*pending=*/false));
   }
-  // With two dK/dV warpgroups dividing it by columns each stores its panel
-  // (D / 2 columns) of dQ's share into the block's tile.
-  if (atomicDkdvShared && !dqSplitKeys && !dqSplitDeferred)
-    replaceAll(dqAddText, "%sdQ[%c0, %c0] : !acc,", "%sdQ[%c0, %wgCol] : !Sp,");
   // The dK/dV loop issues dPᵀ with Sᵀ where that does not spill
   // (kDkdvFirstGemmsEarlyDp): not in the split at D 128, but at D 64
   // (spill-free, 1.4-1.7% faster: PERF.md, session 29, call F).
-  const bool earlyDp =
-      (!atomicDkdvShared || shape.headDim == 64) && dkdvWarpgroups < 3;
   // The split at D 128 keeps the late order with dV's group in flight
   // under dSᵀ's map (kDkdvSecondGemmsLateDpAsyncDv).
-  const bool lateDpAsyncDv = !earlyDp && atomicDkdvShared;
-  // The split's warpgroups take turns only when they do not meet at dQ's
-  // barrier anyway (--dq-split keys; level with no turns there: PERF.md,
-  // session 32).
-  // (Nor the deferred split's: 0.7-0.9% slower with them; PERF.md, session
-  // 33.)
-  const bool dkdvPingPong = dkdvShared && (!atomicDkdvShared || dqSplitKeys);
-  // --dq atomic: the keys' sink terms the loop carries, per key or as the
-  // split's per-thread partial sums (kDkdvAtomicTermsPartial), and their
-  // store after it (the 64-key form stores the loop's result as it is).
-  const std::string termsType = atomicDkdvShared ? "!rowParts" : "!row";
+  const bool earlyDp = !atomicDq || shape.headDim == 64;
+  // The split's warpgroups take no turns: they meet at dQ's barrier anyway
+  // (the deferred split's do not, but ran slower with them).
+  const bool dkdvPingPong = dkdvShared && !atomicDq;
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
@@ -1967,10 +1882,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
             "@DQ_KERNEL@", atomicDq ? kDqConvertKernel.str() : kDqKernel.str()},
         {"@DKDV_FIRST_GEMMS@", earlyDp ? kDkdvFirstGemmsEarlyDp.str()
                                        : kDkdvFirstGemmsLateDp.str()},
-        {"@DKDV_SECOND_GEMMS@",
-         earlyDp         ? kDkdvSecondGemmsEarlyDp.str()
-         : lateDpAsyncDv ? kDkdvSecondGemmsLateDpAsyncDv.str()
-                         : kDkdvSecondGemmsLateDp.str()},
+        {"@DKDV_SECOND_GEMMS@", earlyDp
+                                    ? kDkdvSecondGemmsEarlyDp.str()
+                                    : kDkdvSecondGemmsLateDpAsyncDv.str()},
         {"@PRE_ATOMIC@", atomicDq ? kPreAtomic.str() : ""},
         {"@PRE_ATOMIC_ARGS@",
          atomicDq ? ", %sinks: memref<@H@x@ST@>, %dQacc: !qacc"
@@ -1979,50 +1893,29 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
          atomicDq ? ", %dQacc: !qacc, %TermsK: !kterms" : ""},
         {"@DKDV_ATOMIC_PRE@",
          !atomicDq ? ""
-         : dqSplitKeys
-             ? kDkdvAtomicPreKeys.str() + kDkdvAtomicPreDqTiles.str() +
-                   kDkdvAtomicPre.str() + kDkdvAtomicPreKeysDq.str()
          : dqSplitDeferred
              // (The GQA sums' stores after the loop use the columns' fp32
              // tiles, kStoreKvAccums: 32 KB more at D 64, still one block
              // per SM.)
              ? (kvAccumulate ? kDkdvAtomicPreDqTiles.str() : "") +
                    kDkdvAtomicPre.str() + kDkdvAtomicPreDeferred.str()
-             : (atomicDkdvShared ? kDkdvAtomicPreShared : kDkdvAtomicPreOne)
-                       .str() +
-                   kDkdvAtomicPreDqTiles.str() + kDkdvAtomicPre.str()},
-        {"@DKDV_TERMS@", termsType},
+             : kDkdvAtomicPreShared.str() + kDkdvAtomicPreDqTiles.str() +
+                   kDkdvAtomicPre.str()},
         {"@DKDV_RESULTS@", atomicDq ? "3" : "2"},
         {"@DKDV_ITER_ARGS@", atomicDq ? ", %term = %termZero" : ""},
-        {"@DKDV_ITER_TYPES@", atomicDq ? ", " + termsType : ""},
+        {"@DKDV_ITER_TYPES@", atomicDq ? ", !rowParts" : ""},
         {"@DKDV_DS_MAP@",
-         !atomicDq          ? kDkdvDsMap.str()
-         : atomicDkdvShared ? kDkdvAtomicTermsPartial.str()
-                            : kDkdvAtomicTermsByKey.str() + kDkdvDsMap.str()},
+         atomicDq ? kDkdvAtomicTermsPartial.str() : kDkdvDsMap.str()},
         {"@DKDV_DK_AND_DQ@",
          dqSplitDeferred ? kDkdvDkDqDeferred.str()
          : atomicDq      ? kDkdvDkDq.str()
-                         : kDkdvDk.str() + (earlyDp ? dvWait(0) : "")},
+                         : kDkdvDk.str() + (earlyDp ? kDvWait.str() : "")},
         {"@DKDV_AFTER_LOOP@", deferredTail},
         {"@DQ_FIRST_COLUMN@", qTileFirstColumn(layout.qTile).str()},
-        {"@DKDV_DS_ROWS@", atomicDkdvShared ? "%sdSw[%c0, %c0] : !P, !tileSw"
-                                            : "%sdS[%c0, %c0] : !P, !tileS"},
-        {"@DKDV_DQ_OPERANDS@",
-         dqSplitKeys ? "%sdSw, %sKw, %accZero {transpose_a, async} : "
-                       "!tileSw, !tileQw, !acc"
-         : atomicDkdvShared ? "%sdS, %sKd, %sZeroPanel {transpose_a, async} : "
-                              "!tileSBlock, !tileKd, !Sp"
-                            : "%sdS, %sK, %accZero {transpose_a, async} : "
-                              "!tileS, !tileT, !acc"},
-        {"@DKDV_DQ_SHARE@", atomicDkdvShared && !dqSplitKeys ? "!Sp" : "!acc"},
-        {"@DKDV_DV_WAIT_BEFORE_DQ@", earlyDp || lateDpAsyncDv ? dvWait(2) : ""},
         {"@DKDV_YIELD@",
-         atomicDq ? ", %termNew : !acc, !acc, " + termsType : " : !acc, !acc"},
+         atomicDq ? ", %termNew : !acc, !acc, !rowParts" : " : !acc, !acc"},
         {"@DKDV_ATOMIC_POST@",
-         !atomicDq          ? ""
-         : atomicDkdvShared ? kDkdvTermsByKey.str() + layout.storeKeyTerms
-                            : layout.storeKeyTerms},
-        {"@DKDV_KEY_TERMS@", atomicDkdvShared ? "%keyTerms" : "%res#2"},
+         atomicDq ? kDkdvTermsByKey.str() + layout.storeKeyTerms : ""},
         {"@DQ_ROWS@", dqRows},
         {"@DQ_Q_TILE@", dqQTile},
         {"@DQ_SUBVIEWS@", dqSubviews},
@@ -2033,10 +1926,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
          dqShared ? kernels::pingPongInit(dqWarpgroups) : ""},
         {"@DQ_PINGPONG_SYNC@", dqShared ? kernels::kPingPongSync : ""},
         {"@DQ_PINGPONG_ARRIVE@", dqShared ? kernels::kPingPongArrive : ""},
-        // Not the split's: its warpgroups meet at the barrier before dQ's
-        // GEMM every iteration, and the turns only delayed each one's
-        // first GEMM (3.4-4.9% faster without them; docs/PERF.md, session
-        // 27).
+        // Not the split's (dkdvPingPong).
         {"@DKDV_PINGPONG_INIT@",
          dkdvPingPong ? kernels::pingPongInit(dkdvWarpgroups) : ""},
         {"@DKDV_PINGPONG_SYNC@", dkdvPingPong ? kernels::kPingPongSync : ""},
@@ -2055,7 +1945,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         // Σ_j P ⊙ dP: elementwise over the key blocks (one FMA per element,
         // a 64x64 fragment), or, with shared tiles, as eight partial
         // columns per row (tile.partial_reduce: 4 registers a thread
-        // instead of 32, which the 160 registers of three warpgroups need).
+        // instead of 32, which the shared-tile kernels' registers need).
         {"@DQ_PDP_ZERO@",
          dqShared ? "      %pdpZero = tile.fill %zero : !rowParts" : ""},
         {"@DQ_PDP_INIT@", dqShared ? "%pdpZero" : "%sZero"},
@@ -2199,11 +2089,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"DQ_BLOCK_ROWS_N", str(dqBlockRows)},
        {"DKDV_BLOCK_KEYS_N", str(dkdvBlockKeys)},
        {"DQ_PANEL", str(shape.headDim / 2)},
-       {"DQ_ACC_SLOTS", dqSplitKeys ? "4" : "2"},
        {"DQ_PANEL_SLOT_ELEMENTS", str(64 * shape.headDim / 2)},
-       {"DQ_ACC_SLOT_ELEMENTS", str(64 * shape.headDim)},
        {"DKDV_ATTRIBUTES", dkdvShared ? sharedBlockAttributes(dkdvWarpgroups)
-                           : warpSpecialized ? kWarpSpecializedAttributes.str()
                            : threeBlocksPerSm
                                ? "attributes {nvvm.maxntid = array<i32: 128, 1, 1>, "
                                  "nvvm.minctasm = 3 : i32}"
@@ -2233,13 +2120,13 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // forward's, which auto may resolve differently, is kept beside it).
   bundle.config = forward->bundle.config;
   bundle.config["forward_schedule"] = bundle.config["schedule"];
-  bundle.config["schedule"] = std::string(warpSpecialized ? "ws" : "plain");
+  bundle.config["schedule"] = std::string("plain");
   bundle.config["dq"] = config.dq;
   if (dqShared)
     bundle.config["dq_warpgroups"] = dqWarpgroups;
   if (dkdvShared)
     bundle.config["dkdv_warpgroups"] = dkdvWarpgroups;
-  if (dqSplitKeys || dqSplitDeferred)
+  if (dqSplitDeferred)
     bundle.config["dq_split"] = config.dqSplit;
   if (kvInRegisters)
     bundle.config["kv_operands"] = "registers";
@@ -2335,11 +2222,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       "sink_bwd_dkdv_sum", {uint32_t((shape.kvElements() + 255) / 256), 1, 1},
       256, {dkOut, dvOut, "dk", "dv"});
   // With several dK/dV warpgroups the share sum waits until after the dQ
-  // kernel, so that dK/dV and dQ still run side by side (below); the
-  // ws schedule keeps the order it was measured with.
+  // kernel, so that dK/dV and dQ still run side by side (below).
   const bool sumAfterDq = shares && dkdvShared;
-  if (shares && !sumInKernel && !sumAfterDq)
-    bundle.launches.push_back(shareSum);
   if (atomicDq)
     bundle.launches.push_back(launch(
         "sink_bwd_dq_convert", {queryBlocks, heads, batch}, 128,

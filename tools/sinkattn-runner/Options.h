@@ -22,8 +22,8 @@ struct Options {
   std::string copyEngine = "tma"; ///< gemm: tma | cp-async | mixed
   std::string dq = "separate";   ///< sink-bwd: separate | atomic
   std::string dqSplit = "columns"; ///< sink-bwd split: columns | keys | deferred
-  int64_t dqWarpgroups = 1;       ///< sink-bwd: the dQ kernel's consumer warpgroups (1..3)
-  int64_t dkdvWarpgroups = 1;     ///< sink-bwd: the dK/dV kernel's consumer warpgroups (1..3)
+  int64_t dqWarpgroups = 1;       ///< sink-bwd: the dQ kernel's consumer warpgroups (1 or 2)
+  int64_t dkdvWarpgroups = 1;     ///< sink-bwd: the dK/dV kernel's consumer warpgroups (1 or 2)
   bool packGqa = false;           ///< sink-fwd: --pack-gqa
   int64_t persistent = 0;         ///< gemm, sink-fwd: persistent blocks (0: off)
   int64_t stages = 2;

@@ -162,7 +162,7 @@ int runner::runPreset(
   }
 
   // Every cell's bundle first (found or compiled), so that a missing bundle
-  // or a form a cell does not support (--dkdv-warpgroups 3 at D 128) stops
+  // or a form a cell does not support (--dq-split deferred at D 128) stops
   // the table before anything is timed.
   std::vector<rt::Bundle> cellBundles;
   for (const PresetCell &cell : *cells) {

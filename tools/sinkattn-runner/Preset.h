@@ -39,7 +39,7 @@ rt::Expected<std::vector<PresetCell>> presetCells(const std::string &name,
 /// How `bundle` was scheduled, for the table's schedule column: its
 /// schedule and stages ("plain s2", "ws s3"), and a backward's dQ mode,
 /// shared-tile warpgroups and how the split divides dQ ("plain s2
-/// dq=separate", "plain s2 dq=atomic dkdv-wg=2 dq-split=keys"); "-" for
+/// dq=separate", "plain s2 dq=atomic dkdv-wg=2 dq-split=deferred"); "-" for
 /// what the manifest does not say.
 std::string scheduleLabel(const rt::Bundle &bundle);
 

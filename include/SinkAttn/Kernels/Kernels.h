@@ -46,6 +46,7 @@ struct KernelConfig {
   /// gemm, sink-fwd: "ws" (the kernel declares its block size, so
   /// tile-warp-specialize adds a TMA producer warpgroup), "plain" (it does
   /// not: every thread loads and computes), or "auto" (the faster one).
+  /// sink-bwd: "plain" or "auto" (which may pick shared tiles, below).
   std::string schedule = "auto";
   /// gemm: "tma", "cp-async" (both operands loaded with cp.async: a SIMT
   /// producer) or "mixed" (A with cp.async, B with TMA).
@@ -76,20 +77,20 @@ struct KernelConfig {
   /// sink-bwd: "separate" (deterministic: a dQ kernel of its own, which
   /// recomputes S and dP) or "atomic" (the dK/dV kernel adds dQ's shares
   /// to an fp32 dQ by TMA reduce-add: fewer GEMMs, not bit-reproducible;
-  /// plain schedule only).
+  /// needs dkdvWarpgroups 2).
   std::string dq = "separate";
   /// sink-bwd, --dq separate: consumer warpgroups of the dQ kernel. 1: one
-  /// warpgroup of 64 query rows per block (the schedule's); 2 or 3: a
+  /// warpgroup of 64 query rows per block (the schedule's); 2: a
   /// warp-specialized block of 64 rows per warpgroup that share each K/V
-  /// tile (a TMA producer feeds them), so K/V cross L2 once per 128 or 192
-  /// rows instead of once per 64. kAutoWarpgroups: 2 where buildSinkBwd's
+  /// tile (a TMA producer feeds them), so K/V cross L2 once per 128 rows
+  /// instead of once per 64. kAutoWarpgroups: 2 where buildSinkBwd's
   /// rule measured it faster (long causal rows at D 128), else 1.
   int64_t dqWarpgroups = 1;
   /// sink-bwd: consumer warpgroups of the dK/dV kernel. 1: one warpgroup of
-  /// 64 keys per block (the schedule's); 2 or 3 (3 at D 64): a
-  /// warp-specialized block of 64 keys per warpgroup that share each Q, dO
-  /// and row-record tile, so Q/dO cross L2 once per 128 or 192 keys
-  /// instead of once per 64. GQA shares are then summed by
+  /// 64 keys per block (the schedule's); 2: a warp-specialized block of 64
+  /// keys per warpgroup that share each Q, dO and row-record tile, so Q/dO
+  /// cross L2 once per 128 keys instead of once per 64 (and --dq atomic's
+  /// 128-key blocks). GQA shares are then summed by
   /// sink_bwd_dkdv_sum (the in-kernel sum's barriers would hold the
   /// producer too). kAutoWarpgroups: as for dqWarpgroups.
   int64_t dkdvWarpgroups = 1;
@@ -97,11 +98,8 @@ struct KernelConfig {
   /// divide dQ's share of the block's 128 keys. "columns" (FlashAttention
   /// 3's split): each a panel of D / 2 columns over all 128 keys, one
   /// reduce-add per block and query block, the warpgroups meeting at a
-  /// barrier each iteration (dQ's GEMM reads both warpgroups' dSᵀ). "keys":
-  /// each all D columns over its own 64 keys from its own dSᵀ slice, and
-  /// its own reduce-add (twice as many), so the warpgroups never meet
-  /// inside the loop and take turns at the tensor cores (ping-pong).
-  /// "deferred": the columns' panels, but of the previous query block's
+  /// barrier each iteration (dQ's GEMM reads both warpgroups' dSᵀ).
+  /// "deferred" (D 64): the columns' panels, but of the previous query block's
   /// share, from a double-buffered dSᵀ tile the warpgroups hand over
   /// through mbarriers; each adds its own panel (one reduce-add's traffic
   /// per block, like columns), and the warpgroups never meet in the loop.

@@ -3,10 +3,10 @@
 // What of sink-bwd can be checked without a GPU: the bundle's launches and
 // arguments for each layout and GQA or MHA, that the compiled bundle
 // validates (every launched entry in the PTX), and the SIMT kernel that adds
-// GQA's dK/dV shares under --schedule ws, run on the CPU for every layout
-// against sums computed here from the layouts' own offsets (the plain
-// schedule's dK/dV kernel adds them itself; test/GPU/sink-bwd.test checks
-// that on the GPU).
+// GQA's dK/dV shares under --dkdv-warpgroups 2, run on the CPU for every
+// layout against sums computed here from the layouts' own offsets (the
+// one-warpgroup dK/dV kernel adds them itself; test/GPU/sink-bwd.test
+// checks that on the GPU).
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,29 +98,30 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   EXPECT_EQ(sinkCounts->shape, (std::vector<uint64_t>{4}));
   EXPECT_EQ(sinkCounts->dtype, rt::DType::I32);
 
-  // --schedule ws keeps a kernel of its own for the sum (its dK/dV kernel's
-  // barriers would have to leave the producer out): one thread per dK
-  // element, and no counters.
-  KernelConfig wsConfig = backward(configOf(2, 4, 2, 100, 300, 64, 0));
-  wsConfig.schedule = "ws";
-  FailureOr<KernelModule> ws = kernels::buildSinkBwd(context, wsConfig);
-  ASSERT_TRUE(succeeded(ws));
-  EXPECT_EQ(entries(ws->bundle), (std::vector<std::string>{
-                                     "sink_fwd", "sink_bwd_preprocess",
-                                     "sink_bwd_dkdv", "sink_bwd_dkdv_sum",
-                                     "sink_bwd_dq", "sink_bwd_sinks"}));
-  EXPECT_EQ(ws->bundle.launches[3].grid,
+  // The shared-tile kernels (two warpgroups each) keep a kernel of their
+  // own for the sum (their barriers would have to leave the producer out),
+  // launched after the dQ kernel: one thread per dK element, no counters.
+  KernelConfig sharedConfig = backward(configOf(2, 4, 2, 100, 300, 64, 0));
+  sharedConfig.dqWarpgroups = 2;
+  sharedConfig.dkdvWarpgroups = 2;
+  FailureOr<KernelModule> shared = kernels::buildSinkBwd(context, sharedConfig);
+  ASSERT_TRUE(succeeded(shared));
+  EXPECT_EQ(entries(shared->bundle), (std::vector<std::string>{
+                                         "sink_fwd", "sink_bwd_preprocess",
+                                         "sink_bwd_dkdv", "sink_bwd_dq",
+                                         "sink_bwd_dkdv_sum", "sink_bwd_sinks"}));
+  EXPECT_EQ(shared->bundle.launches[4].grid,
             (rt::Dim3{(2 * 2 * 300 * 64 + 255) / 256, 1, 1}));
-  EXPECT_FALSE(rt::findParam(ws->bundle, "share_counts"));
-  // ws also keeps the dsinks kernel: one warp per head.
-  EXPECT_FALSE(rt::findParam(ws->bundle, "sink_counts"));
-  EXPECT_EQ(ws->bundle.launches[5].grid, (rt::Dim3{4, 1, 1}));
-  EXPECT_EQ(ws->bundle.launches[5].block, (rt::Dim3{32, 1, 1}));
-  EXPECT_EQ(ws->bundle.launches[2].args.back(), "dv_shares");
-  // The sum reads dK/dV's shares: nothing overlaps there.
-  for (const rt::BundleLaunch &launch : ws->bundle.launches)
-    EXPECT_FALSE(launch.overlapsNext) << launch.entry;
-  EXPECT_EQ(ws->bundle.formatVersion, rt::kBundleLaunchesFormatVersion);
+  EXPECT_FALSE(rt::findParam(shared->bundle, "share_counts"));
+  // ... and the dsinks kernel: one warp per head.
+  EXPECT_FALSE(rt::findParam(shared->bundle, "sink_counts"));
+  EXPECT_EQ(shared->bundle.launches[5].grid, (rt::Dim3{4, 1, 1}));
+  EXPECT_EQ(shared->bundle.launches[5].block, (rt::Dim3{32, 1, 1}));
+  EXPECT_EQ(shared->bundle.launches[2].args.back(), "dv_shares");
+  // dK/dV still runs beside dQ; the sum after both.
+  for (size_t i = 0; i < shared->bundle.launches.size(); ++i)
+    EXPECT_EQ(shared->bundle.launches[i].overlapsNext, i == 2)
+        << shared->bundle.launches[i].entry;
   for (const char *name : {"do", "dq", "dk", "dv", "dsinks", "delta", "sink_terms"})
     EXPECT_TRUE(rt::findParam(b, name)) << name;
 
@@ -188,12 +189,13 @@ TEST_F(SinkBwdKernelTest, CompiledBundleValidates) {
 }
 
 TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
-  // --dq atomic: no dQ kernel; preprocess also zeros the fp32 dQ and writes
-  // the sink weights, dK/dV adds into dQ and writes per-key sink terms, a
-  // convert kernel rounds dQ and sums dsinks (no dsinks kernel). Every
-  // layout's bundle validates.
-  KernelConfig config = backward(configOf(2, 4, 2, 100, 300, 64, 0));
+  // --dq atomic (with its two dK/dV warpgroups): no dQ kernel; preprocess
+  // also zeros the fp32 dQ and writes the sink weights, dK/dV adds into dQ
+  // and writes per-key sink terms, a convert kernel rounds dQ and sums
+  // dsinks (no dsinks kernel). Every layout's bundle validates.
+  KernelConfig config = backward(configOf(2, 4, 4, 100, 300, 64, 0));
   config.dq = "atomic";
+  config.dkdvWarpgroups = 2;
   FailureOr<KernelModule> atomic = kernels::buildSinkBwd(context, config);
   ASSERT_TRUE(succeeded(atomic));
   const rt::Bundle &b = atomic->bundle;
@@ -202,13 +204,10 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
                             "sink_bwd_dq_convert"}));
   EXPECT_EQ(b.launches[1].args,
             (std::vector<std::string>{"o", "do", "delta", "lse", "row_stats",
-                                      "sinks", "dq_accum",
-                                      "share_counts"}));
+                                      "sinks", "dq_accum"}));
   EXPECT_EQ(b.launches[2].args,
-            (std::vector<std::string>{"q", "k", "v", "do", "row_stats",
-                                      "dk_shares", "dv_shares", "dq_accum",
-                                      "sink_terms", "dk", "dv",
-                                      "share_counts"}));
+            (std::vector<std::string>{"q", "k", "v", "do", "row_stats", "dk",
+                                      "dv", "dq_accum", "sink_terms"}));
   EXPECT_EQ(b.launches[3].grid, (rt::Dim3{2, 4, 2}));
   EXPECT_EQ(b.launches[3].args,
             (std::vector<std::string>{"dq_accum", "dq", "sink_terms", "dsinks"}));
@@ -231,6 +230,7 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
   bshd.layout = rt::AttentionLayout::BSHD;
   for (KernelConfig each : {config, varlen, bshd}) {
     each.dq = "atomic";
+    each.dkdvWarpgroups = 2;
     FailureOr<rt::Bundle> bundle = compileKernel(context, each);
     ASSERT_TRUE(succeeded(bundle));
     rt::Status valid = rt::validateBundle(*bundle);
@@ -239,12 +239,19 @@ TEST_F(SinkBwdKernelTest, AtomicDqLaunchesAndBuffers) {
   FailureOr<KernelModule> varlenBundle = kernels::buildSinkBwd(context, [&] {
     KernelConfig c = varlen;
     c.dq = "atomic";
+    c.dkdvWarpgroups = 2;
     return c;
   }());
   ASSERT_TRUE(succeeded(varlenBundle));
   EXPECT_EQ(rt::findParam(varlenBundle->bundle, "sink_terms")->shape,
             (std::vector<uint64_t>{2, 194}));
 
+  // 64-key blocks (one dK/dV warpgroup, given or auto's) were removed.
+  for (int64_t warpgroups : {int64_t(1), kAutoWarpgroups}) {
+    KernelConfig oneWarpgroup = config;
+    oneWarpgroup.dkdvWarpgroups = warpgroups;
+    EXPECT_TRUE(failed(kernels::buildSinkBwd(context, oneWarpgroup)));
+  }
   // Anything else is an error naming the modes.
   config.dq = "fast";
   EXPECT_TRUE(failed(kernels::buildSinkBwd(context, config)));
@@ -346,14 +353,14 @@ TEST_F(SinkBwdKernelTest, AutoWarpgroupsShareTilesOnLongRowsAtD128) {
   EXPECT_EQ(warpgroupsOf(autoOf(varlenConfigOf(2, 1, {12288, 12288},
                                                {12288, 12288}, 128, 0))),
             Pair(1, 1));
-  for (const char *schedule : {"plain", "ws"}) {
-    KernelConfig given = longRows;
-    given.schedule = schedule;
-    EXPECT_EQ(warpgroupsOf(given), Pair(1, 1)) << schedule;
-  }
+  KernelConfig plain = longRows;
+  plain.schedule = "plain";
+  EXPECT_EQ(warpgroupsOf(plain), Pair(1, 1));
+  // --dq atomic (the split) keeps one dQ warpgroup: it has no dQ kernel.
   KernelConfig atomic = longRows;
   atomic.dq = "atomic";
-  EXPECT_EQ(warpgroupsOf(atomic), Pair(1, 1));
+  atomic.dkdvWarpgroups = 2;
+  EXPECT_EQ(warpgroupsOf(atomic), Pair(2, 1));
   // A given count wins; the other stays auto's.
   KernelConfig oneDq = longRows;
   oneDq.dqWarpgroups = 1;
@@ -363,7 +370,7 @@ TEST_F(SinkBwdKernelTest, AutoWarpgroupsShareTilesOnLongRowsAtD128) {
   EXPECT_EQ(warpgroupsOf(oneDkdv), Pair(1, 2));
 }
 
-/// Runs sink_bwd_dkdv_sum (--schedule ws) on the CPU: dK/dV of every
+/// Runs sink_bwd_dkdv_sum (--dkdv-warpgroups 2) on the CPU: dK/dV of every
 /// (batch, kv head, key, column) must be the sum of its group's shares, in
 /// each layout.
 TEST_F(SinkBwdKernelTest, ShareSumFollowsEachLayout) {
@@ -373,7 +380,7 @@ TEST_F(SinkBwdKernelTest, ShareSumFollowsEachLayout) {
        {backward(configOf(2, 6, 2, 5, 7, 64, 0)), bshd,
         backward(varlenConfigOf(4, 1, {3, 0, 6}, {5, 2, 6}, 64, 0))}) {
     SCOPED_TRACE(rt::layoutName(config.layout));
-    config.schedule = "ws";
+    config.dkdvWarpgroups = 2;
     rt::SinkAttentionShape shape = kernels::sinkAttentionShape(config);
     FailureOr<KernelModule> kernel = kernels::buildSinkBwd(context, config);
     ASSERT_TRUE(succeeded(kernel));

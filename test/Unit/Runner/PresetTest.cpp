@@ -36,20 +36,14 @@ TEST(PresetSchedule, NamesScheduleStagesAndDqMode) {
                                                 {"stages", 2},
                                                 {"dq", std::string("atomic")},
                                                 {"dkdv_warpgroups", 2},
-                                                {"dq_split", std::string("keys")}})),
-            "plain s2 dq=atomic dkdv-wg=2 dq-split=keys");
-  EXPECT_EQ(scheduleLabel(bundleOf("sink-bwd", {{"schedule", std::string("plain")},
-                                                {"stages", 2},
-                                                {"dq", std::string("atomic")},
-                                                {"dkdv_warpgroups", 2},
                                                 {"dq_split", std::string("deferred")}})),
             "plain s2 dq=atomic dkdv-wg=2 dq-split=deferred");
-  EXPECT_EQ(scheduleLabel(bundleOf("sink-bwd", {{"schedule", std::string("ws")},
+  EXPECT_EQ(scheduleLabel(bundleOf("sink-bwd", {{"schedule", std::string("plain")},
                                                 {"stages", 2},
                                                 {"dq", std::string("separate")},
-                                                {"dq_warpgroups", 3},
-                                                {"dkdv_warpgroups", 3}})),
-            "ws s2 dq=separate dq-wg=3 dkdv-wg=3");
+                                                {"dq_warpgroups", 2},
+                                                {"dkdv_warpgroups", 2}})),
+            "plain s2 dq=separate dq-wg=2 dkdv-wg=2");
   // Backward bundles from before --dq computed dQ separately; what a
   // manifest does not say shows as "-".
   EXPECT_EQ(scheduleLabel(bundleOf("sink-bwd", {{"schedule", std::string("plain")},
