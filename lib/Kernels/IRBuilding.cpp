@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 
@@ -30,8 +31,7 @@ MemRefType sinkattn::kernels::getSharedMemRefType(ArrayRef<int64_t> shape,
       gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
 }
 
-Value sinkattn::kernels::constantIndex(ImplicitLocOpBuilder &b,
-                                       int64_t value) {
+Value sinkattn::kernels::constantIndex(ImplicitLocOpBuilder &b, int64_t value) {
   return arith::ConstantIndexOp::create(b, value);
 }
 
@@ -52,14 +52,13 @@ sinkattn::kernels::createKernel(ImplicitLocOpBuilder &b, StringRef name,
                                 ArrayRef<int32_t> knownBlockSize) {
   // Builders, unlike the parser, need the dialects of the ops they create
   // loaded.
-  b.getContext()->loadDialect<arith::ArithDialect, gpu::GPUDialect,
-                              memref::MemRefDialect, scf::SCFDialect,
-                              tile::TileDialect>();
+  b.getContext()
+      ->loadDialect<arith::ArithDialect, gpu::GPUDialect, memref::MemRefDialect,
+                    scf::SCFDialect, tile::TileDialect>();
   KernelSkeleton kernel;
   kernel.module = ModuleOp::create(b.getLoc());
   (*kernel.module)
-      ->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                b.getUnitAttr());
+      ->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
   b.setInsertionPointToStart(kernel.module->getBody());
   auto gpuModule = gpu::GPUModuleOp::create(b, name);
   b.setInsertionPointToStart(gpuModule.getBody());
@@ -68,8 +67,7 @@ sinkattn::kernels::createKernel(ImplicitLocOpBuilder &b, StringRef name,
   kernel.func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                        b.getUnitAttr());
   if (!knownBlockSize.empty())
-    kernel.func.setKnownBlockSizeAttr(
-        b.getDenseI32ArrayAttr(knownBlockSize));
+    kernel.func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(knownBlockSize));
   b.setInsertionPointToStart(&kernel.func.front());
   return kernel;
 }
@@ -82,10 +80,9 @@ LogicalResult sinkattn::kernels::verifyKernel(KernelSkeleton &kernel,
          << "internal error: the built " << name << " kernel does not verify";
 }
 
-scf::ForOp
-sinkattn::kernels::buildForLoop(ImplicitLocOpBuilder &b, Value lower,
-                                Value upper, Value step,
-                                function_ref<void(Value iv)> body) {
+scf::ForOp sinkattn::kernels::buildForLoop(ImplicitLocOpBuilder &b, Value lower,
+                                           Value upper, Value step,
+                                           function_ref<void(Value iv)> body) {
   // Without iteration arguments the loop comes with its scf.yield.
   auto loop = scf::ForOp::create(b, lower, upper, step);
   OpBuilder::InsertionGuard guard(b);
@@ -107,9 +104,10 @@ scf::ForOp sinkattn::kernels::buildForLoop(
   return loop;
 }
 
-scf::ForOp sinkattn::kernels::buildPipelinedLoop(
-    ImplicitLocOpBuilder &b, Value lower, Value upper, Value step,
-    int64_t stages, function_ref<void(Value iv)> body) {
+scf::ForOp
+sinkattn::kernels::buildPipelinedLoop(ImplicitLocOpBuilder &b, Value lower,
+                                      Value upper, Value step, int64_t stages,
+                                      function_ref<void(Value iv)> body) {
   scf::ForOp loop = buildForLoop(b, lower, upper, step, body);
   loop->setAttr(tile::TileDialect::kNumStagesAttrName,
                 b.getI64IntegerAttr(stages));
@@ -136,9 +134,10 @@ scf::IfOp sinkattn::kernels::buildIfThen(ImplicitLocOpBuilder &b,
   return ifOp;
 }
 
-Operation *sinkattn::kernels::buildLoadTile(
-    ImplicitLocOpBuilder &b, Value global, ValueRange indices, Value shared,
-    std::optional<tile::CopyEngine> engine) {
+Operation *
+sinkattn::kernels::buildLoadTile(ImplicitLocOpBuilder &b, Value global,
+                                 ValueRange indices, Value shared,
+                                 std::optional<tile::CopyEngine> engine) {
   auto engineAttr =
       engine ? tile::CopyEngineAttr::get(b.getContext(), *engine) : nullptr;
   return tile::CopyOp::create(b, global, indices, shared, ValueRange(),
@@ -151,6 +150,15 @@ Operation *sinkattn::kernels::buildStoreTile(ImplicitLocOpBuilder &b,
   return tile::CopyOp::create(b, shared, ValueRange(), global, indices,
                               /*engine=*/nullptr, /*add=*/false,
                               /*pending=*/nullptr);
+}
+
+Value sinkattn::kernels::buildSubView(ImplicitLocOpBuilder &b, Value source,
+                                      ArrayRef<OpFoldResult> offsets,
+                                      ArrayRef<int64_t> sizes) {
+  SmallVector<OpFoldResult> sizeValues =
+      getAsIndexOpFoldResult(b.getContext(), sizes);
+  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  return memref::SubViewOp::create(b, source, offsets, sizeValues, strides);
 }
 
 Value sinkattn::kernels::buildWarpgroupIndex(ImplicitLocOpBuilder &b) {

@@ -71,19 +71,18 @@ mlir::LogicalResult verifyKernel(KernelSkeleton &kernel, llvm::StringRef name);
 
 /// `scf.for %iv = lower to upper step step` whose body `body(%iv)` builds
 /// (the `scf.yield` is added).
-mlir::scf::ForOp
-buildForLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value lower,
-             mlir::Value upper, mlir::Value step,
-             llvm::function_ref<void(mlir::Value iv)> body);
+mlir::scf::ForOp buildForLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value lower,
+                              mlir::Value upper, mlir::Value step,
+                              llvm::function_ref<void(mlir::Value iv)> body);
 
 /// The loop-carried form: `body(%iv, iterArgs)` returns the values the
 /// iteration yields; the loop's results are the last iteration's.
-mlir::scf::ForOp buildForLoop(
-    mlir::ImplicitLocOpBuilder &b, mlir::Value lower, mlir::Value upper,
-    mlir::Value step, mlir::ValueRange inits,
-    llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value iv,
-                                                      mlir::ValueRange iterArgs)>
-        body);
+mlir::scf::ForOp buildForLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value lower,
+                              mlir::Value upper, mlir::Value step,
+                              mlir::ValueRange inits,
+                              llvm::function_ref<llvm::SmallVector<mlir::Value>(
+                                  mlir::Value iv, mlir::ValueRange iterArgs)>
+                                  body);
 
 /// buildForLoop marked as a software-pipelined loop of `stages` stages
 /// (TileDialect::kNumStagesAttrName): the tile passes version its buffers
@@ -92,12 +91,13 @@ mlir::scf::ForOp
 buildPipelinedLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value lower,
                    mlir::Value upper, mlir::Value step, int64_t stages,
                    llvm::function_ref<void(mlir::Value iv)> body);
-mlir::scf::ForOp buildPipelinedLoop(
-    mlir::ImplicitLocOpBuilder &b, mlir::Value lower, mlir::Value upper,
-    mlir::Value step, int64_t stages, mlir::ValueRange inits,
-    llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value iv,
-                                                      mlir::ValueRange iterArgs)>
-        body);
+mlir::scf::ForOp
+buildPipelinedLoop(mlir::ImplicitLocOpBuilder &b, mlir::Value lower,
+                   mlir::Value upper, mlir::Value step, int64_t stages,
+                   mlir::ValueRange inits,
+                   llvm::function_ref<llvm::SmallVector<mlir::Value>(
+                       mlir::Value iv, mlir::ValueRange iterArgs)>
+                       body);
 
 /// `scf.if %condition` without results or else branch, its body built by
 /// `body()`.
@@ -116,6 +116,12 @@ mlir::Operation *buildLoadTile(mlir::ImplicitLocOpBuilder &b,
 mlir::Operation *buildStoreTile(mlir::ImplicitLocOpBuilder &b,
                                 mlir::Value shared, mlir::Value global,
                                 mlir::ValueRange indices);
+
+/// `memref.subview %source[offsets] [sizes] [1, ...]`: a tile of `source`
+/// with unit strides (its strided result type inferred).
+mlir::Value buildSubView(mlir::ImplicitLocOpBuilder &b, mlir::Value source,
+                         llvm::ArrayRef<mlir::OpFoldResult> offsets,
+                         llvm::ArrayRef<int64_t> sizes);
 
 /// The index of the executing thread's warpgroup (thread id x / 128) as
 /// lane 0's value broadcast over the warp (`gpu.shuffle idx`, as CUTLASS's

@@ -31,8 +31,7 @@ OwningOpRef<ModuleOp> buildTmaCopyModule(MLIRContext &context, Type element,
   ImplicitLocOpBuilder b(NameLoc::get(StringAttr::get(&context, "tma-copy")),
                          &context);
   auto tensorType = MemRefType::get({m, n}, element);
-  KernelSkeleton kernel =
-      createKernel(b, "tma_copy", {tensorType, tensorType});
+  KernelSkeleton kernel = createKernel(b, "tma_copy", {tensorType, tensorType});
   Value in = kernel.func.getArgument(0);
   Value out = kernel.func.getArgument(1);
 

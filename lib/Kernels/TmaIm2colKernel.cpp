@@ -35,8 +35,7 @@ constexpr int64_t kFilter = 3, kThreads = 128;
 /// For each tap (dh, dw) of the 3x3 filter: the im2col tile of the pixels
 /// from (kStartN, kStartH, kStartW), loaded by tile.im2col_copy and stored
 /// to out[tap] by the block's threads.
-OwningOpRef<ModuleOp> buildTmaIm2colModule(MLIRContext &context,
-                                           Type element) {
+OwningOpRef<ModuleOp> buildTmaIm2colModule(MLIRContext &context, Type element) {
   ImplicitLocOpBuilder b(NameLoc::get(StringAttr::get(&context, "tma-im2col")),
                          &context);
   auto inputType = MemRefType::get({kN, kH, kW, kC}, element);

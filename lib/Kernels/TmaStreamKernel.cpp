@@ -75,8 +75,7 @@ OwningOpRef<ModuleOp> buildTmaStreamModule(MLIRContext &context, Type element,
   forEachTileElement([&](Value r, Value c) {
     memref::StoreOp::create(b, zero, acc, ValueRange{r, c});
   });
-  Value leader =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, c0);
+  Value leader = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, c0);
   buildPipelinedLoop(b, start, tiles, c1, stages, [&](Value kt) {
     Value col = arith::MulIOp::create(b, kt, c64);
     tile::TmaCopyOp::create(b, bar, c0, A, ValueRange{row0, col}, sA);
@@ -133,9 +132,9 @@ FailureOr<KernelModule> kernels::buildTmaStream(MLIRContext &context,
     return fail() << "--start-tile " << config.startTile
                   << " is outside the " << tiles << " tiles of K=" << config.k;
 
-  OwningOpRef<ModuleOp> module = buildTmaStreamModule(
-      context, getElementType(&context, config.dtype), config.m, config.k,
-      config.startTile, config.stages);
+  OwningOpRef<ModuleOp> module =
+      buildTmaStreamModule(context, getElementType(&context, config.dtype),
+                           config.m, config.k, config.startTile, config.stages);
   if (!module)
     return failure();
 
