@@ -12,75 +12,113 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "IRBuilding.h"
 #include "KernelBuilders.h"
-#include "KernelTemplate.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
 using namespace sinkattn;
+using namespace sinkattn::kernels;
 
 namespace {
 constexpr int64_t kBlockM = 128, kBlockN = 256, kBlockK = 64;
+// The rows of the block tile each consumer warpgroup computes.
+constexpr int64_t kWarpgroupM = 64;
 
-constexpr llvm::StringLiteral kGemmTemplate = R"mlir(
-!sA = memref<128x64x@T@, #gpu.address_space<workgroup>>
-!sB = memref<64x256x@T@, #gpu.address_space<workgroup>>
-!acc = !tile.fragment<64x256xf32>
-module attributes {gpu.container_module} {
-  gpu.module @gemm {
-    gpu.func @gemm(%A: memref<@M@x@K@x@T@>, %B: memref<@K@x@N@x@T@>, %D: memref<@M@x@N@xf32>) kernel
-        @ATTRIBUTES@ {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %c64 = arith.constant 64 : index
-      %c128 = arith.constant 128 : index
-      %c256 = arith.constant 256 : index
-      %kTiles = arith.constant @KTILES@ : index
-      %zero = arith.constant 0.0 : f32
-      // This warpgroup's 64 rows of the block's 128 (a warp-uniform index:
-      // kernels::kWarpgroupIndex).
-@WARPGROUP_INDEX@      %wgRow = arith.muli %wg, %c64 : index
-      %sA = memref.alloc() : !sA
-      %sB = memref.alloc() : !sB
-      @TILE_BEGIN@
-      %row0 = arith.muli %tileY, %c128 : index
-      %col0 = arith.muli %tileX, %c256 : index
-      %init = tile.fill %zero : !acc
-      %res = scf.for %kt = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!acc) {
-        %k0 = arith.muli %kt, %c64 : index
-        tile.copy %A[%row0, %k0], %sA @ENGINE_A@ : memref<@M@x@K@x@T@>, !sA
-        tile.copy %B[%k0, %col0], %sB @ENGINE_B@ : memref<@K@x@N@x@T@>, !sB
-        %sAw = memref.subview %sA[%wgRow, 0] [64, 64] [1, 1] : !sA to memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
-        %next = tile.gemm %sAw, %sB, %acc : memref<64x64x@T@, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, !sB, !acc
-        scf.yield %next : !acc
-      } {tile.num_stages = @STAGES@}
-      %outRow = arith.addi %row0, %wgRow : index
-      tile.store %res, %D[%outRow, %col0] : !acc, memref<@M@x@N@xf32>
-      @TILE_END@
-      gpu.return
-    }
+struct GemmShape {
+  int64_t m, n, k;
+  int64_t stages;
+  /// Declare the block size, so that tile-warp-specialize adds a producer.
+  bool warpSpecialized;
+  /// Blocks of a persistent kernel; 0: one tile per block.
+  int64_t persistentBlocks;
+  /// cp.async instead of TMA for the loads of A and of B.
+  bool cpAsyncA, cpAsyncB;
+};
+
+/// D = A * B, each block tile computed by a K loop of `stages` stages that
+/// copies a 128x64 tile of A and a 64x256 tile of B into shared memory and
+/// multiplies them into each warpgroup's 64x256 accumulator.
+OwningOpRef<ModuleOp> buildGemmModule(MLIRContext &context, Type element,
+                                      const GemmShape &shape) {
+  ImplicitLocOpBuilder b(NameLoc::get(StringAttr::get(&context, "gemm")),
+                         &context);
+  auto aType = MemRefType::get({shape.m, shape.k}, element);
+  auto bType = MemRefType::get({shape.k, shape.n}, element);
+  auto dType = MemRefType::get({shape.m, shape.n}, b.getF32Type());
+  SmallVector<int32_t> knownBlockSize;
+  if (shape.warpSpecialized)
+    knownBlockSize = {256, 1, 1};
+  KernelSkeleton kernel =
+      createKernel(b, "gemm", {aType, bType, dType}, knownBlockSize);
+  Value A = kernel.func.getArgument(0);
+  Value B = kernel.func.getArgument(1);
+  Value D = kernel.func.getArgument(2);
+  auto accType =
+      tile::FragmentType::get({kWarpgroupM, kBlockN}, b.getF32Type());
+  std::optional<tile::CopyEngine> engineA, engineB;
+  if (shape.cpAsyncA)
+    engineA = tile::CopyEngine::cp_async;
+  if (shape.cpAsyncB)
+    engineB = tile::CopyEngine::cp_async;
+
+  Value c0 = constantIndex(b, 0);
+  Value c1 = constantIndex(b, 1);
+  Value c64 = constantIndex(b, kBlockK);
+  Value c128 = constantIndex(b, kBlockM);
+  Value c256 = constantIndex(b, kBlockN);
+  Value kTiles = constantIndex(b, shape.k / kBlockK);
+  Value zero = constantF32(b, 0.0f);
+  // This warpgroup's 64 rows of the block's 128.
+  Value wg = buildWarpgroupIndex(b);
+  Value wgRow = arith::MulIOp::create(b, wg, c64);
+  Value sA = allocShared(b, getSharedMemRefType({kBlockM, kBlockK}, element));
+  Value sB = allocShared(b, getSharedMemRefType({kBlockK, kBlockN}, element));
+
+  auto computeTile = [&](Value tileX, Value tileY) {
+    Value row0 = arith::MulIOp::create(b, tileY, c128);
+    Value col0 = arith::MulIOp::create(b, tileX, c256);
+    Value init = tile::FillOp::create(b, accType, zero);
+    scf::ForOp kLoop = buildPipelinedLoop(
+        b, c0, kTiles, c1, shape.stages, init,
+        [&](Value kt, ValueRange iterArgs) -> SmallVector<Value> {
+          Value k0 = arith::MulIOp::create(b, kt, c64);
+          buildLoadTile(b, A, {row0, k0}, sA, engineA);
+          buildLoadTile(b, B, {k0, col0}, sB, engineB);
+          Value sAw = buildSubView(b, sA, {wgRow, b.getIndexAttr(0)},
+                                   {kWarpgroupM, kBlockK});
+          Value next = tile::GemmOp::create(b, sAw, sB, iterArgs[0]);
+          return {next};
+        });
+    Value outRow = arith::AddIOp::create(b, row0, wgRow);
+    tile::StoreOp::create(b, kLoop.getResult(0), D, ValueRange{outRow, col0});
+  };
+
+  int64_t tilesN = shape.n / kBlockN;
+  if (shape.persistentBlocks) {
+    // Each block loops over tiles t = block, block + grid, ..., so the K
+    // loop (and its barrier phases) is nested in a loop over tiles.
+    Value first = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+    Value blocks = gpu::GridDimOp::create(b, gpu::Dimension::x);
+    Value tilesPerRow = constantIndex(b, tilesN);
+    Value tiles = constantIndex(b, (shape.m / kBlockM) * tilesN);
+    buildForLoop(b, first, tiles, blocks, [&](Value t) {
+      Value tileX = arith::RemUIOp::create(b, t, tilesPerRow);
+      Value tileY = arith::DivUIOp::create(b, t, tilesPerRow);
+      computeTile(tileX, tileY);
+    });
+  } else {
+    Value tileX = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+    Value tileY = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+    computeTile(tileX, tileY);
   }
-}
-)mlir";
-// One tile per block: the block's coordinates.
-constexpr llvm::StringLiteral kOneTile = R"mlir(
-      %tileX = gpu.block_id x
-      %tileY = gpu.block_id y)mlir";
+  gpu::ReturnOp::create(b);
 
-// Persistent: each block loops over tiles t = block, block + grid, ...,
-// so the K loop (and its barrier phases) is nested in a loop over tiles.
-std::string tileLoop(int64_t tiles, int64_t tilesN) {
-  return R"mlir(
-      %first = gpu.block_id x
-      %blocks = gpu.grid_dim x
-      %tilesN = arith.constant )mlir" +
-         std::to_string(tilesN) + R"mlir( : index
-      %tiles = arith.constant )mlir" +
-         std::to_string(tiles) + R"mlir( : index
-      scf.for %t = %first to %tiles step %blocks {
-      %tileX = arith.remui %t, %tilesN : index
-      %tileY = arith.divui %t, %tilesN : index)mlir";
+  if (failed(verifyKernel(kernel, "gemm")))
+    return nullptr;
+  return std::move(kernel.module);
 }
 } // namespace
 
@@ -112,7 +150,6 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
       config.copyEngine != "mixed")
     return fail() << "unknown copy engine '" << config.copyEngine
                   << "' (tma, cp-async or mixed)";
-  const char *cpAsync = "{engine = #tile.engine<cp_async>}";
   int64_t tiles = (config.m / kBlockM) * (config.n / kBlockN);
   if (config.persistentBlocks < 0 || config.persistentBlocks > 65535)
     return fail() << "--persistent " << config.persistentBlocks
@@ -121,24 +158,16 @@ FailureOr<KernelModule> kernels::buildGemm(MLIRContext &context,
   if (config.m / kBlockM > 65535)
     return fail() << "M=" << config.m << " needs more than 65535 blocks in y";
 
-  std::string type = kernels::mlirTypeName(config.dtype);
-  OwningOpRef<ModuleOp> module = kernels::parseKernelTemplate(
-      context, "gemm", kGemmTemplate,
-      {{"T", type},
-       {"M", std::to_string(config.m)},
-       {"N", std::to_string(config.n)},
-       {"K", std::to_string(config.k)},
-       {"STAGES", std::to_string(config.stages)},
-       {"ATTRIBUTES", warpSpecialized
-                          ? "attributes {known_block_size = array<i32: 256, 1, 1>}"
-                          : ""},
-       {"KTILES", std::to_string(config.k / kBlockK)},
-       {"WARPGROUP_INDEX", kernels::kWarpgroupIndex},
-       {"TILE_BEGIN", blocks ? tileLoop(tiles, config.n / kBlockN)
-                             : kOneTile.str()},
-       {"TILE_END", blocks ? "}" : ""},
-       {"ENGINE_A", config.copyEngine != "tma" ? cpAsync : ""},
-       {"ENGINE_B", config.copyEngine == "cp-async" ? cpAsync : ""}});
+  GemmShape shape{config.m,
+                  config.n,
+                  config.k,
+                  config.stages,
+                  warpSpecialized,
+                  blocks,
+                  /*cpAsyncA=*/config.copyEngine != "tma",
+                  /*cpAsyncB=*/config.copyEngine == "cp-async"};
+  OwningOpRef<ModuleOp> module =
+      buildGemmModule(context, getElementType(&context, config.dtype), shape);
   if (!module)
     return failure();
 

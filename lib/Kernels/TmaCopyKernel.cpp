@@ -1,7 +1,7 @@
 //===- TmaCopyKernel.cpp - TMA streaming copy in tile IR ------------------===//
 //
 // out[M,N] = in[M,N] through shared memory, in tile IR: each block copies a
-// strip of 64 rows and TILES 64-column tiles; its loop (tile.num_stages = S)
+// strip of 64 rows and up to 8 64-column tiles; its loop (tile.num_stages = S)
 // loads a tile with a synchronous `tile.copy` (global -> shared: TMA on a
 // per-stage barrier) and stores it with another (shared -> global: TMA
 // store). The tile passes version the buffer and barrier per stage and the
@@ -9,42 +9,54 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "IRBuilding.h"
 #include "KernelBuilders.h"
-#include "KernelTemplate.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
 using namespace sinkattn;
+using namespace sinkattn::kernels;
 
 namespace {
 constexpr int64_t kTile = 64;
 
-constexpr llvm::StringLiteral kTmaCopyTemplate = R"mlir(
-!shared = memref<64x64x@T@, #gpu.address_space<workgroup>>
-module attributes {gpu.container_module} {
-  gpu.module @tma_copy {
-    gpu.func @tma_copy(%in: memref<@M@x@N@x@T@>, %out: memref<@M@x@N@x@T@>) kernel {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %c64 = arith.constant 64 : index
-      %tiles = arith.constant @TILES@ : index
-      %bx = gpu.block_id x
-      %by = gpu.block_id y
-      %row = arith.muli %by, %c64 : index
-      %firstTile = arith.muli %bx, %tiles : index
-      %buffer = memref.alloc() {alignment = 1024} : !shared
-      scf.for %t = %c0 to %tiles step %c1 {
-        %tile = arith.addi %firstTile, %t : index
-        %col = arith.muli %tile, %c64 : index
-        tile.copy %in[%row, %col], %buffer : memref<@M@x@N@x@T@>, !shared
-        tile.copy %buffer, %out[%row, %col] : !shared, memref<@M@x@N@x@T@>
-      } {tile.num_stages = @STAGES@}
-      gpu.return
-    }
-  }
+/// out = in, each block copying 64 rows and `tilesPerBlock` 64-column tiles
+/// through one shared tile in a loop of `stages` stages.
+OwningOpRef<ModuleOp> buildTmaCopyModule(MLIRContext &context, Type element,
+                                         int64_t m, int64_t n,
+                                         int64_t tilesPerBlock,
+                                         int64_t stages) {
+  ImplicitLocOpBuilder b(NameLoc::get(StringAttr::get(&context, "tma-copy")),
+                         &context);
+  auto tensorType = MemRefType::get({m, n}, element);
+  KernelSkeleton kernel = createKernel(b, "tma_copy", {tensorType, tensorType});
+  Value in = kernel.func.getArgument(0);
+  Value out = kernel.func.getArgument(1);
+
+  Value c0 = constantIndex(b, 0);
+  Value c1 = constantIndex(b, 1);
+  Value c64 = constantIndex(b, kTile);
+  Value tiles = constantIndex(b, tilesPerBlock);
+  Value bx = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value by = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value row = arith::MulIOp::create(b, by, c64);
+  Value firstTile = arith::MulIOp::create(b, bx, tiles);
+  Value buffer = allocShared(b, getSharedMemRefType({kTile, kTile}, element),
+                             /*alignment=*/1024);
+  buildPipelinedLoop(b, c0, tiles, c1, stages, [&](Value t) {
+    Value tileIndex = arith::AddIOp::create(b, firstTile, t);
+    Value col = arith::MulIOp::create(b, tileIndex, c64);
+    buildLoadTile(b, in, {row, col}, buffer);
+    buildStoreTile(b, buffer, out, {row, col});
+  });
+  gpu::ReturnOp::create(b);
+
+  if (failed(verifyKernel(kernel, "tma-copy")))
+    return nullptr;
+  return std::move(kernel.module);
 }
-)mlir";
 } // namespace
 
 FailureOr<KernelModule> kernels::buildTmaCopy(MLIRContext &context,
@@ -69,13 +81,9 @@ FailureOr<KernelModule> kernels::buildTmaCopy(MLIRContext &context,
   if (config.m / kTile > 65535)
     return fail() << "M=" << config.m << " needs more than 65535 blocks in y";
 
-  OwningOpRef<ModuleOp> module = kernels::parseKernelTemplate(
-      context, "tma-copy", kTmaCopyTemplate,
-      {{"T", kernels::mlirTypeName(config.dtype)},
-       {"M", std::to_string(config.m)},
-       {"N", std::to_string(config.n)},
-       {"TILES", std::to_string(tilesPerBlock)},
-       {"STAGES", std::to_string(config.stages)}});
+  OwningOpRef<ModuleOp> module =
+      buildTmaCopyModule(context, getElementType(&context, config.dtype),
+                         config.m, config.n, tilesPerBlock, config.stages);
   if (!module)
     return failure();
 

@@ -14,55 +14,69 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "IRBuilding.h"
 #include "KernelBuilders.h"
-#include "KernelTemplate.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
 using namespace sinkattn;
+using namespace sinkattn::kernels;
 
 namespace {
 // NHWC input, tile and start pixel of the test.
 constexpr int64_t kN = 2, kH = 10, kW = 12, kC = 64;
 constexpr int64_t kPixels = 16, kTaps = 9;
 constexpr int64_t kStartN = 1, kStartH = 2, kStartW = 4;
+constexpr int64_t kFilter = 3, kThreads = 128;
 
-constexpr llvm::StringLiteral kTmaIm2colTemplate = R"mlir(
-!tile = memref<16x64x@T@, #gpu.address_space<workgroup>>
-module attributes {gpu.container_module} {
-  gpu.module @tma_im2col {
-    gpu.func @tma_im2col(%x: memref<2x10x12x64x@T@>, %out: memref<9x16x64x@T@>) kernel {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %c3 = arith.constant 3 : index
-      %c9 = arith.constant 9 : index
-      %c64 = arith.constant 64 : index
-      %c128 = arith.constant 128 : index
-      %c1024 = arith.constant 1024 : index
-      %n0 = arith.constant @N0@ : index
-      %h0 = arith.constant @H0@ : index
-      %w0 = arith.constant @W0@ : index
-      %tid = gpu.thread_id x
-      %tile = memref.alloc() {alignment = 1024} : !tile
-      scf.for %tap = %c0 to %c9 step %c1 {
-        %dh = arith.divui %tap, %c3 : index
-        %dw = arith.remui %tap, %c3 : index
-        tile.im2col_copy %x[%n0, %h0, %w0, %c0], %tile offsets [%dh, %dw]
-            {lower = array<i64: 0, 0>, upper = array<i64: 0, 0>}
-            : memref<2x10x12x64x@T@>, !tile
-        scf.for %e = %tid to %c1024 step %c128 {
-          %p = arith.divui %e, %c64 : index
-          %c = arith.remui %e, %c64 : index
-          %v = memref.load %tile[%p, %c] : !tile
-          memref.store %v, %out[%tap, %p, %c] : memref<9x16x64x@T@>
-        }
-      }
-      gpu.return
-    }
-  }
+/// For each tap (dh, dw) of the 3x3 filter: the im2col tile of the pixels
+/// from (kStartN, kStartH, kStartW), loaded by tile.im2col_copy and stored
+/// to out[tap] by the block's threads.
+OwningOpRef<ModuleOp> buildTmaIm2colModule(MLIRContext &context, Type element) {
+  ImplicitLocOpBuilder b(NameLoc::get(StringAttr::get(&context, "tma-im2col")),
+                         &context);
+  auto inputType = MemRefType::get({kN, kH, kW, kC}, element);
+  auto outType = MemRefType::get({kTaps, kPixels, kC}, element);
+  KernelSkeleton kernel = createKernel(b, "tma_im2col", {inputType, outType});
+  Value x = kernel.func.getArgument(0);
+  Value out = kernel.func.getArgument(1);
+
+  Value c0 = constantIndex(b, 0);
+  Value c1 = constantIndex(b, 1);
+  Value c3 = constantIndex(b, kFilter);
+  Value c9 = constantIndex(b, kTaps);
+  Value c64 = constantIndex(b, kC);
+  Value c128 = constantIndex(b, kThreads);
+  Value c1024 = constantIndex(b, kPixels * kC);
+  Value n0 = constantIndex(b, kStartN);
+  Value h0 = constantIndex(b, kStartH);
+  Value w0 = constantIndex(b, kStartW);
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value tile = allocShared(b, getSharedMemRefType({kPixels, kC}, element),
+                           /*alignment=*/1024);
+  buildForLoop(b, c0, c9, c1, [&](Value tap) {
+    Value dh = arith::DivUIOp::create(b, tap, c3);
+    Value dw = arith::RemUIOp::create(b, tap, c3);
+    // The bounding box is the whole tensor.
+    tile::Im2colCopyOp::create(b, x, ValueRange{n0, h0, w0, c0}, tile,
+                               ValueRange{dh, dw}, /*lower=*/{0, 0},
+                               /*upper=*/{0, 0});
+    buildForLoop(b, tid, c1024, c128, [&](Value e) {
+      Value p = arith::DivUIOp::create(b, e, c64);
+      Value c = arith::RemUIOp::create(b, e, c64);
+      Value v = memref::LoadOp::create(b, tile, ValueRange{p, c});
+      memref::StoreOp::create(b, v, out, ValueRange{tap, p, c});
+    });
+  });
+  gpu::ReturnOp::create(b);
+
+  if (failed(verifyKernel(kernel, "tma-im2col")))
+    return nullptr;
+  return std::move(kernel.module);
 }
-)mlir";
 } // namespace
 
 FailureOr<KernelModule> kernels::buildTmaIm2col(MLIRContext &context,
@@ -71,12 +85,8 @@ FailureOr<KernelModule> kernels::buildTmaIm2col(MLIRContext &context,
     return emitError(UnknownLoc::get(&context))
            << "tma-im2col: --dtype " << rt::dtypeName(config.dtype)
            << " is not supported; use bf16 or fp16";
-  OwningOpRef<ModuleOp> module = kernels::parseKernelTemplate(
-      context, "tma-im2col", kTmaIm2colTemplate,
-      {{"T", kernels::mlirTypeName(config.dtype)},
-       {"N0", std::to_string(kStartN)},
-       {"H0", std::to_string(kStartH)},
-       {"W0", std::to_string(kStartW)}});
+  OwningOpRef<ModuleOp> module =
+      buildTmaIm2colModule(context, getElementType(&context, config.dtype));
   if (!module)
     return failure();
 

@@ -13,83 +13,103 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "IRBuilding.h"
 #include "KernelBuilders.h"
-#include "KernelTemplate.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Diagnostics.h"
 
 using namespace mlir;
 using namespace sinkattn;
+using namespace sinkattn::kernels;
 
 namespace {
 constexpr int64_t kTile = 64;
+constexpr int64_t kThreads = 128;
 
-constexpr llvm::StringLiteral kTmaStreamTemplate = R"mlir(
-!shared = memref<64x64x@T@, #gpu.address_space<workgroup>>
-!accumulator = memref<64x64xf32, #gpu.address_space<workgroup>>
-module attributes {gpu.container_module} {
-  gpu.module @tma_stream {
-    gpu.func @tma_stream(%A: memref<@M@x@K@x@T@>, %B: memref<@M@x@K@x@T@>, %out: memref<@M@x64xf32>) kernel {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %c64 = arith.constant 64 : index
-      %c128 = arith.constant 128 : index
-      %c4096 = arith.constant 4096 : index
-      %start = arith.constant @START@ : index
-      %tiles = arith.constant @TILES@ : index
-      %zero = arith.constant 0.0 : f32
-      %tid = gpu.thread_id x
-      %bid = gpu.block_id x
-      %m = arith.muli %bid, %c64 : index
-      %sA = memref.alloc() {alignment = 1024} : !shared
-      %sB = memref.alloc() {alignment = 1024} : !shared
-      %acc = memref.alloc() {alignment = 16} : !accumulator
-      %bar = tile.alloc_barrier [1] : !tile.barriers<1>
-      scf.for %e = %tid to %c4096 step %c128 {
-        %r = arith.divui %e, %c64 : index
-        %c = arith.remui %e, %c64 : index
-        memref.store %zero, %acc[%r, %c] : !accumulator
-      }
-      %leader = arith.cmpi eq, %tid, %c0 : index
-      scf.for %kt = %start to %tiles step %c1 {
-        %col = arith.muli %kt, %c64 : index
-        tile.tma_copy %A[%m, %col], %sA, barrier(%bar[%c0]) : memref<@M@x@K@x@T@>, !shared, !tile.barriers<1>
-        tile.tma_copy %B[%m, %col], %sB, barrier(%bar[%c0]) : memref<@M@x@K@x@T@>, !shared, !tile.barriers<1>
-        scf.if %leader {
-          tile.mbarrier_arrive %bar[%c0] : !tile.barriers<1>
-        }
-        // The parity written here is the raw tile index's; multi-versioning
-        // replaces it with the stage phase counted from the loop start.
-        %parity = arith.remui %kt, %c1 : index
-        tile.mbarrier_wait_parity %bar[%c0], %parity : !tile.barriers<1>
-        scf.for %e = %tid to %c4096 step %c128 {
-          %r = arith.divui %e, %c64 : index
-          %c = arith.remui %e, %c64 : index
-          %a = memref.load %sA[%r, %c] : !shared
-          %b = memref.load %sB[%r, %c] : !shared
-          %af = arith.extf %a : @T@ to f32
-          %bf = arith.extf %b : @T@ to f32
-          %sum = arith.addf %af, %bf : f32
-          %old = memref.load %acc[%r, %c] : !accumulator
-          %new = arith.addf %old, %sum : f32
-          memref.store %new, %acc[%r, %c] : !accumulator
-        }
-        // Every thread is done with this stage's tiles before a later
-        // iteration's TMA overwrites them.
-        gpu.barrier
-      } {tile.num_stages = @STAGES@}
-      scf.for %e = %tid to %c4096 step %c128 {
-        %r = arith.divui %e, %c64 : index
-        %c = arith.remui %e, %c64 : index
-        %v = memref.load %acc[%r, %c] : !accumulator
-        %row = arith.addi %m, %r : index
-        memref.store %v, %out[%row, %c] : memref<@M@x64xf32>
-      }
-      gpu.return
-    }
-  }
+/// out[m, c] = the sum over tiles kt in [startTile, tiles) of
+/// A[m, kt*64 + c] + B[m, kt*64 + c], the tiles streamed by tile.tma_copy
+/// through a loop of `stages` stages.
+OwningOpRef<ModuleOp> buildTmaStreamModule(MLIRContext &context, Type element,
+                                           int64_t m, int64_t k,
+                                           int64_t startTile, int64_t stages) {
+  ImplicitLocOpBuilder b(NameLoc::get(StringAttr::get(&context, "tma-stream")),
+                         &context);
+  auto inputType = MemRefType::get({m, k}, element);
+  auto outType = MemRefType::get({m, kTile}, b.getF32Type());
+  KernelSkeleton kernel =
+      createKernel(b, "tma_stream", {inputType, inputType, outType});
+  Value A = kernel.func.getArgument(0);
+  Value B = kernel.func.getArgument(1);
+  Value out = kernel.func.getArgument(2);
+  MemRefType sharedType = getSharedMemRefType({kTile, kTile}, element);
+  MemRefType accumulatorType =
+      getSharedMemRefType({kTile, kTile}, b.getF32Type());
+
+  Value c0 = constantIndex(b, 0);
+  Value c1 = constantIndex(b, 1);
+  Value c64 = constantIndex(b, kTile);
+  Value c128 = constantIndex(b, kThreads);
+  Value c4096 = constantIndex(b, kTile * kTile);
+  Value start = constantIndex(b, startTile);
+  Value tiles = constantIndex(b, k / kTile);
+  Value zero = constantF32(b, 0.0f);
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value bid = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value row0 = arith::MulIOp::create(b, bid, c64);
+  Value sA = allocShared(b, sharedType, /*alignment=*/1024);
+  Value sB = allocShared(b, sharedType, /*alignment=*/1024);
+  Value acc = allocShared(b, accumulatorType, /*alignment=*/16);
+  Value bar = tile::AllocBarrierOp::create(
+      b, tile::BarrierArrayType::get(&context, 1), ArrayRef<int64_t>{1});
+  // The block's threads over the elements (r, c) of a 64x64 tile: thread
+  // tid takes elements tid, tid + 128, ... in row-major order.
+  auto forEachTileElement = [&](function_ref<void(Value r, Value c)> body) {
+    buildForLoop(b, tid, c4096, c128, [&](Value e) {
+      Value r = arith::DivUIOp::create(b, e, c64);
+      Value c = arith::RemUIOp::create(b, e, c64);
+      body(r, c);
+    });
+  };
+  forEachTileElement([&](Value r, Value c) {
+    memref::StoreOp::create(b, zero, acc, ValueRange{r, c});
+  });
+  Value leader = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, c0);
+  buildPipelinedLoop(b, start, tiles, c1, stages, [&](Value kt) {
+    Value col = arith::MulIOp::create(b, kt, c64);
+    tile::TmaCopyOp::create(b, bar, c0, A, ValueRange{row0, col}, sA);
+    tile::TmaCopyOp::create(b, bar, c0, B, ValueRange{row0, col}, sB);
+    buildIfThen(b, leader, [&] { tile::MBarrierArriveOp::create(b, bar, c0); });
+    // The parity written here is the raw tile index's; multi-versioning
+    // replaces it with the stage phase counted from the loop start.
+    Value parity = arith::RemUIOp::create(b, kt, c1);
+    tile::MBarrierWaitParityOp::create(b, bar, c0, parity);
+    forEachTileElement([&](Value r, Value c) {
+      Value a = memref::LoadOp::create(b, sA, ValueRange{r, c});
+      Value bv = memref::LoadOp::create(b, sB, ValueRange{r, c});
+      Value af = arith::ExtFOp::create(b, b.getF32Type(), a);
+      Value bf = arith::ExtFOp::create(b, b.getF32Type(), bv);
+      Value sum = arith::AddFOp::create(b, af, bf);
+      Value old = memref::LoadOp::create(b, acc, ValueRange{r, c});
+      Value updated = arith::AddFOp::create(b, old, sum);
+      memref::StoreOp::create(b, updated, acc, ValueRange{r, c});
+    });
+    // Every thread is done with this stage's tiles before a later
+    // iteration's TMA overwrites them.
+    gpu::BarrierOp::create(b);
+  });
+  forEachTileElement([&](Value r, Value c) {
+    Value v = memref::LoadOp::create(b, acc, ValueRange{r, c});
+    Value row = arith::AddIOp::create(b, row0, r);
+    memref::StoreOp::create(b, v, out, ValueRange{row, c});
+  });
+  gpu::ReturnOp::create(b);
+
+  if (failed(verifyKernel(kernel, "tma-stream")))
+    return nullptr;
+  return std::move(kernel.module);
 }
-)mlir";
 } // namespace
 
 FailureOr<KernelModule> kernels::buildTmaStream(MLIRContext &context,
@@ -112,14 +132,9 @@ FailureOr<KernelModule> kernels::buildTmaStream(MLIRContext &context,
     return fail() << "--start-tile " << config.startTile
                   << " is outside the " << tiles << " tiles of K=" << config.k;
 
-  OwningOpRef<ModuleOp> module = kernels::parseKernelTemplate(
-      context, "tma-stream", kTmaStreamTemplate,
-      {{"T", kernels::mlirTypeName(config.dtype)},
-       {"M", std::to_string(config.m)},
-       {"K", std::to_string(config.k)},
-       {"TILES", std::to_string(tiles)},
-       {"START", std::to_string(config.startTile)},
-       {"STAGES", std::to_string(config.stages)}});
+  OwningOpRef<ModuleOp> module =
+      buildTmaStreamModule(context, getElementType(&context, config.dtype),
+                           config.m, config.k, config.startTile, config.stages);
   if (!module)
     return failure();
 
