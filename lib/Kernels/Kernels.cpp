@@ -27,11 +27,54 @@ using namespace mlir;
 using namespace sinkattn;
 
 namespace {
+/// sink-fwd's independent SIMT reference (no tile ops), one kernel.
+FailureOr<rt::BundleReference>
+sinkFwdReference(MLIRContext &context, const KernelConfig &config,
+                 const PTXTargetOptions &target) {
+  FailureOr<std::string> reference =
+      kernels::compileSinkFwdReferencePTX(context, config, target);
+  if (failed(reference))
+    return failure();
+  rt::BundleReference ref;
+  ref.entry = rt::kSinkFwdReferenceEntry;
+  ref.ptx = std::move(*reference);
+  return ref;
+}
+
+/// sink-bwd's reference: three kernels in one PTX; the manifest names the
+/// first (the rest of the ABI is fixed in AttentionReference.h).
+FailureOr<rt::BundleReference>
+sinkBwdReference(MLIRContext &context, const KernelConfig &config,
+                 const PTXTargetOptions &target) {
+  FailureOr<OwningOpRef<ModuleOp>> module =
+      kernels::buildSinkBwdReference(context, config);
+  if (failed(module))
+    return failure();
+  FailureOr<std::map<std::string, std::string>> reference =
+      compileToPTX(**module, target);
+  if (failed(reference))
+    return failure();
+  if (reference->size() != 1)
+    return emitError(UnknownLoc::get(&context))
+           << "internal error: the sink-bwd reference produced "
+           << reference->size() << " PTX modules, expected 1";
+  rt::BundleReference ref;
+  ref.entry = rt::kSinkBwdReferenceRowsEntry;
+  ref.ptx = std::move(reference->begin()->second);
+  return ref;
+}
+
 using Builder = FailureOr<KernelModule> (*)(MLIRContext &, const KernelConfig &);
+using ReferenceCompiler = FailureOr<rt::BundleReference> (*)(
+    MLIRContext &, const KernelConfig &, const PTXTargetOptions &);
+/// One kernel kind: its name, what it computes, its builder and, for the
+/// kinds the runner checks against a GPU reference, that reference's
+/// compiler.
 struct KernelEntry {
   const char *name;
   const char *description;
   Builder build;
+  ReferenceCompiler reference = nullptr;
 };
 const KernelEntry kKernels[] = {
     {"gemm", "D = A*B, bf16/f16 in, f32 out (TMA + mbarrier + wgmma)",
@@ -39,12 +82,12 @@ const KernelEntry kKernels[] = {
     {"sink-fwd",
      "attention-sink forward (GPT-OSS sinks): causal, optional sliding "
      "window, MHA/GQA, D 64/128; O and LSE (tile IR, wgmma)",
-     kernels::buildSinkFwd},
+     kernels::buildSinkFwd, sinkFwdReference},
     {"sink-bwd",
      "attention-sink backward: dQ, dK, dV and dsinks (the forward as setup, "
      "then preprocess, dK/dV, dQ and dsinks kernels; tile IR, wgmma; "
      "deterministic, or --dq atomic: dQ by TMA reduce-add)",
-     kernels::buildSinkBwd},
+     kernels::buildSinkBwd, sinkBwdReference},
     {"tma-copy",
      "out = in through shared memory: pipelined tile.copy loads and stores "
      "of 64x64 tiles (tile IR)",
@@ -67,16 +110,25 @@ std::vector<std::pair<std::string, std::string>> sinkattn::kernelNames() {
   return names;
 }
 
-FailureOr<KernelModule> sinkattn::buildKernel(MLIRContext &context,
-                                              const KernelConfig &config) {
+/// The entry of `config`'s kernel kind, or an error naming the known ones.
+static FailureOr<const KernelEntry *> findEntry(MLIRContext &context,
+                                                const KernelConfig &config) {
   for (const KernelEntry &entry : kKernels)
     if (config.kernel == entry.name)
-      return entry.build(context, config);
+      return &entry;
   std::string known;
   for (const KernelEntry &entry : kKernels)
     known += std::string(known.empty() ? "" : ", ") + entry.name;
   return emitError(UnknownLoc::get(&context))
          << "unknown kernel '" << config.kernel << "' (known: " << known << ")";
+}
+
+FailureOr<KernelModule> sinkattn::buildKernel(MLIRContext &context,
+                                              const KernelConfig &config) {
+  FailureOr<const KernelEntry *> entry = findEntry(context, config);
+  if (failed(entry))
+    return failure();
+  return (*entry)->build(context, config);
 }
 
 namespace {
@@ -207,7 +259,10 @@ LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
 
 FailureOr<rt::Bundle> sinkattn::compileKernel(MLIRContext &context,
                                               const KernelConfig &config) {
-  FailureOr<KernelModule> built = buildKernel(context, config);
+  FailureOr<const KernelEntry *> entry = findEntry(context, config);
+  if (failed(entry))
+    return failure();
+  FailureOr<KernelModule> built = (*entry)->build(context, config);
   if (failed(built) || failed(lowerKernelToNVGPU(*built)))
     return failure();
   // Every SinkAttn kernel passes statically shaped memrefs as bare pointers,
@@ -227,35 +282,12 @@ FailureOr<rt::Bundle> sinkattn::compileKernel(MLIRContext &context,
   bundle.config["chip"] = target.chip;
   // The attention kernels carry an independent SIMT reference (no tile ops)
   // that the runner checks them against on the GPU.
-  if (config.kernel == "sink-fwd") {
-    FailureOr<std::string> reference =
-        kernels::compileSinkFwdReferencePTX(context, config, target);
+  if ((*entry)->reference) {
+    FailureOr<rt::BundleReference> reference =
+        (*entry)->reference(context, config, target);
     if (failed(reference))
       return failure();
-    rt::BundleReference ref;
-    ref.entry = rt::kSinkFwdReferenceEntry;
-    ref.ptx = std::move(*reference);
-    bundle.reference = std::move(ref);
-  }
-  if (config.kernel == "sink-bwd") {
-    // Three kernels in one PTX; the manifest names the first (the rest of
-    // the ABI is fixed in AttentionReference.h).
-    FailureOr<OwningOpRef<ModuleOp>> module =
-        kernels::buildSinkBwdReference(context, config);
-    if (failed(module))
-      return failure();
-    FailureOr<std::map<std::string, std::string>> reference =
-        compileToPTX(**module, target);
-    if (failed(reference))
-      return failure();
-    if (reference->size() != 1)
-      return emitError(UnknownLoc::get(&context))
-             << "internal error: the sink-bwd reference produced "
-             << reference->size() << " PTX modules, expected 1";
-    rt::BundleReference ref;
-    ref.entry = rt::kSinkBwdReferenceRowsEntry;
-    ref.ptx = std::move(reference->begin()->second);
-    bundle.reference = std::move(ref);
+    bundle.reference = std::move(*reference);
   }
   return bundle;
 }

@@ -2,6 +2,7 @@
 
 #include "Compile.h"
 
+#include "KernelKinds.h"
 #include "SinkAttn/Runtime/AttentionReference.h"
 #include "Tune.h"
 
@@ -47,51 +48,14 @@ struct CompilerContext {
 };
 
 rt::Expected<KernelConfig> configFromOptions(const Options &options) {
-  // Only the attention kernels take an attention shape: say so rather than
-  // ignoring the flags.
-  bool attentionKernel =
-      options.kernel == "sink-fwd" || options.kernel == "sink-bwd";
-  std::vector<std::string> attention = options.attentionFlagsGiven();
-  if (!attentionKernel && !attention.empty())
-    return rt::Status::error(attention.front() + " does not apply to kernel '" +
-                             options.kernel +
-                             "': it is a parameter of the attention kernels");
-  if (options.wasGiven("schedule") && options.kernel != "gemm" &&
-      options.kernel != "sink-fwd" && options.kernel != "sink-bwd")
-    return rt::Status::error("--schedule does not apply to kernel '" +
-                             options.kernel + "': only gemm and the attention "
-                             "kernels have schedules");
-  if (options.wasGiven("tune-cache") && options.kernel != "sink-fwd")
-    return rt::Status::error("--tune-cache does not apply to kernel '" +
-                             options.kernel + "': only sink-fwd is tuned");
-  if (options.wasGiven("persistent") && options.kernel != "gemm" &&
-      options.kernel != "sink-fwd")
-    return rt::Status::error("--persistent does not apply to kernel '" +
-                             options.kernel + "': only gemm and sink-fwd have "
-                             "a persistent form");
-  if (options.wasGiven("copy-engine") && options.kernel != "gemm")
-    return rt::Status::error("--copy-engine does not apply to kernel '" +
-                             options.kernel + "': only gemm chooses its copy "
-                             "engine");
-  if (options.packGqa && options.kernel != "sink-fwd")
-    return rt::Status::error("--pack-gqa does not apply to kernel '" +
-                             options.kernel + "': only sink-fwd packs query "
-                             "heads");
+  SINKATTN_RT_ASSIGN_OR_RETURN(const KernelKind *kind,
+                               kernelKind(options.kernel));
+  // A flag the kind has no use for is refused rather than ignored.
+  SINKATTN_RT_TRY(checkFlagsApply(options, *kind));
   if (options.packGqa && options.wasGiven("tune-cache"))
     return rt::Status::error("--pack-gqa is not tuned: --tune-cache holds "
                              "choices for blocks of one query head; give "
                              "--schedule and --stages instead");
-  // The backward's form: flags only sink-bwd has a use for.
-  for (auto [flag, why] : {std::pair<const char *, const char *>{
-                               "dq", "only sink-bwd computes dQ"},
-                           {"dq-split", "only sink-bwd computes dQ"},
-                           {"dq-warpgroups", "only sink-bwd has a dQ kernel"},
-                           {"dkdv-warpgroups",
-                            "only sink-bwd has a dK/dV kernel"}})
-    if (options.wasGiven(flag) && options.kernel != "sink-bwd")
-      return rt::Status::error(std::string("--") + flag +
-                               " does not apply to kernel '" + options.kernel +
-                               "': " + why);
   KernelConfig config;
   config.kernel = options.kernel;
   config.m = options.m;
@@ -101,15 +65,15 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.stages = options.stages;
   config.startTile = options.startTile;
   config.schedule = options.schedule;
-  // Without --persistent, sink-fwd decides (kAutoPersistentBlocks).
+  // Without --persistent, a kind that decides gets kAutoPersistentBlocks.
   config.persistentBlocks =
-      options.wasGiven("persistent") || options.kernel != "sink-fwd"
+      options.wasGiven("persistent") || !kind->decidesPersistence
           ? options.persistent
           : kAutoPersistentBlocks;
   // A tuned problem's fastest schedule, stages and persistent form, when
   // asked to choose (an explicit --persistent still wins: auto's own
   // persistence decision needs schedule auto, so the cache must say it).
-  if (options.kernel == "sink-fwd" && !options.tuneCache.empty() &&
+  if (kind->takes("tune-cache") && !options.tuneCache.empty() &&
       options.schedule == "auto" && !options.wasGiven("stages")) {
     rt::Expected<std::optional<TunedChoice>> tuned =
         lookupTuned(options.tuneCache, tuneKey(options));

@@ -1,6 +1,7 @@
 //===- Harness.cpp - Run, check and time a kernel bundle ------------------===//
 
 #include "Harness.h"
+#include "KernelKinds.h"
 
 #include "SinkAttn/Runtime/CudaDriver.h"
 #include "SinkAttn/Runtime/Float16.h"
@@ -336,45 +337,31 @@ rt::Expected<Float64Backward> float64Backward(const rt::SinkAttentionShape &shap
 } // namespace
 
 bool runner::harnessSupports(const std::string &kernel) {
-  return kernel == "gemm" || kernel == "tma-copy" || kernel == "tma-stream" ||
-         kernel == "tma-im2col" || kernel == "sink-fwd" || kernel == "sink-bwd";
+  return findKernelKind(kernel) != nullptr;
 }
 
 std::vector<float> runner::randomInput(const std::string &kernel,
                                       const std::string &buffer, size_t count,
                                       uint64_t stream) {
-  bool attention = kernel == "sink-fwd" || kernel == "sink-bwd";
-  if (attention && (buffer == "q" || buffer == "k")) {
-    // Logits s = q.k/sqrt(D) with standard deviation 1.5^2 = 2.25: the
-    // softmax's effective number of keys is about SKV/150 (26 at 4096), so
-    // outputs stay far from 0 (an all-zero or mis-masked output breaks the
-    // tolerance) instead of averaging to noise.
-    return rt::randomNormal(count, stream, 0.f, 1.5f);
-  }
-  if (attention && buffer == "sinks") {
-    // Sink logits comparable to the scores: the sink takes a visible share
-    // of the short (early causal, windowed) rows.
-    return rt::randomUniform(count, stream, -1.f, 3.f);
-  }
+  if (const KernelKind *kind = findKernelKind(kernel))
+    return kind->randomInput(buffer, count, stream);
   return rt::randomUniform(count, stream, -1.f, 1.f);
 }
 
 rt::Expected<std::vector<int32_t>>
 runner::integerInput(const rt::Bundle &bundle, const std::string &buffer) {
-  if ((bundle.kernel == "sink-fwd" || bundle.kernel == "sink-bwd") &&
-      (buffer == "cu_seqlens_q" || buffer == "cu_seqlens_kv")) {
-    SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
-                                 sinkFwdShape(bundle));
-    const std::vector<int64_t> &offsets =
-        buffer == "cu_seqlens_q" ? shape.cuSeqlensQ : shape.cuSeqlensKv;
-    return std::vector<int32_t>(offsets.begin(), offsets.end());
-  }
+  const KernelKind *kind = findKernelKind(bundle.kernel);
+  if (kind && kind->integerInput)
+    return kind->integerInput(bundle, buffer);
   return rt::Status::error("the harness cannot fill the integer buffer '" +
                            buffer + "' of a " + bundle.kernel + " bundle");
 }
 
-rt::Expected<rt::SinkAttentionShape>
-runner::sinkFwdShape(const rt::Bundle &bundle) {
+namespace {
+/// The attention problem of a sink-fwd or (`backward`) sink-bwd bundle,
+/// after checking its buffers.
+rt::Expected<rt::SinkAttentionShape> attentionShape(const rt::Bundle &bundle,
+                                                    bool backward) {
   const std::string prefix = bundle.kernel + " bundle: ";
   auto integer = [&](const char *key) -> rt::Expected<int64_t> {
     rt::Expected<int64_t> value = rt::configInteger(bundle, key);
@@ -466,7 +453,7 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
                          {DType::BF16, DType::F16, DType::F32}));
   SINKATTN_RT_TRY(expect("lse", BufferRole::Output, shape.lseDims(),
                          {DType::F32}));
-  if (bundle.kernel == "sink-bwd") {
+  if (backward) {
     // The reference reads o as the input dtype (dS's delta = dO . o).
     SINKATTN_RT_TRY(expect("o", BufferRole::Output, qShape, {inputType}));
     SINKATTN_RT_TRY(expect("do", BufferRole::Input, qShape, {inputType}));
@@ -529,16 +516,33 @@ runner::sinkFwdShape(const rt::Bundle &bundle) {
   }
   return shape;
 }
+} // namespace
 
-rt::Expected<std::unique_ptr<Session>>
-Session::open(rt::Bundle bundle, int device, bool verbose) {
-  if (!harnessSupports(bundle.kernel))
+rt::Expected<rt::SinkAttentionShape>
+runner::sinkFwdShape(const rt::Bundle &bundle) {
+  return attentionShape(bundle, /*backward=*/false);
+}
+
+rt::Expected<rt::SinkAttentionShape>
+runner::sinkBwdShape(const rt::Bundle &bundle) {
+  return attentionShape(bundle, /*backward=*/true);
+}
+
+rt::Expected<const KernelKind *> runner::harnessKind(const rt::Bundle &bundle) {
+  const KernelKind *kind = findKernelKind(bundle.kernel);
+  if (!kind)
     return rt::Status::error("the runner has no check or benchmark for kernel "
                              "kind '" + bundle.kernel + "'");
   // A config that contradicts the buffers is a broken bundle: say so before
   // anything else (check and bench alike, with or without a GPU).
-  if (bundle.kernel == "sink-fwd" || bundle.kernel == "sink-bwd")
-    SINKATTN_RT_TRY(sinkFwdShape(bundle).status());
+  if (kind->validate)
+    SINKATTN_RT_TRY(kind->validate(bundle));
+  return kind;
+}
+
+rt::Expected<std::unique_ptr<Session>>
+Session::open(rt::Bundle bundle, int device, bool verbose) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(const KernelKind *kind, harnessKind(bundle));
   SINKATTN_RT_ASSIGN_OR_RETURN(auto driver, rt::CudaDriver::load());
   SINKATTN_RT_ASSIGN_OR_RETURN(int count, rt::deviceCount(*driver));
   if (device >= count)
@@ -558,6 +562,7 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
                  loaded.infoLog().c_str());
   session->loaded_ = std::make_unique<rt::LoadedBundle>(std::move(loaded));
   session->verbose_ = verbose;
+  session->kind_ = kind;
   return session;
 }
 
@@ -659,12 +664,7 @@ rt::Status Session::prepare(uint64_t seed) {
       std::vector<float> values =
           param.name == "sinks" && !fixedSinks_.empty()
               ? fixedSinks_
-              : randomInput(bundle().kernel, param.name, count, stream);
-      // tma-stream sums tiles in f32 and is checked bit-exactly: multiples
-      // of 1/64 in [-1, 1] are exact in bf16/fp16 and their sums in f32.
-      if (bundle().kernel == "tma-stream")
-        for (float &value : values)
-          value = std::round(value * 64.f) / 64.f;
+              : kind_->randomInput(param.name, count, stream);
       SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<uint8_t> encoded,
                                    encode(values, param.dtype));
       SINKATTN_RT_ASSIGN_OR_RETURN(inputs_[param.name],
@@ -707,102 +707,106 @@ rt::Expected<CheckReport> Session::check() {
   SINKATTN_RT_TRY(setup());
   SINKATTN_RT_TRY(launch(nullptr));
   SINKATTN_RT_TRY(context_->synchronize());
+  return (this->*kind_->check)();
+}
 
-  if (bundle().kernel == "sink-fwd")
-    return checkSinkFwd();
-  if (bundle().kernel == "sink-bwd")
-    return checkSinkBwd();
-
+rt::Expected<CheckReport> Session::checkTmaCopy() {
   CheckReport report;
   Comparison comparison;
-  if (bundle().kernel == "tma-copy") {
-    // A copy is exact: compare bits, not values.
-    const std::vector<uint8_t> &in = inputBytes_.at("in");
-    std::vector<uint8_t> out(in.size());
-    SINKATTN_RT_TRY(buffers_.at("out").copyToHost(out.data(), out.size()));
-    size_t elementSize = rt::dtypeSize(rt::findParam(bundle(), "in")->dtype);
-    for (size_t i = 0; i < in.size(); i += elementSize)
-      if (std::memcmp(&in[i], &out[i], elementSize) != 0)
-        ++report.mismatches;
-    // The bytes just downloaded, as values (no second download).
-    SINKATTN_RT_ASSIGN_OR_RETURN(
-        std::vector<float> outValues,
-        decode(out, rt::findParam(bundle(), "out")->dtype));
-    const std::vector<float> &inValues = inputs_.at("in");
-    for (size_t i = 0; i < inValues.size(); ++i)
-      comparison.add(outValues[i], inValues[i]);
-    comparison.fill(report);
-    report.criterion = "bit-exact";
-    report.passed = report.mismatches == 0 && report.nonFinite == 0;
-    return report;
-  }
+  // A copy is exact: compare bits, not values.
+  const std::vector<uint8_t> &in = inputBytes_.at("in");
+  std::vector<uint8_t> out(in.size());
+  SINKATTN_RT_TRY(buffers_.at("out").copyToHost(out.data(), out.size()));
+  size_t elementSize = rt::dtypeSize(rt::findParam(bundle(), "in")->dtype);
+  for (size_t i = 0; i < in.size(); i += elementSize)
+    if (std::memcmp(&in[i], &out[i], elementSize) != 0)
+      ++report.mismatches;
+  // The bytes just downloaded, as values (no second download).
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      std::vector<float> outValues,
+      decode(out, rt::findParam(bundle(), "out")->dtype));
+  const std::vector<float> &inValues = inputs_.at("in");
+  for (size_t i = 0; i < inValues.size(); ++i)
+    comparison.add(outValues[i], inValues[i]);
+  comparison.fill(report);
+  report.criterion = "bit-exact";
+  report.passed = report.mismatches == 0 && report.nonFinite == 0;
+  return report;
+}
 
-  if (bundle().kernel == "tma-im2col") {
-    // out[tap][p][c] = x[n0][bh + dh][bw + dw][c] (0 outside the tensor),
-    // (bh, bw) the p-th pixel from (h0, w0) along W, wrapping to the next
-    // row (the bounding box is the whole tensor), tap = dh * 3 + dw.
-    int64_t h = configInt("h"), w = configInt("w"), c = configInt("c");
-    int64_t pixels = configInt("pixels"), taps = configInt("taps");
-    int64_t n0 = configInt("n0"), h0 = configInt("h0"), w0 = configInt("w0");
-    const std::vector<uint8_t> &x = inputBytes_.at("x");
-    rt::DType dtype = rt::findParam(bundle(), "out")->dtype;
-    size_t elementSize = rt::dtypeSize(dtype);
-    std::vector<uint8_t> out(size_t(taps * pixels * c) * elementSize);
-    SINKATTN_RT_TRY(buffers_.at("out").copyToHost(out.data(), out.size()));
-    const std::vector<float> &xValues = inputs_.at("x");
-    SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> outValues, decode(out, dtype));
-    for (int64_t tap = 0; tap < taps; ++tap)
-      for (int64_t p = 0; p < pixels; ++p) {
-        int64_t linear = (h0 * w + w0) + p;
-        int64_t bh = linear / w, bw = linear % w;
-        int64_t ih = bh + tap / 3, iw = bw + tap % 3;
-        bool inside = ih >= 0 && ih < h && iw >= 0 && iw < w;
-        for (int64_t ch = 0; ch < c; ++ch) {
-          size_t o = size_t((tap * pixels + p) * c + ch);
-          size_t i = size_t(((n0 * h + ih) * w + iw) * c + ch);
-          // Outside the tensor TMA fills zero bits.
-          bool equal = inside ? std::memcmp(&x[i * elementSize],
-                                            &out[o * elementSize], elementSize) == 0
-                              : std::all_of(&out[o * elementSize],
-                                            &out[(o + 1) * elementSize],
-                                            [](uint8_t byte) { return byte == 0; });
-          if (!equal)
-            ++report.mismatches;
-          comparison.add(outValues[o], inside ? xValues[i] : 0.0);
-        }
-      }
-    comparison.fill(report);
-    report.criterion = "bit-exact vs host im2col";
-    report.passed = report.mismatches == 0 && report.nonFinite == 0;
-    return report;
-  }
-
-  if (bundle().kernel == "tma-stream") {
-    // out[m, c] = sum over tiles kt >= start of A[m, kt*64 + c] + B[...].
-    int64_t m = configInt("m"), k = configInt("k"), start = configInt("start_tile");
-    const std::vector<float> &a = inputs_.at("a");
-    const std::vector<float> &b = inputs_.at("b");
-    SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> out, downloadAsFloat("out"));
-    for (int64_t row = 0; row < m; ++row)
-      for (int64_t col = 0; col < 64; ++col) {
-        double sum = 0;
-        for (int64_t tile = start; tile < k / 64; ++tile) {
-          size_t at = size_t(row) * k + tile * 64 + col;
-          sum += double(a[at]) + double(b[at]);
-        }
-        float got = out[size_t(row) * 64 + col];
-        if (got != float(sum))
+rt::Expected<CheckReport> Session::checkTmaIm2col() {
+  CheckReport report;
+  Comparison comparison;
+  // out[tap][p][c] = x[n0][bh + dh][bw + dw][c] (0 outside the tensor),
+  // (bh, bw) the p-th pixel from (h0, w0) along W, wrapping to the next
+  // row (the bounding box is the whole tensor), tap = dh * 3 + dw.
+  int64_t h = configInt("h"), w = configInt("w"), c = configInt("c");
+  int64_t pixels = configInt("pixels"), taps = configInt("taps");
+  int64_t n0 = configInt("n0"), h0 = configInt("h0"), w0 = configInt("w0");
+  const std::vector<uint8_t> &x = inputBytes_.at("x");
+  rt::DType dtype = rt::findParam(bundle(), "out")->dtype;
+  size_t elementSize = rt::dtypeSize(dtype);
+  std::vector<uint8_t> out(size_t(taps * pixels * c) * elementSize);
+  SINKATTN_RT_TRY(buffers_.at("out").copyToHost(out.data(), out.size()));
+  const std::vector<float> &xValues = inputs_.at("x");
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> outValues, decode(out, dtype));
+  for (int64_t tap = 0; tap < taps; ++tap)
+    for (int64_t p = 0; p < pixels; ++p) {
+      int64_t linear = (h0 * w + w0) + p;
+      int64_t bh = linear / w, bw = linear % w;
+      int64_t ih = bh + tap / 3, iw = bw + tap % 3;
+      bool inside = ih >= 0 && ih < h && iw >= 0 && iw < w;
+      for (int64_t ch = 0; ch < c; ++ch) {
+        size_t o = size_t((tap * pixels + p) * c + ch);
+        size_t i = size_t(((n0 * h + ih) * w + iw) * c + ch);
+        // Outside the tensor TMA fills zero bits.
+        bool equal = inside ? std::memcmp(&x[i * elementSize],
+                                          &out[o * elementSize], elementSize) == 0
+                            : std::all_of(&out[o * elementSize],
+                                          &out[(o + 1) * elementSize],
+                                          [](uint8_t byte) { return byte == 0; });
+        if (!equal)
           ++report.mismatches;
-        comparison.add(got, sum);
+        comparison.add(outValues[o], inside ? xValues[i] : 0.0);
       }
-    comparison.fill(report);
-    report.criterion = "exact (inputs are multiples of 1/64, sums exact in f32)";
-    report.passed = report.mismatches == 0 && report.nonFinite == 0;
-    return report;
-  }
+    }
+  comparison.fill(report);
+  report.criterion = "bit-exact vs host im2col";
+  report.passed = report.mismatches == 0 && report.nonFinite == 0;
+  return report;
+}
 
-  // gemm: D = A * B against a float64 host reference. All rows when the
-  // problem is small, else 128 rows (first, last and seeded random ones).
+rt::Expected<CheckReport> Session::checkTmaStream() {
+  CheckReport report;
+  Comparison comparison;
+  // out[m, c] = sum over tiles kt >= start of A[m, kt*64 + c] + B[...].
+  int64_t m = configInt("m"), k = configInt("k"), start = configInt("start_tile");
+  const std::vector<float> &a = inputs_.at("a");
+  const std::vector<float> &b = inputs_.at("b");
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<float> out, downloadAsFloat("out"));
+  for (int64_t row = 0; row < m; ++row)
+    for (int64_t col = 0; col < 64; ++col) {
+      double sum = 0;
+      for (int64_t tile = start; tile < k / 64; ++tile) {
+        size_t at = size_t(row) * k + tile * 64 + col;
+        sum += double(a[at]) + double(b[at]);
+      }
+      float got = out[size_t(row) * 64 + col];
+      if (got != float(sum))
+        ++report.mismatches;
+      comparison.add(got, sum);
+    }
+  comparison.fill(report);
+  report.criterion = "exact (inputs are multiples of 1/64, sums exact in f32)";
+  report.passed = report.mismatches == 0 && report.nonFinite == 0;
+  return report;
+}
+
+rt::Expected<CheckReport> Session::checkGemm() {
+  // D = A * B against a float64 host reference. All rows when the problem
+  // is small, else 128 rows (first, last and seeded random ones).
+  CheckReport report;
+  Comparison comparison;
   int64_t m = configInt("m"), n = configInt("n"), k = configInt("k");
   const std::vector<float> &a = inputs_.at("a");
   const std::vector<float> &b = inputs_.at("b");
@@ -1398,40 +1402,7 @@ rt::Expected<BenchReport> Session::bench(int warmup, int iterations,
   report.minMs = stats.minMs;
   report.iterations = iterations;
   report.timesMs = stats.timesMs;
-  double seconds = stats.medianMs * 1e-3;
-  if (bundle().kernel == "gemm") {
-    double flops = 2.0 * configInt("m") * configInt("n") * configInt("k");
-    report.tflops = flops / seconds / 1e12;
-  } else if (bundle().kernel == "tma-copy") {
-    // Bytes read plus bytes written.
-    const rt::BundleParam *in = rt::findParam(bundle(), "in");
-    report.gbps = 2.0 * rt::bufferBytes(*in) / seconds / 1e9;
-  } else if (bundle().kernel == "tma-stream") {
-    // Bytes streamed in (the small output is not counted).
-    double bytes = double(rt::bufferBytes(*rt::findParam(bundle(), "a"))) +
-                   double(rt::bufferBytes(*rt::findParam(bundle(), "b")));
-    report.gbps = bytes / seconds / 1e9;
-  } else if (bundle().kernel == "sink-fwd" || bundle().kernel == "sink-bwd") {
-    // Two GEMMs (QK^T and PV) of 2 * D flops per attended (i, j) pair,
-    // counted exactly (causal and window masks included); the backward
-    // counts 2.5 times the forward (FlashAttention's convention: five
-    // GEMMs, one of them the recomputed S).
-    SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
-                                 sinkFwdShape(bundle()));
-    double pairs = double(rt::attendedPairs(shape));
-    double perPair = 4.0 * double(shape.heads) * double(shape.headDim) *
-                     (bundle().kernel == "sink-bwd" ? 2.5 : 1.0);
-    report.tflops = perPair * pairs / seconds / 1e12;
-    // The seed's formula, 4*B*H*SQ*SKV*D/2 without a window or varlen
-    // (attended pairs with them), so numbers compare with the seed's tables.
-    double seedPairs = shape.window == 0 && !shape.varlen()
-                           ? 0.5 * double(shape.batch) * double(shape.seqQ) *
-                                 double(shape.seqKv)
-                           : pairs;
-    report.metrics.emplace_back("tflops_seed_formula",
-                                perPair * seedPairs / seconds / 1e12);
-    report.metrics.emplace_back("attended_pairs_per_head", pairs);
-  }
+  SINKATTN_RT_TRY(kind_->countWork(bundle(), stats.medianMs * 1e-3, report));
   return report;
 }
 

@@ -54,6 +54,7 @@ struct BenchReport {
 };
 
 class Session;
+struct KernelKind;
 
 /// One timed kernel as a row of `bench --json`: kernel, config, times
 /// (median, minimum and every iteration's), throughput, the kernel's own
@@ -102,10 +103,15 @@ public:
   /// strides by its grid; all of them for one with tile lists).
   uint32_t launchedBlocks() const { return loaded_->launchedBlocks(); }
 
-private:
-  Session() = default;
-  int64_t configInt(const std::string &key) const;
-  rt::Expected<std::vector<float>> downloadAsFloat(const std::string &name) const;
+  /// The kinds' checks (KernelKind::check): each compares the outputs of
+  /// the launch check() just ran with its reference.
+  rt::Expected<CheckReport> checkGemm();
+  /// tma-copy: out is in, bit for bit.
+  rt::Expected<CheckReport> checkTmaCopy();
+  /// tma-im2col: out bit-equal to a host im2col of x.
+  rt::Expected<CheckReport> checkTmaIm2col();
+  /// tma-stream: the row sums, exact.
+  rt::Expected<CheckReport> checkTmaStream();
   /// sink-fwd: runs the bundle's reference kernel on the same inputs and
   /// compares (after check() launched the kernel).
   rt::Expected<CheckReport> checkSinkFwd();
@@ -114,6 +120,11 @@ private:
   /// float64 CPU backward, the exact gradient and finite differences
   /// (compareSinkBwd).
   rt::Expected<CheckReport> checkSinkBwd();
+
+private:
+  Session() = default;
+  int64_t configInt(const std::string &key) const;
+  rt::Expected<std::vector<float>> downloadAsFloat(const std::string &name) const;
   /// JIT-compiles the bundle's reference kernel on first use.
   rt::Status loadReference();
 
@@ -131,6 +142,8 @@ private:
   uint64_t seed_ = 0;
   std::vector<float> fixedSinks_;
   bool verbose_ = false;
+  /// The bundle's kind, looked up once by open().
+  const KernelKind *kind_ = nullptr;
   /// The reference kernel (kinds that carry one), loaded by the first check.
   std::unique_ptr<rt::Module> referenceModule_;
   std::unique_ptr<rt::Function> referenceFunction_;
@@ -142,6 +155,10 @@ private:
 
 /// The kernel kinds this harness can check and time.
 bool harnessSupports(const std::string &kernel);
+
+/// The kind of `bundle`, after its own checks of the manifest (needs no
+/// GPU); an error for a kind the runner does not know.
+rt::Expected<const KernelKind *> harnessKind(const rt::Bundle &bundle);
 
 /// `--sinks`' logits for `bundle`'s sinks input: `values` itself (one per
 /// head) or its one value repeated for every head; an error when the
@@ -167,6 +184,9 @@ std::vector<float> randomInput(const std::string &kernel,
 /// (and cu_seqlens_q/kv) have the shapes, types and roles it implies.
 /// Needs no GPU.
 rt::Expected<rt::SinkAttentionShape> sinkFwdShape(const rt::Bundle &bundle);
+/// sink-bwd: sinkFwdShape, after also checking the backward's buffers (do,
+/// the gradients and the kernels' scratch).
+rt::Expected<rt::SinkAttentionShape> sinkBwdShape(const rt::Bundle &bundle);
 /// The values of an integer input buffer: the sequence offsets of a varlen
 /// sink-fwd bundle (from its config); an error for any other.
 rt::Expected<std::vector<int32_t>> integerInput(const rt::Bundle &bundle,

@@ -2,6 +2,8 @@
 
 #include "Options.h"
 
+#include "KernelKinds.h"
+
 #include "SinkAttn/Runtime/AttentionReference.h"
 
 #include <algorithm>
@@ -14,39 +16,64 @@ using namespace sinkattn::runner;
 
 namespace {
 /// One flag: its name (without --), whether it takes a value, which
-/// commands accept it, and its help line.
+/// commands accept it, its help line and, for a flag only some kernel kinds
+/// take (KernelKind::flags), why the others do not.
 struct FlagSpec {
   const char *name;
   const char *valueName; ///< nullptr: a switch
   const char *commands;  ///< space-separated list
   const char *help;
+  const char *onlyFor = nullptr; ///< nullptr: every kind takes it
 };
 
+/// Why a kind without an attention shape refuses the shape's flags.
+constexpr const char *kAttentionParameter =
+    "it is a parameter of the attention kernels";
+
 const FlagSpec kFlags[] = {
-    {"kernel", "NAME", "compile check bench tune", "kernel kind (gemm, sink-fwd, sink-bwd, tma-copy, tma-stream, tma-im2col)"},
+    {"kernel", "NAME", "compile check bench tune", "kernel kind"},
     {"m", "N", "compile check bench", "rows (gemm: of A and D; tma-copy: of the matrix)"},
     {"n", "N", "compile check bench", "columns (gemm: of B and D; tma-copy: of the matrix)"},
     {"k", "N", "compile check bench", "reduction size (gemm; tma-stream: columns streamed)"},
     {"stages", "S", "compile check bench", "pipeline stages of the main loop (gemm, sink-fwd, sink-bwd, tma-copy, tma-stream; default 2)"},
-    {"schedule", "NAME", "compile check bench", "gemm, sink-fwd, sink-bwd: auto (default), ws (gemm, sink-fwd: warp-specialized: TMA producer warpgroup + consumers), overlap (sink-fwd: ws whose consumers also overlap each block's softmax with their GEMMs; auto's choice for D 128 when the longest row sees at least 17 key blocks of 128) or plain"},
-    {"persistent", "N", "compile check bench", "a persistent kernel of min(N, tiles) blocks looping over the tiles (0: one block per tile, gemm's default): gemm's 128x256 tiles; sink-fwd's blocks of 128 query rows (192 at D 64), each block with its own list of tiles fixed at build time (ws and overlap schedules, bhsd and bshd; without it, auto: 132 blocks where ws or overlap runs causal rows of at most 32 key blocks without a window and there are more tiles, else one block per tile); a gemm launch takes at most the GPU's SM count of blocks, a sink-fwd launch all N"},
-    {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)"},
-    {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it by fp32 TMA reduce-add: fewer GEMMs, rounding varies run to run; needs --dkdv-warpgroups 2: each warpgroup computes one panel of D / 2 columns of it over the block's 128 keys)"},
-    {"dq-split", "HOW", "compile check bench", "sink-bwd, --dq atomic --dkdv-warpgroups 2: how the two warpgroups divide dQ's share of the block's 128 keys: columns (default; FlashAttention 3's: each D / 2 columns over all 128 keys, one reduce-add per block, the warpgroups meeting at a barrier every iteration) or deferred (D 64: columns, each warpgroup computing and adding its panel of the previous query block's share from a double-buffered dS tile handed over through mbarriers: the warpgroups never meet in the loop, one reduce-add's traffic per block)"},
-    {"dq-warpgroups", "N", "compile check bench", "sink-bwd, --dq separate: the dQ kernel's consumer warpgroups: 1 (a block of 64 query rows, the schedule's) or 2 (a warp-specialized block of 64 rows per warpgroup sharing each K/V tile: K/V cross L2 once per 128 rows); without it, auto: 2 at D 128 when query rows and keys are both at least 12288 (auto schedule, --dq separate, no window, bhsd or bshd), else 1"},
-    {"dkdv-warpgroups", "N", "compile check bench", "sink-bwd: the dK/dV kernel's consumer warpgroups: 1 (a block of 64 keys, the schedule's) or 2 (a warp-specialized block of 64 keys per warpgroup sharing each Q/dO tile: Q/dO cross L2 once per 128 keys; GQA shares summed by a kernel of their own; 2 also with --dq atomic, which needs it); without it, auto, as for --dq-warpgroups"},
-    {"pack-gqa", nullptr, "compile check bench", "sink-fwd, BHSD, GQA: each block computes rows of all the query heads of one kv head, so K/V tiles serve the whole group (for short query lengths: decoding)"},
-    {"batch", "B", "compile check bench tune", "attention: batch size"},
-    {"heads", "H", "compile check bench tune", "attention: query heads"},
-    {"kv-heads", "HK", "compile check bench tune", "attention: key/value heads (divides --heads)"},
-    {"seq-q", "SQ", "compile check bench tune", "attention: query length"},
-    {"seq-kv", "SKV", "compile check bench tune", "attention: key/value length"},
-    {"head-dim", "D", "compile check bench tune", "attention: head dimension (64 or 128)"},
-    {"window", "W", "compile check bench tune", "attention: sliding window (>= 1)"},
-    {"sink-dtype", "T", "compile check bench tune", "attention: how the per-head sink logits are stored: f32 (default) or bf16"},
-    {"layout", "L", "compile check bench tune", "attention: bhsd (default: q/o [B,H,S,D]), bshd (q/o [B,S,H,D]) or varlen (packed sequences, with --seqlens-q)"},
-    {"seqlens-q", "L,L,..", "compile check bench", "attention, varlen: each sequence's query length (sets --layout varlen; the batch is their count)"},
-    {"seqlens-kv", "L,L,..", "compile check bench", "attention, varlen: each sequence's key/value length (default: --seqlens-q)"},
+    {"schedule", "NAME", "compile check bench", "gemm, sink-fwd, sink-bwd: auto (default), ws (gemm, sink-fwd: warp-specialized: TMA producer warpgroup + consumers), overlap (sink-fwd: ws whose consumers also overlap each block's softmax with their GEMMs; auto's choice for D 128 when the longest row sees at least 17 key blocks of 128) or plain",
+     "only gemm and the attention kernels have schedules"},
+    {"persistent", "N", "compile check bench", "a persistent kernel of min(N, tiles) blocks looping over the tiles (0: one block per tile, gemm's default): gemm's 128x256 tiles; sink-fwd's blocks of 128 query rows (192 at D 64), each block with its own list of tiles fixed at build time (ws and overlap schedules, bhsd and bshd; without it, auto: 132 blocks where ws or overlap runs causal rows of at most 32 key blocks without a window and there are more tiles, else one block per tile); a gemm launch takes at most the GPU's SM count of blocks, a sink-fwd launch all N",
+     "only gemm and sink-fwd have a persistent form"},
+    {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)",
+     "only gemm chooses its copy engine"},
+    {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it by fp32 TMA reduce-add: fewer GEMMs, rounding varies run to run; needs --dkdv-warpgroups 2: each warpgroup computes one panel of D / 2 columns of it over the block's 128 keys)",
+     "only sink-bwd computes dQ"},
+    {"dq-split", "HOW", "compile check bench", "sink-bwd, --dq atomic --dkdv-warpgroups 2: how the two warpgroups divide dQ's share of the block's 128 keys: columns (default; FlashAttention 3's: each D / 2 columns over all 128 keys, one reduce-add per block, the warpgroups meeting at a barrier every iteration) or deferred (D 64: columns, each warpgroup computing and adding its panel of the previous query block's share from a double-buffered dS tile handed over through mbarriers: the warpgroups never meet in the loop, one reduce-add's traffic per block)",
+     "only sink-bwd computes dQ"},
+    {"dq-warpgroups", "N", "compile check bench", "sink-bwd, --dq separate: the dQ kernel's consumer warpgroups: 1 (a block of 64 query rows, the schedule's) or 2 (a warp-specialized block of 64 rows per warpgroup sharing each K/V tile: K/V cross L2 once per 128 rows); without it, auto: 2 at D 128 when query rows and keys are both at least 12288 (auto schedule, --dq separate, no window, bhsd or bshd), else 1",
+     "only sink-bwd has a dQ kernel"},
+    {"dkdv-warpgroups", "N", "compile check bench", "sink-bwd: the dK/dV kernel's consumer warpgroups: 1 (a block of 64 keys, the schedule's) or 2 (a warp-specialized block of 64 keys per warpgroup sharing each Q/dO tile: Q/dO cross L2 once per 128 keys; GQA shares summed by a kernel of their own; 2 also with --dq atomic, which needs it); without it, auto, as for --dq-warpgroups",
+     "only sink-bwd has a dK/dV kernel"},
+    {"pack-gqa", nullptr, "compile check bench", "sink-fwd, BHSD, GQA: each block computes rows of all the query heads of one kv head, so K/V tiles serve the whole group (for short query lengths: decoding)",
+     "only sink-fwd packs query heads"},
+    {"batch", "B", "compile check bench tune", "attention: batch size",
+     kAttentionParameter},
+    {"heads", "H", "compile check bench tune", "attention: query heads",
+     kAttentionParameter},
+    {"kv-heads", "HK", "compile check bench tune", "attention: key/value heads (divides --heads)",
+     kAttentionParameter},
+    {"seq-q", "SQ", "compile check bench tune", "attention: query length",
+     kAttentionParameter},
+    {"seq-kv", "SKV", "compile check bench tune", "attention: key/value length",
+     kAttentionParameter},
+    {"head-dim", "D", "compile check bench tune", "attention: head dimension (64 or 128)",
+     kAttentionParameter},
+    {"window", "W", "compile check bench tune", "attention: sliding window (>= 1)",
+     kAttentionParameter},
+    {"sink-dtype", "T", "compile check bench tune", "attention: how the per-head sink logits are stored: f32 (default) or bf16",
+     kAttentionParameter},
+    {"layout", "L", "compile check bench tune", "attention: bhsd (default: q/o [B,H,S,D]), bshd (q/o [B,S,H,D]) or varlen (packed sequences, with --seqlens-q)",
+     kAttentionParameter},
+    {"seqlens-q", "L,L,..", "compile check bench", "attention, varlen: each sequence's query length (sets --layout varlen; the batch is their count)",
+     kAttentionParameter},
+    {"seqlens-kv", "L,L,..", "compile check bench", "attention, varlen: each sequence's key/value length (default: --seqlens-q)",
+     kAttentionParameter},
     {"sinks", "X,X,..", "check bench", "attention: the sink logits, one for every head or one per head (finite or -inf: no sink), instead of random ones"},
     {"start-tile", "T", "compile check bench", "tma-stream: first 64-column tile of the loop (default 0)"},
     {"dtype", "T", "compile check bench tune", "element type: bf16 (default) or fp16"},
@@ -55,7 +82,8 @@ const FlagSpec kFlags[] = {
     {"o", "PATH", "compile", "output file, or directory for --emit bundle ('-': stdout)"},
     {"bundle", "DIR", "check bench", "run a compiled bundle instead of compiling"},
     {"preset", "NAME", "bench", "time a table of configurations: seed (bf16 B1 H64 HK8, S 2k..16k x D 64/128; sink-fwd causal and window 128, or with --kernel sink-bwd the causal backward, in the form --dq, --dq-split, --dq-warpgroups and --dkdv-warpgroups pick)"},
-    {"tune-cache", "FILE", "compile check bench tune", "sink-fwd: the tuning cache; tune records each problem's fastest schedule, stages and persistent form in it, and --schedule auto (without --stages) uses them (an explicit --persistent wins)"},
+    {"tune-cache", "FILE", "compile check bench tune", "sink-fwd: the tuning cache; tune records each problem's fastest schedule, stages and persistent form in it, and --schedule auto (without --stages) uses them (an explicit --persistent wins)",
+     "only sink-fwd is tuned"},
     {"bundles", "DIR", "bench tune", "with --preset: take each configuration's bundle from the bundles under DIR (found by their manifests) instead of compiling; tune: time the sink-fwd bundles under DIR"},
     {"seed", "N", "check bench tune", "seed of the random inputs (default 0)"},
     {"iters", "N", "bench tune", "timed iterations (default 50; median reported)"},
@@ -129,19 +157,30 @@ bool Options::wasGiven(const std::string &flag) const {
   return std::find(given.begin(), given.end(), flag) != given.end();
 }
 
-namespace {
-const char *const kAttentionFlags[] = {
-    "batch",  "heads",      "kv-heads", "seq-q",     "seq-kv",
-    "head-dim", "window",   "sink-dtype", "layout",  "seqlens-q",
-    "seqlens-kv"};
-} // namespace
+std::vector<std::string_view> runner::attentionFlags() {
+  std::vector<std::string_view> flags;
+  for (const FlagSpec &flag : kFlags)
+    if (flag.onlyFor == kAttentionParameter)
+      flags.push_back(flag.name);
+  return flags;
+}
 
 std::vector<std::string> Options::attentionFlagsGiven() const {
   std::vector<std::string> flags;
-  for (const char *flag : kAttentionFlags)
-    if (wasGiven(flag))
-      flags.push_back(std::string("--") + flag);
+  for (std::string_view flag : attentionFlags())
+    if (wasGiven(std::string(flag)))
+      flags.push_back("--" + std::string(flag));
   return flags;
+}
+
+rt::Status runner::checkFlagsApply(const Options &options,
+                                   const KernelKind &kind) {
+  for (const FlagSpec &flag : kFlags)
+    if (flag.onlyFor && options.wasGiven(flag.name) && !kind.takes(flag.name))
+      return rt::Status::error(spelled(flag.name) +
+                               " does not apply to kernel '" +
+                               std::string(kind.name) + "': " + flag.onlyFor);
+  return rt::Status::success();
 }
 
 std::string runner::usage(bool hasCompiler) {
@@ -171,7 +210,10 @@ std::string runner::usage(bool hasCompiler) {
     if (flag.valueName)
       left += std::string(" ") + flag.valueName;
     left.resize(std::max<size_t>(left.size() + 1, 22), ' ');
-    text += left + flag.help + "  [" + flag.commands + "]\n";
+    std::string help = flag.help;
+    if (std::string_view(flag.name) == "kernel")
+      help += " (" + kindNames([](const KernelKind &) { return true; }) + ")";
+    text += left + help + "  [" + flag.commands + "]\n";
   }
   text += "\nexit codes: 0 success, 1 check failed, 2 usage, configuration or "
           "environment error\n";
@@ -460,8 +502,13 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     if (options.tuneCache.empty())
       return rt::Status::error("tune needs --tune-cache FILE (where the "
                                "fastest variants are recorded)");
-    if (options.wasGiven("kernel") && options.kernel != "sink-fwd")
-      return rt::Status::error("tune tunes sink-fwd, not '" + options.kernel + "'");
+    const KernelKind *kind = findKernelKind(options.kernel);
+    if (options.wasGiven("kernel") && !(kind && kind->takes("tune-cache")))
+      return rt::Status::error(
+          "tune tunes " +
+          kindNames([](const KernelKind &k) { return k.takes("tune-cache"); },
+                    " or ") +
+          ", not '" + options.kernel + "'");
     if (!options.bundlesDir.empty()) {
       std::vector<std::string> shape = options.attentionFlagsGiven();
       for (const char *flag : {"dtype", "chip"})
@@ -489,11 +536,13 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
   if (!options.preset.empty()) {
     // The preset fixes the kernel and every shape; only how to time and
     // where to run are the caller's.
-    if (options.wasGiven("kernel") && options.kernel != "sink-fwd" &&
-        options.kernel != "sink-bwd")
-      return rt::Status::error("--preset " + options.preset +
-                               " times sink-fwd or sink-bwd, not '" +
-                               options.kernel + "'");
+    const KernelKind *kind = findKernelKind(options.kernel);
+    if (options.wasGiven("kernel") && !(kind && !kind->seedWindows.empty()))
+      return rt::Status::error(
+          "--preset " + options.preset + " times " +
+          kindNames([](const KernelKind &k) { return !k.seedWindows.empty(); },
+                    " or ") +
+          ", not '" + options.kernel + "'");
     for (const char *flag :
          {"bundle", "m", "n", "k", "dtype", "chip", "stages", "schedule",
           "copy-engine", "pack-gqa", "persistent", "start-tile", "batch", "heads",
@@ -511,10 +560,13 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
          {"dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups"}) {
       if (!options.wasGiven(flag))
         continue;
-      if (options.kernel != "sink-bwd")
-        return rt::Status::error(std::string("--") + flag +
-                                 " goes with --preset " + options.preset +
-                                 " --kernel sink-bwd (the backward's form)");
+      if (!(kind && kind->takes(flag)))
+        return rt::Status::error(
+            std::string("--") + flag + " goes with --preset " +
+            options.preset + " --kernel " +
+            kindNames([&](const KernelKind &k) { return k.takes(flag); },
+                      " or ") +
+            " (the backward's form)");
       if (!options.bundlesDir.empty())
         return rt::Status::error(std::string("--") + flag +
                                  " chooses how to compile; with --bundles "

@@ -8,9 +8,12 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sinkattn::runner {
+
+struct KernelKind;
 
 /// Parsed command line. Integer flags are validated (range) while parsing.
 struct Options {
@@ -71,6 +74,14 @@ rt::Expected<Options> parseOptions(int argc, char **argv, bool hasCompiler);
 
 /// `--sinks`' value: comma-separated sink logits, each finite or -inf.
 rt::Expected<std::vector<float>> parseSinkLogits(const std::string &text);
+
+/// An error for the first kind-specific flag given that `kind` does not
+/// take ("--copy-engine does not apply to kernel 'sink-fwd': ...").
+rt::Status checkFlagsApply(const Options &options, const KernelKind &kind);
+
+/// The flags of the attention shape (--batch, ..., spelled without "--"):
+/// the attention kernels take them, other kinds refuse them.
+std::vector<std::string_view> attentionFlags();
 
 /// The usage text.
 std::string usage(bool hasCompiler);

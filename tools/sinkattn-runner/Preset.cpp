@@ -11,6 +11,7 @@
 
 #include "Preset.h"
 #include "Harness.h"
+#include "KernelKinds.h"
 
 #include "SinkAttn/Runtime/Json.h"
 
@@ -47,24 +48,9 @@ std::string runner::scheduleLabel(const rt::Bundle &bundle) {
       rt::configInteger(bundle, "persistent_blocks");
   if (persistent.ok() && *persistent > 0)
     label += " persistent=" + std::to_string(*persistent);
-  if (bundle.kernel == "sink-bwd") {
-    // Bundles from before --dq computed dQ separately.
-    rt::Expected<std::string> dq = rt::configTextOr(bundle, "dq", "separate");
-    label += " dq=" + (dq.ok() ? *dq : "-");
-    // Shared-tile forms (the manifest names their warpgroups only when
-    // more than one): "dkdv-wg=2" for the split.
-    for (auto [key, name] : {std::pair<const char *, const char *>{
-                                 "dq_warpgroups", "dq-wg"},
-                             {"dkdv_warpgroups", "dkdv-wg"}}) {
-      rt::Expected<int64_t> warpgroups = rt::configInteger(bundle, key);
-      if (warpgroups.ok() && *warpgroups > 1)
-        label += std::string(" ") + name + "=" + std::to_string(*warpgroups);
-    }
-    // The split's division of dQ's share, where it is not the columns.
-    rt::Expected<std::string> split = rt::configTextOr(bundle, "dq_split", "");
-    if (split.ok() && !split->empty())
-      label += " dq-split=" + *split;
-  }
+  const KernelKind *kind = findKernelKind(bundle.kernel);
+  if (kind && kind->describeForm)
+    label += kind->describeForm(bundle);
   return label;
 }
 
@@ -73,16 +59,15 @@ runner::presetCells(const std::string &name, const std::string &kernel) {
   if (name != "seed")
     return rt::Status::error("unknown preset '" + name +
                              "'; the presets are: seed");
-  if (kernel != "sink-fwd" && kernel != "sink-bwd")
-    return rt::Status::error("--preset " + name + " times sink-fwd or "
-                             "sink-bwd, not '" + kernel + "'");
+  const KernelKind *kind = findKernelKind(kernel);
+  if (!kind || kind->seedWindows.empty())
+    return rt::Status::error(
+        "--preset " + name + " times " +
+        kindNames([](const KernelKind &k) { return !k.seedWindows.empty(); },
+                  " or ") +
+        ", not '" + kernel + "'");
   std::vector<PresetCell> cells;
-  // The backward's table is the causal one (its comparison, cuDNN's causal
-  // backward, has no window).
-  std::vector<int64_t> windows = {0, 128};
-  if (kernel == "sink-bwd")
-    windows = {0};
-  for (int64_t window : windows)
+  for (int64_t window : kind->seedWindows)
     for (int64_t headDim : {64, 128})
       for (int64_t seq : {2048, 4096, 8192, 16384})
         cells.push_back({kernel, 1, 64, 8, seq, seq, headDim, window, "bf16"});
@@ -280,13 +265,8 @@ int runner::runPreset(
     row.set("schedule", schedule);
     rows.push(std::move(row));
   }
-  if (!cells->empty() && cells->front().kernel == "sink-bwd")
-    std::printf("TFLOP/s (seed) = 2.5 * 4*B*H*S*S*D/2 / median time (the "
-                "backward counts 2.5 forwards); (exact) counts the attended "
-                "(query, key) pairs.\n");
-  else
-    std::printf("TFLOP/s (seed) = 4*B*H*S*S*D/2 / median time; (exact) "
-                "counts the attended (query, key) pairs.\n");
+  if (!cells->empty())
+    std::printf("%s\n", findKernelKind(cells->front().kernel)->seedFormula);
   if (!options.jsonFile.empty()) {
     rt::JsonValue json = rt::JsonValue::object();
     json.set("gpu", gpu);

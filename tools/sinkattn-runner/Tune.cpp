@@ -16,6 +16,7 @@
 
 #include "SinkAttn/Runtime/AttentionReference.h"
 #include "Harness.h"
+#include "KernelKinds.h"
 #include "Preset.h"
 
 #include "SinkAttn/Runtime/Context.h"
@@ -165,7 +166,8 @@ int runner::runTune(
     if (!bundles.ok())
       return fail(bundles.status());
     for (auto &[name, bundle] : *bundles) {
-      if (bundle.kernel != "sink-fwd")
+      const KernelKind *kind = findKernelKind(bundle.kernel);
+      if (!kind || !kind->takes("tune-cache"))
         continue;
       rt::Expected<std::string> key = tuneKey(bundle);
       if (!key.ok())

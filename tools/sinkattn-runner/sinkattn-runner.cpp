@@ -81,10 +81,6 @@ int runCheckOrBench(const Options &options) {
   if (!options.sinks.empty())
     if (auto sinks = sinkLogitsFor(*bundle, options.sinks); !sinks.ok())
       return environmentError(sinks.status());
-  if (!harnessSupports(bundle->kernel))
-    return environmentError(rt::Status::error(
-        "the runner has no check or benchmark for kernel kind '" +
-        bundle->kernel + "'"));
   auto session = Session::open(std::move(*bundle), int(options.device),
                                options.verbose);
   if (!session.ok())
