@@ -114,26 +114,10 @@ std::vector<std::vector<int64_t>>
 balancedTileLists(llvm::ArrayRef<int64_t> costs, int64_t blocks,
                   llvm::ArrayRef<int64_t> groups = {});
 
-/// The row part shared by the attention reference kernels: from `%row`
-/// (an index into LSE's order) it defines %b, %h, %hk, %i, the sequence's
-/// lengths %seqQ and %skv, %qBase (the row's offset in q/o/dO), %kBase
-/// (key 0 of its kv head in k/v) and %kStride (between keys), all elements
-/// of flat buffers. Needs %c0, %c1, %heads and %group, and with varlen
-/// %cuQ/%cuK of type !offsets.
-std::string referenceRowText(const rt::SinkAttentionShape &shape);
-
 /// Varlen: from the sequence index %b, %bNext and the sequence's first
 /// tokens %qStart/%kStart, ends %qEnd/%kEnd and lengths %seqQ/%skv, loaded
 /// from %cuQ and %cuK (of type `offsetsType`). Needs %c1.
 std::string sequenceBoundsText(const std::string &offsetsType);
-
-/// Varlen reference kernels: from %token, a token of the side whose
-/// offsets are `scanOffsets` (%cuQ or %cuK), the sequence %b that owns it
-/// (the number of offsets [1..B] at or below it), %bNext, that sequence's
-/// first tokens %qStart/%kStart, ends %qEnd/%kEnd and lengths %seqQ/%skv
-/// (sequenceBoundsText). Needs %c0, %c1, %cuQ and %cuK of type !offsets.
-std::string referenceSequenceText(const std::string &scanOffsets,
-                                  int64_t batch);
 
 /// The fp32 SIMT reference of the attention-sink backward (three kernels,
 /// ABI and launches in SinkAttn/Runtime/AttentionReference.h).

@@ -27,394 +27,379 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilders.h"
-#include "KernelTemplate.h"
+#include "ReferenceBuilding.h"
 
 #include "SinkAttn/Runtime/AttentionReference.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 
-#include <cstdio>
+#include <limits>
 
 using namespace mlir;
 using namespace sinkattn;
+using namespace sinkattn::kernels::reference;
 
 namespace {
 
-constexpr llvm::StringLiteral kSinkBwdReferenceTemplate = R"mlir(
-!q = memref<@Q_ELEMENTS@x@T@>
-!kv = memref<@KV_ELEMENTS@x@T@>
-!sinks = memref<@H@x@ST@>
-!dq = memref<@Q_ELEMENTS@xf32>
-!dkv = memref<@KV_ELEMENTS@xf32>
-!dsinks = memref<@H@xf32>
-!rows = memref<@ROWS@xf32>
-!row = memref<@D@xf32>
-!offsets = memref<@SEQUENCES@xi32>
-module attributes {gpu.container_module} {
-  gpu.module @sink_bwd_reference {
-    gpu.func @sink_bwd_reference_rows@KERNEL_ARGS@ kernel {
-@CONSTANTS@
-      %row = arith.addi %first, %tid : index
-      %inside = arith.cmpi ult, %row, %rows : index
-      scf.if %inside {
-@ROW@
-        %offset = arith.subi %skv, %seqQ : index
-        %p = arith.addi %i, %offset : index
-        %hi = arith.addi %p, %c1 : index
-        %loRaw = arith.subi %hi, %window : index
-        %lo = arith.maxsi %loRaw, %c0 : index
+/// The module's buffer types: `row` is a thread's private f32 row of D.
+struct BufferTypes {
+  MemRefType q, kv, sinks, dq, dkv, dsinks, rows, row, offsets;
+};
 
-        %qRow = memref.alloca() : !row
-        %doRow = memref.alloca() : !row
-        %acc = memref.alloca() : !row
-        %dqRow = memref.alloca() : !row
-        scf.for %d = %c0 to %dim step %c1 {
-          %at = arith.addi %qBase, %d : index
-          %x = memref.load %q[%at] : !q
-          %xf = arith.extf %x : @T@ to f32
-          memref.store %xf, %qRow[%d] : !row
-          %g = memref.load %do[%at] : !q
-          %gf = arith.extf %g : @T@ to f32
-          memref.store %gf, %doRow[%d] : !row
-          memref.store %zero, %acc[%d] : !row
-          memref.store %zero, %dqRow[%d] : !row
-        }
-        @SINK_LOAD@
+/// The arguments every kernel of the module takes (one ABI, launched in
+/// order with the same values).
+struct KernelArgs {
+  Value q, k, v, sinks, dO, storedO, dq, dk, dv, dsinks, refO, lse, delta,
+      terms, cuQ, cuK;
+};
 
-        // M = max(t, max_j s_j).
-        %m = scf.for %j = %lo to %hi step %c1 iter_args(%mj = %t) -> (f32) {
-          %s = func.call @score(%qRow, %k, %kBase, %kStride, %j) : (!row, !kv, index, index, index) -> f32
-          %mNext = arith.maximumf %mj, %s : f32
-          scf.yield %mNext : f32
-        }
-        // L = exp(t - M) + sum_j exp(s_j - M); acc = sum_j exp(s_j - M) v_j.
-        // M is -inf only for a row with no key and a -inf sink: then L = 0.
-        %ninf = arith.constant 0xFF800000 : f32
-        %one = arith.constant 1.0 : f32
-        %mIsInf = arith.cmpf oeq, %m, %ninf : f32
-        %mSafe = arith.select %mIsInf, %zero, %m : f32
-        %tm = arith.subf %t, %mSafe : f32
-        %l0 = func.call @exp(%tm) : (f32) -> f32
-        %l = scf.for %j = %lo to %hi step %c1 iter_args(%lj = %l0) -> (f32) {
-          %s = func.call @score(%qRow, %k, %kBase, %kStride, %j) : (!row, !kv, index, index, index) -> f32
-          %sm = arith.subf %s, %mSafe : f32
-          %e = func.call @exp(%sm) : (f32) -> f32
-          %jOffset = arith.muli %j, %kStride : index
-          %vRow = arith.addi %kBase, %jOffset : index
-          scf.for %d = %c0 to %dim step %c1 {
-            %at = arith.addi %vRow, %d : index
-            %y = memref.load %v[%at] : !kv
-            %yf = arith.extf %y : @T@ to f32
-            %a = memref.load %acc[%d] : !row
-            %ey = arith.mulf %e, %yf : f32
-            %aNext = arith.addf %a, %ey : f32
-            memref.store %aNext, %acc[%d] : !row
-          }
-          %lNext = arith.addf %lj, %e : f32
-          scf.yield %lNext : f32
-        }
-        // LSE = M + ln L; dO . O with O = acc / L (the sink term's); delta =
-        // dO . o with the given o (dS's).
-        %log2l = llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%l) : (f32) -> f32
-        %lnl = arith.mulf %log2l, %ln2 : f32
-        %rowLse = arith.addf %m, %lnl : f32
-        %lIsZero = arith.cmpf oeq, %l, %zero : f32
-        %lSafe = arith.select %lIsZero, %one, %l : f32
-        %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
-          %a = memref.load %acc[%d] : !row
-          %o = arith.divf %a, %lSafe : f32
-          %oAt = arith.addi %qBase, %d : index
-          memref.store %o, %refO[%oAt] : !dq
-          %g = memref.load %doRow[%d] : !row
-          %go = arith.mulf %g, %o : f32
-          %next = arith.addf %sum, %go : f32
-          scf.yield %next : f32
-        }
-        %given = func.call @dotAt(%doRow, %storedO, %qBase) : (!row, !q, index) -> f32
-        // dQ = scale sum_j P_j (dO . v_j - delta) k_j.
-        scf.for %j = %lo to %hi step %c1 {
-          %s = func.call @score(%qRow, %k, %kBase, %kStride, %j) : (!row, !kv, index, index, index) -> f32
-          %sl = arith.subf %s, %rowLse : f32
-          %pj = func.call @exp(%sl) : (f32) -> f32
-          %dp = func.call @dotRow(%doRow, %v, %kBase, %kStride, %j) : (!row, !kv, index, index, index) -> f32
-          %dpd = arith.subf %dp, %given : f32
-          %ds = arith.mulf %pj, %dpd : f32
-          %dsScaled = arith.mulf %ds, %scale : f32
-          %jOffset = arith.muli %j, %kStride : index
-          %kRow = arith.addi %kBase, %jOffset : index
-          scf.for %d = %c0 to %dim step %c1 {
-            %at = arith.addi %kRow, %d : index
-            %y = memref.load %k[%at] : !kv
-            %yf = arith.extf %y : @T@ to f32
-            %a = memref.load %dqRow[%d] : !row
-            %term = arith.mulf %dsScaled, %yf : f32
-            %aNext = arith.addf %a, %term : f32
-            memref.store %aNext, %dqRow[%d] : !row
-          }
-        }
-        scf.for %d = %c0 to %dim step %c1 {
-          %a = memref.load %dqRow[%d] : !row
-          %at = arith.addi %qBase, %d : index
-          memref.store %a, %dq[%at] : !dq
-        }
-        // The row's share of dsink: -exp(t - LSE) dO . O.
-        %tl = arith.subf %t, %rowLse : f32
-        %pSinkRaw = func.call @exp(%tl) : (f32) -> f32
-        // A -inf sink takes no probability (and exp(-inf - -inf) is NaN).
-        %tIsInf = arith.cmpf oeq, %t, %ninf : f32
-        %pSink = arith.select %tIsInf, %zero, %pSinkRaw : f32
-        %share = arith.mulf %pSink, %dot : f32
-        %term = arith.negf %share : f32
-        memref.store %rowLse, %lse[%row] : !rows
-        memref.store %given, %delta[%row] : !rows
-        memref.store %term, %terms[%row] : !rows
-      }
-      gpu.return
-    }
-
-    gpu.func @sink_bwd_reference_keys@KERNEL_ARGS@ kernel {
-@CONSTANTS@
-      %keyRows = arith.constant @KEY_ROWS@ : index
-      %keyRow = arith.addi %first, %tid : index
-      %inside = arith.cmpi ult, %keyRow, %keyRows : index
-      scf.if %inside {
-@KEY_ROW@
-        // The query rows i whose position i + SKV - SQ lies in
-        // [j, j + WINDOW): those that attend key j.
-        %offset = arith.subi %skv, %seqQ : index
-        %iFirstRaw = arith.subi %j, %offset : index
-        %iFirst = arith.maxsi %iFirstRaw, %c0 : index
-        %iEndRaw = arith.addi %iFirstRaw, %window : index
-        %iEnd = arith.minsi %iEndRaw, %seqQ : index
-        %kRow = memref.alloca() : !row
-        %vRow = memref.alloca() : !row
-        %dkRow = memref.alloca() : !row
-        %dvRow = memref.alloca() : !row
-        scf.for %d = %c0 to %dim step %c1 {
-          %at = arith.addi %kvAt, %d : index
-          %x = memref.load %k[%at] : !kv
-          %xf = arith.extf %x : @T@ to f32
-          memref.store %xf, %kRow[%d] : !row
-          %y = memref.load %v[%at] : !kv
-          %yf = arith.extf %y : @T@ to f32
-          memref.store %yf, %vRow[%d] : !row
-          memref.store %zero, %dkRow[%d] : !row
-          memref.store %zero, %dvRow[%d] : !row
-        }
-        %hFirst = arith.muli %hk, %group : index
-        %hEnd = arith.addi %hFirst, %group : index
-        scf.for %h = %hFirst to %hEnd step %c1 {
-          %qh = arith.muli %h, %qHeadStride : index
-          %qbh = arith.addi %qBatchBase, %qh : index
-          %lh = arith.muli %h, %lseHeadStride : index
-          %lbh = arith.addi %lseBatchBase, %lh : index
-          scf.for %i = %iFirst to %iEnd step %c1 {
-            %qi = arith.muli %i, %qPosStride : index
-            %qAt = arith.addi %qbh, %qi : index
-            %r = arith.addi %lbh, %i : index
-            %rowLse = memref.load %lse[%r] : !rows
-            %rowDelta = memref.load %delta[%r] : !rows
-            %qk = func.call @dotAt(%kRow, %q, %qAt) : (!row, !q, index) -> f32
-            %s = arith.mulf %qk, %scale : f32
-            %sl = arith.subf %s, %rowLse : f32
-            %pij = func.call @exp(%sl) : (f32) -> f32
-            %dp = func.call @dotAt(%vRow, %do, %qAt) : (!row, !q, index) -> f32
-            %dpd = arith.subf %dp, %rowDelta : f32
-            %ds = arith.mulf %pij, %dpd : f32
-            %dsScaled = arith.mulf %ds, %scale : f32
-            scf.for %d = %c0 to %dim step %c1 {
-              %at = arith.addi %qAt, %d : index
-              %x = memref.load %q[%at] : !q
-              %xf = arith.extf %x : @T@ to f32
-              %g = memref.load %do[%at] : !q
-              %gf = arith.extf %g : @T@ to f32
-              %a = memref.load %dkRow[%d] : !row
-              %ta = arith.mulf %dsScaled, %xf : f32
-              %aNext = arith.addf %a, %ta : f32
-              memref.store %aNext, %dkRow[%d] : !row
-              %c = memref.load %dvRow[%d] : !row
-              %tc = arith.mulf %pij, %gf : f32
-              %cNext = arith.addf %c, %tc : f32
-              memref.store %cNext, %dvRow[%d] : !row
-            }
-          }
-        }
-        scf.for %d = %c0 to %dim step %c1 {
-          %at = arith.addi %kvAt, %d : index
-          %a = memref.load %dkRow[%d] : !row
-          memref.store %a, %dk[%at] : !dkv
-          %c = memref.load %dvRow[%d] : !row
-          memref.store %c, %dv[%at] : !dkv
-        }
-      }
-      gpu.return
-    }
-
-    gpu.func @sink_bwd_reference_sinks@KERNEL_ARGS@ kernel {
-@CONSTANTS@
-      %h = arith.addi %first, %tid : index
-      %inside = arith.cmpi ult, %h, %heads : index
-      scf.if %inside {
-        // Rows of head h: batch b's run of @RUN@ rows at b * @BATCH_ROWS@ +
-        // h * @RUN@ (LSE's order).
-        %batches = arith.constant @RUN_BATCHES@ : index
-        %run = arith.constant @RUN@ : index
-        %batchRows = arith.constant @BATCH_ROWS@ : index
-        %headStart = arith.muli %h, %run : index
-        %sum = scf.for %b = %c0 to %batches step %c1 iter_args(%total = %zero) -> (f32) {
-          %bStart = arith.muli %b, %batchRows : index
-          %start = arith.addi %bStart, %headStart : index
-          %end = arith.addi %start, %run : index
-          %part = scf.for %r = %start to %end step %c1 iter_args(%acc = %total) -> (f32) {
-            %x = memref.load %terms[%r] : !rows
-            %next = arith.addf %acc, %x : f32
-            scf.yield %next : f32
-          }
-          scf.yield %part : f32
-        }
-        memref.store %sum, %dsinks[%h] : !dsinks
-      }
-      gpu.return
-    }
-
-    // scale * (q_row . k_j) for the key j of a kv head at kBase.
-    func.func private @score(%qRow: !row, %k: !kv, %kBase: index, %kStride: index, %j: index) -> f32 {
-      %scale = arith.constant @SCALE@ : f32
-      %dot = func.call @dotRow(%qRow, %k, %kBase, %kStride, %j) : (!row, !kv, index, index, index) -> f32
-      %s = arith.mulf %dot, %scale : f32
-      return %s : f32
-    }
-    // x . y_j for the row y_j at kBase + j * kStride.
-    func.func private @dotRow(%x: !row, %y: !kv, %kBase: index, %kStride: index, %j: index) -> f32 {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %dim = arith.constant @D@ : index
-      %zero = arith.constant 0.0 : f32
-      %jOffset = arith.muli %j, %kStride : index
-      %base = arith.addi %kBase, %jOffset : index
-      %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
-        %a = memref.load %x[%d] : !row
-        %at = arith.addi %base, %d : index
-        %b = memref.load %y[%at] : !kv
-        %bf = arith.extf %b : @T@ to f32
-        %ab = arith.mulf %a, %bf : f32
-        %next = arith.addf %sum, %ab : f32
-        scf.yield %next : f32
-      }
-      return %dot : f32
-    }
-    // row . x for the row of x at `at` (a query, dO or stored O row).
-    func.func private @dotAt(%row: !row, %x: !q, %at: index) -> f32 {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %dim = arith.constant @D@ : index
-      %zero = arith.constant 0.0 : f32
-      %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
-        %a = memref.load %row[%d] : !row
-        %i = arith.addi %at, %d : index
-        %b = memref.load %x[%i] : !q
-        %bf = arith.extf %b : @T@ to f32
-        %ab = arith.mulf %a, %bf : f32
-        %next = arith.addf %sum, %ab : f32
-        scf.yield %next : f32
-      }
-      return %dot : f32
-    }
-    // exp(x) = ex2(x log2 e).
-    func.func private @exp(%x: f32) -> f32 {
-      %log2e = arith.constant 1.44269504088896341 : f32
-      %y = arith.mulf %x, %log2e : f32
-      %e = llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%y) : (f32) -> f32
-      return %e : f32
-    }
+KernelArgs kernelArgs(ValueRange args) {
+  KernelArgs a;
+  a.q = args[0];
+  a.k = args[1];
+  a.v = args[2];
+  a.sinks = args[3];
+  a.dO = args[4];
+  a.storedO = args[5];
+  a.dq = args[6];
+  a.dk = args[7];
+  a.dv = args[8];
+  a.dsinks = args[9];
+  a.refO = args[10];
+  a.lse = args[11];
+  a.delta = args[12];
+  a.terms = args[13];
+  if (args.size() > 14) {
+    a.cuQ = args[14];
+    a.cuK = args[15];
   }
+  return a;
 }
-)mlir";
 
-// The arguments every kernel of the module takes (one ABI, launched in
-// order with the same values).
-constexpr llvm::StringLiteral kKernelArgs = R"mlir((%q: !q, %k: !kv, %v: !kv, %sinks: !sinks, %do: !q,
-        %storedO: !q, %dq: !dq, %dk: !dkv, %dv: !dkv, %dsinks: !dsinks,
-        %refO: !dq, %lse: !rows, %delta: !rows, %terms: !rows@SEQUENCE_ARGS@))mlir";
+/// Calls of the module's private functions (defined by buildHelpers).
+Value call(ImplicitLocOpBuilder &b, StringRef callee, ValueRange operands) {
+  return func::CallOp::create(b, callee, b.getF32Type(), operands).getResult(0);
+}
+/// scale * (qRow . k_j) for the key j of a kv head at kBase.
+Value score(ImplicitLocOpBuilder &b, Value qRow, Value keys, const QueryRow &r,
+            Value j) {
+  return call(b, "score", {qRow, keys, r.kBase, r.kStride, j});
+}
+/// x . y_j for the row y_j at kBase + j * kStride.
+Value dotRow(ImplicitLocOpBuilder &b, Value x, Value y, const QueryRow &r,
+             Value j) {
+  return call(b, "dotRow", {x, y, r.kBase, r.kStride, j});
+}
+/// row . x for the row of x at `at` (a query, dO or stored O row).
+Value dotAt(ImplicitLocOpBuilder &b, Value row, Value x, Value at) {
+  return call(b, "dotAt", {row, x, at});
+}
+Value exp(ImplicitLocOpBuilder &b, Value x) { return call(b, "exp", {x}); }
 
-constexpr llvm::StringLiteral kConstants = R"mlir(
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %block = arith.constant @BLOCK@ : index
-      %rows = arith.constant @ROWS@ : index
-      %heads = arith.constant @H@ : index
-      %group = arith.constant @GROUP@ : index
-      %dim = arith.constant @D@ : index
-      %window = arith.constant @WINDOW@ : index
-      %scale = arith.constant @SCALE@ : f32
-      %ln2 = arith.constant 0.693147180559945309 : f32
-      %zero = arith.constant 0.0 : f32
-      %tid = gpu.thread_id x
-      %bid = gpu.block_id x
-      %first = arith.muli %bid, %block : index)mlir";
+/// The private functions the kernels call: score, dotRow, dotAt and exp.
+void buildHelpers(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
+                  const BufferTypes &types) {
+  Type f32 = b.getF32Type(), index = b.getIndexType();
+  auto function = [&](StringRef name, TypeRange args,
+                      function_ref<Value(ValueRange)> body) {
+    auto func = func::FuncOp::create(b, name, b.getFunctionType(args, f32));
+    func.setPrivate();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(func.addEntryBlock());
+    func::ReturnOp::create(b, body(func.getArguments()));
+  };
+  auto headDimLoop = [&] {
+    HeadDimLoop loop;
+    loop.c0 = indexConstant(b, 0);
+    loop.c1 = indexConstant(b, 1);
+    loop.dim = indexConstant(b, shape.headDim);
+    loop.zero = f32Constant(b, 0.0f);
+    return loop;
+  };
+  function("score", {types.row, types.kv, index, index, index},
+           [&](ValueRange args) -> Value {
+             Value scale = f32Constant(b, float(shape.scale));
+             Value dot = call(b, "dotRow", args);
+             return arith::MulFOp::create(b, dot, scale);
+           });
+  function("dotRow", {types.row, types.kv, index, index, index},
+           [&](ValueRange args) -> Value {
+             HeadDimLoop loop = headDimLoop();
+             Value jOffset = arith::MulIOp::create(b, args[4], args[3]);
+             Value base = arith::AddIOp::create(b, args[2], jOffset);
+             return dotWithBuffer(b, loop, args[0], args[1], base);
+           });
+  function("dotAt", {types.row, types.q, index}, [&](ValueRange args) -> Value {
+    HeadDimLoop loop = headDimLoop();
+    return dotWithBuffer(b, loop, args[0], args[1], args[2]);
+  });
+  function("exp", {f32}, [&](ValueRange args) -> Value {
+    Value log2e = f32Constant(b, float(1.44269504088896341));
+    Value y = arith::MulFOp::create(b, args[0], log2e);
+    return exp2Approx(b, y);
+  });
+}
 
-/// The @KEY_ROW@ part: from %keyRow (kv head major, then token) it defines
-/// %b, %hk, %j (the key in its sequence), %seqQ, %skv, %kvAt (the key row's
-/// offset in k/v), and how to address query rows of (b, h, i): q/dO at
-/// %qBatchBase + h * %qHeadStride + i * %qPosStride, LSE's order at
-/// %lseBatchBase + h * %lseHeadStride + i.
-std::string keyRowText(const rt::SinkAttentionShape &s) {
-  auto str = [](int64_t v) { return std::to_string(v); };
-  const int64_t d = s.headDim;
+/// `rows`: one thread per query row recomputes M, L and O, then its dQ row,
+/// and records O, LSE, delta and its sink term.
+void buildQueryRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
+                   const BufferTypes &types, const KernelConstants &k,
+                   const KernelArgs &a, Value row) {
+  QueryRow r = queryRow(b, shape, k, row, a.cuQ, a.cuK);
+  AttendedKeys keys = attendedKeys(b, k, r);
+  HeadDimLoop dims = k.headDimLoop();
+
+  Value qRow = memref::AllocaOp::create(b, types.row);
+  Value doRow = memref::AllocaOp::create(b, types.row);
+  Value acc = memref::AllocaOp::create(b, types.row);
+  Value dqRow = memref::AllocaOp::create(b, types.row);
+  forEachElement(b, dims, [&](Value d) {
+    Value at = arith::AddIOp::create(b, r.qBase, d);
+    store(b, loadF32(b, a.q, at), qRow, d);
+    store(b, loadF32(b, a.dO, at), doRow, d);
+    store(b, k.zero, acc, d);
+    store(b, k.zero, dqRow, d);
+  });
+  Value t = loadSinkLogit(b, a.sinks, r.h);
+
+  // M = max(t, max_j s_j).
+  Value m = fold(b, keys.lo, keys.hi, k.c1, t, [&](Value j, Value mj) -> Value {
+    Value s = score(b, qRow, a.k, r, j);
+    return arith::MaximumFOp::create(b, mj, s);
+  });
+  // L = exp(t - M) + sum_j exp(s_j - M); acc = sum_j exp(s_j - M) v_j.
+  // M is -inf only for a row with no key and a -inf sink: then L = 0.
+  Value ninf = f32Constant(b, -std::numeric_limits<float>::infinity());
+  Value one = f32Constant(b, 1.0f);
+  Value mIsInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, ninf);
+  Value mSafe = arith::SelectOp::create(b, mIsInf, k.zero, m);
+  Value l0 = exp(b, arith::SubFOp::create(b, t, mSafe));
+  Value l =
+      fold(b, keys.lo, keys.hi, k.c1, l0, [&](Value j, Value lj) -> Value {
+        Value s = score(b, qRow, a.k, r, j);
+        Value e = exp(b, arith::SubFOp::create(b, s, mSafe));
+        Value jOffset = arith::MulIOp::create(b, j, r.kStride);
+        Value vRow = arith::AddIOp::create(b, r.kBase, jOffset);
+        forEachElement(b, dims, [&](Value d) {
+          Value y = loadF32(b, a.v, arith::AddIOp::create(b, vRow, d));
+          Value accD = load(b, acc, d);
+          Value ey = arith::MulFOp::create(b, e, y);
+          store(b, arith::AddFOp::create(b, accD, ey), acc, d);
+        });
+        return arith::AddFOp::create(b, lj, e);
+      });
+  // LSE = M + ln L; dO . O with O = acc / L (the sink term's); delta =
+  // dO . o with the given o (dS's).
+  Value log2l = log2Approx(b, l);
+  Value lnl = arith::MulFOp::create(b, log2l, k.ln2);
+  Value rowLse = arith::AddFOp::create(b, m, lnl);
+  Value lIsZero =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, l, k.zero);
+  Value lSafe = arith::SelectOp::create(b, lIsZero, one, l);
+  Value doDotO =
+      fold(b, dims.c0, dims.dim, dims.c1, dims.zero, [&](Value d, Value sum) {
+        Value accD = load(b, acc, d);
+        Value o = arith::DivFOp::create(b, accD, lSafe);
+        Value oAt = arith::AddIOp::create(b, r.qBase, d);
+        store(b, o, a.refO, oAt);
+        Value g = load(b, doRow, d);
+        Value go = arith::MulFOp::create(b, g, o);
+        return Value(arith::AddFOp::create(b, sum, go));
+      });
+  Value given = dotAt(b, doRow, a.storedO, r.qBase);
+  // dQ = scale sum_j P_j (dO . v_j - delta) k_j.
+  forEach(b, keys.lo, keys.hi, k.c1, [&](Value j) {
+    Value s = score(b, qRow, a.k, r, j);
+    Value pj = exp(b, arith::SubFOp::create(b, s, rowLse));
+    Value dp = dotRow(b, doRow, a.v, r, j);
+    Value dpd = arith::SubFOp::create(b, dp, given);
+    Value ds = arith::MulFOp::create(b, pj, dpd);
+    Value dsScaled = arith::MulFOp::create(b, ds, k.scale);
+    Value jOffset = arith::MulIOp::create(b, j, r.kStride);
+    Value kRow = arith::AddIOp::create(b, r.kBase, jOffset);
+    forEachElement(b, dims, [&](Value d) {
+      Value y = loadF32(b, a.k, arith::AddIOp::create(b, kRow, d));
+      Value dqD = load(b, dqRow, d);
+      Value term = arith::MulFOp::create(b, dsScaled, y);
+      store(b, arith::AddFOp::create(b, dqD, term), dqRow, d);
+    });
+  });
+  forEachElement(b, dims, [&](Value d) {
+    Value dqD = load(b, dqRow, d);
+    Value at = arith::AddIOp::create(b, r.qBase, d);
+    store(b, dqD, a.dq, at);
+  });
+  // The row's share of dsink: -exp(t - LSE) dO . O.
+  Value pSinkRaw = exp(b, arith::SubFOp::create(b, t, rowLse));
+  // A -inf sink takes no probability (and exp(-inf - -inf) is NaN).
+  Value tIsInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, t, ninf);
+  Value pSink = arith::SelectOp::create(b, tIsInf, k.zero, pSinkRaw);
+  Value share = arith::MulFOp::create(b, pSink, doDotO);
+  Value term = arith::NegFOp::create(b, share);
+  store(b, rowLse, a.lse, row);
+  store(b, given, a.delta, row);
+  store(b, term, a.terms, row);
+}
+
+/// A key row of a kv head: its sequence's lengths, the key j in its
+/// sequence, its kv head, its offset in k/v (kvAt), and how to address the
+/// query rows of (b, h, i): q/dO at qBatchBase + h * qHeadStride +
+/// i * qPosStride, LSE's order at lseBatchBase + h * lseHeadStride + i.
+struct KeyRow {
+  Value seqQ, skv, j, hk, kvAt, qBatchBase, qHeadStride, qPosStride,
+      lseBatchBase, lseHeadStride;
+};
+
+/// From `keyRow` (kv head major, then token).
+KeyRow keyRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &s,
+              const KernelConstants &k, const KernelArgs &a, Value keyRow) {
+  using arith::AddIOp, arith::DivUIOp, arith::MulIOp, arith::RemUIOp;
+  KeyRow r;
   if (!s.varlen()) {
     // Element strides of (batch, head, position) in q and in k/v.
-    int64_t qBatch = s.qOffset(1, 0, 0), qHead = s.qOffset(0, 1, 0),
-            qPos = s.qOffset(0, 0, 1);
-    int64_t kvBatch = s.kvOffset(1, 0, 0), kvHead = s.kvOffset(0, 1, 0),
-            kvPos = s.kvOffset(0, 0, 1);
-    return R"mlir(
-        %seqQ = arith.constant )mlir" + str(s.seqQ) + R"mlir( : index
-        %skv = arith.constant )mlir" + str(s.seqKv) + R"mlir( : index
-        %kvHeads = arith.constant )mlir" + str(s.kvHeads) + R"mlir( : index
-        %j = arith.remui %keyRow, %skv : index
-        %bhk = arith.divui %keyRow, %skv : index
-        %hk = arith.remui %bhk, %kvHeads : index
-        %b = arith.divui %bhk, %kvHeads : index
-        %kvBatch = arith.constant )mlir" + str(kvBatch) + R"mlir( : index
-        %kvHead = arith.constant )mlir" + str(kvHead) + R"mlir( : index
-        %kvPos = arith.constant )mlir" + str(kvPos) + R"mlir( : index
-        %kb = arith.muli %b, %kvBatch : index
-        %kh = arith.muli %hk, %kvHead : index
-        %kj = arith.muli %j, %kvPos : index
-        %kbh = arith.addi %kb, %kh : index
-        %kvAt = arith.addi %kbh, %kj : index
-        %qBatch = arith.constant )mlir" + str(qBatch) + R"mlir( : index
-        %qHeadStride = arith.constant )mlir" + str(qHead) + R"mlir( : index
-        %qPosStride = arith.constant )mlir" + str(qPos) + R"mlir( : index
-        %qBatchBase = arith.muli %b, %qBatch : index
-        %lseBatch = arith.constant )mlir" + str(s.heads * s.seqQ) + R"mlir( : index
-        %lseBatchBase = arith.muli %b, %lseBatch : index
-        %lseHeadStride = arith.constant )mlir" + str(s.seqQ) + R"mlir( : index)mlir";
+    r.seqQ = indexConstant(b, s.seqQ);
+    r.skv = indexConstant(b, s.seqKv);
+    Value kvHeads = indexConstant(b, s.kvHeads);
+    r.j = RemUIOp::create(b, keyRow, r.skv);
+    Value bhk = DivUIOp::create(b, keyRow, r.skv);
+    r.hk = RemUIOp::create(b, bhk, kvHeads);
+    Value batch = DivUIOp::create(b, bhk, kvHeads);
+    Value kvBatch = indexConstant(b, s.kvOffset(1, 0, 0));
+    Value kvHead = indexConstant(b, s.kvOffset(0, 1, 0));
+    Value kvPos = indexConstant(b, s.kvOffset(0, 0, 1));
+    Value kb = MulIOp::create(b, batch, kvBatch);
+    Value kh = MulIOp::create(b, r.hk, kvHead);
+    Value kj = MulIOp::create(b, r.j, kvPos);
+    Value kbh = AddIOp::create(b, kb, kh);
+    r.kvAt = AddIOp::create(b, kbh, kj);
+    Value qBatch = indexConstant(b, s.qOffset(1, 0, 0));
+    r.qHeadStride = indexConstant(b, s.qOffset(0, 1, 0));
+    r.qPosStride = indexConstant(b, s.qOffset(0, 0, 1));
+    r.qBatchBase = MulIOp::create(b, batch, qBatch);
+    Value lseBatch = indexConstant(b, s.heads * s.seqQ);
+    r.lseBatchBase = MulIOp::create(b, batch, lseBatch);
+    r.lseHeadStride = indexConstant(b, s.seqQ);
+    return r;
   }
   // Varlen: the sequence of key token t is the number of offsets
   // cu_seqlens_kv[1..B] at or below t.
-  return R"mlir(
-        %tokens = arith.constant )mlir" + str(s.tokensKv()) + R"mlir( : index
-        %token = arith.remui %keyRow, %tokens : index
-        %hk = arith.divui %keyRow, %tokens : index)mlir" +
-         kernels::referenceSequenceText("%cuK", s.batch) + R"mlir(
-        %j = arith.subi %token, %kStart : index
-        %cD = arith.constant )mlir" + str(d) + R"mlir( : index
-        %kvPos = arith.constant )mlir" + str(s.kvHeads * d) + R"mlir( : index
-        %kt = arith.muli %token, %kvPos : index
-        %kh = arith.muli %hk, %cD : index
-        %kvAt = arith.addi %kt, %kh : index
-        %qHeadStride = arith.constant )mlir" + str(d) + R"mlir( : index
-        %qPosStride = arith.constant )mlir" + str(s.heads * d) + R"mlir( : index
-        %qBatchBase = arith.muli %qStart, %qPosStride : index
-        %lseBatchBase = arith.addi %qStart, %c0 : index
-        %lseHeadStride = arith.constant )mlir" + str(s.tokensQ()) + R"mlir( : index)mlir";
+  Value tokens = indexConstant(b, s.tokensKv());
+  Value token = RemUIOp::create(b, keyRow, tokens);
+  r.hk = DivUIOp::create(b, keyRow, tokens);
+  Value batch = sequenceOfToken(b, a.cuK, token, s.batch, k.c0, k.c1);
+  SequenceBounds bounds = sequenceBounds(b, a.cuQ, a.cuK, batch, k.c1);
+  r.seqQ = bounds.seqQ;
+  r.skv = bounds.skv;
+  r.j = arith::SubIOp::create(b, token, bounds.kStart);
+  Value dim = indexConstant(b, s.headDim);
+  Value kvPos = indexConstant(b, s.kvHeads * s.headDim);
+  Value kt = MulIOp::create(b, token, kvPos);
+  Value kh = MulIOp::create(b, r.hk, dim);
+  r.kvAt = AddIOp::create(b, kt, kh);
+  r.qHeadStride = indexConstant(b, s.headDim);
+  r.qPosStride = indexConstant(b, s.heads * s.headDim);
+  r.qBatchBase = MulIOp::create(b, bounds.qStart, r.qPosStride);
+  r.lseBatchBase = AddIOp::create(b, bounds.qStart, k.c0);
+  r.lseHeadStride = indexConstant(b, s.tokensQ());
+  return r;
 }
 
-std::string f32Text(double value) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.9e", double(float(value)));
-  return text;
+/// `keys`: one thread per key row accumulates its dK and dV rows over every
+/// query row, of every query head of its group, that attends it.
+void buildKeyRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
+                 const BufferTypes &types, const KernelConstants &k,
+                 const KernelArgs &a, Value keyRowIndex) {
+  KeyRow r = keyRow(b, shape, k, a, keyRowIndex);
+  HeadDimLoop dims = k.headDimLoop();
+  // The query rows i whose position i + SKV - SQ lies in [j, j + WINDOW):
+  // those that attend key j.
+  Value offset = arith::SubIOp::create(b, r.skv, r.seqQ);
+  Value iFirstRaw = arith::SubIOp::create(b, r.j, offset);
+  Value iFirst = arith::MaxSIOp::create(b, iFirstRaw, k.c0);
+  Value iEndRaw = arith::AddIOp::create(b, iFirstRaw, k.window);
+  Value iEnd = arith::MinSIOp::create(b, iEndRaw, r.seqQ);
+  Value kRow = memref::AllocaOp::create(b, types.row);
+  Value vRow = memref::AllocaOp::create(b, types.row);
+  Value dkRow = memref::AllocaOp::create(b, types.row);
+  Value dvRow = memref::AllocaOp::create(b, types.row);
+  forEachElement(b, dims, [&](Value d) {
+    Value at = arith::AddIOp::create(b, r.kvAt, d);
+    store(b, loadF32(b, a.k, at), kRow, d);
+    store(b, loadF32(b, a.v, at), vRow, d);
+    store(b, k.zero, dkRow, d);
+    store(b, k.zero, dvRow, d);
+  });
+  Value hFirst = arith::MulIOp::create(b, r.hk, k.group);
+  Value hEnd = arith::AddIOp::create(b, hFirst, k.group);
+  forEach(b, hFirst, hEnd, k.c1, [&](Value h) {
+    Value qh = arith::MulIOp::create(b, h, r.qHeadStride);
+    Value qbh = arith::AddIOp::create(b, r.qBatchBase, qh);
+    Value lh = arith::MulIOp::create(b, h, r.lseHeadStride);
+    Value lbh = arith::AddIOp::create(b, r.lseBatchBase, lh);
+    forEach(b, iFirst, iEnd, k.c1, [&](Value i) {
+      Value qi = arith::MulIOp::create(b, i, r.qPosStride);
+      Value qAt = arith::AddIOp::create(b, qbh, qi);
+      Value rowIndex = arith::AddIOp::create(b, lbh, i);
+      Value rowLse = load(b, a.lse, rowIndex);
+      Value rowDelta = load(b, a.delta, rowIndex);
+      Value qk = dotAt(b, kRow, a.q, qAt);
+      Value s = arith::MulFOp::create(b, qk, k.scale);
+      Value pij = exp(b, arith::SubFOp::create(b, s, rowLse));
+      Value dp = dotAt(b, vRow, a.dO, qAt);
+      Value dpd = arith::SubFOp::create(b, dp, rowDelta);
+      Value ds = arith::MulFOp::create(b, pij, dpd);
+      Value dsScaled = arith::MulFOp::create(b, ds, k.scale);
+      forEachElement(b, dims, [&](Value d) {
+        Value at = arith::AddIOp::create(b, qAt, d);
+        Value x = loadF32(b, a.q, at);
+        Value g = loadF32(b, a.dO, at);
+        Value dkD = load(b, dkRow, d);
+        Value dkTerm = arith::MulFOp::create(b, dsScaled, x);
+        store(b, arith::AddFOp::create(b, dkD, dkTerm), dkRow, d);
+        Value dvD = load(b, dvRow, d);
+        Value dvTerm = arith::MulFOp::create(b, pij, g);
+        store(b, arith::AddFOp::create(b, dvD, dvTerm), dvRow, d);
+      });
+    });
+  });
+  forEachElement(b, dims, [&](Value d) {
+    Value at = arith::AddIOp::create(b, r.kvAt, d);
+    store(b, load(b, dkRow, d), a.dk, at);
+    store(b, load(b, dvRow, d), a.dv, at);
+  });
+}
+
+/// `sinks`: one thread per head sums its rows' sink terms in a fixed order.
+/// Rows of head h come in runs of SQ per batch ([B, H, SQ]), or one run of
+/// TQ (varlen's [H, TQ]).
+void buildHeadSink(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
+                   const KernelConstants &k, const KernelArgs &a, Value h) {
+  int64_t runRows = shape.varlen() ? shape.tokensQ() : shape.seqQ;
+  Value batches = indexConstant(b, shape.varlen() ? 1 : shape.batch);
+  Value run = indexConstant(b, runRows);
+  Value batchRows =
+      indexConstant(b, shape.varlen() ? 0 : shape.heads * shape.seqQ);
+  Value headStart = arith::MulIOp::create(b, h, run);
+  Value sum =
+      fold(b, k.c0, batches, k.c1, k.zero, [&](Value batch, Value total) {
+        Value bStart = arith::MulIOp::create(b, batch, batchRows);
+        Value start = arith::AddIOp::create(b, bStart, headStart);
+        Value end = arith::AddIOp::create(b, start, run);
+        return fold(b, start, end, k.c1, total,
+                    [&](Value r, Value acc) -> Value {
+                      Value x = load(b, a.terms, r);
+                      return arith::AddFOp::create(b, acc, x);
+                    });
+      });
+  store(b, sum, a.dsinks, h);
 }
 
 } // namespace
@@ -438,43 +423,82 @@ kernels::buildSinkBwdReference(MLIRContext &context,
     return fail() << "the problem needs more than 2^31-1 blocks of "
                   << rt::kSinkFwdReferenceBlockSize << " threads";
 
-  auto str = [](int64_t v) { return std::to_string(v); };
-  // Substituted in two rounds: the shared pieces first (they hold
-  // placeholders of their own).
-  std::string text = kSinkBwdReferenceTemplate.str();
-  for (auto [key, value] :
-       {std::pair<std::string, std::string>{"@CONSTANTS@", kConstants.str()},
-        {"@KERNEL_ARGS@", kKernelArgs.str()},
-        {"@ROW@", referenceRowText(shape)},
-        {"@KEY_ROW@", keyRowText(shape)}})
-    replaceAll(text, key, value);
-  // dsinks: rows of head h come in runs of SQ per batch ([B, H, SQ]), or
-  // one run of TQ (varlen's [H, TQ]).
-  int64_t run = shape.varlen() ? shape.tokensQ() : shape.seqQ;
-  int64_t runBatches = shape.varlen() ? 1 : shape.batch;
-  int64_t batchRows = shape.varlen() ? 0 : shape.heads * shape.seqQ;
-  OwningOpRef<ModuleOp> module = parseKernelTemplate(
-      context, "sink-bwd reference", text,
-      {{"T", mlirTypeName(config.dtype)},
-       {"ST", mlirTypeName(config.sinkDtype)},
-       {"SINK_LOAD", sinkLoad("%t", "%sinks", "%h", shape.heads, config.sinkDtype)},
-       {"H", str(shape.heads)},
-       {"D", str(shape.headDim)},
-       {"GROUP", str(shape.heads / shape.kvHeads)},
-       {"ROWS", str(shape.rows())},
-       {"KEY_ROWS", str(shape.kvHeads * shape.tokensKv())},
-       {"Q_ELEMENTS", str(shape.qElements())},
-       {"KV_ELEMENTS", str(shape.kvElements())},
-       {"BLOCK", str(rt::kSinkFwdReferenceBlockSize)},
-       {"WINDOW", str(shape.window > 0 ? shape.window : shape.seqKv)},
-       {"SCALE", f32Text(shape.scale)},
-       {"SEQUENCES", str(shape.batch + 1)},
-       {"SEQUENCE_ARGS",
-        shape.varlen() ? ", %cuQ: !offsets, %cuK: !offsets" : ""},
-       {"RUN", str(run)},
-       {"RUN_BATCHES", str(runBatches)},
-       {"BATCH_ROWS", str(batchRows)}});
-  if (!module)
+  context
+      .loadDialect<arith::ArithDialect, func::FuncDialect, gpu::GPUDialect,
+                   LLVM::LLVMDialect, memref::MemRefDialect, scf::SCFDialect>();
+  ImplicitLocOpBuilder b(
+      NameLoc::get(StringAttr::get(&context, "sink-bwd reference")), &context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getLoc());
+  (*module)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                     b.getUnitAttr());
+  b.setInsertionPointToEnd(module->getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(b, "sink_bwd_reference");
+  b.setInsertionPointToStart(gpuModule.getBody());
+
+  Type t = elementType(&context, config.dtype);
+  Type f32 = b.getF32Type();
+  BufferTypes types;
+  types.q = flatBuffer(shape.qElements(), t);
+  types.kv = flatBuffer(shape.kvElements(), t);
+  types.sinks =
+      flatBuffer(shape.heads, elementType(&context, config.sinkDtype));
+  types.dq = flatBuffer(shape.qElements(), f32);
+  types.dkv = flatBuffer(shape.kvElements(), f32);
+  types.dsinks = flatBuffer(shape.heads, f32);
+  types.rows = flatBuffer(shape.rows(), f32);
+  types.row = flatBuffer(shape.headDim, f32);
+  types.offsets = flatBuffer(shape.batch + 1, b.getI32Type());
+  SmallVector<Type> argTypes = {types.q,    types.kv,     types.kv, types.sinks,
+                                types.q,    types.q,      types.dq, types.dkv,
+                                types.dkv,  types.dsinks, types.dq, types.rows,
+                                types.rows, types.rows};
+  if (shape.varlen())
+    argTypes.append(2, types.offsets);
+
+  // Each kernel: the shared constants, then the thread's item (its index
+  // `first + tid` below `count`) built by `body`.
+  auto kernel =
+      [&](StringRef name, function_ref<Value(const KernelConstants &)> count,
+          function_ref<void(const KernelConstants &, const KernelArgs &, Value)>
+              body) {
+        auto func =
+            gpu::GPUFuncOp::create(b, name, b.getFunctionType(argTypes, {}));
+        func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                      b.getUnitAttr());
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&func.getBody().front());
+        KernelConstants k = kernelConstants(b, shape, /*withLog2e=*/false);
+        KernelArgs args = kernelArgs(func.getArguments());
+        Value items = count(k);
+        Value item = arith::AddIOp::create(b, k.first, k.tid);
+        Value inside =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, item, items);
+        ifThen(b, inside, [&] { body(k, args, item); });
+        gpu::ReturnOp::create(b);
+      };
+  kernel(
+      rt::kSinkBwdReferenceRowsEntry,
+      [](const KernelConstants &k) { return k.rows; },
+      [&](const KernelConstants &k, const KernelArgs &args, Value row) {
+        buildQueryRow(b, shape, types, k, args, row);
+      });
+  kernel(
+      rt::kSinkBwdReferenceKeysEntry,
+      [&](const KernelConstants &) {
+        return indexConstant(b, shape.kvHeads * shape.tokensKv());
+      },
+      [&](const KernelConstants &k, const KernelArgs &args, Value keyRow) {
+        buildKeyRow(b, shape, types, k, args, keyRow);
+      });
+  kernel(
+      rt::kSinkBwdReferenceSinksEntry,
+      [](const KernelConstants &k) { return k.heads; },
+      [&](const KernelConstants &k, const KernelArgs &args, Value h) {
+        buildHeadSink(b, shape, k, args, h);
+      });
+  buildHelpers(b, shape, types);
+
+  if (failed(verify(*module)))
     return failure();
   return module;
 }

@@ -24,244 +24,115 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilders.h"
-#include "KernelTemplate.h"
+#include "ReferenceBuilding.h"
 
 #include "SinkAttn/Runtime/AttentionReference.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 
-#include <cmath>
-#include <cstdio>
+#include <limits>
 
 using namespace mlir;
 using namespace sinkattn;
+using namespace sinkattn::kernels::reference;
 
 namespace {
 
-// Row r indexes LSE; @ROW@ finds its sequence b, head h and position i,
-// the sequence's lengths %seqQ and %skv, the offset %qBase of the row in q
-// and o, the offset %kBase of key 0 of its kv head in k and v, and the
-// distance %kStride between consecutive keys (all in elements; the buffers
-// are passed flat so that one body serves every layout). Keys j attended by
-// row i at position p = i + SKV_b - SQ_b are [lo, p + 1) with
-// lo = max(0, p + 1 - WINDOW); without a window WINDOW is the longest SKV,
-// which makes lo 0 for every row. p < 0 attends nothing.
-constexpr llvm::StringLiteral kSinkFwdReferenceTemplate = R"mlir(
-!q = memref<@Q_ELEMENTS@x@T@>
-!kv = memref<@KV_ELEMENTS@x@T@>
-!sinks = memref<@H@x@ST@>
-!o = memref<@Q_ELEMENTS@xf32>
-!lse = memref<@ROWS@xf32>
-!row = memref<@D@xf32>
-!offsets = memref<@SEQUENCES@xi32>
-module attributes {gpu.container_module} {
-  gpu.module @@ENTRY@ {
-    gpu.func @@ENTRY@(%q: !q, %k: !kv, %v: !kv, %sinks: !sinks, %o: !o, %lse: !lse@SEQUENCE_ARGS@) kernel {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %block = arith.constant @BLOCK@ : index
-      %rows = arith.constant @ROWS@ : index
-      %heads = arith.constant @H@ : index
-      %group = arith.constant @GROUP@ : index
-      %dim = arith.constant @D@ : index
-      %window = arith.constant @WINDOW@ : index
-      %scale = arith.constant @SCALE@ : f32
-      %log2e = arith.constant 1.44269504088896341 : f32
-      %ln2 = arith.constant 0.693147180559945309 : f32
-      %zero = arith.constant 0.0 : f32
-      %tid = gpu.thread_id x
-      %bid = gpu.block_id x
-      %first = arith.muli %bid, %block : index
-      %row = arith.addi %first, %tid : index
-      %inside = arith.cmpi ult, %row, %rows : index
-      scf.if %inside {
-@ROW@
-        %offset = arith.subi %skv, %seqQ : index
-        %p = arith.addi %i, %offset : index
-        %hi = arith.addi %p, %c1 : index
-        %loRaw = arith.subi %hi, %window : index
-        %lo = arith.maxsi %loRaw, %c0 : index
-
-        %qRow = memref.alloca() : !row
-        %acc = memref.alloca() : !row
-        scf.for %d = %c0 to %dim step %c1 {
-          %at = arith.addi %qBase, %d : index
-          %x = memref.load %q[%at] : !q
-          %xf = arith.extf %x : @T@ to f32
-          memref.store %xf, %qRow[%d] : !row
-          memref.store %zero, %acc[%d] : !row
-        }
-        @SINK_LOAD@
-
-        // Pass 1: M = max(t, max_j s_j).
-        %m = scf.for %j = %lo to %hi step %c1 iter_args(%mj = %t) -> (f32) {
-          %jOffset = arith.muli %j, %kStride : index
-          %kRow = arith.addi %kBase, %jOffset : index
-          %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
-            %x = memref.load %qRow[%d] : !row
-            %at = arith.addi %kRow, %d : index
-            %y = memref.load %k[%at] : !kv
-            %yf = arith.extf %y : @T@ to f32
-            %xy = arith.mulf %x, %yf : f32
-            %next = arith.addf %sum, %xy : f32
-            scf.yield %next : f32
-          }
-          %s = arith.mulf %dot, %scale : f32
-          %mNext = arith.maximumf %mj, %s : f32
-          scf.yield %mNext : f32
-        }
-
-        // Pass 2: L = exp(t - M) + sum_j exp(s_j - M), acc = sum_j exp(s_j - M) v_j.
-        // M is -inf only for a row with no key and a -inf sink: then L = 0.
-        %ninf = arith.constant 0xFF800000 : f32
-        %mIsInf = arith.cmpf oeq, %m, %ninf : f32
-        %mSafe = arith.select %mIsInf, %zero, %m : f32
-        %tm = arith.subf %t, %mSafe : f32
-        %tm2 = arith.mulf %tm, %log2e : f32
-        %l0 = llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%tm2) : (f32) -> f32
-        %l = scf.for %j = %lo to %hi step %c1 iter_args(%lj = %l0) -> (f32) {
-          %jOffset = arith.muli %j, %kStride : index
-          %kRow = arith.addi %kBase, %jOffset : index
-          %dot = scf.for %d = %c0 to %dim step %c1 iter_args(%sum = %zero) -> (f32) {
-            %x = memref.load %qRow[%d] : !row
-            %at = arith.addi %kRow, %d : index
-            %y = memref.load %k[%at] : !kv
-            %yf = arith.extf %y : @T@ to f32
-            %xy = arith.mulf %x, %yf : f32
-            %next = arith.addf %sum, %xy : f32
-            scf.yield %next : f32
-          }
-          %s = arith.mulf %dot, %scale : f32
-          %sm = arith.subf %s, %mSafe : f32
-          %sm2 = arith.mulf %sm, %log2e : f32
-          %e = llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"(%sm2) : (f32) -> f32
-          scf.for %d = %c0 to %dim step %c1 {
-            %at = arith.addi %kRow, %d : index
-            %y = memref.load %v[%at] : !kv
-            %yf = arith.extf %y : @T@ to f32
-            %a = memref.load %acc[%d] : !row
-            %ey = arith.mulf %e, %yf : f32
-            %aNext = arith.addf %a, %ey : f32
-            memref.store %aNext, %acc[%d] : !row
-          }
-          %lNext = arith.addf %lj, %e : f32
-          scf.yield %lNext : f32
-        }
-
-        // O = acc / L (L >= 1: its largest term is exp(0), unless L = 0 and
-        // O = 0); LSE = M + ln(L).
-        %one = arith.constant 1.0 : f32
-        %lIsZero = arith.cmpf oeq, %l, %zero : f32
-        %lSafe = arith.select %lIsZero, %one, %l : f32
-        scf.for %d = %c0 to %dim step %c1 {
-          %a = memref.load %acc[%d] : !row
-          %out = arith.divf %a, %lSafe : f32
-          %at = arith.addi %qBase, %d : index
-          memref.store %out, %o[%at] : !o
-        }
-        %log2l = llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%l) : (f32) -> f32
-        %lnl = arith.mulf %log2l, %ln2 : f32
-        %result = arith.addf %m, %lnl : f32
-        memref.store %result, %lse[%row] : !lse
-      }
-      gpu.return
-    }
-  }
+/// scale * (qRow . k_j) for the key at kRow (pass 1 and pass 2 recompute it).
+Value score(ImplicitLocOpBuilder &b, const KernelConstants &k, Value qRow,
+            Value keys, Value kRow) {
+  Value dot = dotWithBuffer(b, k.headDimLoop(), qRow, keys, kRow);
+  return arith::MulFOp::create(b, dot, k.scale);
 }
-)mlir";
 
-/// An f32 constant as MLIR text that parses back to exactly `value`.
-std::string f32Literal(double value) {
-  char text[64];
-  std::snprintf(text, sizeof(text), "%.9e", double(float(value)));
-  return text;
+/// The row of key j: kBase + j * kStride.
+Value keyRowAt(ImplicitLocOpBuilder &b, const QueryRow &row, Value j) {
+  Value jOffset = arith::MulIOp::create(b, j, row.kStride);
+  return arith::AddIOp::create(b, row.kBase, jOffset);
+}
+
+/// exp(x) as ex2(x log2 e).
+Value exp(ImplicitLocOpBuilder &b, const KernelConstants &k, Value x) {
+  Value scaled = arith::MulFOp::create(b, x, k.log2e);
+  return exp2Approx(b, scaled);
+}
+
+/// One thread's query row (the file comment's steps 1-4). Keys j attended by
+/// row i at position p = i + SKV_b - SQ_b are [lo, p + 1) with
+/// lo = max(0, p + 1 - WINDOW); p < 0 attends nothing.
+void buildRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
+              const KernelConstants &k, Value rowIndex, ValueRange args) {
+  Value q = args[0], keys = args[1], values = args[2], sinks = args[3],
+        o = args[4], lse = args[5];
+  Value cuQ = shape.varlen() ? args[6] : Value();
+  Value cuK = shape.varlen() ? args[7] : Value();
+  QueryRow row = queryRow(b, shape, k, rowIndex, cuQ, cuK);
+  AttendedKeys attended = attendedKeys(b, k, row);
+
+  auto rowType = MemRefType::get({shape.headDim}, b.getF32Type());
+  Value qRow = memref::AllocaOp::create(b, rowType);
+  Value acc = memref::AllocaOp::create(b, rowType);
+  forEachElement(b, k.headDimLoop(), [&](Value d) {
+    Value x = loadF32(b, q, arith::AddIOp::create(b, row.qBase, d));
+    store(b, x, qRow, d);
+    store(b, k.zero, acc, d);
+  });
+  Value t = loadSinkLogit(b, sinks, row.h);
+
+  // Pass 1: M = max(t, max_j s_j).
+  Value m = fold(b, attended.lo, attended.hi, k.c1, t,
+                 [&](Value j, Value mj) -> Value {
+                   Value s = score(b, k, qRow, keys, keyRowAt(b, row, j));
+                   return arith::MaximumFOp::create(b, mj, s);
+                 });
+
+  // Pass 2: L = exp(t - M) + sum_j exp(s_j - M), acc = sum_j exp(s_j - M)
+  // v_j. M is -inf only for a row with no key and a -inf sink: then L = 0.
+  Value ninf = f32Constant(b, -std::numeric_limits<float>::infinity());
+  Value mIsInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, ninf);
+  Value mSafe = arith::SelectOp::create(b, mIsInf, k.zero, m);
+  Value l0 = exp(b, k, arith::SubFOp::create(b, t, mSafe));
+  Value l = fold(
+      b, attended.lo, attended.hi, k.c1, l0, [&](Value j, Value lj) -> Value {
+        Value kRow = keyRowAt(b, row, j);
+        Value s = score(b, k, qRow, keys, kRow);
+        Value e = exp(b, k, arith::SubFOp::create(b, s, mSafe));
+        forEachElement(b, k.headDimLoop(), [&](Value d) {
+          Value y = loadF32(b, values, arith::AddIOp::create(b, kRow, d));
+          Value a = load(b, acc, d);
+          Value ey = arith::MulFOp::create(b, e, y);
+          Value aNext = arith::AddFOp::create(b, a, ey);
+          store(b, aNext, acc, d);
+        });
+        return arith::AddFOp::create(b, lj, e);
+      });
+
+  // O = acc / L (L >= 1: its largest term is exp(0), unless L = 0 and
+  // O = 0); LSE = M + ln(L).
+  Value one = f32Constant(b, 1.0f);
+  Value lIsZero =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, l, k.zero);
+  Value lSafe = arith::SelectOp::create(b, lIsZero, one, l);
+  forEachElement(b, k.headDimLoop(), [&](Value d) {
+    Value a = load(b, acc, d);
+    Value out = arith::DivFOp::create(b, a, lSafe);
+    Value at = arith::AddIOp::create(b, row.qBase, d);
+    store(b, out, o, at);
+  });
+  Value log2l = log2Approx(b, l);
+  Value lnl = arith::MulFOp::create(b, log2l, k.ln2);
+  Value result = arith::AddFOp::create(b, m, lnl);
+  store(b, result, lse, rowIndex);
 }
 
 } // namespace
-
-std::string kernels::sequenceBoundsText(const std::string &offsetsType) {
-  const std::string &t = offsetsType;
-  return R"mlir(
-      %bNext = arith.addi %b, %c1 : index
-      %qStart32 = memref.load %cuQ[%b] : )mlir" + t + R"mlir(
-      %qEnd32 = memref.load %cuQ[%bNext] : )mlir" + t + R"mlir(
-      %kStart32 = memref.load %cuK[%b] : )mlir" + t + R"mlir(
-      %kEnd32 = memref.load %cuK[%bNext] : )mlir" + t + R"mlir(
-      %qStart = arith.index_castui %qStart32 : i32 to index
-      %qEnd = arith.index_castui %qEnd32 : i32 to index
-      %kStart = arith.index_castui %kStart32 : i32 to index
-      %kEnd = arith.index_castui %kEnd32 : i32 to index
-      %seqQ = arith.subi %qEnd, %qStart : index
-      %skv = arith.subi %kEnd, %kStart : index)mlir";
-}
-
-std::string kernels::referenceSequenceText(const std::string &scanOffsets,
-                                           int64_t batch) {
-  return R"mlir(
-        %sequences = arith.constant )mlir" + std::to_string(batch + 1) + R"mlir( : index
-        %b = scf.for %n = %c1 to %sequences step %c1 iter_args(%count = %c0) -> (index) {
-          %end32 = memref.load )mlir" + scanOffsets + R"mlir([%n] : !offsets
-          %end = arith.index_castui %end32 : i32 to index
-          %before = arith.cmpi ule, %end, %token : index
-          %more = arith.addi %count, %c1 : index
-          %next = arith.select %before, %more, %count : index
-          scf.yield %next : index
-        })mlir" + sequenceBoundsText("!offsets");
-}
-
-std::string kernels::referenceRowText(const rt::SinkAttentionShape &s) {
-  auto str = [](int64_t v) { return std::to_string(v); };
-  const int64_t d = s.headDim;
-  std::string text;
-  if (!s.varlen()) {
-    // Element strides of (batch, head, position) in q and in k/v.
-    int64_t qBatch = s.qOffset(1, 0, 0), qHead = s.qOffset(0, 1, 0),
-            qPos = s.qOffset(0, 0, 1);
-    int64_t kvBatch = s.kvOffset(1, 0, 0), kvHead = s.kvOffset(0, 1, 0),
-            kvPos = s.kvOffset(0, 0, 1);
-    text = R"mlir(
-        %seqQ = arith.constant )mlir" + str(s.seqQ) + R"mlir( : index
-        %skv = arith.constant )mlir" + str(s.seqKv) + R"mlir( : index
-        %i = arith.remui %row, %seqQ : index
-        %bh = arith.divui %row, %seqQ : index
-        %h = arith.remui %bh, %heads : index
-        %b = arith.divui %bh, %heads : index
-        %hk = arith.divui %h, %group : index
-        %qBatch = arith.constant )mlir" + str(qBatch) + R"mlir( : index
-        %qHead = arith.constant )mlir" + str(qHead) + R"mlir( : index
-        %qPos = arith.constant )mlir" + str(qPos) + R"mlir( : index
-        %kvBatch = arith.constant )mlir" + str(kvBatch) + R"mlir( : index
-        %kvHead = arith.constant )mlir" + str(kvHead) + R"mlir( : index
-        %kStride = arith.constant )mlir" + str(kvPos) + R"mlir( : index
-        %qb = arith.muli %b, %qBatch : index
-        %qh = arith.muli %h, %qHead : index
-        %qi = arith.muli %i, %qPos : index
-        %qbh = arith.addi %qb, %qh : index
-        %qBase = arith.addi %qbh, %qi : index
-        %kb = arith.muli %b, %kvBatch : index
-        %kh = arith.muli %hk, %kvHead : index
-        %kBase = arith.addi %kb, %kh : index)mlir";
-    return text;
-  }
-  // Varlen: LSE is [H, TQ]; the sequence of token t is the number of
-  // offsets cu_seqlens_q[1..B] at or below t.
-  return R"mlir(
-        %tokens = arith.constant )mlir" + str(s.tokensQ()) + R"mlir( : index
-        %token = arith.remui %row, %tokens : index
-        %h = arith.divui %row, %tokens : index
-        %hk = arith.divui %h, %group : index)mlir" +
-         referenceSequenceText("%cuQ", s.batch) + R"mlir(
-        %i = arith.subi %token, %qStart : index
-        %cD = arith.constant )mlir" + str(d) + R"mlir( : index
-        %qPos = arith.constant )mlir" + str(s.heads * d) + R"mlir( : index
-        %kStride = arith.constant )mlir" + str(s.kvHeads * d) + R"mlir( : index
-        %qt = arith.muli %token, %qPos : index
-        %qh = arith.muli %h, %cD : index
-        %qBase = arith.addi %qt, %qh : index
-        %kt = arith.muli %kStart, %kStride : index
-        %kh = arith.muli %hk, %cD : index
-        %kBase = arith.addi %kt, %kh : index)mlir";
-}
 
 FailureOr<OwningOpRef<ModuleOp>>
 kernels::buildSinkFwdReference(MLIRContext &context,
@@ -283,33 +154,49 @@ kernels::buildSinkFwdReference(MLIRContext &context,
     return fail() << "the problem needs more than 2^31-1 blocks of "
                   << rt::kSinkFwdReferenceBlockSize << " rows";
 
-  OwningOpRef<ModuleOp> module = parseKernelTemplate(
-      context, "sink-fwd reference", kSinkFwdReferenceTemplate,
-      {{"ENTRY", rt::kSinkFwdReferenceEntry},
-       {"T", mlirTypeName(config.dtype)},
-       {"ST", mlirTypeName(config.sinkDtype)},
-       {"SINK_LOAD", sinkLoad("%t", "%sinks", "%h", shape.heads, config.sinkDtype)},
-       {"H", std::to_string(shape.heads)},
-       {"D", std::to_string(shape.headDim)},
-       {"GROUP", std::to_string(shape.heads / shape.kvHeads)},
-       {"ROWS", std::to_string(shape.rows())},
-       {"Q_ELEMENTS", std::to_string(shape.qElements())},
-       {"KV_ELEMENTS", std::to_string(shape.kvElements())},
-       {"BLOCK", std::to_string(rt::kSinkFwdReferenceBlockSize)},
-       {"WINDOW", std::to_string(shape.window > 0 ? shape.window : shape.seqKv)},
-       {"SCALE", f32Literal(shape.scale)},
-       {"SEQUENCE_ARGS", shape.varlen() ? ", %cuQ: !offsets, %cuK: !offsets" : ""},
-       {"SEQUENCES", std::to_string(shape.batch + 1)},
-       {"ROW", referenceRowText(shape)}});
-  if (!module)
+  context.loadDialect<arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+                      memref::MemRefDialect, scf::SCFDialect>();
+  ImplicitLocOpBuilder b(
+      NameLoc::get(StringAttr::get(&context, "sink-fwd reference")), &context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getLoc());
+  (*module)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                     b.getUnitAttr());
+  b.setInsertionPointToEnd(module->getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(b, rt::kSinkFwdReferenceEntry);
+  b.setInsertionPointToStart(gpuModule.getBody());
+
+  // The ABI of AttentionReference.h: q, k, v, sinks, o, lse (and the varlen
+  // offsets), every buffer flat.
+  Type t = elementType(&context, config.dtype);
+  Type f32 = b.getF32Type();
+  SmallVector<Type> args = {
+      flatBuffer(shape.qElements(), t),
+      flatBuffer(shape.kvElements(), t),
+      flatBuffer(shape.kvElements(), t),
+      flatBuffer(shape.heads, elementType(&context, config.sinkDtype)),
+      flatBuffer(shape.qElements(), f32),
+      flatBuffer(shape.rows(), f32)};
+  if (shape.varlen())
+    args.append(2, flatBuffer(shape.batch + 1, b.getI32Type()));
+  auto func = gpu::GPUFuncOp::create(b, rt::kSinkFwdReferenceEntry,
+                                     b.getFunctionType(args, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  b.setInsertionPointToStart(&func.getBody().front());
+
+  KernelConstants k = kernelConstants(b, shape, /*withLog2e=*/true);
+  Value row = arith::AddIOp::create(b, k.first, k.tid);
+  Value inside =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, k.rows);
+  ifThen(b, inside, [&] { buildRow(b, shape, k, row, func.getArguments()); });
+  gpu::ReturnOp::create(b);
+
+  if (failed(verify(*module)))
     return failure();
   return module;
 }
 
-FailureOr<std::string>
-kernels::compileSinkFwdReferencePTX(MLIRContext &context,
-                                    const KernelConfig &config,
-                                    PTXTargetOptions target) {
+FailureOr<std::string> kernels::compileSinkFwdReferencePTX(
+    MLIRContext &context, const KernelConfig &config, PTXTargetOptions target) {
   FailureOr<OwningOpRef<ModuleOp>> module =
       buildSinkFwdReference(context, config);
   if (failed(module))

@@ -1,0 +1,252 @@
+//===- ReferenceBuilding.cpp - Builders of the SIMT reference kernels -----===//
+
+#include "ReferenceBuilding.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace sinkattn;
+using namespace sinkattn::kernels;
+using namespace sinkattn::kernels::reference;
+
+Value reference::indexConstant(ImplicitLocOpBuilder &b, int64_t value) {
+  return arith::ConstantIndexOp::create(b, value);
+}
+
+Value reference::f32Constant(ImplicitLocOpBuilder &b, float value) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
+}
+
+Type reference::elementType(MLIRContext *context, rt::DType type) {
+  switch (type) {
+  case rt::DType::BF16:
+    return BFloat16Type::get(context);
+  case rt::DType::F16:
+    return Float16Type::get(context);
+  default:
+    return Float32Type::get(context);
+  }
+}
+
+MemRefType reference::flatBuffer(int64_t elements, Type type) {
+  return MemRefType::get({elements}, type);
+}
+
+ValueRange reference::forLoop(
+    ImplicitLocOpBuilder &b, Value lo, Value hi, Value step, ValueRange init,
+    llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto loop = scf::ForOp::create(
+      b, lo, hi, step, init,
+      [&](OpBuilder &nested, Location, Value iv, ValueRange carried) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        SmallVector<Value> next = body(iv, carried);
+        scf::YieldOp::create(b, next);
+      });
+  return loop.getResults();
+}
+
+void reference::forEach(ImplicitLocOpBuilder &b, Value lo, Value hi, Value step,
+                        llvm::function_ref<void(Value)> body) {
+  forLoop(b, lo, hi, step, {}, [&](Value iv, ValueRange) {
+    body(iv);
+    return SmallVector<Value>();
+  });
+}
+
+Value reference::fold(ImplicitLocOpBuilder &b, Value lo, Value hi, Value step,
+                      Value init,
+                      llvm::function_ref<Value(Value, Value)> body) {
+  return forLoop(b, lo, hi, step, init,
+                 [&](Value iv, ValueRange carried) {
+                   return SmallVector<Value>{body(iv, carried.front())};
+                 })
+      .front();
+}
+
+void reference::ifThen(ImplicitLocOpBuilder &b, Value condition,
+                       llvm::function_ref<void()> body) {
+  scf::IfOp::create(b, condition, [&](OpBuilder &nested, Location) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
+    body();
+    scf::YieldOp::create(b);
+  });
+}
+
+Value reference::load(ImplicitLocOpBuilder &b, Value buffer, Value at) {
+  return memref::LoadOp::create(b, buffer, at, BoolAttr(), IntegerAttr());
+}
+
+void reference::store(ImplicitLocOpBuilder &b, Value value, Value buffer,
+                      Value at) {
+  memref::StoreOp::create(b, value, buffer, at, BoolAttr(), IntegerAttr());
+}
+
+Value reference::loadF32(ImplicitLocOpBuilder &b, Value buffer, Value at) {
+  Value stored = load(b, buffer, at);
+  return arith::ExtFOp::create(b, b.getF32Type(), stored);
+}
+
+Value reference::loadSinkLogit(ImplicitLocOpBuilder &b, Value sinks,
+                               Value head) {
+  Value stored = load(b, sinks, head);
+  if (stored.getType().isF32())
+    return stored;
+  return arith::ExtFOp::create(b, b.getF32Type(), stored);
+}
+
+Value reference::exp2Approx(ImplicitLocOpBuilder &b, Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, b.getF32Type(), b.getStringAttr("llvm.nvvm.ex2.approx.f32"), x)
+      .getResult(0);
+}
+
+Value reference::log2Approx(ImplicitLocOpBuilder &b, Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, b.getF32Type(), b.getStringAttr("llvm.nvvm.lg2.approx.f"), x)
+      .getResult(0);
+}
+
+void reference::forEachElement(ImplicitLocOpBuilder &b, const HeadDimLoop &loop,
+                               llvm::function_ref<void(Value)> body) {
+  forEach(b, loop.c0, loop.dim, loop.c1, body);
+}
+
+Value reference::dotWithBuffer(ImplicitLocOpBuilder &b, const HeadDimLoop &loop,
+                               Value row, Value buffer, Value base) {
+  return fold(b, loop.c0, loop.dim, loop.c1, loop.zero,
+              [&](Value d, Value sum) -> Value {
+                Value x = load(b, row, d);
+                Value y = loadF32(b, buffer, arith::AddIOp::create(b, base, d));
+                Value xy = arith::MulFOp::create(b, x, y);
+                return arith::AddFOp::create(b, sum, xy);
+              });
+}
+
+KernelConstants reference::kernelConstants(ImplicitLocOpBuilder &b,
+                                           const rt::SinkAttentionShape &shape,
+                                           bool withLog2e) {
+  KernelConstants k;
+  k.c0 = indexConstant(b, 0);
+  k.c1 = indexConstant(b, 1);
+  k.block = indexConstant(b, rt::kSinkFwdReferenceBlockSize);
+  k.rows = indexConstant(b, shape.rows());
+  k.heads = indexConstant(b, shape.heads);
+  k.group = indexConstant(b, shape.heads / shape.kvHeads);
+  k.dim = indexConstant(b, shape.headDim);
+  // Without a window the longest SKV: the lower bound of every row's keys
+  // is then 0.
+  k.window = indexConstant(b, shape.window > 0 ? shape.window : shape.seqKv);
+  k.scale = f32Constant(b, float(shape.scale));
+  if (withLog2e)
+    k.log2e = f32Constant(b, float(1.44269504088896341));
+  k.ln2 = f32Constant(b, float(0.693147180559945309));
+  k.zero = f32Constant(b, 0.0f);
+  k.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  k.bid = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  k.first = arith::MulIOp::create(b, k.bid, k.block);
+  return k;
+}
+
+SequenceBounds reference::sequenceBounds(ImplicitLocOpBuilder &b, Value cuQ,
+                                         Value cuK, Value sequence, Value c1) {
+  SequenceBounds s;
+  s.bNext = arith::AddIOp::create(b, sequence, c1);
+  Value qStart = load(b, cuQ, sequence);
+  Value qEnd = load(b, cuQ, s.bNext);
+  Value kStart = load(b, cuK, sequence);
+  Value kEnd = load(b, cuK, s.bNext);
+  Type index = b.getIndexType();
+  s.qStart = arith::IndexCastUIOp::create(b, index, qStart);
+  s.qEnd = arith::IndexCastUIOp::create(b, index, qEnd);
+  s.kStart = arith::IndexCastUIOp::create(b, index, kStart);
+  s.kEnd = arith::IndexCastUIOp::create(b, index, kEnd);
+  s.seqQ = arith::SubIOp::create(b, s.qEnd, s.qStart);
+  s.skv = arith::SubIOp::create(b, s.kEnd, s.kStart);
+  return s;
+}
+
+Value reference::sequenceOfToken(ImplicitLocOpBuilder &b, Value scanOffsets,
+                                 Value token, int64_t batch, Value c0,
+                                 Value c1) {
+  Value sequences = indexConstant(b, batch + 1);
+  return fold(b, c1, sequences, c1, c0, [&](Value n, Value count) -> Value {
+    Value end32 = load(b, scanOffsets, n);
+    Value end = arith::IndexCastUIOp::create(b, b.getIndexType(), end32);
+    Value before =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ule, end, token);
+    Value more = arith::AddIOp::create(b, count, c1);
+    return arith::SelectOp::create(b, before, more, count);
+  });
+}
+
+QueryRow reference::queryRow(ImplicitLocOpBuilder &b,
+                             const rt::SinkAttentionShape &s,
+                             const KernelConstants &k, Value row, Value cuQ,
+                             Value cuK) {
+  using arith::AddIOp, arith::DivUIOp, arith::MulIOp, arith::RemUIOp;
+  QueryRow r;
+  if (!s.varlen()) {
+    // Element strides of (batch, head, position) in q and in k/v.
+    r.seqQ = indexConstant(b, s.seqQ);
+    r.skv = indexConstant(b, s.seqKv);
+    r.i = RemUIOp::create(b, row, r.seqQ);
+    Value bh = DivUIOp::create(b, row, r.seqQ);
+    r.h = RemUIOp::create(b, bh, k.heads);
+    r.b = DivUIOp::create(b, bh, k.heads);
+    r.hk = DivUIOp::create(b, r.h, k.group);
+    Value qBatch = indexConstant(b, s.qOffset(1, 0, 0));
+    Value qHead = indexConstant(b, s.qOffset(0, 1, 0));
+    Value qPos = indexConstant(b, s.qOffset(0, 0, 1));
+    Value kvBatch = indexConstant(b, s.kvOffset(1, 0, 0));
+    Value kvHead = indexConstant(b, s.kvOffset(0, 1, 0));
+    r.kStride = indexConstant(b, s.kvOffset(0, 0, 1));
+    Value qb = MulIOp::create(b, r.b, qBatch);
+    Value qh = MulIOp::create(b, r.h, qHead);
+    Value qi = MulIOp::create(b, r.i, qPos);
+    Value qbh = AddIOp::create(b, qb, qh);
+    r.qBase = AddIOp::create(b, qbh, qi);
+    Value kb = MulIOp::create(b, r.b, kvBatch);
+    Value kh = MulIOp::create(b, r.hk, kvHead);
+    r.kBase = AddIOp::create(b, kb, kh);
+    return r;
+  }
+  // Varlen: LSE is [H, TQ]; q is [TQ, H, D] and k/v [TKV, HKV, D].
+  Value tokens = indexConstant(b, s.tokensQ());
+  Value token = RemUIOp::create(b, row, tokens);
+  r.h = DivUIOp::create(b, row, tokens);
+  r.hk = DivUIOp::create(b, r.h, k.group);
+  r.b = sequenceOfToken(b, cuQ, token, s.batch, k.c0, k.c1);
+  SequenceBounds bounds = sequenceBounds(b, cuQ, cuK, r.b, k.c1);
+  r.seqQ = bounds.seqQ;
+  r.skv = bounds.skv;
+  r.i = arith::SubIOp::create(b, token, bounds.qStart);
+  Value dim = indexConstant(b, s.headDim);
+  Value qPos = indexConstant(b, s.heads * s.headDim);
+  r.kStride = indexConstant(b, s.kvHeads * s.headDim);
+  Value qt = MulIOp::create(b, token, qPos);
+  Value qh = MulIOp::create(b, r.h, dim);
+  r.qBase = AddIOp::create(b, qt, qh);
+  Value kt = MulIOp::create(b, bounds.kStart, r.kStride);
+  Value kh = MulIOp::create(b, r.hk, dim);
+  r.kBase = AddIOp::create(b, kt, kh);
+  return r;
+}
+
+AttendedKeys reference::attendedKeys(ImplicitLocOpBuilder &b,
+                                     const KernelConstants &k,
+                                     const QueryRow &row) {
+  Value offset = arith::SubIOp::create(b, row.skv, row.seqQ);
+  Value p = arith::AddIOp::create(b, row.i, offset);
+  AttendedKeys keys;
+  keys.hi = arith::AddIOp::create(b, p, k.c1);
+  Value loRaw = arith::SubIOp::create(b, keys.hi, k.window);
+  keys.lo = arith::MaxSIOp::create(b, loRaw, k.c0);
+  return keys;
+}
