@@ -13,70 +13,18 @@ using namespace sinkattn;
 using namespace sinkattn::kernels;
 using namespace sinkattn::kernels::reference;
 
-Value reference::indexConstant(ImplicitLocOpBuilder &b, int64_t value) {
-  return arith::ConstantIndexOp::create(b, value);
-}
-
-Value reference::f32Constant(ImplicitLocOpBuilder &b, float value) {
-  return arith::ConstantOp::create(b, b.getF32FloatAttr(value));
-}
-
-Type reference::elementType(MLIRContext *context, rt::DType type) {
-  switch (type) {
-  case rt::DType::BF16:
-    return BFloat16Type::get(context);
-  case rt::DType::F16:
-    return Float16Type::get(context);
-  default:
-    return Float32Type::get(context);
-  }
-}
-
 MemRefType reference::flatBuffer(int64_t elements, Type type) {
   return MemRefType::get({elements}, type);
-}
-
-ValueRange reference::forLoop(
-    ImplicitLocOpBuilder &b, Value lo, Value hi, Value step, ValueRange init,
-    llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-  auto loop = scf::ForOp::create(
-      b, lo, hi, step, init,
-      [&](OpBuilder &nested, Location, Value iv, ValueRange carried) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nested.getInsertionBlock(),
-                            nested.getInsertionPoint());
-        SmallVector<Value> next = body(iv, carried);
-        scf::YieldOp::create(b, next);
-      });
-  return loop.getResults();
-}
-
-void reference::forEach(ImplicitLocOpBuilder &b, Value lo, Value hi, Value step,
-                        llvm::function_ref<void(Value)> body) {
-  forLoop(b, lo, hi, step, {}, [&](Value iv, ValueRange) {
-    body(iv);
-    return SmallVector<Value>();
-  });
 }
 
 Value reference::fold(ImplicitLocOpBuilder &b, Value lo, Value hi, Value step,
                       Value init,
                       llvm::function_ref<Value(Value, Value)> body) {
-  return forLoop(b, lo, hi, step, init,
-                 [&](Value iv, ValueRange carried) {
-                   return SmallVector<Value>{body(iv, carried.front())};
-                 })
-      .front();
-}
-
-void reference::ifThen(ImplicitLocOpBuilder &b, Value condition,
-                       llvm::function_ref<void()> body) {
-  scf::IfOp::create(b, condition, [&](OpBuilder &nested, Location) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(nested.getInsertionBlock(), nested.getInsertionPoint());
-    body();
-    scf::YieldOp::create(b);
-  });
+  return buildForLoop(b, lo, hi, step, ValueRange{init},
+                      [&](Value iv, ValueRange carried) {
+                        return SmallVector<Value>{body(iv, carried.front())};
+                      })
+      .getResult(0);
 }
 
 Value reference::load(ImplicitLocOpBuilder &b, Value buffer, Value at) {
@@ -115,7 +63,7 @@ Value reference::log2Approx(ImplicitLocOpBuilder &b, Value x) {
 
 void reference::forEachElement(ImplicitLocOpBuilder &b, const HeadDimLoop &loop,
                                llvm::function_ref<void(Value)> body) {
-  forEach(b, loop.c0, loop.dim, loop.c1, body);
+  buildForLoop(b, loop.c0, loop.dim, loop.c1, body);
 }
 
 Value reference::dotWithBuffer(ImplicitLocOpBuilder &b, const HeadDimLoop &loop,
@@ -133,21 +81,21 @@ KernelConstants reference::kernelConstants(ImplicitLocOpBuilder &b,
                                            const rt::SinkAttentionShape &shape,
                                            bool withLog2e) {
   KernelConstants k;
-  k.c0 = indexConstant(b, 0);
-  k.c1 = indexConstant(b, 1);
-  k.block = indexConstant(b, rt::kSinkFwdReferenceBlockSize);
-  k.rows = indexConstant(b, shape.rows());
-  k.heads = indexConstant(b, shape.heads);
-  k.group = indexConstant(b, shape.heads / shape.kvHeads);
-  k.dim = indexConstant(b, shape.headDim);
+  k.c0 = constantIndex(b, 0);
+  k.c1 = constantIndex(b, 1);
+  k.block = constantIndex(b, rt::kSinkFwdReferenceBlockSize);
+  k.rows = constantIndex(b, shape.rows());
+  k.heads = constantIndex(b, shape.heads);
+  k.group = constantIndex(b, shape.heads / shape.kvHeads);
+  k.dim = constantIndex(b, shape.headDim);
   // Without a window the longest SKV: the lower bound of every row's keys
   // is then 0.
-  k.window = indexConstant(b, shape.window > 0 ? shape.window : shape.seqKv);
-  k.scale = f32Constant(b, float(shape.scale));
+  k.window = constantIndex(b, shape.window > 0 ? shape.window : shape.seqKv);
+  k.scale = constantF32(b, float(shape.scale));
   if (withLog2e)
-    k.log2e = f32Constant(b, float(1.44269504088896341));
-  k.ln2 = f32Constant(b, float(0.693147180559945309));
-  k.zero = f32Constant(b, 0.0f);
+    k.log2e = constantF32(b, float(1.44269504088896341));
+  k.ln2 = constantF32(b, float(0.693147180559945309));
+  k.zero = constantF32(b, 0.0f);
   k.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   k.bid = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   k.first = arith::MulIOp::create(b, k.bid, k.block);
@@ -175,7 +123,7 @@ SequenceBounds reference::sequenceBounds(ImplicitLocOpBuilder &b, Value cuQ,
 Value reference::sequenceOfToken(ImplicitLocOpBuilder &b, Value scanOffsets,
                                  Value token, int64_t batch, Value c0,
                                  Value c1) {
-  Value sequences = indexConstant(b, batch + 1);
+  Value sequences = constantIndex(b, batch + 1);
   return fold(b, c1, sequences, c1, c0, [&](Value n, Value count) -> Value {
     Value end32 = load(b, scanOffsets, n);
     Value end = arith::IndexCastUIOp::create(b, b.getIndexType(), end32);
@@ -194,19 +142,19 @@ QueryRow reference::queryRow(ImplicitLocOpBuilder &b,
   QueryRow r;
   if (!s.varlen()) {
     // Element strides of (batch, head, position) in q and in k/v.
-    r.seqQ = indexConstant(b, s.seqQ);
-    r.skv = indexConstant(b, s.seqKv);
+    r.seqQ = constantIndex(b, s.seqQ);
+    r.skv = constantIndex(b, s.seqKv);
     r.i = RemUIOp::create(b, row, r.seqQ);
     Value bh = DivUIOp::create(b, row, r.seqQ);
     r.h = RemUIOp::create(b, bh, k.heads);
     r.b = DivUIOp::create(b, bh, k.heads);
     r.hk = DivUIOp::create(b, r.h, k.group);
-    Value qBatch = indexConstant(b, s.qOffset(1, 0, 0));
-    Value qHead = indexConstant(b, s.qOffset(0, 1, 0));
-    Value qPos = indexConstant(b, s.qOffset(0, 0, 1));
-    Value kvBatch = indexConstant(b, s.kvOffset(1, 0, 0));
-    Value kvHead = indexConstant(b, s.kvOffset(0, 1, 0));
-    r.kStride = indexConstant(b, s.kvOffset(0, 0, 1));
+    Value qBatch = constantIndex(b, s.qOffset(1, 0, 0));
+    Value qHead = constantIndex(b, s.qOffset(0, 1, 0));
+    Value qPos = constantIndex(b, s.qOffset(0, 0, 1));
+    Value kvBatch = constantIndex(b, s.kvOffset(1, 0, 0));
+    Value kvHead = constantIndex(b, s.kvOffset(0, 1, 0));
+    r.kStride = constantIndex(b, s.kvOffset(0, 0, 1));
     Value qb = MulIOp::create(b, r.b, qBatch);
     Value qh = MulIOp::create(b, r.h, qHead);
     Value qi = MulIOp::create(b, r.i, qPos);
@@ -218,7 +166,7 @@ QueryRow reference::queryRow(ImplicitLocOpBuilder &b,
     return r;
   }
   // Varlen: LSE is [H, TQ]; q is [TQ, H, D] and k/v [TKV, HKV, D].
-  Value tokens = indexConstant(b, s.tokensQ());
+  Value tokens = constantIndex(b, s.tokensQ());
   Value token = RemUIOp::create(b, row, tokens);
   r.h = DivUIOp::create(b, row, tokens);
   r.hk = DivUIOp::create(b, r.h, k.group);
@@ -227,9 +175,9 @@ QueryRow reference::queryRow(ImplicitLocOpBuilder &b,
   r.seqQ = bounds.seqQ;
   r.skv = bounds.skv;
   r.i = arith::SubIOp::create(b, token, bounds.qStart);
-  Value dim = indexConstant(b, s.headDim);
-  Value qPos = indexConstant(b, s.heads * s.headDim);
-  r.kStride = indexConstant(b, s.kvHeads * s.headDim);
+  Value dim = constantIndex(b, s.headDim);
+  Value qPos = constantIndex(b, s.heads * s.headDim);
+  r.kStride = constantIndex(b, s.kvHeads * s.headDim);
   Value qt = MulIOp::create(b, token, qPos);
   Value qh = MulIOp::create(b, r.h, dim);
   r.qBase = AddIOp::create(b, qt, qh);

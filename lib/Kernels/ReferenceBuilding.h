@@ -3,11 +3,14 @@
 // The pieces the fp32 SIMT reference kernels (SinkFwdReference.cpp,
 // SinkBwdReference.cpp) are built from: plain gpu/scf/arith/memref code, one
 // thread per row, each helper emitting its ops in the order it names them.
+// Constants, loops and branches come from IRBuilding.h, as for every kernel.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SINKATTN_LIB_KERNELS_REFERENCEBUILDING_H
 #define SINKATTN_LIB_KERNELS_REFERENCEBUILDING_H
+
+#include "IRBuilding.h"
 
 #include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/DType.h"
@@ -23,30 +26,13 @@ using mlir::ImplicitLocOpBuilder;
 using mlir::Value;
 using mlir::ValueRange;
 
-Value indexConstant(ImplicitLocOpBuilder &b, int64_t value);
-Value f32Constant(ImplicitLocOpBuilder &b, float value);
-
-/// The MLIR element type of `type` (bf16, f16 or f32).
-mlir::Type elementType(mlir::MLIRContext *context, rt::DType type);
 /// A flat memref<elements x type>: the reference kernels take every buffer
 /// flat so that one body serves every layout.
 mlir::MemRefType flatBuffer(int64_t elements, mlir::Type type);
 
-/// scf.for `iv` from `lo` to `hi` by `step`, carrying `init`; `body` returns
-/// the values the iteration yields (none without `init`). Returns the
-/// loop's results.
-mlir::ValueRange forLoop(
-    ImplicitLocOpBuilder &b, Value lo, Value hi, Value step, ValueRange init,
-    llvm::function_ref<llvm::SmallVector<Value>(Value iv, ValueRange)> body);
-/// scf.for without results.
-void forEach(ImplicitLocOpBuilder &b, Value lo, Value hi, Value step,
-             llvm::function_ref<void(Value iv)> body);
 /// scf.for folding one value: `body` maps (iv, carried) to the next one.
 Value fold(ImplicitLocOpBuilder &b, Value lo, Value hi, Value step, Value init,
            llvm::function_ref<Value(Value iv, Value carried)> body);
-/// scf.if without results or else branch.
-void ifThen(ImplicitLocOpBuilder &b, Value condition,
-            llvm::function_ref<void()> body);
 
 /// memref.load and memref.store of one element, without the optional
 /// attributes' default values (as the ops are written in MLIR).

@@ -45,6 +45,7 @@
 
 using namespace mlir;
 using namespace sinkattn;
+using namespace sinkattn::kernels;
 using namespace sinkattn::kernels::reference;
 
 namespace {
@@ -118,15 +119,15 @@ void buildHelpers(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
   };
   auto headDimLoop = [&] {
     HeadDimLoop loop;
-    loop.c0 = indexConstant(b, 0);
-    loop.c1 = indexConstant(b, 1);
-    loop.dim = indexConstant(b, shape.headDim);
-    loop.zero = f32Constant(b, 0.0f);
+    loop.c0 = constantIndex(b, 0);
+    loop.c1 = constantIndex(b, 1);
+    loop.dim = constantIndex(b, shape.headDim);
+    loop.zero = constantF32(b, 0.0f);
     return loop;
   };
   function("score", {types.row, types.kv, index, index, index},
            [&](ValueRange args) -> Value {
-             Value scale = f32Constant(b, float(shape.scale));
+             Value scale = constantF32(b, float(shape.scale));
              Value dot = call(b, "dotRow", args);
              return arith::MulFOp::create(b, dot, scale);
            });
@@ -142,7 +143,7 @@ void buildHelpers(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
     return dotWithBuffer(b, loop, args[0], args[1], args[2]);
   });
   function("exp", {f32}, [&](ValueRange args) -> Value {
-    Value log2e = f32Constant(b, float(1.44269504088896341));
+    Value log2e = constantF32(b, float(1.44269504088896341));
     Value y = arith::MulFOp::create(b, args[0], log2e);
     return exp2Approx(b, y);
   });
@@ -177,8 +178,8 @@ void buildQueryRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
   });
   // L = exp(t - M) + sum_j exp(s_j - M); acc = sum_j exp(s_j - M) v_j.
   // M is -inf only for a row with no key and a -inf sink: then L = 0.
-  Value ninf = f32Constant(b, -std::numeric_limits<float>::infinity());
-  Value one = f32Constant(b, 1.0f);
+  Value ninf = constantF32(b, -std::numeric_limits<float>::infinity());
+  Value one = constantF32(b, 1.0f);
   Value mIsInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, ninf);
   Value mSafe = arith::SelectOp::create(b, mIsInf, k.zero, m);
   Value l0 = exp(b, arith::SubFOp::create(b, t, mSafe));
@@ -216,7 +217,7 @@ void buildQueryRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
       });
   Value given = dotAt(b, doRow, a.storedO, r.qBase);
   // dQ = scale sum_j P_j (dO . v_j - delta) k_j.
-  forEach(b, keys.lo, keys.hi, k.c1, [&](Value j) {
+  buildForLoop(b, keys.lo, keys.hi, k.c1, [&](Value j) {
     Value s = score(b, qRow, a.k, r, j);
     Value pj = exp(b, arith::SubFOp::create(b, s, rowLse));
     Value dp = dotRow(b, doRow, a.v, r, j);
@@ -265,33 +266,33 @@ KeyRow keyRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &s,
   KeyRow r;
   if (!s.varlen()) {
     // Element strides of (batch, head, position) in q and in k/v.
-    r.seqQ = indexConstant(b, s.seqQ);
-    r.skv = indexConstant(b, s.seqKv);
-    Value kvHeads = indexConstant(b, s.kvHeads);
+    r.seqQ = constantIndex(b, s.seqQ);
+    r.skv = constantIndex(b, s.seqKv);
+    Value kvHeads = constantIndex(b, s.kvHeads);
     r.j = RemUIOp::create(b, keyRow, r.skv);
     Value bhk = DivUIOp::create(b, keyRow, r.skv);
     r.hk = RemUIOp::create(b, bhk, kvHeads);
     Value batch = DivUIOp::create(b, bhk, kvHeads);
-    Value kvBatch = indexConstant(b, s.kvOffset(1, 0, 0));
-    Value kvHead = indexConstant(b, s.kvOffset(0, 1, 0));
-    Value kvPos = indexConstant(b, s.kvOffset(0, 0, 1));
+    Value kvBatch = constantIndex(b, s.kvOffset(1, 0, 0));
+    Value kvHead = constantIndex(b, s.kvOffset(0, 1, 0));
+    Value kvPos = constantIndex(b, s.kvOffset(0, 0, 1));
     Value kb = MulIOp::create(b, batch, kvBatch);
     Value kh = MulIOp::create(b, r.hk, kvHead);
     Value kj = MulIOp::create(b, r.j, kvPos);
     Value kbh = AddIOp::create(b, kb, kh);
     r.kvAt = AddIOp::create(b, kbh, kj);
-    Value qBatch = indexConstant(b, s.qOffset(1, 0, 0));
-    r.qHeadStride = indexConstant(b, s.qOffset(0, 1, 0));
-    r.qPosStride = indexConstant(b, s.qOffset(0, 0, 1));
+    Value qBatch = constantIndex(b, s.qOffset(1, 0, 0));
+    r.qHeadStride = constantIndex(b, s.qOffset(0, 1, 0));
+    r.qPosStride = constantIndex(b, s.qOffset(0, 0, 1));
     r.qBatchBase = MulIOp::create(b, batch, qBatch);
-    Value lseBatch = indexConstant(b, s.heads * s.seqQ);
+    Value lseBatch = constantIndex(b, s.heads * s.seqQ);
     r.lseBatchBase = MulIOp::create(b, batch, lseBatch);
-    r.lseHeadStride = indexConstant(b, s.seqQ);
+    r.lseHeadStride = constantIndex(b, s.seqQ);
     return r;
   }
   // Varlen: the sequence of key token t is the number of offsets
   // cu_seqlens_kv[1..B] at or below t.
-  Value tokens = indexConstant(b, s.tokensKv());
+  Value tokens = constantIndex(b, s.tokensKv());
   Value token = RemUIOp::create(b, keyRow, tokens);
   r.hk = DivUIOp::create(b, keyRow, tokens);
   Value batch = sequenceOfToken(b, a.cuK, token, s.batch, k.c0, k.c1);
@@ -299,16 +300,16 @@ KeyRow keyRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &s,
   r.seqQ = bounds.seqQ;
   r.skv = bounds.skv;
   r.j = arith::SubIOp::create(b, token, bounds.kStart);
-  Value dim = indexConstant(b, s.headDim);
-  Value kvPos = indexConstant(b, s.kvHeads * s.headDim);
+  Value dim = constantIndex(b, s.headDim);
+  Value kvPos = constantIndex(b, s.kvHeads * s.headDim);
   Value kt = MulIOp::create(b, token, kvPos);
   Value kh = MulIOp::create(b, r.hk, dim);
   r.kvAt = AddIOp::create(b, kt, kh);
-  r.qHeadStride = indexConstant(b, s.headDim);
-  r.qPosStride = indexConstant(b, s.heads * s.headDim);
+  r.qHeadStride = constantIndex(b, s.headDim);
+  r.qPosStride = constantIndex(b, s.heads * s.headDim);
   r.qBatchBase = MulIOp::create(b, bounds.qStart, r.qPosStride);
   r.lseBatchBase = AddIOp::create(b, bounds.qStart, k.c0);
-  r.lseHeadStride = indexConstant(b, s.tokensQ());
+  r.lseHeadStride = constantIndex(b, s.tokensQ());
   return r;
 }
 
@@ -339,12 +340,12 @@ void buildKeyRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
   });
   Value hFirst = arith::MulIOp::create(b, r.hk, k.group);
   Value hEnd = arith::AddIOp::create(b, hFirst, k.group);
-  forEach(b, hFirst, hEnd, k.c1, [&](Value h) {
+  buildForLoop(b, hFirst, hEnd, k.c1, [&](Value h) {
     Value qh = arith::MulIOp::create(b, h, r.qHeadStride);
     Value qbh = arith::AddIOp::create(b, r.qBatchBase, qh);
     Value lh = arith::MulIOp::create(b, h, r.lseHeadStride);
     Value lbh = arith::AddIOp::create(b, r.lseBatchBase, lh);
-    forEach(b, iFirst, iEnd, k.c1, [&](Value i) {
+    buildForLoop(b, iFirst, iEnd, k.c1, [&](Value i) {
       Value qi = arith::MulIOp::create(b, i, r.qPosStride);
       Value qAt = arith::AddIOp::create(b, qbh, qi);
       Value rowIndex = arith::AddIOp::create(b, lbh, i);
@@ -383,10 +384,10 @@ void buildKeyRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
 void buildHeadSink(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
                    const KernelConstants &k, const KernelArgs &a, Value h) {
   int64_t runRows = shape.varlen() ? shape.tokensQ() : shape.seqQ;
-  Value batches = indexConstant(b, shape.varlen() ? 1 : shape.batch);
-  Value run = indexConstant(b, runRows);
+  Value batches = constantIndex(b, shape.varlen() ? 1 : shape.batch);
+  Value run = constantIndex(b, runRows);
   Value batchRows =
-      indexConstant(b, shape.varlen() ? 0 : shape.heads * shape.seqQ);
+      constantIndex(b, shape.varlen() ? 0 : shape.heads * shape.seqQ);
   Value headStart = arith::MulIOp::create(b, h, run);
   Value sum =
       fold(b, k.c0, batches, k.c1, k.zero, [&](Value batch, Value total) {
@@ -435,13 +436,13 @@ kernels::buildSinkBwdReference(MLIRContext &context,
   auto gpuModule = gpu::GPUModuleOp::create(b, "sink_bwd_reference");
   b.setInsertionPointToStart(gpuModule.getBody());
 
-  Type t = elementType(&context, config.dtype);
+  Type t = getElementType(&context, config.dtype);
   Type f32 = b.getF32Type();
   BufferTypes types;
   types.q = flatBuffer(shape.qElements(), t);
   types.kv = flatBuffer(shape.kvElements(), t);
   types.sinks =
-      flatBuffer(shape.heads, elementType(&context, config.sinkDtype));
+      flatBuffer(shape.heads, getElementType(&context, config.sinkDtype));
   types.dq = flatBuffer(shape.qElements(), f32);
   types.dkv = flatBuffer(shape.kvElements(), f32);
   types.dsinks = flatBuffer(shape.heads, f32);
@@ -473,7 +474,7 @@ kernels::buildSinkBwdReference(MLIRContext &context,
         Value item = arith::AddIOp::create(b, k.first, k.tid);
         Value inside =
             arith::CmpIOp::create(b, arith::CmpIPredicate::ult, item, items);
-        ifThen(b, inside, [&] { body(k, args, item); });
+        buildIfThen(b, inside, [&] { body(k, args, item); });
         gpu::ReturnOp::create(b);
       };
   kernel(
@@ -485,7 +486,7 @@ kernels::buildSinkBwdReference(MLIRContext &context,
   kernel(
       rt::kSinkBwdReferenceKeysEntry,
       [&](const KernelConstants &) {
-        return indexConstant(b, shape.kvHeads * shape.tokensKv());
+        return constantIndex(b, shape.kvHeads * shape.tokensKv());
       },
       [&](const KernelConstants &k, const KernelArgs &args, Value keyRow) {
         buildKeyRow(b, shape, types, k, args, keyRow);

@@ -41,6 +41,7 @@
 
 using namespace mlir;
 using namespace sinkattn;
+using namespace sinkattn::kernels;
 using namespace sinkattn::kernels::reference;
 
 namespace {
@@ -95,7 +96,7 @@ void buildRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
 
   // Pass 2: L = exp(t - M) + sum_j exp(s_j - M), acc = sum_j exp(s_j - M)
   // v_j. M is -inf only for a row with no key and a -inf sink: then L = 0.
-  Value ninf = f32Constant(b, -std::numeric_limits<float>::infinity());
+  Value ninf = constantF32(b, -std::numeric_limits<float>::infinity());
   Value mIsInf = arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, m, ninf);
   Value mSafe = arith::SelectOp::create(b, mIsInf, k.zero, m);
   Value l0 = exp(b, k, arith::SubFOp::create(b, t, mSafe));
@@ -116,7 +117,7 @@ void buildRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
 
   // O = acc / L (L >= 1: its largest term is exp(0), unless L = 0 and
   // O = 0); LSE = M + ln(L).
-  Value one = f32Constant(b, 1.0f);
+  Value one = constantF32(b, 1.0f);
   Value lIsZero =
       arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, l, k.zero);
   Value lSafe = arith::SelectOp::create(b, lIsZero, one, l);
@@ -167,13 +168,13 @@ kernels::buildSinkFwdReference(MLIRContext &context,
 
   // The ABI of AttentionReference.h: q, k, v, sinks, o, lse (and the varlen
   // offsets), every buffer flat.
-  Type t = elementType(&context, config.dtype);
+  Type t = getElementType(&context, config.dtype);
   Type f32 = b.getF32Type();
   SmallVector<Type> args = {
       flatBuffer(shape.qElements(), t),
       flatBuffer(shape.kvElements(), t),
       flatBuffer(shape.kvElements(), t),
-      flatBuffer(shape.heads, elementType(&context, config.sinkDtype)),
+      flatBuffer(shape.heads, getElementType(&context, config.sinkDtype)),
       flatBuffer(shape.qElements(), f32),
       flatBuffer(shape.rows(), f32)};
   if (shape.varlen())
@@ -187,7 +188,7 @@ kernels::buildSinkFwdReference(MLIRContext &context,
   Value row = arith::AddIOp::create(b, k.first, k.tid);
   Value inside =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, k.rows);
-  ifThen(b, inside, [&] { buildRow(b, shape, k, row, func.getArguments()); });
+  buildIfThen(b, inside, [&] { buildRow(b, shape, k, row, func.getArguments()); });
   gpu::ReturnOp::create(b);
 
   if (failed(verify(*module)))
