@@ -1467,7 +1467,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   kernelText += text(overlap ? kOverlapLoopTail : kSerialLoopTail);
   kernelText += text(kSinkFwdTail);
   // The forms built as typed IR; the others still from the template text.
-  const bool typed = !persistent && !config.packGqa && !warpSpecialized;
+  const bool typed = !persistent && !config.packGqa;
   OwningOpRef<ModuleOp> module;
   if (typed) {
     SinkFwdForm form{shape,
