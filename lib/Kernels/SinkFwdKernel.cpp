@@ -327,6 +327,8 @@ constexpr int64_t kTileOverheadBlocks = 2;
 struct TileTable {
   std::string text;
   int64_t size = 0;
+  /// The [G + 1] offsets, then the lists.
+  std::vector<int32_t> entries;
 };
 TileTable tileTable(const rt::SinkAttentionShape &shape, int64_t rowBlocks,
                     int64_t blockM, int64_t blocks) {
@@ -348,14 +350,20 @@ TileTable tileTable(const rt::SinkAttentionShape &shape, int64_t rowBlocks,
   TileTable table;
   table.size = blocks + 1 + tiles;
   std::string offsets, entries;
+  std::vector<int32_t> lists;
   int64_t next = blocks + 1;
   for (const std::vector<int64_t> &list :
        kernels::balancedTileLists(costs, blocks, kvGroups)) {
+    table.entries.push_back(int32_t(next));
     offsets += std::to_string(next) + ", ";
     next += int64_t(list.size());
-    for (int64_t tile : list)
+    for (int64_t tile : list) {
+      lists.push_back(int32_t(tile));
       entries += ", " + std::to_string(tile);
+    }
   }
+  table.entries.push_back(int32_t(next));
+  llvm::append_range(table.entries, lists);
   offsets += std::to_string(next);
   table.text = "    memref.global \"private\" constant @sink_fwd_tiles : memref<" +
                std::to_string(table.size) + "xi32> = dense<[" + offsets +
@@ -725,6 +733,10 @@ struct SinkFwdForm {
   bool deferredRowSum;
   /// The softmax scale in log2 units.
   float scaleLog2;
+  /// --persistent: the blocks' tile lists (tileTable), empty otherwise.
+  std::vector<int32_t> tileTable;
+  /// --persistent: tiles per block level (heads x batch) and the levels.
+  int64_t tilesPerLevel = 0, levels = 0;
 };
 
 /// Builds the typed forward: per block of warpgroups x 64 query rows, a
@@ -756,6 +768,9 @@ private:
   }
   Type f32() { return b.getF32Type(); }
 
+  void buildTileListLoop(KernelSkeleton &kernel);
+  void allocateTiles();
+  void buildTile();
   void buildSequence();
   void buildKeyBlockRange();
   void loadKeysAndValues(Value keyOffset, Value valueOffset);
@@ -852,9 +867,83 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   if (form.overlap)
     rescaleMargin = constantF32(b, 8.0f);
 
-  AttentionBlockIds ids =
-      buildBlockIds(b, /*heaviestLast=*/true, shape, c1, group);
-  qb = ids.block, h = ids.head, bIdx = ids.batch;
+  if (form.tileTable.empty()) {
+    AttentionBlockIds ids =
+        buildBlockIds(b, /*heaviestLast=*/true, shape, c1, group);
+    qb = ids.block, h = ids.head, bIdx = ids.batch;
+    buildTile();
+  } else {
+    // The warpgroup index, the shared tiles and the ping-pong's first
+    // hand-over come before the tile loop: the turns run on from one tile
+    // to the next, since all warpgroups see the same key blocks.
+    wg = buildWarpgroupIndex(b);
+    allocateTiles();
+    pingPong = PingPong::build(b, wg, form.warpgroups);
+    buildTileListLoop(kernel);
+  }
+  gpu::ReturnOp::create(b);
+  if (failed(verifyKernel(kernel, "sink-fwd")))
+    return nullptr;
+  return std::move(kernel.module);
+}
+
+/// --persistent: block c runs the tiles of its list in @sink_fwd_tiles;
+/// tile t is block level t / (H B) counted from the last, head t mod H and
+/// sequence (t mod H B) / H (heaviest first).
+void SinkFwdBuilder::buildTileListLoop(KernelSkeleton &kernel) {
+  auto tableType = MemRefType::get({int64_t(form.tileTable.size())},
+                                   b.getI32Type());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(kernel.func);
+    auto values = DenseIntElementsAttr::get(
+        RankedTensorType::get(tableType.getShape(), b.getI32Type()),
+        ArrayRef<int32_t>(form.tileTable));
+    memref::GlobalOp::create(b, "sink_fwd_tiles", b.getStringAttr("private"),
+                             tableType, values, /*constant=*/true,
+                             /*alignment=*/IntegerAttr());
+  }
+  Value tilesPerLevel = constantIndex(b, form.tilesPerLevel);
+  Value lastLevel = constantIndex(b, form.levels - 1);
+  Value headCount = constantIndex(b, shape.heads);
+  Value table = memref::GetGlobalOp::create(b, tableType, "sink_fwd_tiles");
+  auto loadIndex = [&](Value position) -> Value {
+    Value entry = memref::LoadOp::create(b, table, position);
+    return arith::IndexCastUIOp::create(b, b.getIndexType(), entry);
+  };
+  Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value nextBlock = arith::AddIOp::create(b, block, c1);
+  Value begin32 = memref::LoadOp::create(b, table, block);
+  Value end32 = memref::LoadOp::create(b, table, nextBlock);
+  Value begin = arith::IndexCastUIOp::create(b, b.getIndexType(), begin32);
+  Value end = arith::IndexCastUIOp::create(b, b.getIndexType(), end32);
+  buildForLoop(b, begin, end, c1, [&](Value slot) {
+    Value tile = loadIndex(slot);
+    Value level = arith::DivUIOp::create(b, tile, tilesPerLevel);
+    qb = arith::SubIOp::create(b, lastLevel, level);
+    Value inLevel = arith::RemUIOp::create(b, tile, tilesPerLevel);
+    h = arith::RemUIOp::create(b, inLevel, headCount);
+    bIdx = arith::DivUIOp::create(b, inLevel, headCount);
+    buildTile();
+  });
+}
+
+void SinkFwdBuilder::allocateTiles() {
+  const int64_t d = shape.headDim;
+  sQ = allocShared(
+      b, getSharedMemRefType({form.warpgroups * kRowsPerWarpgroup, d}, element));
+  sK = allocShared(b, getSharedMemRefType({kBlockN, d}, element));
+  sV = allocShared(b, getSharedMemRefType({kBlockN, d}, element));
+  if (form.oThroughShared && form.warpgroups > 1)
+    for (int64_t w = 0; w < form.warpgroups; ++w)
+      sO.push_back(
+          allocShared(b, getSharedMemRefType({kRowsPerWarpgroup, d}, element)));
+}
+
+/// One tile: the block's query rows qb of head h of sequence bIdx.
+void SinkFwdBuilder::buildTile() {
+  const bool persistent = !form.tileTable.empty();
+  const int64_t d = shape.headDim;
   hk = arith::DivUIOp::create(b, h, group);
   buildSequence();
   // Right-aligned causal: query row i sits at key position i + past.
@@ -862,19 +951,15 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   mBlock = arith::MulIOp::create(b, qb, cBM);
   // With one warpgroup its index is a constant (the compiler cannot know
   // that thread ids stay below 128 without a declared block size).
-  wg = form.warpgroups == 1 ? constantIndex(b, 0) : buildWarpgroupIndex(b);
+  if (!persistent)
+    wg = form.warpgroups == 1 ? constantIndex(b, 0) : buildWarpgroupIndex(b);
   wgRow = arith::MulIOp::create(b, wg, c64);
   m0 = arith::AddIOp::create(b, mBlock, wgRow);
   pBlock = arith::AddIOp::create(b, mBlock, past);
   p0 = arith::AddIOp::create(b, m0, past);
 
-  sQ = allocShared(b, getSharedMemRefType({blockM, d}, element));
-  sK = allocShared(b, getSharedMemRefType({kBlockN, d}, element));
-  sV = allocShared(b, getSharedMemRefType({kBlockN, d}, element));
-  if (form.oThroughShared && form.warpgroups > 1)
-    for (int64_t w = 0; w < form.warpgroups; ++w)
-      sO.push_back(
-          allocShared(b, getSharedMemRefType({kRowsPerWarpgroup, d}, element)));
+  if (!persistent)
+    allocateTiles();
   switch (shape.layout) {
   case rt::AttentionLayout::BHSD:
     buildLoadTile(b, Q, {bIdx, h, mBlock, c0}, sQ);
@@ -909,16 +994,12 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   }
   oInit = tile::FillOp::create(b, accType(f32()), zero);
   sZero = tile::FillOp::create(b, scoresType(), zero);
-  if (form.warpgroups > 1)
+  if (form.warpgroups > 1 && !persistent)
     pingPong = PingPong::build(b, wg, form.warpgroups);
   softmax = {scaleLog2, zero, negInf, rescaleMargin, form.deferredRowSum};
 
   scf::ForOp loop = form.overlap ? buildOverlapLoop() : buildSerialLoop();
   buildEpilogue(loop);
-  gpu::ReturnOp::create(b);
-  if (failed(verifyKernel(kernel, "sink-fwd")))
-    return nullptr;
-  return std::move(kernel.module);
 }
 
 /// This sequence's lengths and, for the layouts that view [.., S, H * D],
@@ -1467,7 +1548,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   kernelText += text(overlap ? kOverlapLoopTail : kSerialLoopTail);
   kernelText += text(kSinkFwdTail);
   // The forms built as typed IR; the others still from the template text.
-  const bool typed = !persistent && !config.packGqa;
+  const bool typed = !config.packGqa;
   OwningOpRef<ModuleOp> module;
   if (typed) {
     SinkFwdForm form{shape,
@@ -1478,9 +1559,14 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                      warpSpecialized,
                      overlap,
                      oThroughShared,
+                     // Per-iteration reduction where the partial columns
+                     // made ptxas spill (rowSumText).
                      /*deferredRowSum=*/overlap || !persistent,
                      // Rounded to 10 digits, as the template text had it.
-                     float(std::strtod(scaleLog2, nullptr))};
+                     float(std::strtod(scaleLog2, nullptr)),
+                     tileLists.entries,
+                     config.heads * config.batch,
+                     rowBlocks};
     module = SinkFwdBuilder(context, form).build();
   } else
   module = kernels::parseKernelTemplate(
