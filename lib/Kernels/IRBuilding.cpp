@@ -134,6 +134,47 @@ scf::IfOp sinkattn::kernels::buildIfThen(ImplicitLocOpBuilder &b,
   return ifOp;
 }
 
+scf::IfOp sinkattn::kernels::buildIfThenElse(
+    ImplicitLocOpBuilder &b, TypeRange resultTypes, Value condition,
+    function_ref<SmallVector<Value>()> thenBody,
+    function_ref<SmallVector<Value>()> elseBody) {
+  auto ifOp = scf::IfOp::create(b, resultTypes, condition,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  auto buildBranch = [&](Block *block,
+                         function_ref<SmallVector<Value>()> body) {
+    // Without results the branches come with their scf.yield.
+    if (resultTypes.empty()) {
+      b.setInsertionPoint(block->getTerminator());
+      body();
+      return;
+    }
+    b.setInsertionPointToEnd(block);
+    SmallVector<Value> yielded = body();
+    scf::YieldOp::create(b, yielded);
+  };
+  buildBranch(ifOp.thenBlock(), thenBody);
+  buildBranch(ifOp.elseBlock(), elseBody);
+  return ifOp;
+}
+
+Value sinkattn::kernels::buildMap(
+    ImplicitLocOpBuilder &b, Type resultType, ValueRange inputs,
+    function_ref<Value(ValueRange indices, ValueRange elements)> body) {
+  auto map = tile::MapOp::create(b, resultType, inputs);
+  auto rank = cast<tile::FragmentType>(resultType).getRank();
+  SmallVector<Type> argTypes(rank, b.getIndexType());
+  for (Value input : inputs)
+    argTypes.push_back(cast<tile::FragmentType>(input.getType()).getElementType());
+  SmallVector<Location> argLocs(argTypes.size(), b.getLoc());
+  OpBuilder::InsertionGuard guard(b);
+  Block *block = b.createBlock(&map.getBody(), {}, argTypes, argLocs);
+  Value element = body(block->getArguments().take_front(rank),
+                       block->getArguments().drop_front(rank));
+  tile::YieldOp::create(b, element);
+  return map.getResult();
+}
+
 Operation *
 sinkattn::kernels::buildLoadTile(ImplicitLocOpBuilder &b, Value global,
                                  ValueRange indices, Value shared,

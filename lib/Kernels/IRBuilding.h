@@ -105,6 +105,24 @@ mlir::scf::IfOp buildIfThen(mlir::ImplicitLocOpBuilder &b,
                             mlir::Value condition,
                             llvm::function_ref<void()> body);
 
+/// `scf.if %condition` with both branches, each built by its callback and
+/// yielding the values it returns (none: the `scf.yield` is implicit); the
+/// op's results have `resultTypes`.
+mlir::scf::IfOp buildIfThenElse(
+    mlir::ImplicitLocOpBuilder &b, mlir::TypeRange resultTypes,
+    mlir::Value condition,
+    llvm::function_ref<llvm::SmallVector<mlir::Value>()> thenBody,
+    llvm::function_ref<llvm::SmallVector<mlir::Value>()> elseBody);
+
+/// `tile.map (inputs) -> resultType` whose body `body(indices, elements)`
+/// computes one element from the element's indices (one per dimension of
+/// `resultType`) and the inputs' elements there.
+mlir::Value buildMap(mlir::ImplicitLocOpBuilder &b, mlir::Type resultType,
+                     mlir::ValueRange inputs,
+                     llvm::function_ref<mlir::Value(mlir::ValueRange indices,
+                                                    mlir::ValueRange elements)>
+                         body);
+
 /// `tile.copy %global[indices], %shared`: a synchronous tile load (TMA
 /// unless `engine` says otherwise).
 mlir::Operation *buildLoadTile(mlir::ImplicitLocOpBuilder &b,

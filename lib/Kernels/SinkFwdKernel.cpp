@@ -23,18 +23,26 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionBuilding.h"
 #include "KernelBuilders.h"
 #include "KernelTemplate.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Diagnostics.h"
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <utility>
 
 using namespace mlir;
 using namespace sinkattn;
+using namespace sinkattn::kernels;
 
 namespace {
 /// Query rows per warpgroup.
@@ -319,6 +327,8 @@ constexpr int64_t kTileOverheadBlocks = 2;
 struct TileTable {
   std::string text;
   int64_t size = 0;
+  /// The [G + 1] offsets, then the lists.
+  std::vector<int32_t> entries;
 };
 TileTable tileTable(const rt::SinkAttentionShape &shape, int64_t rowBlocks,
                     int64_t blockM, int64_t blocks) {
@@ -340,14 +350,20 @@ TileTable tileTable(const rt::SinkAttentionShape &shape, int64_t rowBlocks,
   TileTable table;
   table.size = blocks + 1 + tiles;
   std::string offsets, entries;
+  std::vector<int32_t> lists;
   int64_t next = blocks + 1;
   for (const std::vector<int64_t> &list :
        kernels::balancedTileLists(costs, blocks, kvGroups)) {
+    table.entries.push_back(int32_t(next));
     offsets += std::to_string(next) + ", ";
     next += int64_t(list.size());
-    for (int64_t tile : list)
+    for (int64_t tile : list) {
+      lists.push_back(int32_t(tile));
       entries += ", " + std::to_string(tile);
+    }
   }
+  table.entries.push_back(int32_t(next));
+  llvm::append_range(table.entries, lists);
   offsets += std::to_string(next);
   table.text = "    memref.global \"private\" constant @sink_fwd_tiles : memref<" +
                std::to_string(table.size) + "xi32> = dense<[" + offsets +
@@ -700,6 +716,574 @@ std::string storeThroughSharedMemory(const std::string &oTile,
   }
   return text;
 }
+/// The forward's form, decided by buildSinkFwd.
+struct SinkFwdForm {
+  rt::SinkAttentionShape shape;
+  rt::DType dtype, sinkDtype;
+  int64_t stages;
+  /// Consumer warpgroups of 64 rows each; more than one share each K/V tile.
+  int64_t warpgroups;
+  /// Declare the block size, so that tile-warp-specialize adds a producer.
+  bool warpSpecialized;
+  /// Overlap each block's softmax with the GEMMs (kOverlapLoopHead).
+  bool overlap;
+  /// O through shared memory and a TMA store (storeThroughSharedMemory).
+  bool oThroughShared;
+  /// Keep the row sum as partial columns until after the loop (rowSumText).
+  bool deferredRowSum;
+  /// The softmax scale in log2 units.
+  float scaleLog2;
+  /// --persistent: the blocks' tile lists (tileTable), empty otherwise.
+  std::vector<int32_t> tileTable;
+  /// --persistent: tiles per block level (heads x batch) and the levels.
+  int64_t tilesPerLevel = 0, levels = 0;
+};
+
+/// Builds the typed forward: per block of warpgroups x 64 query rows, a
+/// loop over the key blocks the rows see (S = Q Kᵀ, mask, online softmax,
+/// O += P V), then O / l and the LSE.
+class SinkFwdBuilder {
+public:
+  SinkFwdBuilder(MLIRContext &context, const SinkFwdForm &form)
+      : b(NameLoc::get(StringAttr::get(&context, "sink_fwd")), &context),
+        form(form), shape(form.shape) {}
+
+  OwningOpRef<ModuleOp> build();
+
+private:
+  Type rowType() { return tile::FragmentType::get({kRowsPerWarpgroup}, f32()); }
+  Type sumType() {
+    return form.deferredRowSum
+               ? tile::FragmentType::get({kRowsPerWarpgroup, 8}, f32())
+               : rowType();
+  }
+  Type scoresType() {
+    return tile::FragmentType::get({kRowsPerWarpgroup, kBlockN}, f32());
+  }
+  Type probabilitiesType() {
+    return tile::FragmentType::get({kRowsPerWarpgroup, kBlockN}, element);
+  }
+  Type accType(Type type) {
+    return tile::FragmentType::get({kRowsPerWarpgroup, shape.headDim}, type);
+  }
+  Type f32() { return b.getF32Type(); }
+
+  void buildTileListLoop(KernelSkeleton &kernel);
+  void allocateTiles();
+  void buildTile();
+  void buildSequence();
+  void buildKeyBlockRange();
+  void loadKeysAndValues(Value keyOffset, Value valueOffset);
+  Value maskScores(Value scores);
+  Value needsMask();
+  scf::ForOp buildSerialLoop();
+  scf::ForOp buildOverlapLoop();
+  void buildEpilogue(scf::ForOp loop);
+  void storeOutput(Value out, Value lse);
+
+  ImplicitLocOpBuilder b;
+  const SinkFwdForm &form;
+  const rt::SinkAttentionShape &shape;
+  Type element;
+  Value Q, K, V, sinks, O, LSE, cuQ, cuK;
+  Value c0, c1, c64, c128, cBM, cBN, cBNm1, c63, group, window, hasWindow;
+  Value zero, one, negInf, log2e, ln2, scaleLog2, rescaleMargin;
+  Value qb, h, bIdx, hk, seqQ, skv, hD, hkD, qStart, kStart, past, mBlock;
+  Value wg, wgRow, m0, pBlock, p0, sQ, sK, sV, sQw, n0;
+  SmallVector<Value> sO;
+  Value loBlocks, hiBlocks, mInit, lInit, oInit, sZero;
+  std::optional<PingPong> pingPong;
+  OnlineSoftmax softmax;
+};
+
+OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
+  MLIRContext *context = b.getContext();
+  context->loadDialect<math::MathDialect, NVVM::NVVMDialect>();
+  element = getElementType(context, form.dtype);
+  // The layouts that view [.., S, H * D] see a head's rows as a 2-D box
+  // at column h * D.
+  const int64_t d = shape.headDim;
+  SmallVector<int64_t> qShape, kvShape, lseShape;
+  switch (shape.layout) {
+  case rt::AttentionLayout::BHSD:
+    qShape = {shape.batch, shape.heads, shape.seqQ, d};
+    kvShape = {shape.batch, shape.kvHeads, shape.seqKv, d};
+    lseShape = {shape.batch, shape.heads, shape.seqQ};
+    break;
+  case rt::AttentionLayout::BSHD:
+    qShape = {shape.batch, shape.seqQ, shape.heads * d};
+    kvShape = {shape.batch, shape.seqKv, shape.kvHeads * d};
+    lseShape = {shape.batch, shape.heads, shape.seqQ};
+    break;
+  case rt::AttentionLayout::Varlen:
+    qShape = {shape.tokensQ(), shape.heads * d};
+    kvShape = {shape.tokensKv(), shape.kvHeads * d};
+    lseShape = {shape.heads, shape.tokensQ()};
+    break;
+  }
+  SmallVector<Type> argTypes = {
+      MemRefType::get(qShape, element),
+      MemRefType::get(kvShape, element),
+      MemRefType::get(kvShape, element),
+      MemRefType::get({shape.heads}, getElementType(context, form.sinkDtype)),
+      MemRefType::get(qShape, element),
+      MemRefType::get(lseShape, f32())};
+  if (shape.varlen()) {
+    auto offsets = MemRefType::get({shape.batch + 1}, b.getI32Type());
+    argTypes.append({offsets, offsets});
+  }
+  SmallVector<int32_t> knownBlockSize;
+  if (form.warpSpecialized)
+    knownBlockSize = {int32_t(form.warpgroups * 128), 1, 1};
+  KernelSkeleton kernel = createKernel(b, "sink_fwd", argTypes, knownBlockSize);
+  auto args = kernel.func.getArguments();
+  Q = args[0], K = args[1], V = args[2], sinks = args[3], O = args[4],
+  LSE = args[5];
+  if (shape.varlen())
+    cuQ = args[6], cuK = args[7];
+
+  const int64_t blockM = form.warpgroups * kRowsPerWarpgroup;
+  const bool windowed = shape.window > 0;
+  c0 = constantIndex(b, 0);
+  c1 = constantIndex(b, 1);
+  c64 = constantIndex(b, 64);
+  c128 = constantIndex(b, 128);
+  cBM = constantIndex(b, blockM);
+  cBN = constantIndex(b, kBlockN);
+  cBNm1 = constantIndex(b, kBlockN - 1);
+  c63 = constantIndex(b, 63);
+  group = constantIndex(b, shape.heads / shape.kvHeads);
+  // Without a window the distance test must always pass.
+  window = constantIndex(b, windowed ? shape.window : shape.seqKv + 1);
+  hasWindow = arith::ConstantIntOp::create(b, b.getI1Type(), windowed);
+  zero = constantF32(b, 0.0f);
+  one = constantF32(b, 1.0f);
+  negInf = constantF32(b, -std::numeric_limits<float>::infinity());
+  log2e = constantF32(b, float(1.44269504088896340736));
+  ln2 = constantF32(b, float(0.693147180559945309417));
+  scaleLog2 = constantF32(b, form.scaleLog2);
+  // The overlapped loop rescales O conditionally (FA4): most blocks leave
+  // the running max, hence alpha = 1, and tile.scale_rows skips them.
+  if (form.overlap)
+    rescaleMargin = constantF32(b, 8.0f);
+
+  if (form.tileTable.empty()) {
+    AttentionBlockIds ids =
+        buildBlockIds(b, /*heaviestLast=*/true, shape, c1, group);
+    qb = ids.block, h = ids.head, bIdx = ids.batch;
+    buildTile();
+  } else {
+    // The warpgroup index, the shared tiles and the ping-pong's first
+    // hand-over come before the tile loop: the turns run on from one tile
+    // to the next, since all warpgroups see the same key blocks.
+    wg = buildWarpgroupIndex(b);
+    allocateTiles();
+    pingPong = PingPong::build(b, wg, form.warpgroups);
+    buildTileListLoop(kernel);
+  }
+  gpu::ReturnOp::create(b);
+  if (failed(verifyKernel(kernel, "sink-fwd")))
+    return nullptr;
+  return std::move(kernel.module);
+}
+
+/// --persistent: block c runs the tiles of its list in @sink_fwd_tiles;
+/// tile t is block level t / (H B) counted from the last, head t mod H and
+/// sequence (t mod H B) / H (heaviest first).
+void SinkFwdBuilder::buildTileListLoop(KernelSkeleton &kernel) {
+  auto tableType = MemRefType::get({int64_t(form.tileTable.size())},
+                                   b.getI32Type());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(kernel.func);
+    auto values = DenseIntElementsAttr::get(
+        RankedTensorType::get(tableType.getShape(), b.getI32Type()),
+        ArrayRef<int32_t>(form.tileTable));
+    memref::GlobalOp::create(b, "sink_fwd_tiles", b.getStringAttr("private"),
+                             tableType, values, /*constant=*/true,
+                             /*alignment=*/IntegerAttr());
+  }
+  Value tilesPerLevel = constantIndex(b, form.tilesPerLevel);
+  Value lastLevel = constantIndex(b, form.levels - 1);
+  Value headCount = constantIndex(b, shape.heads);
+  Value table = memref::GetGlobalOp::create(b, tableType, "sink_fwd_tiles");
+  auto loadIndex = [&](Value position) -> Value {
+    Value entry = memref::LoadOp::create(b, table, position);
+    return arith::IndexCastUIOp::create(b, b.getIndexType(), entry);
+  };
+  Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value nextBlock = arith::AddIOp::create(b, block, c1);
+  Value begin32 = memref::LoadOp::create(b, table, block);
+  Value end32 = memref::LoadOp::create(b, table, nextBlock);
+  Value begin = arith::IndexCastUIOp::create(b, b.getIndexType(), begin32);
+  Value end = arith::IndexCastUIOp::create(b, b.getIndexType(), end32);
+  buildForLoop(b, begin, end, c1, [&](Value slot) {
+    Value tile = loadIndex(slot);
+    Value level = arith::DivUIOp::create(b, tile, tilesPerLevel);
+    qb = arith::SubIOp::create(b, lastLevel, level);
+    Value inLevel = arith::RemUIOp::create(b, tile, tilesPerLevel);
+    h = arith::RemUIOp::create(b, inLevel, headCount);
+    bIdx = arith::DivUIOp::create(b, inLevel, headCount);
+    buildTile();
+  });
+}
+
+void SinkFwdBuilder::allocateTiles() {
+  const int64_t d = shape.headDim;
+  sQ = allocShared(
+      b, getSharedMemRefType({form.warpgroups * kRowsPerWarpgroup, d}, element));
+  sK = allocShared(b, getSharedMemRefType({kBlockN, d}, element));
+  sV = allocShared(b, getSharedMemRefType({kBlockN, d}, element));
+  if (form.oThroughShared && form.warpgroups > 1)
+    for (int64_t w = 0; w < form.warpgroups; ++w)
+      sO.push_back(
+          allocShared(b, getSharedMemRefType({kRowsPerWarpgroup, d}, element)));
+}
+
+/// One tile: the block's query rows qb of head h of sequence bIdx.
+void SinkFwdBuilder::buildTile() {
+  const bool persistent = !form.tileTable.empty();
+  const int64_t d = shape.headDim;
+  hk = arith::DivUIOp::create(b, h, group);
+  buildSequence();
+  // Right-aligned causal: query row i sits at key position i + past.
+  past = arith::SubIOp::create(b, skv, seqQ);
+  mBlock = arith::MulIOp::create(b, qb, cBM);
+  // With one warpgroup its index is a constant (the compiler cannot know
+  // that thread ids stay below 128 without a declared block size).
+  if (!persistent)
+    wg = form.warpgroups == 1 ? constantIndex(b, 0) : buildWarpgroupIndex(b);
+  wgRow = arith::MulIOp::create(b, wg, c64);
+  m0 = arith::AddIOp::create(b, mBlock, wgRow);
+  pBlock = arith::AddIOp::create(b, mBlock, past);
+  p0 = arith::AddIOp::create(b, m0, past);
+
+  if (!persistent)
+    allocateTiles();
+  switch (shape.layout) {
+  case rt::AttentionLayout::BHSD:
+    buildLoadTile(b, Q, {bIdx, h, mBlock, c0}, sQ);
+    break;
+  case rt::AttentionLayout::BSHD:
+    buildLoadTile(b, Q, {bIdx, mBlock, hD}, sQ);
+    break;
+  case rt::AttentionLayout::Varlen: {
+    Value qRow = arith::AddIOp::create(b, qStart, mBlock);
+    buildLoadTile(b, Q, {qRow, hD}, sQ);
+    break;
+  }
+  }
+  sQw = buildSubView(b, sQ, {wgRow, b.getIndexAttr(0)},
+                     {kRowsPerWarpgroup, d});
+  buildKeyBlockRange();
+
+  // The running max starts at the sink (log2 units) and the sum at 1, so
+  // the sink is in the softmax from the start.
+  Value sink = buildSinkLoad(b, sinks, h);
+  Value sinkLog2 = arith::MulFOp::create(b, sink, log2e);
+  mInit = tile::FillOp::create(b, rowType(), sinkLog2);
+  if (form.deferredRowSum) {
+    // The sink's exp2(sink - m) = 1 starts in column 0.
+    lInit = buildMap(b, sumType(), {}, [&](ValueRange idx, ValueRange) {
+      Value first =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, idx[1], c0);
+      return Value(arith::SelectOp::create(b, first, one, zero));
+    });
+  } else {
+    lInit = tile::FillOp::create(b, rowType(), one);
+  }
+  oInit = tile::FillOp::create(b, accType(f32()), zero);
+  sZero = tile::FillOp::create(b, scoresType(), zero);
+  if (form.warpgroups > 1 && !persistent)
+    pingPong = PingPong::build(b, wg, form.warpgroups);
+  softmax = {scaleLog2, zero, negInf, rescaleMargin, form.deferredRowSum};
+
+  scf::ForOp loop = form.overlap ? buildOverlapLoop() : buildSerialLoop();
+  buildEpilogue(loop);
+}
+
+/// This sequence's lengths and, for the layouts that view [.., S, H * D],
+/// the first columns of the query and the kv head.
+void SinkFwdBuilder::buildSequence() {
+  if (shape.varlen()) {
+    SequenceBounds bounds = buildSequenceBounds(b, bIdx, cuQ, cuK, c1);
+    qStart = bounds.qStart, kStart = bounds.kStart;
+    seqQ = bounds.seqQ, skv = bounds.seqKv;
+  } else {
+    seqQ = constantIndex(b, shape.seqQ);
+    skv = constantIndex(b, shape.seqKv);
+  }
+  if (shape.layout == rt::AttentionLayout::BHSD)
+    return;
+  Value cD = constantIndex(b, shape.headDim);
+  hD = arith::MulIOp::create(b, h, cD);
+  hkD = arith::MulIOp::create(b, hk, cD);
+}
+
+/// Key blocks the block's rows can see, [loBlocks, hiBlocks): up to its last
+/// row's position (causal), from its first row's window start; none for
+/// blocks past the end of their sequence.
+void SinkFwdBuilder::buildKeyBlockRange() {
+  Value lastKey = arith::AddIOp::create(b, pBlock, cBM);
+  Value hiKey = arith::MinSIOp::create(b, lastKey, skv);
+  Value hi = arith::MaxSIOp::create(b, hiKey, c0);
+  Value hiCausal = arith::CeilDivUIOp::create(b, hi, cBN);
+  Value firstKey = arith::SubIOp::create(b, pBlock, window);
+  Value firstKey1 = arith::AddIOp::create(b, firstKey, c1);
+  Value firstKeyPos = arith::MaxSIOp::create(b, firstKey1, c0);
+  Value windowLo = arith::DivUIOp::create(b, firstKeyPos, cBN);
+  loBlocks = arith::SelectOp::create(b, hasWindow, windowLo, c0);
+  Value live =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, mBlock, seqQ);
+  Value hiLive = arith::SelectOp::create(b, live, hiCausal, loBlocks);
+  hiBlocks = arith::MaxSIOp::create(b, hiLive, loBlocks);
+}
+
+void SinkFwdBuilder::loadKeysAndValues(Value keyOffset, Value valueOffset) {
+  switch (shape.layout) {
+  case rt::AttentionLayout::BHSD:
+    buildLoadTile(b, K, {bIdx, hk, keyOffset, c0}, sK);
+    buildLoadTile(b, V, {bIdx, hk, valueOffset, c0}, sV);
+    return;
+  case rt::AttentionLayout::BSHD:
+    buildLoadTile(b, K, {bIdx, keyOffset, hkD}, sK);
+    buildLoadTile(b, V, {bIdx, valueOffset, hkD}, sV);
+    return;
+  case rt::AttentionLayout::Varlen: {
+    // Loads may run into the next sequence (keys the causal mask hides).
+    Value kRow = arith::AddIOp::create(b, kStart, keyOffset);
+    buildLoadTile(b, K, {kRow, hkD}, sK);
+    Value vRow = arith::AddIOp::create(b, kStart, valueOffset);
+    buildLoadTile(b, V, {vRow, hkD}, sV);
+    return;
+  }
+  }
+}
+
+/// Whether this warpgroup's rows need the per-element mask in the key
+/// block at n0.
+Value SinkFwdBuilder::needsMask() {
+  return buildBlockMaskDecision(
+      b, n0, cBNm1, p0,
+      [&]() -> Value { return arith::AddIOp::create(b, p0, c63); }, window,
+      hasWindow);
+}
+
+/// The scores with the keys that are masked for their row set to -inf.
+Value SinkFwdBuilder::maskScores(Value scores) {
+  return buildMap(b, scoresType(), {scores}, [&](ValueRange idx,
+                                                 ValueRange x) -> Value {
+    Value key = arith::AddIOp::create(b, n0, idx[1]);
+    Value position = arith::AddIOp::create(b, p0, idx[0]);
+    Value keep = buildKeepKey(b, key, position, window);
+    return arith::SelectOp::create(b, keep, x[0], negInf);
+  });
+}
+
+/// S = Q K_jᵀ, softmax, O += P V, one key block after another.
+scf::ForOp SinkFwdBuilder::buildSerialLoop() {
+  // Without warp specialization tile-software-pipeline prefetches K and V
+  // stages - 1 blocks ahead.
+  return buildPipelinedLoop(
+      b, loBlocks, hiBlocks, c1, form.stages, {mInit, lInit, oInit},
+      [&](Value kb, ValueRange iter) -> SmallVector<Value> {
+        Value m = iter[0], l = iter[1], o = iter[2];
+        n0 = arith::MulIOp::create(b, kb, cBN);
+        loadKeysAndValues(n0, n0);
+        if (pingPong)
+          pingPong->waitTurn(b);
+        Value s = tile::GemmOp::create(b, sQw, sK, sZero,
+                                       /*transpose_a=*/false,
+                                       /*transpose_b=*/true);
+        if (pingPong)
+          pingPong->passTurn(b);
+        Value masked =
+            buildIfThenElse(
+                b, scoresType(), needsMask(),
+                [&]() -> SmallVector<Value> { return {maskScores(s)}; },
+                [&]() -> SmallVector<Value> { return {s}; })
+                .getResult(0);
+        OnlineSoftmax::Step step = softmax.step(b, masked, m, l);
+        Value oScaled = buildMap(b, accType(f32()), {o, step.rescale},
+                                 [&](ValueRange, ValueRange x) -> Value {
+                                   return arith::MulFOp::create(b, x[0], x[1]);
+                                 });
+        Value p16 = tile::CastOp::create(b, probabilitiesType(),
+                                         step.probabilities);
+        Value oNew = tile::GemmOp::create(b, p16, sV, oScaled);
+        return {step.max, step.sum, oNew};
+      });
+}
+
+/// FA3's intra-warpgroup overlap: iteration j issues S_j = Q K_jᵀ and
+/// O += P_{j-1} V_{j-1} together and computes the softmax of S_j while P V
+/// runs. V is loaded one block behind K, so the loop runs once more than
+/// there are key blocks (the first P V adds P = 0; the last S is masked
+/// away); the copies' block indices are clamped to the key range.
+scf::ForOp SinkFwdBuilder::buildOverlapLoop() {
+  Value hasBlocks = arith::CmpIOp::create(b, arith::CmpIPredicate::sgt,
+                                          hiBlocks, loBlocks);
+  Value hiBlocksP1 = arith::AddIOp::create(b, hiBlocks, c1);
+  Value hiIterations =
+      arith::SelectOp::create(b, hasBlocks, hiBlocksP1, loBlocks);
+  Value lastKeyBlock = arith::SubIOp::create(b, hiBlocks, c1);
+  Value zeroT = arith::ConstantFloatOp::create(
+      b, cast<FloatType>(element),
+      APFloat::getZero(cast<FloatType>(element).getFloatSemantics()));
+  Value pInit = tile::FillOp::create(b, probabilitiesType(), zeroT);
+  Type types[] = {rowType(), sumType(), scoresType(), rowType()};
+  return buildPipelinedLoop(
+      b, loBlocks, hiIterations, c1, form.stages, {mInit, lInit, oInit, pInit},
+      [&](Value kb, ValueRange iter) -> SmallVector<Value> {
+        Value m = iter[0], l = iter[1], o = iter[2], pPrev = iter[3];
+        n0 = arith::MulIOp::create(b, kb, cBN);
+        Value kbK = arith::MinSIOp::create(b, kb, lastKeyBlock);
+        Value nK = arith::MulIOp::create(b, kbK, cBN);
+        Value kbPrev = arith::SubIOp::create(b, kb, c1);
+        Value kbV = arith::MaxSIOp::create(b, kbPrev, loBlocks);
+        Value nV = arith::MulIOp::create(b, kbV, cBN);
+        loadKeysAndValues(nK, nV);
+        if (pingPong)
+          pingPong->waitTurn(b);
+        Value sAsync = tile::GemmOp::create(b, sQw, sK, sZero,
+                                            /*transpose_a=*/false,
+                                            /*transpose_b=*/true,
+                                            /*async=*/true);
+        Value oAsync = tile::GemmOp::create(b, pPrev, sV, o,
+                                            /*transpose_a=*/false,
+                                            /*transpose_b=*/false,
+                                            /*async=*/true);
+        if (pingPong)
+          pingPong->passTurn(b);
+        Value s = tile::GemmWaitOp::create(b, TypeRange{scoresType()},
+                                           ValueRange{sAsync}, 1)
+                      .getResult(0);
+        // The softmax in both branches: ptxas hoists a wgmma wait to the top
+        // of its basic block, so P V's wait must start a block of its own.
+        auto softmaxOf = [&](Value scores) -> SmallVector<Value> {
+          OnlineSoftmax::Step step = softmax.step(b, scores, m, l);
+          return {step.max, step.sum, step.probabilities, step.rescale};
+        };
+        scf::IfOp soft = buildIfThenElse(
+            b, types, needsMask(),
+            [&]() { return softmaxOf(maskScores(s)); },
+            [&]() { return softmaxOf(s); });
+        // P is converted and O rescaled only once P V is complete: P's
+        // registers are the ones the in-flight wgmma reads.
+        Value oDone = tile::GemmWaitOp::create(b, TypeRange{accType(f32())},
+                                               ValueRange{oAsync}, 0)
+                          .getResult(0);
+        Value oScaled = tile::ScaleRowsOp::create(b, oDone, soft.getResult(3));
+        Value p16 =
+            tile::CastOp::create(b, probabilitiesType(), soft.getResult(2));
+        return {soft.getResult(0), soft.getResult(1), oScaled, p16};
+      });
+}
+
+/// O = o / l (0 when l is 0: a -inf sink and no key); LSE in natural log
+/// units: (m + log2 l) * ln 2.
+void SinkFwdBuilder::buildEpilogue(scf::ForOp loop) {
+  Value rowSum = loop.getResult(1);
+  if (form.deferredRowSum)
+    rowSum = tile::ReduceOp::create(b, rowType(), tile::ReduceKind::sum,
+                                    rowSum, 1);
+  Value inverse =
+      buildMap(b, rowType(), {rowSum}, [&](ValueRange, ValueRange x) -> Value {
+        Value isZero =
+            arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x[0], zero);
+        Value inv = arith::DivFOp::create(b, one, x[0]);
+        return arith::SelectOp::create(b, isZero, zero, inv);
+      });
+  Value out = buildMap(b, accType(element), {loop.getResult(2), inverse},
+                       [&](ValueRange, ValueRange x) -> Value {
+                         Value y = arith::MulFOp::create(b, x[0], x[1]);
+                         return arith::TruncFOp::create(b, element, y);
+                       });
+  Value lse = buildMap(b, rowType(), {loop.getResult(0), rowSum},
+                       [&](ValueRange, ValueRange x) -> Value {
+                         Value lg = math::Log2Op::create(b, x[1]);
+                         Value t = arith::AddFOp::create(b, x[0], lg);
+                         return arith::MulFOp::create(b, t, ln2);
+                       });
+  storeOutput(out, lse);
+}
+
+void SinkFwdBuilder::storeOutput(Value out, Value lse) {
+  if (shape.varlen()) {
+    // Stores go through views that end with the sequence.
+    const int64_t hd = shape.heads * shape.headDim;
+    SmallVector<OpFoldResult> unit(2, b.getIndexAttr(1));
+    Value oSeq = memref::SubViewOp::create(
+        b, O, ArrayRef<OpFoldResult>{qStart, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{seqQ, b.getIndexAttr(hd)}, unit);
+    tile::StoreOp::create(b, out, oSeq, ValueRange{m0, hD});
+    Value lseSeq = memref::SubViewOp::create(
+        b, LSE, ArrayRef<OpFoldResult>{b.getIndexAttr(0), qStart},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(shape.heads), seqQ}, unit);
+    tile::StoreOp::create(b, lse, lseSeq, ValueRange{h, m0});
+    return;
+  }
+  // BHSD and BSHD: O's tile at query row `row`; LSE [B, H, SQ] alike.
+  auto oTile = [&](Value row) -> SmallVector<Value> {
+    if (shape.layout == rt::AttentionLayout::BHSD)
+      return {bIdx, h, row, c0};
+    return {bIdx, row, hD};
+  };
+  if (!form.oThroughShared) {
+    tile::StoreOp::create(b, out, O, oTile(m0));
+  } else if (form.warpgroups == 1) {
+    // One warpgroup stages O in its Q tile, read by no GEMM any more.
+    tile::StoreOp::create(b, out, sQ, ValueRange{c0, c0});
+    buildStoreTile(b, sQ, O, oTile(mBlock));
+  } else {
+    // Each warpgroup writes its rows into its own staging tile, then the
+    // block stores the tiles with TMA (whole lines, clipped at the end).
+    auto stageInto = [&](int64_t w) {
+      tile::StoreOp::create(b, out, sO[w], ValueRange{c0, c0});
+    };
+    if (form.warpgroups == 2) {
+      Value isFirst =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, wg, c0);
+      buildIfThenElse(
+          b, {}, isFirst,
+          [&]() -> SmallVector<Value> {
+            stageInto(0);
+            return {};
+          },
+          [&]() -> SmallVector<Value> {
+            stageInto(1);
+            return {};
+          });
+      buildStoreTile(b, sO[0], O, oTile(mBlock));
+      Value oRow1 = arith::AddIOp::create(b, mBlock, c64);
+      buildStoreTile(b, sO[1], O, oTile(oRow1));
+    } else {
+      std::function<void(int64_t)> stageFrom = [&](int64_t w) {
+        if (w + 1 == form.warpgroups)
+          return stageInto(w);
+        Value isW = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, wg,
+                                          constantIndex(b, w));
+        buildIfThenElse(
+            b, {}, isW,
+            [&]() -> SmallVector<Value> {
+              stageInto(w);
+              return {};
+            },
+            [&]() -> SmallVector<Value> {
+              stageFrom(w + 1);
+              return {};
+            });
+      };
+      stageFrom(0);
+      for (int64_t w = 0; w < form.warpgroups; ++w) {
+        Value offset = constantIndex(b, w * kRowsPerWarpgroup);
+        Value row = arith::AddIOp::create(b, mBlock, offset);
+        buildStoreTile(b, sO[w], O, oTile(row));
+      }
+    }
+  }
+  tile::StoreOp::create(b, lse, LSE, ValueRange{bIdx, h, m0});
+}
 } // namespace
 
 FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
@@ -963,7 +1547,29 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   }
   kernelText += text(overlap ? kOverlapLoopTail : kSerialLoopTail);
   kernelText += text(kSinkFwdTail);
-  OwningOpRef<ModuleOp> module = kernels::parseKernelTemplate(
+  // The forms built as typed IR; the others still from the template text.
+  const bool typed = !config.packGqa;
+  OwningOpRef<ModuleOp> module;
+  if (typed) {
+    SinkFwdForm form{shape,
+                     config.dtype,
+                     config.sinkDtype,
+                     config.stages,
+                     warpgroups,
+                     warpSpecialized,
+                     overlap,
+                     oThroughShared,
+                     // Per-iteration reduction where the partial columns
+                     // made ptxas spill (rowSumText).
+                     /*deferredRowSum=*/overlap || !persistent,
+                     // Rounded to 10 digits, as the template text had it.
+                     float(std::strtod(scaleLog2, nullptr)),
+                     tileLists.entries,
+                     config.heads * config.batch,
+                     rowBlocks};
+    module = SinkFwdBuilder(context, form).build();
+  } else
+  module = kernels::parseKernelTemplate(
       context, "sink-fwd", kernelText,
       {{"T", type},
        {"ST", kernels::mlirTypeName(config.sinkDtype)},

@@ -1,0 +1,107 @@
+//===- AttentionBuilding.h - Typed building blocks of attention --*- C++ -*-===//
+//
+// The pieces of the attention kernels that read like the algorithm: the
+// grid's block indices, the causal/window masks, the consumer warpgroups'
+// ping-pong, the sink logits, varlen sequence bounds and one step of the
+// online softmax. The typed forms of the text helpers in KernelBuilders.h
+// (blockIdsText, keepKeyText, blockMaskDecisionText, pingPongInit,
+// sinkLoad, sequenceBoundsText), emitting the same ops in the same order.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SINKATTN_LIB_KERNELS_ATTENTIONBUILDING_H
+#define SINKATTN_LIB_KERNELS_ATTENTIONBUILDING_H
+
+#include "IRBuilding.h"
+
+#include "SinkAttn/Runtime/AttentionReference.h"
+
+namespace sinkattn::kernels {
+
+/// A block's tile of a causal attention grid (blockGrid): the row or key
+/// block and the query head and sequence it belongs to.
+struct AttentionBlockIds {
+  mlir::Value block, head, batch;
+};
+
+/// The typed form of blockIdsText: heaviest blocks first (`heaviestLast`),
+/// the query heads of one kv head next to each other; with a window the
+/// blocks of one head in order. `group` is the query heads per kv head.
+AttentionBlockIds buildBlockIds(mlir::ImplicitLocOpBuilder &b,
+                                bool heaviestLast,
+                                const rt::SinkAttentionShape &shape,
+                                mlir::Value c1, mlir::Value group);
+
+/// The typed form of keepKeyText: whether key `key` is kept for the query
+/// at key position `position` (causal: key <= position; within the window:
+/// position - key < window, which is seqKv + 1 without one).
+mlir::Value buildKeepKey(mlir::ImplicitLocOpBuilder &b, mlir::Value key,
+                         mlir::Value position, mlir::Value window);
+
+/// The typed form of blockMaskDecisionText: whether the keys firstKey ..
+/// firstKey + lastKeyOffset seen by the rows at key positions
+/// firstPosition .. lastPosition() need the per-element mask: the block
+/// crosses the first row's diagonal, or (with a window) the last row is a
+/// window or more past its first key. `lastPosition` is built after the
+/// diagonal test, where the text defined it.
+mlir::Value
+buildBlockMaskDecision(mlir::ImplicitLocOpBuilder &b, mlir::Value firstKey,
+                       mlir::Value lastKeyOffset, mlir::Value firstPosition,
+                       llvm::function_ref<mlir::Value()> lastPosition,
+                       mlir::Value window, mlir::Value hasWindow);
+
+/// The consumer warpgroups' ping-pong (pingPongInit): warpgroup w issues
+/// its first GEMM of an iteration in its turn (named barrier 3 + w) and
+/// then hands the turn to the next one; the last warpgroup gives the first
+/// turn away.
+struct PingPong {
+  mlir::Value threads, myTurn, nextTurn;
+
+  /// Defines the turns of warpgroup `wg` (an index) of `warpgroups`.
+  static PingPong build(mlir::ImplicitLocOpBuilder &b, mlir::Value wg,
+                        int64_t warpgroups);
+  /// Waits for this warpgroup's turn (kPingPongSync).
+  void waitTurn(mlir::ImplicitLocOpBuilder &b) const;
+  /// Hands the turn to the next warpgroup (kPingPongArrive).
+  void passTurn(mlir::ImplicitLocOpBuilder &b) const;
+};
+
+/// The typed form of sinkLoad: sinks[head] as f32 (bf16 sinks extended).
+mlir::Value buildSinkLoad(mlir::ImplicitLocOpBuilder &b, mlir::Value sinks,
+                          mlir::Value head);
+
+/// Varlen: sequence `batch`'s first tokens and lengths, loaded from the
+/// offsets cuQ and cuK (the typed form of sequenceBoundsText).
+struct SequenceBounds {
+  mlir::Value qStart, kStart, seqQ, seqKv;
+};
+SequenceBounds buildSequenceBounds(mlir::ImplicitLocOpBuilder &b,
+                                   mlir::Value batch, mlir::Value cuQ,
+                                   mlir::Value cuK, mlir::Value c1);
+
+/// The constants of the online softmax in the log2 domain.
+struct OnlineSoftmax {
+  /// softmax scale * log2(e).
+  mlir::Value scaleLog2;
+  mlir::Value zero, negInf;
+  /// When set, the running max moves only when a block's max exceeds it by
+  /// more than this margin (conditional rescaling); else it is the max.
+  mlir::Value rescaleMargin;
+  /// Whether the row sum is kept as per-thread partial columns
+  /// (tile.partial_reduce) instead of being reduced in every step.
+  bool partialRowSum;
+
+  struct Step {
+    /// The new running max and sum, the block's probabilities (f32) and
+    /// the factor that rescales the accumulator.
+    mlir::Value max, sum, probabilities, rescale;
+  };
+  /// One key block's update of the running max `max` and sum `sum` from
+  /// the block's raw scores.
+  Step step(mlir::ImplicitLocOpBuilder &b, mlir::Value scores, mlir::Value max,
+            mlir::Value sum) const;
+};
+
+} // namespace sinkattn::kernels
+
+#endif // SINKATTN_LIB_KERNELS_ATTENTIONBUILDING_H
