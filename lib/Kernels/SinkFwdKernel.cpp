@@ -737,6 +737,16 @@ struct SinkFwdForm {
   std::vector<int32_t> tileTable;
   /// --persistent: tiles per block level (heads x batch) and the levels.
   int64_t tilesPerLevel = 0, levels = 0;
+  /// --pack-gqa: a block's rows are rows of its kv head's group, the G
+  /// query heads' Sq rows one head after another (buildPackedPositions).
+  bool packGqa = false;
+};
+
+/// --pack-gqa: the query positions of a run of a group's rows (row R is
+/// position R mod Sq; rows that run into the next head cover all of
+/// [0, Sq)).
+struct PackedPositionRange {
+  Value minPos, maxPos;
 };
 
 /// Builds the typed forward: per block of warpgroups x 64 query rows, a
@@ -772,6 +782,10 @@ private:
   void allocateTiles();
   void buildTile();
   void buildSequence();
+  void buildPackedPositions();
+  PackedPositionRange buildPackedPositionRange(Value firstRow,
+                                               Value lastRowUnclamped);
+  void buildRowSinks();
   void buildKeyBlockRange();
   void loadKeysAndValues(Value keyOffset, Value valueOffset);
   Value maskScores(Value scores);
@@ -790,6 +804,9 @@ private:
   Value zero, one, negInf, log2e, ln2, scaleLog2, rescaleMargin;
   Value qb, h, bIdx, hk, seqQ, skv, hD, hkD, qStart, kStart, past, mBlock;
   Value wg, wgRow, m0, pBlock, p0, sQ, sK, sV, sQw, n0;
+  /// --pack-gqa: the group's rows, its first row in the [B, H * Sq] views,
+  /// the last key positions of the block's and the warpgroup's rows.
+  Value groupRows, lastGroupRow, seqQm1, groupRow0, pBlockLast, pLast;
   SmallVector<Value> sO;
   Value loBlocks, hiBlocks, mInit, lInit, oInit, sZero;
   std::optional<PingPong> pingPong;
@@ -809,6 +826,12 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     qShape = {shape.batch, shape.heads, shape.seqQ, d};
     kvShape = {shape.batch, shape.kvHeads, shape.seqKv, d};
     lseShape = {shape.batch, shape.heads, shape.seqQ};
+    // --pack-gqa sees Q, O and LSE as [B, H * Sq, D] and [B, H * Sq]: a kv
+    // head's group of query heads is one run of G * Sq rows.
+    if (form.packGqa) {
+      qShape = {shape.batch, shape.heads * shape.seqQ, d};
+      lseShape = {shape.batch, shape.heads * shape.seqQ};
+    }
     break;
   case rt::AttentionLayout::BSHD:
     qShape = {shape.batch, shape.seqQ, shape.heads * d};
@@ -867,7 +890,15 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   if (form.overlap)
     rescaleMargin = constantF32(b, 8.0f);
 
-  if (form.tileTable.empty()) {
+  if (form.packGqa) {
+    // x: block of the group's rows, y: kv head (its first query head is
+    // h), z: sequence.
+    qb = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+    Value hkOfBlock = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+    bIdx = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+    h = arith::MulIOp::create(b, hkOfBlock, group);
+    buildTile();
+  } else if (form.tileTable.empty()) {
     AttentionBlockIds ids =
         buildBlockIds(b, /*heaviestLast=*/true, shape, c1, group);
     qb = ids.block, h = ids.head, bIdx = ids.batch;
@@ -955,13 +986,22 @@ void SinkFwdBuilder::buildTile() {
     wg = form.warpgroups == 1 ? constantIndex(b, 0) : buildWarpgroupIndex(b);
   wgRow = arith::MulIOp::create(b, wg, c64);
   m0 = arith::AddIOp::create(b, mBlock, wgRow);
-  pBlock = arith::AddIOp::create(b, mBlock, past);
-  p0 = arith::AddIOp::create(b, m0, past);
+  if (form.packGqa) {
+    buildPackedPositions();
+  } else {
+    pBlock = arith::AddIOp::create(b, mBlock, past);
+    p0 = arith::AddIOp::create(b, m0, past);
+  }
 
   if (!persistent)
     allocateTiles();
   switch (shape.layout) {
   case rt::AttentionLayout::BHSD:
+    if (form.packGqa) {
+      Value qRow = arith::AddIOp::create(b, groupRow0, mBlock);
+      buildLoadTile(b, Q, {bIdx, qRow, c0}, sQ);
+      break;
+    }
     buildLoadTile(b, Q, {bIdx, h, mBlock, c0}, sQ);
     break;
   case rt::AttentionLayout::BSHD:
@@ -979,9 +1019,13 @@ void SinkFwdBuilder::buildTile() {
 
   // The running max starts at the sink (log2 units) and the sum at 1, so
   // the sink is in the softmax from the start.
-  Value sink = buildSinkLoad(b, sinks, h);
-  Value sinkLog2 = arith::MulFOp::create(b, sink, log2e);
-  mInit = tile::FillOp::create(b, rowType(), sinkLog2);
+  if (form.packGqa) {
+    buildRowSinks();
+  } else {
+    Value sink = buildSinkLoad(b, sinks, h);
+    Value sinkLog2 = arith::MulFOp::create(b, sink, log2e);
+    mInit = tile::FillOp::create(b, rowType(), sinkLog2);
+  }
   if (form.deferredRowSum) {
     // The sink's exp2(sink - m) = 1 starts in column 0.
     lInit = buildMap(b, sumType(), {}, [&](ValueRange idx, ValueRange) {
@@ -1020,11 +1064,66 @@ void SinkFwdBuilder::buildSequence() {
   hkD = arith::MulIOp::create(b, hk, cD);
 }
 
+/// --pack-gqa: the query positions of the group's rows firstRow ..
+/// min(lastRowUnclamped, the group's last).
+PackedPositionRange
+SinkFwdBuilder::buildPackedPositionRange(Value firstRow,
+                                         Value lastRowUnclamped) {
+  Value rowLast = arith::MinUIOp::create(b, lastRowUnclamped, lastGroupRow);
+  Value headFirst = arith::DivUIOp::create(b, firstRow, seqQ);
+  Value headLast = arith::DivUIOp::create(b, rowLast, seqQ);
+  Value wraps = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, headFirst,
+                                      headLast);
+  Value posFirst = arith::RemUIOp::create(b, firstRow, seqQ);
+  Value posLast = arith::RemUIOp::create(b, rowLast, seqQ);
+  Value minPos = arith::SelectOp::create(b, wraps, c0, posFirst);
+  Value maxPos = arith::SelectOp::create(b, wraps, seqQm1, posLast);
+  return {minPos, maxPos};
+}
+
+/// --pack-gqa: pBlock .. pBlockLast and p0 .. pLast bound the key positions
+/// of the block's and the warpgroup's rows, which the key-block range and
+/// the decision to mask need; the mask itself takes each row's own.
+void SinkFwdBuilder::buildPackedPositions() {
+  const int64_t rows = shape.heads / shape.kvHeads * shape.seqQ;
+  groupRows = constantIndex(b, rows);
+  lastGroupRow = constantIndex(b, rows - 1);
+  seqQm1 = arith::SubIOp::create(b, seqQ, c1);
+  Value blockEnd = arith::AddIOp::create(b, mBlock, cBM);
+  Value blockEndM1 = arith::SubIOp::create(b, blockEnd, c1);
+  PackedPositionRange block = buildPackedPositionRange(mBlock, blockEndM1);
+  pBlock = arith::AddIOp::create(b, block.minPos, past);
+  pBlockLast = arith::AddIOp::create(b, block.maxPos, past);
+  Value wgEndM1 = arith::AddIOp::create(b, m0, c63);
+  PackedPositionRange rows64 = buildPackedPositionRange(m0, wgEndM1);
+  p0 = arith::AddIOp::create(b, rows64.minPos, past);
+  pLast = arith::AddIOp::create(b, rows64.maxPos, past);
+  groupRow0 = arith::MulIOp::create(b, hk, groupRows);
+}
+
+/// --pack-gqa: the running max of each row starts at its own head's sink
+/// (rows past the group's end, which are never stored, take the last
+/// head's).
+void SinkFwdBuilder::buildRowSinks() {
+  Value lastInGroup = arith::SubIOp::create(b, group, c1);
+  mInit = buildMap(b, rowType(), {}, [&](ValueRange idx, ValueRange) -> Value {
+    Value row = arith::AddIOp::create(b, m0, idx[0]);
+    Value headInGroup = arith::DivUIOp::create(b, row, seqQ);
+    Value headInGroupC = arith::MinUIOp::create(b, headInGroup, lastInGroup);
+    Value rowHead = arith::AddIOp::create(b, h, headInGroupC);
+    Value sink = buildSinkLoad(b, sinks, rowHead);
+    return arith::MulFOp::create(b, sink, log2e);
+  });
+}
+
 /// Key blocks the block's rows can see, [loBlocks, hiBlocks): up to its last
 /// row's position (causal), from its first row's window start; none for
 /// blocks past the end of their sequence.
 void SinkFwdBuilder::buildKeyBlockRange() {
-  Value lastKey = arith::AddIOp::create(b, pBlock, cBM);
+  // --pack-gqa knows its rows' last key position; otherwise the block's
+  // rows are consecutive positions.
+  Value lastKey = form.packGqa ? arith::AddIOp::create(b, pBlockLast, c1)
+                               : arith::AddIOp::create(b, pBlock, cBM);
   Value hiKey = arith::MinSIOp::create(b, lastKey, skv);
   Value hi = arith::MaxSIOp::create(b, hiKey, c0);
   Value hiCausal = arith::CeilDivUIOp::create(b, hi, cBN);
@@ -1033,8 +1132,8 @@ void SinkFwdBuilder::buildKeyBlockRange() {
   Value firstKeyPos = arith::MaxSIOp::create(b, firstKey1, c0);
   Value windowLo = arith::DivUIOp::create(b, firstKeyPos, cBN);
   loBlocks = arith::SelectOp::create(b, hasWindow, windowLo, c0);
-  Value live =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, mBlock, seqQ);
+  Value live = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, mBlock,
+                                     form.packGqa ? groupRows : seqQ);
   Value hiLive = arith::SelectOp::create(b, live, hiCausal, loBlocks);
   hiBlocks = arith::MaxSIOp::create(b, hiLive, loBlocks);
 }
@@ -1065,7 +1164,11 @@ void SinkFwdBuilder::loadKeysAndValues(Value keyOffset, Value valueOffset) {
 Value SinkFwdBuilder::needsMask() {
   return buildBlockMaskDecision(
       b, n0, cBNm1, p0,
-      [&]() -> Value { return arith::AddIOp::create(b, p0, c63); }, window,
+      [&]() -> Value {
+        return form.packGqa ? pLast
+                            : Value(arith::AddIOp::create(b, p0, c63));
+      },
+      window,
       hasWindow);
 }
 
@@ -1074,7 +1177,15 @@ Value SinkFwdBuilder::maskScores(Value scores) {
   return buildMap(b, scoresType(), {scores}, [&](ValueRange idx,
                                                  ValueRange x) -> Value {
     Value key = arith::AddIOp::create(b, n0, idx[1]);
-    Value position = arith::AddIOp::create(b, p0, idx[0]);
+    Value position;
+    if (form.packGqa) {
+      // Row R of the group is query position R mod Sq.
+      Value packedRow = arith::AddIOp::create(b, m0, idx[0]);
+      Value inHead = arith::RemUIOp::create(b, packedRow, seqQ);
+      position = arith::AddIOp::create(b, inHead, past);
+    } else {
+      position = arith::AddIOp::create(b, p0, idx[0]);
+    }
     Value keep = buildKeepKey(b, key, position, window);
     return arith::SelectOp::create(b, keep, x[0], negInf);
   });
@@ -1209,6 +1320,23 @@ void SinkFwdBuilder::buildEpilogue(scf::ForOp loop) {
 }
 
 void SinkFwdBuilder::storeOutput(Value out, Value lse) {
+  if (form.packGqa) {
+    // Stores through views that end with the group: its last block's rows
+    // past the end are the next group's.
+    const int64_t rows = shape.heads / shape.kvHeads * shape.seqQ;
+    Value oGroup = memref::SubViewOp::create(
+        b, O, ArrayRef<OpFoldResult>{bIdx, groupRow0, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(rows),
+                               b.getIndexAttr(shape.headDim)},
+        SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+    tile::StoreOp::create(b, out, oGroup, ValueRange{c0, m0, c0});
+    Value lseGroup = memref::SubViewOp::create(
+        b, LSE, ArrayRef<OpFoldResult>{bIdx, groupRow0},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(rows)},
+        SmallVector<OpFoldResult>(2, b.getIndexAttr(1)));
+    tile::StoreOp::create(b, lse, lseGroup, ValueRange{c0, m0});
+    return;
+  }
   if (shape.varlen()) {
     // Stores go through views that end with the sequence.
     const int64_t hd = shape.heads * shape.headDim;
@@ -1548,7 +1676,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   kernelText += text(overlap ? kOverlapLoopTail : kSerialLoopTail);
   kernelText += text(kSinkFwdTail);
   // The forms built as typed IR; the others still from the template text.
-  const bool typed = !config.packGqa;
+  const bool typed = true;
   OwningOpRef<ModuleOp> module;
   if (typed) {
     SinkFwdForm form{shape,
@@ -1566,7 +1694,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                      float(std::strtod(scaleLog2, nullptr)),
                      tileLists.entries,
                      config.heads * config.batch,
-                     rowBlocks};
+                     rowBlocks,
+                     config.packGqa};
     module = SinkFwdBuilder(context, form).build();
   } else
   module = kernels::parseKernelTemplate(
