@@ -3,9 +3,8 @@
 // The pieces of the attention kernels that read like the algorithm: the
 // grid's block indices, the causal/window masks, the consumer warpgroups'
 // ping-pong, the sink logits, varlen sequence bounds and one step of the
-// online softmax. The typed forms of the text helpers in KernelBuilders.h
-// (blockIdsText, keepKeyText, blockMaskDecisionText, pingPongInit,
-// sinkLoad, sequenceBoundsText), emitting the same ops in the same order.
+// online softmax. The backward's template still uses text forms of some of
+// them (KernelBuilders.h); these emit the same ops in the same order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +31,7 @@ AttentionBlockIds buildBlockIds(mlir::ImplicitLocOpBuilder &b,
                                 const rt::SinkAttentionShape &shape,
                                 mlir::Value c1, mlir::Value group);
 
-/// The typed form of keepKeyText: whether key `key` is kept for the query
+/// Whether key `key` is kept for the query
 /// at key position `position` (causal: key <= position; within the window:
 /// position - key < window, which is seqKv + 1 without one).
 mlir::Value buildKeepKey(mlir::ImplicitLocOpBuilder &b, mlir::Value key,

@@ -95,11 +95,6 @@ std::string blockMaskDecisionText(const std::string &lastKeyOffset,
                                   const std::string &lastPosition,
                                   const std::string &lastPositionDef,
                                   const std::string &result);
-/// Whether key %j is kept for query position `position` (causal: j <= p;
-/// the window: p - j < %window, which is seqKv + 1 without one): defines
-/// %causal, %distance, %near and the i1 `result`, the forward's and the
-/// backward's per-element mask.
-std::string keepKeyText(const std::string &position, const std::string &result);
 /// The grid for blockIdsText: `blocks` per head and sequence.
 rt::Dim3 blockGrid(int64_t blocks, const rt::SinkAttentionShape &shape);
 

@@ -2264,3 +2264,79 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   kernel.tileIR = true;
   return kernel;
 }
+
+// The text pieces only the backward's template still uses.
+std::string kernels::pingPongInit(int64_t warpgroups) {
+  // %nextWg: 1 - w for two warpgroups (their text before three existed:
+  // the D 128 kernels' PTX stayed byte-identical), (w + 1) mod N for more.
+  std::string next =
+      warpgroups == 2
+          ? "      %nextWg = arith.subi %one32, %wg32 : i32\n"
+          : "      %wgPlus1 = arith.addi %wg32, %one32 : i32\n"
+            "      %wgCount = arith.constant " + std::to_string(warpgroups) +
+                " : i32\n"
+                "      %wraps = arith.cmpi eq, %wgPlus1, %wgCount : i32\n"
+                "      %firstWg = arith.constant 0 : i32\n"
+                "      %nextWg = arith.select %wraps, %firstWg, %wgPlus1 : i32\n"
+                "      %lastWg = arith.constant " +
+                std::to_string(warpgroups - 1) + " : i32\n";
+  return "\n      %threads = arith.constant 256 : i32\n"
+         "      %wg32 = arith.index_cast %wg : index to i32\n"
+         "      %turnBase = arith.constant 3 : i32\n"
+         "      %one32 = arith.constant 1 : i32\n"
+         "      %myTurn = arith.addi %turnBase, %wg32 : i32\n" +
+         next +
+         "      %nextTurn = arith.addi %turnBase, %nextWg : i32\n"
+         "      %isLast = arith.cmpi eq, %wg32, " +
+         (warpgroups == 2 ? "%one32" : "%lastWg") +
+         " : i32\n"
+         "      scf.if %isLast {\n"
+         "        nvvm.barrier.arrive id = %nextTurn number_of_threads = %threads\n"
+         "      }";
+}
+std::string kernels::blockMaskDecisionText(const std::string &lastKeyOffset,
+                                           const std::string &firstPosition,
+                                           const std::string &lastPosition,
+                                           const std::string &lastPositionDef,
+                                           const std::string &result) {
+  std::string text =
+      "        %lastKeyOfBlock = arith.addi %n0, " + lastKeyOffset +
+      " : index\n"
+      "        %crossesDiagonal = arith.cmpi sgt, %lastKeyOfBlock, " +
+      firstPosition + " : index\n";
+  if (!lastPositionDef.empty())
+    text += "        " + lastPositionDef + "\n";
+  return text + "        %span = arith.subi " + lastPosition +
+         ", %n0 : index\n"
+         "        %outOfWindow = arith.cmpi sge, %span, %window : index\n"
+         "        %windowEdge = arith.andi %hasWindow, %outOfWindow : i1\n"
+         "        " + result + " = arith.ori %crossesDiagonal, %windowEdge : i1";
+}
+
+std::string kernels::blockIdsText(const std::string &blockVar, bool heaviestLast,
+                                  const rt::SinkAttentionShape &shape) {
+  // Windowed blocks all do about the same work, and neighbouring blocks of
+  // one head share most of their keys: one head's blocks in order, as
+  // they come (the grouped order measured 3% slower there).
+  if (shape.window > 0)
+    return "      " + blockVar +
+           " = gpu.block_id x\n      %h = gpu.block_id y\n"
+           "      %b = gpu.block_id z\n";
+  std::string text;
+  std::string raw = heaviestLast ? "%blockFromLast" : blockVar;
+  text += "      " + raw + " = gpu.block_id y\n";
+  if (heaviestLast)
+    text += "      %blockCount = gpu.grid_dim y\n"
+            "      %lastBlock = arith.subi %blockCount, %c1 : index\n      " +
+            blockVar + " = arith.subi %lastBlock, %blockFromLast : index\n";
+  text += "      %inGroup = gpu.block_id x\n"
+          "      %kvAndBatch = gpu.block_id z\n"
+          "      %kvHeadCount = arith.constant " +
+          std::to_string(shape.kvHeads) +
+          " : index\n"
+          "      %b = arith.divui %kvAndBatch, %kvHeadCount : index\n"
+          "      %hkOfBlock = arith.remui %kvAndBatch, %kvHeadCount : index\n"
+          "      %groupBase = arith.muli %hkOfBlock, %group : index\n"
+          "      %h = arith.addi %groupBase, %inGroup : index\n";
+  return text;
+}
