@@ -1872,7 +1872,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // under dSᵀ's map (kDkdvSecondGemmsLateDpAsyncDv).
   const bool earlyDp = !atomicDq || shape.headDim == 64;
   // The split's warpgroups take no turns: they meet at dQ's barrier anyway
-  // (the deferred split's do not, but ran slower with them).
+  // (the deferred split's warpgroups do not meet, and take no turns either:
+  // docs/design.md).
   const bool dkdvPingPong = dkdvShared && !atomicDq;
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).

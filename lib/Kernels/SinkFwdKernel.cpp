@@ -123,13 +123,11 @@ struct SinkFwdForm {
   bool overlap;
   /// O through shared memory and a TMA store (storeOutput): whole 128-byte
   /// lines, rows past the tensor's end clipped by the tensor map, where
-  /// register stores wrote 2-byte elements 8 rows apart (the O stores were
-  /// 20% of the D 128 S 2048 forward, docs/PERF.md).
+  /// register stores write 2-byte elements 8 rows apart.
   bool oThroughShared;
   /// Keep the row sum as eight partial columns per row until after the
-  /// loop, as FA3 does (no shuffles in the loop); with one value per row
-  /// (ws, persistent) the partial registers made ptxas spill and the
-  /// kernel 6% slower at D 128 S 2048 (docs/PERF.md, session 15).
+  /// loop, as FA3 does (no shuffles in the loop); not where the partial
+  /// registers make ptxas spill (ws, persistent; docs/design.md).
   bool deferredRowSum;
   /// The softmax scale in log2 units.
   float scaleLog2;
