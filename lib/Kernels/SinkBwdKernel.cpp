@@ -82,6 +82,7 @@
 
 #include "KernelBuilders.h"
 #include "KernelTemplate.h"
+#include "SinkBwdForm.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
@@ -98,9 +99,6 @@ using namespace sinkattn;
 namespace {
 /// Query rows, and keys, per block (one warpgroup: wgmma's M).
 constexpr int64_t kBlock = 64;
-/// Auto's shared-tile backward (kAutoWarpgroups): query rows and keys of
-/// at least this many 64-wide blocks (S 12288).
-constexpr int64_t kSharedTilesMinBlocks = 192;
 /// A dQ or dK/dV kernel whose `warpgroups` consumer warpgroups share their
 /// block's tiles: 128 threads each, which tile-warp-specialize gives a TMA
 /// producer and a register split (setmaxnreg). `.minnctapersm 1` tells
@@ -644,14 +642,7 @@ constexpr llvm::StringLiteral kDkdvTermsByKey = R"mlir(
       %keyTerms = tile.reduce sum %res#2 along 1 : !rowParts -> !row
 )mlir";
 
-/// The split at D 64 keeps each warpgroup's 64 rows of K and V in
-/// registers (%kA, %vA: wgmma A fragments, 32 registers each) where its
-/// loop is long: query ranges of at least this many rows (S 8192 and
-/// 16384: 1.5% and 2.0% faster; 0.3% and 3.2% slower at 4096 and 2048,
-/// where the prologue's loads weigh more: PERF.md, session 32).
-constexpr int64_t kKvRegistersMinRows = 8192;
-
-/// The split's K and V rows as wgmma A fragments (kKvRegistersMinRows),
+/// The split's K and V rows as wgmma A fragments (SinkBwdForm::kvInRegisters),
 /// read from global memory before the loop (their TMA tiles stay for dQ's
 /// share), so that Sᵀ = K_w Qᵀ and dPᵀ = V_w dOᵀ read only Q and dO from
 /// shared memory: half those GEMMs' shared-memory operand traffic. Rows are
@@ -1639,92 +1630,15 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   std::string type = mlirTypeName(config.dtype);
   const std::string d = str(shape.headDim);
   bool hasWindow = config.window > 0;
-  // --dq separate (deterministic): a dQ kernel of its own; atomic: dQ's
-  // shares added by the dK/dV kernel (see kDqConvertKernel).
-  if (config.dq != "separate" && config.dq != "atomic")
-    return fail() << "--dq must be separate (deterministic: a dQ kernel of "
-                     "its own) or atomic (dQ accumulated in the dK/dV kernel "
-                     "by fp32 TMA reduce-add), got '"
-                  << config.dq << "'";
-  const bool atomicDq = config.dq == "atomic";
-  // --dq atomic is FlashAttention 3's split, 128 keys per dK/dV block.
-  if (atomicDq && config.dkdvWarpgroups != 2)
-    return fail() << "--dq atomic without --dkdv-warpgroups 2 (64-key blocks, "
-                     "each adding a whole fp32 dQ tile per query block) was "
-                     "removed: slower than the default in every measured "
-                     "cell; use --dq atomic --dkdv-warpgroups 2 (the split), "
-                     "or --dq separate (the default)";
-  // The consumer warpgroups of the dQ and dK/dV kernels
-  // (KernelConfig::dqWarpgroups, dkdvWarpgroups): 1 or 2, 2 of dQ only
-  // with --dq separate.
-  auto checkWarpgroups = [&](llvm::StringRef flag,
-                             int64_t warpgroups) -> LogicalResult {
-    if (warpgroups == 3)
-      return fail() << "--" << flag << " 3 was removed (three warpgroups "
-                       "sharing a block's tiles, D 64 only: slower than one "
-                       "in every measured cell); use 1 or 2";
-    if (warpgroups < 1 || warpgroups > 2)
-      return fail() << "--" << flag << " " << warpgroups
-                    << " is not supported: 1 or 2";
-    return success();
-  };
-  // Auto (kAutoWarpgroups, the runner's default): two dK/dV and two dQ
-  // warpgroups sharing their tiles where that was measured faster — D 128,
-  // --dq separate, the auto schedule, causal rows without a window, BHSD or
-  // BSHD, queries and keys both at least kSharedTilesMinBlocks blocks of 64:
-  // at S 12288 and 16384 (GQA 64:8) 1-3% faster than one of each,
-  // sustained under the H200's power cap; at 8192 and 10240 about 1% (a
-  // clock step), and in short bursts 7-10% slower at 4096 and below
-  // (docs/PERF.md, sessions 22 and 23). The longer a
-  // block's loop, the less its producer warpgroup and its ping-pong's
-  // start cost, while the shared tiles halve the Q/dO (K/V) traffic through
-  // L2 that the power-capped long cells pay for in clock. Else one.
-  const bool sharedTilesByAuto =
-      config.schedule == "auto" && !atomicDq && shape.headDim == 128 &&
-      !hasWindow && !shape.varlen() &&
-      std::min(shape.seqQ, shape.seqKv) >= kSharedTilesMinBlocks * kBlock;
-  auto resolveWarpgroups = [&](int64_t requested) -> int64_t {
-    if (requested != kAutoWarpgroups)
-      return requested;
-    return sharedTilesByAuto ? 2 : 1;
-  };
-  const int64_t dqWarpgroups = resolveWarpgroups(config.dqWarpgroups);
-  const int64_t dkdvWarpgroups = resolveWarpgroups(config.dkdvWarpgroups);
-  // --dq atomic: each of the two dK/dV warpgroups computes one panel of
-  // D / 2 columns of dQ's share (kDkdvDkDq; at D 64 half a swizzle panel
-  // of K, which wgmma reads from a descriptor 64 bytes into the panel), or
-  // its panel of the previous query block's share (--dq-split deferred;
-  // KernelConfig::dqSplit).
-  if (config.dqSplit == "keys")
-    return fail() << "--dq-split keys was removed (each warpgroup adding its "
-                     "own 64 keys' dQ share: slower than the columns in every "
-                     "measured cell); use --dq-split columns (the default) "
-                     "or, at --head-dim 64, deferred";
-  if (config.dqSplit != "columns" && config.dqSplit != "deferred")
-    return fail() << "--dq-split must be columns or deferred, got '"
-                  << config.dqSplit << "'";
-  const bool dqSplitDeferred = config.dqSplit == "deferred";
-  if (dqSplitDeferred && !atomicDq)
-    return fail() << "--dq-split " << config.dqSplit
-                  << " divides dQ's share between the two dK/dV warpgroups "
-                     "of --dq atomic --dkdv-warpgroups 2";
-  // The ring, the per-warpgroup fp32 panels and (with GQA) the fp32 tiles
-  // of the dK/dV sums: at D 128 about 226 KB of shared memory (290 with
-  // GQA). Built for MHA it spilled and ran 2% slower than the split at
-  // S 8k and 16k (PERF.md, session 33, call 8).
-  if (dqSplitDeferred && shape.headDim != 64)
-    return fail() << "--dq-split deferred is supported at --head-dim 64 "
-                     "only: at "
-                  << shape.headDim
-                  << " its dS ring and per-warpgroup fp32 dQ panels take "
-                     "the block's shared memory to the 227 KB a block may "
-                     "use (above it with GQA)";
-  if (failed(checkWarpgroups("dq-warpgroups", dqWarpgroups)) ||
-      failed(checkWarpgroups("dkdv-warpgroups", dkdvWarpgroups)))
+  FailureOr<SinkBwdForm> resolved =
+      SinkBwdForm::resolve(context, config, shape);
+  if (failed(resolved))
     return failure();
-  if (dqWarpgroups > 1 && atomicDq)
-    return fail() << "--dq-warpgroups " << dqWarpgroups
-                  << " needs --dq separate (--dq atomic has no dQ kernel)";
+  const SinkBwdForm &form = *resolved;
+  const bool atomicDq = form.atomicDq;
+  const bool dqSplitDeferred = form.dqSplitDeferred;
+  const int64_t dqWarpgroups = form.dqWarpgroups;
+  const int64_t dkdvWarpgroups = form.dkdvWarpgroups;
   const int64_t dkdvBlockKeys = kBlock * dkdvWarpgroups;
   const uint32_t dkdvBlocks =
       uint32_t((shape.seqKv + dkdvBlockKeys - 1) / dkdvBlockKeys);
@@ -1733,48 +1647,26 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       uint32_t((shape.seqQ + dqBlockRows - 1) / dqBlockRows);
   const uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
   const uint32_t keyBlocks = uint32_t((shape.seqKv + kBlock - 1) / kBlock);
-  // The rows of each query block's record (kSinkBwdTemplate): -LSE·log2(e)
-  // and Delta, and with --dq atomic the rows' sink weights (kPreAtomic).
-  const int64_t statsRows = atomicDq ? 3 : 2;
   // The sink terms: per query row (separate) or per key row (atomic).
   const std::vector<uint64_t> termDims =
       atomicDq ? shape.keyRowDims() : shape.lseDims();
-  // GQA: per query head fp32 shares of dK/dV, then their sum.
-  const int64_t group = shape.heads / shape.kvHeads;
-  const bool shares = group > 1;
-  // The one-warpgroup dK/dV kernel sums the shares itself
-  // (kSumSharesInKernel); the shared-tile kernels keep sink_bwd_dkdv_sum.
-  // (They can take the in-kernel sum — tile-warp-specialize turns its block syncs into the consumers' named
-  // barrier, each warpgroup summing its 64 keys — but it ran the split
-  // 1.2-1.4% slower, its loop 842 -> 868 SASS instructions with a 4-byte
-  // spill, and the default's shared forms level: PERF.md, session 28.)
-  const bool dkdvShared = dkdvWarpgroups > 1;
-  const bool sumInKernel = shares && !dkdvShared;
-  // The split with GQA adds its dK/dV into fp32 per kv head (atomics, like
-  // its dQ) instead of writing per query head shares: sink_bwd_dkdv_sum
-  // then reads one slab per element instead of the group's.
-  const bool kvAccumulate = shares && atomicDq;
+  const int64_t statsRows = form.statsRows;
+  const int64_t group = form.group;
+  const bool shares = form.shares;
+  const bool dkdvShared = form.dkdvShared();
+  const bool sumInKernel = form.sumInKernel;
+  const bool kvAccumulate = form.kvAccumulate;
   const int64_t shareCounts = shape.batch * shape.kvHeads * int64_t(keyBlocks);
   LayoutText layout = layoutText(shape, type);
   const int64_t kvAccElements =
       shape.kvHeads * layout.shareTokens * shape.headDim;
-  // Three dK/dV blocks per SM at D 64 (3 x 51 KB of shared memory at 2
-  // stages, 3 x 67 KB at 3) ran the backward 2-4% faster than two (PERF.md);
-  // .minnctapersm 3 keeps it at most 168 registers (with LSE and Delta read
-  // from global memory it needed 179 and spilled 8-16 bytes under the cap;
-  // with the row records it takes 156). The dQ kernel already fits three;
-  // four would spill 152 bytes (measured slower), and at D 128 shared
-  // memory allows two.
-  const bool threeBlocksPerSm = shape.headDim == 64 && !dkdvShared;
-  // The one-warpgroup dQ kernel sums dsinks itself (kSinkSumInDq); the
-  // shared-tile one would need barriers that leave its producer out, and
-  // --dq atomic has no dQ kernel.
-  const bool sinksInDq = !atomicDq && dqWarpgroups == 1;
+  const bool threeBlocksPerSm = form.threeBlocksPerSm;
+  const bool sinksInDq = form.sinksInDq;
   const int64_t dqBlocksPerHead = shape.batch * int64_t(dqBlocks);
   // The dQ kernel's rows: one warpgroup's 64 from %m0, or a block of
   // dqBlockRows from %mBlock shared by its warpgroups, each reading its 64
   // rows of the Q and dO tiles through subviews.
-  const bool dqShared = dqWarpgroups > 1;
+  const bool dqShared = form.dqShared();
   std::string dqRows = "      %m0 = arith.muli %qb, %c64 : index";
   std::string dqQTile = "@Q_TILE@", dqSubviews, dqAttributes;
   if (dqShared) {
@@ -1831,12 +1723,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     if (!shares)
       dkdvStore = layout.storeDkdvFromRegisters;
   }
-  // The split at D 64 over long query ranges (kKvRegistersMinRows) keeps
-  // its warpgroup's K and V rows in registers as Sᵀ's and dPᵀ's A operands
-  // (kvRegistersText), so that those GEMMs read only Q and dO from shared
-  // memory.
-  const bool kvInRegisters = atomicDq && shape.headDim == 64 &&
-                             shape.seqQ >= kKvRegistersMinRows;
+  const bool kvInRegisters = form.kvInRegisters;
   if (kvInRegisters) {
     dkdvKeys += kvRegistersText(
         layout.kvElementAt,
@@ -1865,16 +1752,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                                  "%dqSlotLast", "%mLast", "%hasLast",
                                  /*pending=*/false));
   }
-  // The dK/dV loop issues dPᵀ with Sᵀ where that does not spill
-  // (kDkdvFirstGemmsEarlyDp): not in the split at D 128, but at D 64
-  // (spill-free, 1.4-1.7% faster: PERF.md, session 29, call F).
-  // The split at D 128 keeps the late order with dV's group in flight
-  // under dSᵀ's map (kDkdvSecondGemmsLateDpAsyncDv).
-  const bool earlyDp = !atomicDq || shape.headDim == 64;
-  // The split's warpgroups take no turns: they meet at dQ's barrier anyway
-  // (the deferred split's warpgroups do not meet, and take no turns either:
-  // docs/design.md).
-  const bool dkdvPingPong = dkdvShared && !atomicDq;
+  const bool earlyDp = form.earlyDp;
+  const bool dkdvPingPong = form.dkdvPingPong;
   // Substituted in two rounds: the shared pieces first (they hold
   // placeholders of their own).
   std::string text = kSinkBwdTemplate.str();
@@ -2222,9 +2101,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   rt::BundleLaunch shareSum = launch(
       "sink_bwd_dkdv_sum", {uint32_t((shape.kvElements() + 255) / 256), 1, 1},
       256, {dkOut, dvOut, "dk", "dv"});
-  // With several dK/dV warpgroups the share sum waits until after the dQ
-  // kernel, so that dK/dV and dQ still run side by side (below).
-  const bool sumAfterDq = shares && dkdvShared;
+  const bool sumAfterDq = form.sumAfterDq;
   if (atomicDq)
     bundle.launches.push_back(launch(
         "sink_bwd_dq_convert", {queryBlocks, heads, batch}, 128,

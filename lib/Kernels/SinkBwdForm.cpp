@@ -1,0 +1,126 @@
+//===- SinkBwdForm.cpp - The attention-sink backward's form ---------------===//
+//
+// docs/design.md, "Backward forms kept (issue 44)", lists the forms and the
+// measurements that keep them; docs/PERF.md has the numbers behind the
+// thresholds below.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SinkBwdForm.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace sinkattn;
+using namespace sinkattn::kernels;
+
+namespace {
+/// Auto's shared-tile backward (kAutoWarpgroups): query rows and keys of
+/// at least this many 64-wide blocks (S 12288).
+constexpr int64_t kSharedTilesMinBlocks = 192;
+/// The split at D 64 keeps its K and V rows in registers for query ranges
+/// of at least this many rows, where the loop is long enough to repay the
+/// prologue's loads.
+constexpr int64_t kKvRegistersMinRows = 8192;
+} // namespace
+
+FailureOr<SinkBwdForm>
+SinkBwdForm::resolve(MLIRContext &context, const KernelConfig &config,
+                     const rt::SinkAttentionShape &shape) {
+  auto fail = [&]() {
+    return emitError(UnknownLoc::get(&context)) << "sink-bwd: ";
+  };
+  const bool hasWindow = config.window > 0;
+  if (config.dq != "separate" && config.dq != "atomic")
+    return fail() << "--dq must be separate (deterministic: a dQ kernel of "
+                     "its own) or atomic (dQ accumulated in the dK/dV kernel "
+                     "by fp32 TMA reduce-add), got '"
+                  << config.dq << "'";
+  SinkBwdForm form;
+  form.atomicDq = config.dq == "atomic";
+  // --dq atomic is FlashAttention 3's split, 128 keys per dK/dV block.
+  if (form.atomicDq && config.dkdvWarpgroups != 2)
+    return fail() << "--dq atomic without --dkdv-warpgroups 2 (64-key blocks, "
+                     "each adding a whole fp32 dQ tile per query block) was "
+                     "removed: slower than the default in every measured "
+                     "cell; use --dq atomic --dkdv-warpgroups 2 (the split), "
+                     "or --dq separate (the default)";
+  auto checkWarpgroups = [&](llvm::StringRef flag,
+                             int64_t warpgroups) -> LogicalResult {
+    if (warpgroups == 3)
+      return fail() << "--" << flag << " 3 was removed (three warpgroups "
+                       "sharing a block's tiles, D 64 only: slower than one "
+                       "in every measured cell); use 1 or 2";
+    if (warpgroups < 1 || warpgroups > 2)
+      return fail() << "--" << flag << " " << warpgroups
+                    << " is not supported: 1 or 2";
+    return success();
+  };
+  // Auto (kAutoWarpgroups): two dK/dV and two dQ warpgroups sharing their
+  // tiles where that was measured faster (long causal rows at D 128 without
+  // a window, fixed lengths), else one: the longer a block's loop, the less
+  // its producer warpgroup and ping-pong cost, while the shared tiles halve
+  // the L2 traffic the power-capped long cells pay for in clock.
+  const bool sharedTilesByAuto =
+      config.schedule == "auto" && !form.atomicDq && shape.headDim == 128 &&
+      !hasWindow && !shape.varlen() &&
+      std::min(shape.seqQ, shape.seqKv) >= kSharedTilesMinBlocks * kSinkBwdBlock;
+  auto resolveWarpgroups = [&](int64_t requested) -> int64_t {
+    if (requested != kAutoWarpgroups)
+      return requested;
+    return sharedTilesByAuto ? 2 : 1;
+  };
+  form.dqWarpgroups = resolveWarpgroups(config.dqWarpgroups);
+  form.dkdvWarpgroups = resolveWarpgroups(config.dkdvWarpgroups);
+  if (config.dqSplit == "keys")
+    return fail() << "--dq-split keys was removed (each warpgroup adding its "
+                     "own 64 keys' dQ share: slower than the columns in every "
+                     "measured cell); use --dq-split columns (the default) "
+                     "or, at --head-dim 64, deferred";
+  if (config.dqSplit != "columns" && config.dqSplit != "deferred")
+    return fail() << "--dq-split must be columns or deferred, got '"
+                  << config.dqSplit << "'";
+  form.dqSplitDeferred = config.dqSplit == "deferred";
+  if (form.dqSplitDeferred && !form.atomicDq)
+    return fail() << "--dq-split " << config.dqSplit
+                  << " divides dQ's share between the two dK/dV warpgroups "
+                     "of --dq atomic --dkdv-warpgroups 2";
+  if (form.dqSplitDeferred && shape.headDim != 64)
+    return fail() << "--dq-split deferred is supported at --head-dim 64 "
+                     "only: at "
+                  << shape.headDim
+                  << " its dS ring and per-warpgroup fp32 dQ panels take "
+                     "the block's shared memory to the 227 KB a block may "
+                     "use (above it with GQA)";
+  if (failed(checkWarpgroups("dq-warpgroups", form.dqWarpgroups)) ||
+      failed(checkWarpgroups("dkdv-warpgroups", form.dkdvWarpgroups)))
+    return failure();
+  if (form.dqWarpgroups > 1 && form.atomicDq)
+    return fail() << "--dq-warpgroups " << form.dqWarpgroups
+                  << " needs --dq separate (--dq atomic has no dQ kernel)";
+
+  form.statsRows = form.atomicDq ? 3 : 2;
+  form.group = shape.heads / shape.kvHeads;
+  form.shares = form.group > 1;
+  // The shared-tile kernels' in-kernel sum ran slower than a kernel of its
+  // own (docs/PERF.md).
+  form.sumInKernel = form.shares && !form.dkdvShared();
+  // The split's sums per kv head let sink_bwd_dkdv_sum read one slab per
+  // element instead of the group's.
+  form.kvAccumulate = form.shares && form.atomicDq;
+  form.kvInRegisters = form.atomicDq && shape.headDim == 64 &&
+                       shape.seqQ >= kKvRegistersMinRows;
+  // Early dPᵀ keeps 32 more accumulator registers live across the
+  // exponentials: the split at D 128 spills with it.
+  form.earlyDp = !form.atomicDq || shape.headDim == 64;
+  // The split's warpgroups meet at dQ's barrier (or, deferred, never wait
+  // for each other): no turns.
+  form.dkdvPingPong = form.dkdvShared() && !form.atomicDq;
+  // Three 64-key blocks per SM fit in shared memory and registers at D 64.
+  form.threeBlocksPerSm = shape.headDim == 64 && !form.dkdvShared();
+  // The shared-tile dQ kernel would need barriers that leave its producer
+  // out; --dq atomic has no dQ kernel.
+  form.sinksInDq = !form.atomicDq && form.dqWarpgroups == 1;
+  form.sumAfterDq = form.shares && form.dkdvShared();
+  return form;
+}
