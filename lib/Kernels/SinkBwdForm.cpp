@@ -22,6 +22,35 @@ constexpr int64_t kSharedTilesMinBlocks = 192;
 /// of at least this many rows, where the loop is long enough to repay the
 /// prologue's loads.
 constexpr int64_t kKvRegistersMinRows = 8192;
+/// Auto's split (without --deterministic): from S 2048 at D 128, where the
+/// split was level with the deterministic form at 2048 and faster above;
+/// the deferred split from S 8192 at D 64, where it was faster.
+constexpr int64_t kAutoSplitMinRowsD128 = 2048;
+constexpr int64_t kAutoDeferredMinRowsD64 = 8192;
+
+enum class AutoSplit { None, Columns, Deferred };
+
+/// The split auto picks for `shape`: where it was measured faster (causal
+/// rows without a window, fixed lengths) and the form flags given allow
+/// it, or where --dq-split deferred names it; none with --deterministic.
+AutoSplit autoSplit(const KernelConfig &config,
+                    const rt::SinkAttentionShape &shape) {
+  if (config.deterministic || config.dqWarpgroups != kAutoWarpgroups ||
+      (config.dkdvWarpgroups != kAutoWarpgroups && config.dkdvWarpgroups != 2))
+    return AutoSplit::None;
+  // Naming the deferred split asks for the split.
+  if (config.dqSplit == "deferred")
+    return AutoSplit::Deferred;
+  if (config.schedule != "auto" || config.window > 0 || shape.varlen())
+    return AutoSplit::None;
+  const int64_t rows = std::min(shape.seqQ, shape.seqKv);
+  if (shape.headDim == 128 && rows >= kAutoSplitMinRowsD128)
+    return AutoSplit::Columns;
+  if (shape.headDim == 64 && rows >= kAutoDeferredMinRowsD64 &&
+      config.dqSplit != "columns")
+    return AutoSplit::Deferred;
+  return AutoSplit::None;
+}
 } // namespace
 
 FailureOr<SinkBwdForm>
@@ -31,15 +60,42 @@ SinkBwdForm::resolve(MLIRContext &context, const KernelConfig &config,
     return emitError(UnknownLoc::get(&context)) << "sink-bwd: ";
   };
   const bool hasWindow = config.window > 0;
-  if (config.dq != "separate" && config.dq != "atomic")
-    return fail() << "--dq must be separate (deterministic: a dQ kernel of "
-                     "its own) or atomic (dQ accumulated in the dK/dV kernel "
-                     "by fp32 TMA reduce-add), got '"
+  if (config.dq != "auto" && config.dq != "separate" && config.dq != "atomic")
+    return fail() << "--dq must be auto, separate (deterministic: a dQ "
+                     "kernel of its own) or atomic (dQ accumulated in the "
+                     "dK/dV kernel by fp32 TMA reduce-add), got '"
                   << config.dq << "'";
+  if (config.dq == "atomic" && config.deterministic)
+    return fail() << "--dq atomic adds dQ's shares in a varying order, so "
+                     "its gradients are not bit-reproducible: drop "
+                     "--deterministic, or use --dq separate";
+  if (config.dqSplit == "keys")
+    return fail() << "--dq-split keys was removed (each warpgroup adding its "
+                     "own 64 keys' dQ share: slower than the columns in every "
+                     "measured cell); use --dq-split columns (the default) "
+                     "or, at --head-dim 64, deferred";
+  if (config.dqSplit != "auto" && config.dqSplit != "columns" &&
+      config.dqSplit != "deferred")
+    return fail() << "--dq-split must be columns or deferred, got '"
+                  << config.dqSplit << "'";
   SinkBwdForm form;
-  form.atomicDq = config.dq == "atomic";
+  std::string dqSplit = config.dqSplit;
+  int64_t requestedDkdvWarpgroups = config.dkdvWarpgroups;
+  if (config.dq == "auto") {
+    AutoSplit split = autoSplit(config, shape);
+    form.atomicDq = split != AutoSplit::None;
+    if (form.atomicDq) {
+      requestedDkdvWarpgroups = 2;
+      if (dqSplit == "auto")
+        dqSplit = split == AutoSplit::Deferred ? "deferred" : "columns";
+    }
+  } else {
+    form.atomicDq = config.dq == "atomic";
+  }
+  if (dqSplit == "auto")
+    dqSplit = "columns";
   // --dq atomic is FlashAttention 3's split, 128 keys per dK/dV block.
-  if (form.atomicDq && config.dkdvWarpgroups != 2)
+  if (form.atomicDq && requestedDkdvWarpgroups != 2)
     return fail() << "--dq atomic without --dkdv-warpgroups 2 (64-key blocks, "
                      "each adding a whole fp32 dQ tile per query block) was "
                      "removed: slower than the default in every measured "
@@ -71,18 +127,10 @@ SinkBwdForm::resolve(MLIRContext &context, const KernelConfig &config,
     return sharedTilesByAuto ? 2 : 1;
   };
   form.dqWarpgroups = resolveWarpgroups(config.dqWarpgroups);
-  form.dkdvWarpgroups = resolveWarpgroups(config.dkdvWarpgroups);
-  if (config.dqSplit == "keys")
-    return fail() << "--dq-split keys was removed (each warpgroup adding its "
-                     "own 64 keys' dQ share: slower than the columns in every "
-                     "measured cell); use --dq-split columns (the default) "
-                     "or, at --head-dim 64, deferred";
-  if (config.dqSplit != "columns" && config.dqSplit != "deferred")
-    return fail() << "--dq-split must be columns or deferred, got '"
-                  << config.dqSplit << "'";
-  form.dqSplitDeferred = config.dqSplit == "deferred";
+  form.dkdvWarpgroups = resolveWarpgroups(requestedDkdvWarpgroups);
+  form.dqSplitDeferred = dqSplit == "deferred";
   if (form.dqSplitDeferred && !form.atomicDq)
-    return fail() << "--dq-split " << config.dqSplit
+    return fail() << "--dq-split " << dqSplit
                   << " divides dQ's share between the two dK/dV warpgroups "
                      "of --dq atomic --dkdv-warpgroups 2";
   if (form.dqSplitDeferred && shape.headDim != 64)

@@ -2001,13 +2001,13 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.config = forward->bundle.config;
   bundle.config["forward_schedule"] = bundle.config["schedule"];
   bundle.config["schedule"] = std::string("plain");
-  bundle.config["dq"] = config.dq;
+  bundle.config["dq"] = std::string(atomicDq ? "atomic" : "separate");
   if (dqShared)
     bundle.config["dq_warpgroups"] = dqWarpgroups;
   if (dkdvShared)
     bundle.config["dkdv_warpgroups"] = dkdvWarpgroups;
   if (dqSplitDeferred)
-    bundle.config["dq_split"] = config.dqSplit;
+    bundle.config["dq_split"] = std::string("deferred");
   if (kvInRegisters)
     bundle.config["kv_operands"] = "registers";
   bundle.params = forward->bundle.params;

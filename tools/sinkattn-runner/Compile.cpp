@@ -96,6 +96,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
   config.copyEngine = options.copyEngine;
   config.dq = options.dq;
   config.dqSplit = options.dqSplit;
+  config.deterministic = options.deterministic;
   // Without --dq-warpgroups or --dkdv-warpgroups, sink-bwd decides
   // (kAutoWarpgroups).
   config.dqWarpgroups = options.wasGiven("dq-warpgroups")

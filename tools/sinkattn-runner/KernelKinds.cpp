@@ -191,7 +191,8 @@ KernelKind sinkBwd() {
   KernelKind kind;
   kind.name = "sink-bwd";
   kind.flags = withAttentionFlags(
-      {"schedule", "dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups"});
+      {"schedule", "dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups",
+       "deterministic"});
   kind.randomInput = attentionInput;
   kind.integerInput = attentionIntegerInput;
   kind.validate = [](const rt::Bundle &bundle) {

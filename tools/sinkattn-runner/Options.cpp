@@ -42,10 +42,12 @@ const FlagSpec kFlags[] = {
      "only gemm and sink-fwd have a persistent form"},
     {"copy-engine", "E", "compile check bench", "gemm: how the main loop loads A and B: tma (default), cp-async (both), or mixed (A by cp.async, B by TMA)",
      "only gemm chooses its copy engine"},
-    {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: separate (default; deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it by fp32 TMA reduce-add: fewer GEMMs, rounding varies run to run; needs --dkdv-warpgroups 2: each warpgroup computes one panel of D / 2 columns of it over the block's 128 keys)",
+    {"dq", "MODE", "compile check bench", "sink-bwd: how dQ is summed over the key blocks: auto (default: the fastest measured form for the problem, docs/runner.md), separate (deterministic: a dQ kernel of its own, bit-identical runs) or atomic (the dK/dV kernel adds it by fp32 TMA reduce-add: fewer GEMMs, rounding varies run to run; needs --dkdv-warpgroups 2: each warpgroup computes one panel of D / 2 columns of it over the block's 128 keys)",
      "only sink-bwd computes dQ"},
-    {"dq-split", "HOW", "compile check bench", "sink-bwd, --dq atomic --dkdv-warpgroups 2: how the two warpgroups divide dQ's share of the block's 128 keys: columns (default; FlashAttention 3's: each D / 2 columns over all 128 keys, one reduce-add per block, the warpgroups meeting at a barrier every iteration) or deferred (D 64: columns, each warpgroup computing and adding its panel of the previous query block's share from a double-buffered dS tile handed over through mbarriers: the warpgroups never meet in the loop, one reduce-add's traffic per block)",
+    {"dq-split", "HOW", "compile check bench", "sink-bwd, --dq atomic --dkdv-warpgroups 2: how the two warpgroups divide dQ's share of the block's 128 keys: columns (FlashAttention 3's: each D / 2 columns over all 128 keys, one reduce-add per block, the warpgroups meeting at a barrier every iteration) or deferred (D 64: columns, each warpgroup computing and adding its panel of the previous query block's share from a double-buffered dS tile handed over through mbarriers: the warpgroups never meet in the loop, one reduce-add's traffic per block; naming it with --dq auto asks for the split); without it, auto's choice, else columns",
      "only sink-bwd computes dQ"},
+    {"deterministic", nullptr, "compile check bench", "sink-bwd: bit-reproducible gradients: --dq auto picks only deterministic forms (--dq separate), and --dq atomic is refused",
+     "only sink-bwd has non-deterministic forms"},
     {"dq-warpgroups", "N", "compile check bench", "sink-bwd, --dq separate: the dQ kernel's consumer warpgroups: 1 (a block of 64 query rows, the schedule's) or 2 (a warp-specialized block of 64 rows per warpgroup sharing each K/V tile: K/V cross L2 once per 128 rows); without it, auto: 2 at D 128 when query rows and keys are both at least 12288 (auto schedule, --dq separate, no window, bhsd or bshd), else 1",
      "only sink-bwd has a dQ kernel"},
     {"dkdv-warpgroups", "N", "compile check bench", "sink-bwd: the dK/dV kernel's consumer warpgroups: 1 (a block of 64 keys, the schedule's) or 2 (a warp-specialized block of 64 keys per warpgroup sharing each Q/dO tile: Q/dO cross L2 once per 128 keys; GQA shares summed by a kernel of their own; 2 also with --dq atomic, which needs it); without it, auto, as for --dq-warpgroups",
@@ -340,9 +342,9 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
             "--copy-engine must be tma, cp-async or mixed, got '" + value + "'");
       options.copyEngine = value;
     } else if (name == "dq") {
-      if (value != "separate" && value != "atomic")
-        return rt::Status::error("--dq must be separate or atomic, got '" +
-                                 value + "'");
+      if (value != "auto" && value != "separate" && value != "atomic")
+        return rt::Status::error(
+            "--dq must be auto, separate or atomic, got '" + value + "'");
       options.dq = value;
     } else if (name == "dq-split") {
       // keys (removed) reaches sink-bwd's builder, which says so.
@@ -407,6 +409,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
         options.warmup = *number;
     } else if (name == "pack-gqa") {
       options.packGqa = true;
+    } else if (name == "deterministic") {
+      options.deterministic = true;
     } else if (name == "no-l2-flush") {
       options.flushL2 = false;
     } else if (name == "checked") {
@@ -557,7 +561,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     // (--dq atomic --dkdv-warpgroups 2). It applies to every cell, and
     // only where the runner compiles them.
     for (const char *flag :
-         {"dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups"}) {
+         {"dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups",
+          "deterministic"}) {
       if (!options.wasGiven(flag))
         continue;
       if (!(kind && kind->takes(flag)))
@@ -592,7 +597,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     }
     if (!options.bundleDir.empty())
       for (const char *flag :
-           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups", "pack-gqa", "persistent", "start-tile",
+           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups", "deterministic", "pack-gqa", "persistent", "start-tile",
             "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
             "layout", "seqlens-q", "seqlens-kv", "tune-cache"})
         if (options.wasGiven(flag))

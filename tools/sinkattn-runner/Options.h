@@ -23,8 +23,9 @@ struct Options {
   std::string dtype = "bf16";
   std::string schedule = "auto"; ///< auto | ws | plain
   std::string copyEngine = "tma"; ///< gemm: tma | cp-async | mixed
-  std::string dq = "separate";   ///< sink-bwd: separate | atomic
-  std::string dqSplit = "columns"; ///< sink-bwd split: columns | keys | deferred
+  std::string dq = "auto";       ///< sink-bwd: auto | separate | atomic
+  std::string dqSplit = "auto";  ///< sink-bwd split: auto | columns | keys | deferred
+  bool deterministic = false;    ///< sink-bwd: --deterministic
   int64_t dqWarpgroups = 1;       ///< sink-bwd: the dQ kernel's consumer warpgroups (1 or 2)
   int64_t dkdvWarpgroups = 1;     ///< sink-bwd: the dK/dV kernel's consumer warpgroups (1 or 2)
   bool packGqa = false;           ///< sink-fwd: --pack-gqa

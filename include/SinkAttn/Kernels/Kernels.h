@@ -75,10 +75,14 @@ struct KernelConfig {
   rt::AttentionLayout layout = rt::AttentionLayout::BHSD;
   std::vector<int64_t> seqlensQ, seqlensKv;
   /// sink-bwd: "separate" (deterministic: a dQ kernel of its own, which
-  /// recomputes S and dP) or "atomic" (the dK/dV kernel adds dQ's shares
+  /// recomputes S and dP), "atomic" (the dK/dV kernel adds dQ's shares
   /// to an fp32 dQ by TMA reduce-add: fewer GEMMs, not bit-reproducible;
-  /// needs dkdvWarpgroups 2).
-  std::string dq = "separate";
+  /// needs dkdvWarpgroups 2) or "auto" (the fastest measured form for the
+  /// problem, only deterministic ones with `deterministic`: SinkBwdForm).
+  std::string dq = "auto";
+  /// sink-bwd: bit-reproducible gradients: auto picks only deterministic
+  /// forms, and --dq atomic is refused.
+  bool deterministic = false;
   /// sink-bwd, --dq separate: consumer warpgroups of the dQ kernel. 1: one
   /// warpgroup of 64 query rows per block (the schedule's); 2: a
   /// warp-specialized block of 64 rows per warpgroup that share each K/V
@@ -103,7 +107,8 @@ struct KernelConfig {
   /// share, from a double-buffered dSᵀ tile the warpgroups hand over
   /// through mbarriers; each adds its own panel (one reduce-add's traffic
   /// per block, like columns), and the warpgroups never meet in the loop.
-  std::string dqSplit = "columns";
+  /// "auto": deferred where auto chose the deferred split, else columns.
+  std::string dqSplit = "auto";
   /// sink-fwd, BHSD, GQA: one block computes rows of all the query heads
   /// of a kv head (the group's rows packed head after head), so the K/V
   /// tiles it loads serve the whole group: for short query lengths
