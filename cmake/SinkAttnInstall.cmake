@@ -11,7 +11,7 @@ install(TARGETS ${SINKATTN_EXPORTED_LIBS}
 install(TARGETS sinkattn-opt sinkattn-runner RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Public headers and TableGen sources, then the generated .inc files.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/SinkAttn
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/SinkAttn ${PROJECT_SOURCE_DIR}/include/SinkAttn-c
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h" PATTERN "*.td")
 install(DIRECTORY ${PROJECT_BINARY_DIR}/include/SinkAttn

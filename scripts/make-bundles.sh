@@ -16,6 +16,21 @@ while read -r name flags; do
     exit 1
   }
 done < test/GPU/bundles.txt
+# The tutorial's bundle (test/GPU/tutorial.test): docs/tutorial.md's steps
+# before the GPU's, as the document shows them, with the tools next to the
+# runner (the plugin's steps are left out: the bundle does not need them).
+tutorial=$(mktemp -d)
+mkdir -p "$tutorial/build"
+ln -s "$(cd "$(dirname "$runner")" && pwd)" "$tutorial/build/bin"
+python3 scripts/tutorial-commands.py docs/tutorial.md --dir "$tutorial" --tag tutorial \
+  > "$tutorial/steps.sh"
+(cd "$tutorial" && bash steps.sh) > "$tutorial/log" 2>&1 || {
+  echo "error: docs/tutorial.md's steps failed:" >&2
+  cat "$tutorial/log" >&2
+  exit 1
+}
+rm -rf "$out/tutorial-gemm" && mv "$tutorial/gemm-bundle" "$out/tutorial-gemm"
+rm -rf "$tutorial"
 # The commit the bundles were compiled from (the GPU machine's checkout may
 # not know it): gpu-round.sh reports it.
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)

@@ -2,6 +2,7 @@
 # lit configuration of SinkAttn's regression tests.
 
 import os
+import shutil
 import sys
 
 import lit.formats
@@ -9,6 +10,7 @@ import lit.formats
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "."))
 from lit_support import cuda_gpu_present  # noqa: E402
 from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
 
 config.name = "SinkAttn"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
@@ -34,8 +36,21 @@ config.substitutions.append(
 config.substitutions.append(("%bundles", os.path.join(config.sinkattn_obj_root, "bundles")))
 
 tool_dirs = [config.sinkattn_tools_dir, config.llvm_tools_dir]
-tools = ["sinkattn-opt", "sinkattn-runner", "FileCheck", "not", "count", "split-file"]
+tools = ["sinkattn-opt", "sinkattn-runner", "sinkattn-capi-test", "FileCheck", "not", "count",
+         "split-file"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Debian's stock mlir-opt-22 (it links libMLIR.so) loads libSinkAttnPlugin.so.
+# Its tools directory names it mlir-opt; /usr/bin has the versioned link.
+config.substitutions.append(
+    ("%sinkattn_plugin", os.path.join(config.sinkattn_obj_root, "lib", "libSinkAttnPlugin.so")))
+mlir_opt = shutil.which("mlir-opt-22") or os.path.join(config.llvm_tools_dir, "mlir-opt")
+if os.path.exists(mlir_opt):
+    llvm_config.add_tool_substitutions([ToolSubst("mlir-opt-22", command=mlir_opt)])
+    # A plugin built with the sanitizers needs their runtime, which the
+    # uninstrumented mlir-opt-22 does not load: its symbols stay undefined.
+    if not config.sanitizers:
+        config.available_features.add("mlir-opt-plugins")
 
 
 # Sanitizer builds (make test-asan) and their fuzzers.

@@ -1,0 +1,54 @@
+//===- SinkAttnPlugin.cpp - The tile dialect and passes as an opt plugin --===//
+//
+// libSinkAttnPlugin.so: the `tile` dialect, SinkAttn's passes and its named
+// pipelines for an mlir-opt that links the shared libMLIR.so (Debian's
+// mlir-opt-22):
+//
+//   mlir-opt-22 --load-dialect-plugin=libSinkAttnPlugin.so \
+//       --load-pass-plugin=libSinkAttnPlugin.so kernel.mlir \
+//       --sinkattn-tile-to-nvgpu
+//
+// Upstream's mlir/examples/standalone/standalone-plugin is the model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SinkAttn/Conversion/Passes.h"
+#include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
+#include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
+#include "SinkAttn/Pipelines/Pipelines.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/Plugins/DialectPlugin.h"
+#include "mlir/Tools/Plugins/PassPlugin.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/Compiler.h"
+
+#include <mutex>
+
+using namespace mlir;
+
+/// Both entry points register the passes (a dialect plugin alone should
+/// bring its passes, as upstream's example does), but the pass registry
+/// refuses a pipeline registered twice.
+static void registerSinkAttnPassesOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    sinkattn::registerSinkAttnPipelines();
+    sinkattn::tile::registerTilePasses();
+    sinkattn::registerSinkAttnConversionPasses();
+  });
+}
+
+extern "C" LLVM_ATTRIBUTE_WEAK DialectPluginLibraryInfo
+mlirGetDialectPluginInfo() {
+  return {MLIR_PLUGIN_API_VERSION, "SinkAttn", LLVM_VERSION_STRING,
+          [](DialectRegistry *registry) {
+            registry->insert<sinkattn::tile::TileDialect>();
+            registerSinkAttnPassesOnce();
+          }};
+}
+
+extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo mlirGetPassPluginInfo() {
+  return {MLIR_PLUGIN_API_VERSION, "SinkAttnPasses", LLVM_VERSION_STRING,
+          [] { registerSinkAttnPassesOnce(); }};
+}
