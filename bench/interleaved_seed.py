@@ -60,7 +60,8 @@ def bundle_path(bundles, direction, seq, head_dim):
 
 def sinkattn_form(bundle):
     """The name of the form a bundle was compiled in, from its manifest's
-    config: "auto" for the default compilation, else the opt-in forms of
+    config: "auto" for the default compilation of the forward,
+    "deterministic" for the backward's --dq separate, else the forms of
     SEED_BWD_FORMS by name (split: --dq atomic --dkdv-warpgroups 2;
     deferred: the split with --dq-split deferred), else the opt-in
     options as key=value."""
@@ -80,7 +81,7 @@ def sinkattn_form(bundle):
         if key in config:
             opt_in[key] = config[key]
     if not opt_in:
-        return "auto"
+        return "deterministic" if config.get("dq") == "separate" else "auto"
     split = {"dq": "atomic", "dkdv_warpgroups": 2}
     for name, extra in (("split", {}), ("deferred", {"dq_split": "deferred"})):
         if opt_in == {**split, **extra}:

@@ -49,9 +49,10 @@
 #   the runtime-only build (default build-gpu).
 #   SEED_BWD_FORMS: the backward's form per head dim, or per cell, in the
 #   interleaved table and the clock probe, as D=FORM or D/S=FORM entries
-#   (S one of 2k 4k 8k 16k; later entries win; default "64=default,
-#   64/8k=deferred,64/16k=deferred,128=split", the forms of docs/PERF.md's
-#   seed tables): default times sink-bwd-seed-<S>-d<D>, any other FORM
+#   (S one of 2k 4k 8k 16k; later entries win; default "64=deterministic,
+#   64/8k=deferred,64/16k=deferred,128=split", the forms `--dq auto` picks
+#   in those cells): deterministic times sink-bwd-seed-<S>-d<D> (compiled
+#   with --deterministic), any other FORM
 #   sink-bwd-seed-<S>-d<D>-FORM (bundles.txt has -split: --dq atomic
 #   --dkdv-warpgroups 2, and at D 64 -deferred: with --dq-split deferred).
 set -uo pipefail
@@ -72,7 +73,7 @@ link_seed_bundles() {
   rm -rf "$dir" && mkdir -p "$dir"
   ln -s "$bundles"/sink-fwd-seed-{2k,4k,8k,16k}-d{64,128} "$dir/"
   declare -A form_of
-  IFS=, read -ra pairs <<<"${SEED_BWD_FORMS:-64=default,64/8k=deferred,64/16k=deferred,128=split}"
+  IFS=, read -ra pairs <<<"${SEED_BWD_FORMS:-64=deterministic,64/8k=deferred,64/16k=deferred,128=split}"
   for pair in "${pairs[@]}"; do
     cell=${pair%%=*} form=${pair#*=}
     dim=${cell%%/*} seqs="2k 4k 8k 16k"
@@ -85,8 +86,8 @@ link_seed_bundles() {
   done
   for dim in 64 128; do
     for seq in 2k 4k 8k 16k; do
-      form=${form_of[$dim/$seq]:-default}
-      suffix=; [[ $form == default ]] || suffix=-$form
+      form=${form_of[$dim/$seq]:-deterministic}
+      suffix=; [[ $form == deterministic ]] || suffix=-$form
       [[ -d $bundles/sink-bwd-seed-$seq-d$dim$suffix ]] || {
         echo "error: no bundle $bundles/sink-bwd-seed-$seq-d$dim$suffix (SEED_BWD_FORMS)" >&2
         return 1

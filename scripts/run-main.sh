@@ -59,18 +59,16 @@ kernels=(
 )
 # The seed benchmark: bf16, B=1, H=64, HK=8, causal (timed, not checked:
 # the check matrix is test/GPU/sink-fwd.test).
-# The backward's cells in both forms the main job times below: the
-# deterministic default and the split (`--dq atomic --dkdv-warpgroups 2`),
-# and at D 64 the split with dQ deferred by a query block (`--dq-split
-# deferred`, docs/PERF.md's D 64 S 8k and 16k cells).
+# The backward's cells in both forms the main job times below: the one
+# `--dq auto` picks (the split at D 128, the deferred split at D 64 from
+# 8k) and the deterministic one (`--deterministic`).
 seed=()
 for d in 64 128; do
   for s in 2048 4096 8192 16384; do
     shape="--batch 1 --heads 64 --kv-heads 8 --seq-q $s --seq-kv $s --head-dim $d"
     seed+=("sink-fwd-$s-d$d|sink-fwd seed S=$s D=$d|--kernel sink-fwd $shape")
     seed+=("sink-bwd-$s-d$d|sink-bwd seed S=$s D=$d|--kernel sink-bwd $shape")
-    seed+=("sink-bwd-split-$s-d$d|sink-bwd split S=$s D=$d|--kernel sink-bwd --dq atomic --dkdv-warpgroups 2 $shape")
-    ((d == 64)) && seed+=("sink-bwd-deferred-$s-d$d|sink-bwd deferred S=$s D=$d|--kernel sink-bwd --dq atomic --dkdv-warpgroups 2 --dq-split deferred $shape")
+    seed+=("sink-bwd-deterministic-$s-d$d|sink-bwd deterministic S=$s D=$d|--kernel sink-bwd --deterministic $shape")
   done
 done
 for entry in "${kernels[@]}" "${seed[@]}"; do
@@ -119,13 +117,7 @@ for entry in "${kernels[@]}"; do
   "$runner" bench $flags
 done
 # The seed's table (and its window-128 rows) in one command, then the
-# backward's (causal): the deterministic default, then FlashAttention 3's
-# split (not bit-reproducible; docs/PERF.md's D 128 cells).
+# backward's (causal) in auto's forms and in the deterministic ones.
 "$runner" bench --preset seed --iters 20
 "$runner" bench --preset seed --kernel sink-bwd --iters 10
-"$runner" bench --preset seed --kernel sink-bwd --dq atomic --dkdv-warpgroups 2 --iters 10
-# ... and D 64's cells with dQ deferred (a form the preset's D 128 cells do
-# not take: the bundles compiled above, one by one).
-for s in 2048 4096 8192 16384; do
-  "$runner" bench --bundle "$ptx_dir/sink-bwd-deferred-$s-d64.bundle" --iters 10
-done
+"$runner" bench --preset seed --kernel sink-bwd --deterministic --iters 10

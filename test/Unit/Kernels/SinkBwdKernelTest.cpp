@@ -311,10 +311,11 @@ TEST_F(SinkBwdKernelTest, SplitAddsGqaDkDvPerKvHead) {
   EXPECT_EQ(rt::findParam(mhaSplit->bundle, "dk_accum"), nullptr);
 }
 
-/// kAutoWarpgroups: two dK/dV and two dQ warpgroups exactly where
-/// buildSinkBwd's rule holds (D 128, rows and keys of at least 192 blocks of
-/// 64, --dq separate, the auto schedule, no window, not varlen); one where
-/// any of it fails; a given count always wins.
+/// kAutoWarpgroups in the deterministic form: two dK/dV and two dQ
+/// warpgroups exactly where SinkBwdForm's rule holds (D 128, rows and keys
+/// of at least 192 blocks of 64, --dq separate, the auto schedule, no
+/// window, not varlen); one where any of it fails; a given count always
+/// wins.
 TEST_F(SinkBwdKernelTest, AutoWarpgroupsShareTilesOnLongRowsAtD128) {
   auto warpgroupsOf = [&](KernelConfig config) {
     FailureOr<KernelModule> built = kernels::buildSinkBwd(context, config);
@@ -331,6 +332,7 @@ TEST_F(SinkBwdKernelTest, AutoWarpgroupsShareTilesOnLongRowsAtD128) {
   };
   auto autoOf = [](KernelConfig config) {
     config = backward(config);
+    config.deterministic = true;
     config.dqWarpgroups = kAutoWarpgroups;
     config.dkdvWarpgroups = kAutoWarpgroups;
     return config;

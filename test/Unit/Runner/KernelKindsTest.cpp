@@ -93,7 +93,7 @@ TEST(KernelKinds, FlagsOfEachKind) {
   }
   EXPECT_EQ(fwd, (Set{"schedule", "persistent", "pack-gqa", "tune-cache"}));
   EXPECT_EQ(bwd, (Set{"schedule", "dq", "dq-split", "dq-warpgroups",
-                      "dkdv-warpgroups"}));
+                      "dkdv-warpgroups", "deterministic"}));
   for (const char *name : {"tma-copy", "tma-stream", "tma-im2col"})
     EXPECT_TRUE(flags(name).empty()) << name;
 }
