@@ -82,7 +82,7 @@
 
 #include "KernelBuilders.h"
 #include "KernelTemplate.h"
-#include "SinkBwdForm.h"
+#include "SinkBwdBuilding.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
@@ -201,75 +201,6 @@ module attributes {gpu.container_module} {
 @PRE_ZERO_SINK_COUNTS@
       gpu.return
     }
-
-    gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %Stats: !stats,
-                            %dK: !dkv, %dV: !dkv@DKDV_ATOMIC_ARGS@@DKDV_SUM_ARGS@@SEQUENCE_ARGS@) kernel
-        @DKDV_ATTRIBUTES@ {
-@CONSTANTS@
-@DKDV_BLOCK_IDS@
-      %hk = arith.divui %h, %group : index
-@SEQUENCE@
-@DKDV_KEYS@
-      %sK = memref.alloc() : !tileDkdvKV
-      %sV = memref.alloc() : !tileDkdvKV
-      %sQ = memref.alloc() : !tileT
-      %sdO = memref.alloc() : !tileT
-      %sStats = memref.alloc() : !tileStats
-      %kRow = arith.addi %kStart, %n0 : index
-      tile.copy %K[@DKDV_KV_TILE@], %sK : !kv, !tileDkdvKV
-      tile.copy %V[@DKDV_KV_TILE@], %sV : !kv, !tileDkdvKV@DKDV_SUBVIEWS@@DKDV_PINGPONG_INIT@
-      // Query rows that attend a key of the block: i + past >= n0 (causal)
-      // and, with a window, i + past < n0 + 63 + W (n0 and 63: the
-      // block's first key and its last's offset).
-      %firstRowRaw = arith.subi @DKDV_BLOCK_FIRST_KEY@, %past : index
-      %firstRow = arith.maxsi %firstRowRaw, %c0 : index
-      %loQ = arith.divui %firstRow, %c64 : index
-      %endRowBlock = arith.addi %firstRowRaw, @DKDV_BLOCK_LAST_KEY_OFFSET@ : index
-      %endRowWindow = arith.addi %endRowBlock, %window : index
-      %endRowPos = arith.maxsi %endRowWindow, %c0 : index
-      %endRowIn = arith.minsi %endRowPos, %seqQ : index
-      %endRow = arith.select %hasWindow, %endRowIn, %seqQ : index
-      %hiQ = arith.ceildivui %endRow, %c64 : index
-      %hiQLo = arith.maxsi %hiQ, %loQ : index
-      // Blocks past the end of their sequence (varlen) do no work.
-      %live = arith.cmpi slt, @DKDV_BLOCK_FIRST_KEY@, %skv : index
-      %hiBlocks = arith.select %live, %hiQLo, %loQ : index
-      %accZero = tile.fill %zero : !acc
-      %sZero = tile.fill %zero : !S
-@DKDV_ATOMIC_PRE@
-      %res:@DKDV_RESULTS@ = scf.for %qBlock = %loQ to %hiBlocks step %c1
-          iter_args(%dk = %accZero, %dv = %accZero@DKDV_ITER_ARGS@) -> (!acc, !acc@DKDV_ITER_TYPES@) {
-        %m0 = arith.muli %qBlock, %c64 : index
-        %qRow = arith.addi %qStart, %m0 : index
-        tile.copy %Q[@Q_TILE@], %sQ : !q, !tileT
-        tile.copy %dO[@Q_TILE@], %sdO : !q, !tileT
-        tile.copy %Stats[%b, %h, %qBlock, %c0, %c0], %sStats : !stats, !tileStats@DKDV_PINGPONG_SYNC@
-@DKDV_FIRST_GEMMS@
-        // Only blocks on the diagonal, at the window's edge or with rows
-        // past the sequence's end need the per-element mask (blockMaskText).
-        %rowsFirstPos = arith.addi %m0, %past : index
-        %blockLastRow = arith.addi %m0, %c63 : index
-        %rowsPastEnd = arith.cmpi sge, %blockLastRow, %seqQ : index
-@BLOCK_MASK@
-        %needsMask = arith.ori %needsMaskAt, %rowsPastEnd : i1
-        %distanceBase = arith.subi %rowsFirstPos, %n0 : index
-        %rowsLeft = arith.subi %seqQ, %m0 : index
-        %rowsLeft32 = arith.index_cast %rowsLeft : index to i32
-        // Pᵀ = exp2(Sᵀ·scale·log2(e) - LSE·log2(e)) (dkdvProbabilities).
-@DKDV_P_MAP@
-        %pT16 = tile.cast %pT : !S to !P
-@DKDV_SECOND_GEMMS@
-@DKDV_DS_MAP@
-        %dsT16 = tile.cast %dsT : !S to !P
-@DKDV_DK_AND_DQ@
-        scf.yield %dkNew, %dvNew@DKDV_YIELD@
-      } {tile.num_stages = @STAGES@}@DKDV_AFTER_LOOP@
-@DKDV_STORE@
-@DKDV_SUM_IN_KERNEL@
-@DKDV_ATOMIC_POST@
-      gpu.return
-    }
-@DKDV_SUM@
 
 @DQ_KERNEL@
 @SINKS_KERNEL@
@@ -987,60 +918,6 @@ std::string butterflyText() {
   return text;
 }
 
-/// dK/dV's sum over a GQA group: one thread per element of dK in its layout
-/// (@DECODE@ finds the element's %token (b * SKV + position, or the packed
-/// token), %hk and %d); the shares are [H, tokens, D] in fp32.
-constexpr llvm::StringLiteral kSumShares = R"mlir(
-    // dK and dV of a kv head: its query heads' shares added in head order,
-    // one thread per element (@SUM_GROUP@ slabs per kv head; the split's
-    // per kv head sums are one slab: kStoreKvAccums).
-    gpu.func @sink_bwd_dkdv_sum(%dKp: memref<@SUM_SHARES@xf32>,
-                                %dVp: memref<@SUM_SHARES@xf32>,
-                                %dK: memref<@KV_ELEMENTS@x@T@>,
-                                %dV: memref<@KV_ELEMENTS@x@T@>) kernel {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %c256 = arith.constant 256 : index
-      %zero = arith.constant 0.0 : f32
-      %count = arith.constant @KV_ELEMENTS@ : index
-      %cD = arith.constant @D@ : index
-      %kvHeads = arith.constant @HK@ : index
-      %seqKv = arith.constant @SKV@ : index
-      %group = arith.constant @SUM_GROUP@ : index
-      // Elements of one query head's share.
-      %slab = arith.constant @SLAB@ : index
-      %block = gpu.block_id x
-      %tid = gpu.thread_id x
-      %base = arith.muli %block, %c256 : index
-      %e = arith.addi %base, %tid : index
-      %inside = arith.cmpi ult, %e, %count : index
-      scf.if %inside {
-        %d = arith.remui %e, %cD : index
-        %rows = arith.divui %e, %cD : index
-@DECODE@
-        %hFirst = arith.muli %hk, %group : index
-        %headStart = arith.muli %hFirst, %slab : index
-        %tokenStart = arith.muli %token, %cD : index
-        %at0 = arith.addi %headStart, %tokenStart : index
-        %first = arith.addi %at0, %d : index
-        %sums:2 = scf.for %g = %c0 to %group step %c1
-            iter_args(%sk = %zero, %sv = %zero) -> (f32, f32) {
-          %offset = arith.muli %g, %slab : index
-          %at = arith.addi %first, %offset : index
-          %k = memref.load %dKp[%at] : memref<@SUM_SHARES@xf32>
-          %v = memref.load %dVp[%at] : memref<@SUM_SHARES@xf32>
-          %sk1 = arith.addf %sk, %k : f32
-          %sv1 = arith.addf %sv, %v : f32
-          scf.yield %sk1, %sv1 : f32, f32
-        }
-        %k16 = arith.truncf %sums#0 : f32 to @T@
-        %v16 = arith.truncf %sums#1 : f32 to @T@
-        memref.store %k16, %dK[%e] : memref<@KV_ELEMENTS@x@T@>
-        memref.store %v16, %dV[%e] : memref<@KV_ELEMENTS@x@T@>
-      }
-      gpu.return
-    })mlir";
-
 /// The preprocess kernel's rows: one load instruction of a warp covers
 /// 256 / D rows (D / 8 lanes per row, 16 bytes per lane), and a step of its
 /// row loop issues kPreprocessLoads of them. Returns the step's text: every
@@ -1377,8 +1254,6 @@ struct LayoutText {
   /// store (storeDkdv) goes through the K and V tiles alike. Varlen: the
   /// register stores (storeDq, used by the dQ conversion kernel too).
   std::string storeDqFromQTile;
-  /// dkdv_sum: %token and %hk from %rows (element index / D).
-  std::string decode;
   /// dsinks: a head's rows come in RUN_BATCHES runs of RUN rows, BATCH_ROWS
   /// apart.
   int64_t run = 0, runBatches = 0, batchRows = 0;
@@ -1437,14 +1312,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
       text.kvElementAt = "%b, %hk, %kr, %dd";
       text.qTile = "%b, %h, %qRow, %c0";
       text.kvTile = "%b, %hk, %kRow, %c0";
-      // dK element ((b * HK + hk) * SKV + n) * D + d.
-      text.decode = R"mlir(
-        %n = arith.remui %rows, %seqKv : index
-        %bhk = arith.divui %rows, %seqKv : index
-        %hk = arith.remui %bhk, %kvHeads : index
-        %b = arith.divui %bhk, %kvHeads : index
-        %bTokens = arith.muli %b, %seqKv : index
-        %token = arith.addi %bTokens, %n : index)mlir";
     } else {
       text.qType = "memref<" + str(shape.batch) + "x" + str(shape.seqQ) +
                    "x" + hd + "x" + type + ">";
@@ -1454,10 +1321,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
       text.kvElementAt = "%b, %kr, %col";
       text.qTile = "%b, %qRow, %hD";
       text.kvTile = "%b, %kRow, %hkD";
-      // dK element ((b * SKV + n) * HK + hk) * D + d.
-      text.decode = R"mlir(
-        %hk = arith.remui %rows, %kvHeads : index
-        %token = arith.divui %rows, %kvHeads : index)mlir";
     }
     text.lseType = "memref<" + str(shape.batch) + "x" + heads + "x" +
                    str(shape.seqQ) + "xf32>";
@@ -1566,10 +1429,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.kvAccType = "memref<" + str(shape.kvHeads) + "x" + tk + "x" + d + "xf32>";
     text.kvAccRow = "%kRowBlock";
     text.kvAccAt = "%hk, %kRowBlock, %c0";
-    // dK element (t * HK + hk) * D + d.
-    text.decode = R"mlir(
-        %hk = arith.remui %rows, %kvHeads : index
-        %token = arith.divui %rows, %kvHeads : index)mlir";
     text.run = shape.tokensQ();
     text.runBatches = 1;
     text.batchRows = 0;
@@ -1872,7 +1731,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_BLOCK_FIRST_KEY@", dkdvShared ? "%nBlock" : "%n0"},
         {"@DKDV_BLOCK_LAST_KEY_OFFSET@",
          dkdvShared ? "%blockLastKeyOffset" : "%c63"},
-        {"@DKDV_SUM@", shares && !sumInKernel ? kSumShares.str() : ""},
         {"@PRE_KV_ACC_ARGS@",
          kvAccumulate
              ? ", %dKacc: memref<@KV_ACC@xf32>, %dVacc: memref<@KV_ACC@xf32>"
@@ -1905,11 +1763,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"SQ", str(shape.seqQ)},
        {"B", str(shape.batch)},
        {"QB", str(queryBlocks)},
-       {"SKV", str(shape.seqKv)},
        {"GROUP", str(group)},
        {"HK", str(shape.kvHeads)},
-       {"KV_ELEMENTS", str(shape.kvElements())},
-       {"SLAB", str(layout.shareTokens * shape.headDim)},
        {"DKV_TYPE", kvAccumulate ? layout.kvAccType
                     : shares     ? layout.sharesType
                                  : "!kv"},
@@ -1922,10 +1777,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
           return at;
         }()},
        {"KV_ACC_VECTORS", str(kvAccElements / 4)},
-       {"SUM_GROUP", str(kvAccumulate ? 1 : group)},
-       {"SUM_SHARES", str(kvAccumulate ? kvAccElements
-                                       : shape.heads * layout.shareTokens *
-                                             shape.headDim)},
        {"COUNTS", str(shareCounts)},
        {"DKDV_BLOCKS", str(keyBlocks)},
        {"GROUP_MINUS_1", str(group - 1)},
@@ -1953,7 +1804,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"KTERMS_TYPE", layout.keyTermsType},
        {"STATS_ROWS", str(statsRows)},
        {"STORE_DQ_ADD", dqAddText},
-       {"DECODE", layout.decode},
        {"WINDOW", str(hasWindow ? config.window : shape.seqKv + 1)},
        // The 32-bit mask's window (keepByDistanceText): no distance reaches
        // seqKv, so a longer window is the same as seqKv + 1, which fits.
@@ -1981,9 +1831,27 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (!module)
     return failure();
 
+  // The kernels built as typed IR join the parsed ones at their place in
+  // the launch order: after the kernel before them, or first.
+  gpu::GPUModuleOp gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
+  const SinkBwdProblem problem{config, shape, form,
+                               getElementType(&context, config.dtype),
+                               getElementType(&context, config.sinkDtype)};
+  ImplicitLocOpBuilder builder(
+      NameLoc::get(StringAttr::get(&context, "sink_bwd")), &context);
+  auto buildAfter = [&](StringRef previous) {
+    if (Operation *op = gpuModule.lookupSymbol(previous))
+      builder.setInsertionPointAfter(op);
+    else
+      builder.setInsertionPointToStart(gpuModule.getBody());
+  };
+  buildAfter("sink_bwd_preprocess");
+  buildSinkBwdDkdv(builder, problem);
+  if (shares && !sumInKernel)
+    buildSinkBwdDkdvSum(builder, problem);
+
   // The forward joins the module as the setup launch, with what its
   // kernel refers to (a persistent forward's tile lists, @sink_fwd_tiles).
-  gpu::GPUModuleOp gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
   auto forwardModules = forward->module->getOps<gpu::GPUModuleOp>();
   if (forwardModules.empty() ||
       (*forwardModules.begin()).getOps<gpu::GPUFuncOp>().empty())
