@@ -26,6 +26,19 @@ struct SinkBwdProblem {
   mlir::Type sinkElement;
 };
 
+/// sink_bwd_dkdv (SinkBwdDkdvKernel.cpp): per block of keys and query head,
+/// dK and dV (with GQA the query head's fp32 shares, or with --dq atomic
+/// their sums per kv head), with --dq atomic also dQ's share of its keys and
+/// their sink terms. Leaves `b` after the function.
+void buildSinkBwdDkdv(mlir::ImplicitLocOpBuilder &b,
+                      const SinkBwdProblem &problem);
+
+/// sink_bwd_dkdv_sum (SinkBwdDkdvKernel.cpp): GQA's dK and dV from the
+/// shares (or the split's sums per kv head) where the dK/dV kernel does
+/// not add them itself. Leaves `b` after the function.
+void buildSinkBwdDkdvSum(mlir::ImplicitLocOpBuilder &b,
+                         const SinkBwdProblem &problem);
+
 } // namespace sinkattn::kernels
 
 #endif // SINKATTN_LIB_KERNELS_SINKBWDBUILDING_H

@@ -1,0 +1,1250 @@
+//===- SinkBwdDkdvKernel.cpp - The backward's key-side kernels ------------===//
+//
+// sink_bwd_dkdv: per block of 64 keys (64·N with --dkdv-warpgroups N, the
+// warpgroups sharing the Q/dO tiles a TMA producer loads) and one query
+// head, a loop over the query blocks that see those keys in the transposed
+// form
+//   Sᵀ = K Qᵀ, Pᵀ = exp(Sᵀ·scale - LSE) (masked), dV += Pᵀ dO,
+//   dPᵀ = V dOᵀ, dSᵀ = Pᵀ ⊙ (dPᵀ - Delta), dK += dSᵀ Q · scale,
+// so K, V, dK and dV stay in registers and shared memory. LSE and Delta are
+// per column here: the maps read them from the query block's record in
+// shared memory, loaded (and pipelined) with Q and dO. With GQA each query
+// head writes an fp32 share of its kv head's dK/dV, which the group's last
+// block for those keys adds (one warpgroup, sumSharesOfGroup) or
+// sink_bwd_dkdv_sum does. --dq atomic (FlashAttention 3's split, two
+// warpgroups) also computes dQ's share of the block's keys, dS K, from dSᵀ
+// in shared memory and adds it into an fp32 dQ by TMA reduce-add, and sums
+// the keys' sink terms. SinkBwdKernel.cpp describes the whole backward.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionBuilding.h"
+#include "SinkBwdBuilding.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <tuple>
+
+using namespace mlir;
+using namespace sinkattn;
+using namespace sinkattn::kernels;
+
+namespace {
+constexpr int64_t kBlock = kSinkBwdBlock;
+/// Elements of one row each thread adds in the in-kernel share sum
+/// (16-byte loads of every share, all issued before the first add).
+constexpr int64_t kSumVector = 4;
+/// Threads of the one-warpgroup dK/dV kernel, which sum the shares.
+constexpr int64_t kSumThreads = 128;
+
+Type f32Type(ImplicitLocOpBuilder &b) { return b.getF32Type(); }
+
+Value constantI32(ImplicitLocOpBuilder &b, int64_t value) {
+  return arith::ConstantIntOp::create(b, b.getI32Type(), value);
+}
+
+/// A shared-memory view with `strides` and a dynamic offset (what a
+/// rank-reducing subview of a shared tile gives).
+MemRefType getSharedViewType(ArrayRef<int64_t> shape, Type element,
+                             ArrayRef<int64_t> strides) {
+  MLIRContext *context = element.getContext();
+  return MemRefType::get(
+      shape, element,
+      StridedLayoutAttr::get(context, ShapedType::kDynamic, strides),
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
+}
+
+/// `memref.subview` with unit strides; the result type inferred, or
+/// `resultType` where the view drops unit dimensions.
+Value buildView(ImplicitLocOpBuilder &b, Value source,
+                ArrayRef<OpFoldResult> offsets, ArrayRef<OpFoldResult> sizes,
+                MemRefType resultType = {}) {
+  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  if (resultType)
+    return memref::SubViewOp::create(b, resultType, source, offsets, sizes,
+                                     strides);
+  return memref::SubViewOp::create(b, source, offsets, sizes, strides);
+}
+
+/// The result of an async tile.gemm once at most `pending` gemms are in
+/// flight.
+Value waitGemm(ImplicitLocOpBuilder &b, Value async, int64_t pending) {
+  return tile::GemmWaitOp::create(b, TypeRange{async.getType()},
+                                  ValueRange{async}, pending)
+      .getResult(0);
+}
+
+/// A kernel function of the backward's gpu.module at `b`'s insertion
+/// point; `b` is left at the start of its body.
+gpu::GPUFuncOp createKernelFunction(ImplicitLocOpBuilder &b, StringRef name,
+                                    TypeRange argTypes) {
+  auto func = gpu::GPUFuncOp::create(b, name, b.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  b.setInsertionPointToStart(&func.front());
+  return func;
+}
+
+void loadBackwardDialects(MLIRContext *context) {
+  context->loadDialect<arith::ArithDialect, gpu::GPUDialect,
+                       math::MathDialect, memref::MemRefDialect,
+                       NVVM::NVVMDialect, scf::SCFDialect, tile::TileDialect,
+                       vector::VectorDialect>();
+}
+
+/// The constants every tile kernel of the backward starts with.
+struct BwdConstants {
+  Value c0, c1, c63, c64, group;
+  /// The window (seqKv + 1 without one), also as the 32-bit mask's bound
+  /// (buildKeepByDistance), and whether there is one.
+  Value window, window32, hasWindow;
+  Value zero, negInf, log2e, scale, scaleLog2;
+
+  static BwdConstants build(ImplicitLocOpBuilder &b,
+                            const SinkBwdProblem &problem) {
+    const rt::SinkAttentionShape &shape = problem.shape;
+    const bool windowed = shape.window > 0;
+    const int64_t window = windowed ? shape.window : shape.seqKv + 1;
+    BwdConstants c;
+    c.c0 = constantIndex(b, 0);
+    c.c1 = constantIndex(b, 1);
+    c.c63 = constantIndex(b, 63);
+    c.c64 = constantIndex(b, 64);
+    c.group = constantIndex(b, problem.form.group);
+    c.window = constantIndex(b, window);
+    // No distance reaches seqKv, so a longer window is the same as
+    // seqKv + 1, which fits in 32 bits.
+    c.window32 = constantI32(b, std::min<int64_t>(window, shape.seqKv + 1));
+    c.hasWindow = arith::ConstantIntOp::create(b, b.getI1Type(), windowed);
+    c.zero = constantF32(b, 0.0f);
+    c.negInf = constantF32(b, -std::numeric_limits<float>::infinity());
+    c.log2e = constantF32(b, float(1.44269504088896340736));
+    c.scale = constantF32(b, float(shape.scale));
+    c.scaleLog2 = constantF32(b, float(shape.scale * 1.4426950408889634));
+    return c;
+  }
+};
+
+/// The backward's per-element mask: whether a key is kept for the query at
+/// distance `distanceBase` + `offset` (query position minus key) in one
+/// unsigned 32-bit compare: a negative distance wraps past every window, so
+/// it also decides causality. In 64 bits (index) the mask took two compares
+/// of two halves each plus the carries per element. Distances fit in 31
+/// bits: the forward's checks keep Q and K below 2^31 elements.
+Value buildKeepByDistance(ImplicitLocOpBuilder &b, Value distanceBase,
+                          Value offset, Value window32) {
+  Value distance = arith::AddIOp::create(b, distanceBase, offset);
+  Value distance32 = arith::IndexCastOp::create(b, b.getI32Type(), distance);
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, distance32,
+                               window32);
+}
+
+/// A block's probabilities: a tile.map of `inputs` computing `value`, with
+/// the per-element mask (`keep`; masked elements are 0) where the block
+/// needs it (`needsMask`), without where it keeps every element: about 40%
+/// of a loop's instructions were the mask's.
+Value buildBlockMaskedMap(
+    ImplicitLocOpBuilder &b, Type type, Value needsMask, ValueRange inputs,
+    Value zero, function_ref<Value(ValueRange, ValueRange)> keep,
+    function_ref<Value(ValueRange, ValueRange)> value) {
+  return buildIfThenElse(
+             b, type, needsMask,
+             [&]() -> SmallVector<Value> {
+               return {buildMap(
+                   b, type, inputs,
+                   [&](ValueRange idx, ValueRange x) -> Value {
+                     Value kept = keep(idx, x);
+                     Value e = value(idx, x);
+                     return arith::SelectOp::create(b, kept, e, zero);
+                   })};
+             },
+             [&]() -> SmallVector<Value> {
+               return {buildMap(b, type, inputs, value)};
+             })
+      .getResult(0);
+}
+
+/// The election of the last block to arrive: each block makes its global
+/// writes visible (a GPU-scope fence, then a block barrier), its first
+/// thread adds 1 to `counter`[`index`] and passes the count it saw on
+/// through shared memory; the block that saw `lastCount` is the last. The
+/// elected block fences again before it reads the others' writes.
+struct LastArrival {
+  Value thread, isLast;
+};
+LastArrival buildLastArrival(ImplicitLocOpBuilder &b, Value counter,
+                             Value index, int64_t lastCount, Value c0) {
+  auto gpuScope =
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::GPU);
+  NVVM::MembarOp::create(b, gpuScope);
+  gpu::BarrierOp::create(b);
+  Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value isFirstThread =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, thread, c0);
+  Value slot = allocShared(b, getSharedMemRefType({1}, b.getI32Type()));
+  buildIfThen(b, isFirstThread, [&] {
+    Value one = constantI32(b, 1);
+    Value before = memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi,
+                                               one, counter, index);
+    memref::StoreOp::create(b, before, slot, c0);
+  });
+  gpu::BarrierOp::create(b);
+  Value ticket = memref::LoadOp::create(b, slot, c0);
+  Value lastTicket = constantI32(b, lastCount);
+  Value isLast =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ticket, lastTicket);
+  return {thread, isLast};
+}
+
+/// Rows of the shares' token coordinate: B·SKV, or varlen's packed keys.
+int64_t shareTokens(const rt::SinkAttentionShape &shape) {
+  return shape.varlen() ? shape.tokensKv() : shape.batch * shape.seqKv;
+}
+
+/// The query-row and key-row buffers of the layouts (as in the forward:
+/// BHSD, BSHD viewed as [B, S, H·D], varlen packed [T, H·D]).
+struct BwdLayoutTypes {
+  MemRefType q, kv, qAccum, shares, kvAccum, keyTerms;
+
+  static BwdLayoutTypes get(const rt::SinkAttentionShape &shape,
+                            Type element) {
+    Type f32 = Float32Type::get(element.getContext());
+    const int64_t d = shape.headDim, b = shape.batch;
+    BwdLayoutTypes types;
+    auto rowsOf = [&](Type type, int64_t heads, int64_t rows,
+                      int64_t tokens) {
+      switch (shape.layout) {
+      case rt::AttentionLayout::BHSD:
+        return MemRefType::get({b, heads, rows, d}, type);
+      case rt::AttentionLayout::BSHD:
+        return MemRefType::get({b, rows, heads * d}, type);
+      case rt::AttentionLayout::Varlen:
+        break;
+      }
+      return MemRefType::get({tokens, heads * d}, type);
+    };
+    types.q = rowsOf(element, shape.heads, shape.seqQ, shape.tokensQ());
+    types.kv = rowsOf(element, shape.kvHeads, shape.seqKv, shape.tokensKv());
+    types.qAccum = rowsOf(f32, shape.heads, shape.seqQ, shape.tokensQ());
+    // The shares as [H, B, SKV, D]: a tile overhanging its sequence is cut
+    // at SKV instead of running into the next batch's rows.
+    if (shape.varlen()) {
+      types.shares = MemRefType::get({shape.heads, shape.tokensKv(), d}, f32);
+      types.kvAccum =
+          MemRefType::get({shape.kvHeads, shape.tokensKv(), d}, f32);
+      types.keyTerms = MemRefType::get({shape.heads, shape.tokensKv()}, f32);
+    } else {
+      types.shares = MemRefType::get({shape.heads, b, shape.seqKv, d}, f32);
+      types.kvAccum = MemRefType::get({shape.kvHeads, b, shape.seqKv, d}, f32);
+      types.keyTerms = MemRefType::get({b, shape.heads, shape.seqKv}, f32);
+    }
+    return types;
+  }
+};
+
+/// Builds sink_bwd_dkdv: the keys' block, the query blocks that see them,
+/// and per query block the loop body below; then dK and dV (or their
+/// shares and sums) and, with --dq atomic, the keys' sink terms.
+class SinkBwdDkdvBuilder {
+public:
+  SinkBwdDkdvBuilder(ImplicitLocOpBuilder &b, const SinkBwdProblem &problem)
+      : b(b), problem(problem), shape(problem.shape), form(problem.form),
+        element(problem.element),
+        types(BwdLayoutTypes::get(problem.shape, problem.element)) {}
+
+  gpu::GPUFuncOp build();
+
+private:
+  Type fragment(ArrayRef<int64_t> shape, Type type) {
+    return tile::FragmentType::get(shape, type);
+  }
+  Type scoresType() { return fragment({kBlock, kBlock}, f32Type(b)); }
+  Type probabilitiesType() { return fragment({kBlock, kBlock}, element); }
+  Type accType() { return fragment({kBlock, shape.headDim}, f32Type(b)); }
+  Type gradientType() { return fragment({kBlock, shape.headDim}, element); }
+  Type rowType() { return fragment({kBlock}, f32Type(b)); }
+  Type rowPartsType() { return fragment({kBlock, 8}, f32Type(b)); }
+  Type panelType() { return fragment({kBlock, panel()}, f32Type(b)); }
+  /// dQ's share is split between the two warpgroups by panels of D / 2
+  /// columns.
+  int64_t panel() { return shape.headDim / 2; }
+  int64_t blockKeys() { return form.dkdvBlockKeys(); }
+  bool fixedLengths() { return !shape.varlen(); }
+
+  gpu::GPUFuncOp createFunction();
+  void buildSequence();
+  void buildKeys();
+  void loadKeysAndValuesIntoRegisters();
+  void allocateTiles();
+  void buildQueryBlockRange();
+  void allocateDqTiles();
+  void defineSinkTermValues();
+  void prepareDsTile();
+  void prepareDsRing();
+  scf::ForOp buildLoop();
+
+  // The loop body.
+  void loadQueryBlock(Value qBlock);
+  Value issueFirstGemms();
+  void decideMask();
+  Value probabilities(Value sT);
+  Value issueSecondGemms(Value pT16, Value dv);
+  Value dsOf(Value pT, Value dpT);
+  std::pair<Value, Value> sinkTermsAndDs(Value pT, Value dpT, Value term);
+  std::pair<Value, Value> dkOnly(Value dsT16, Value dk);
+  std::pair<Value, Value> dkAndDqShare(Value dsT16, Value dk, Value qBlock);
+  std::pair<Value, Value> dkAndDeferredDqShare(Value dsT16, Value dk,
+                                               Value qBlock);
+  void addDqPanel(Value part, Value slot, Value rowOffset, Value condition,
+                  bool pending);
+
+  // After the loop.
+  void addLastDeferredDqShare();
+  Value scaledDk(Value dkSum);
+  void storeGradients(Value dkSum, Value dvSum);
+  void storeShares(Value dkSum, Value dvSum);
+  void storeKvAccumulators(Value dkSum, Value dvSum);
+  void sumSharesOfGroup();
+  void sumShareElements(Value e, Value hFirst);
+  void storeKeyTerms(Value terms);
+
+  // The layouts' indices.
+  SmallVector<Value> qRowIndices(Value qRow);
+  SmallVector<Value> qTile(Value qRow);
+  SmallVector<Value> kvTile(Value kRow);
+  SmallVector<Value> kvElement(Value kr, Value col, Value dd);
+  SmallVector<Value> shareElement(Value gh, Value kr, Value dd);
+
+  ImplicitLocOpBuilder &b;
+  const SinkBwdProblem &problem;
+  const rt::SinkAttentionShape &shape;
+  const SinkBwdForm &form;
+  Type element;
+  BwdLayoutTypes types;
+  BwdConstants c;
+
+  Value Q, K, V, dO, Stats, dK, dV, dQaccum, keyTermsOut, dKout, dVout,
+      counts, cuQ, cuK;
+  Value kb, h, bIdx, hk;
+  Value seqQ, skv, qStart, kStart, cD, hD, hkD, past;
+  /// The warpgroup's keys from n0; the block's from nBlock (shared tiles).
+  Value n0, nBlock, wg, wgKey, blockLastKeyOffset, kRowBlock, kRow;
+  /// SinkBwdForm::kvInRegisters: the warpgroup's K and V rows as A
+  /// fragments.
+  Value kRegisters, vRegisters;
+  Value sK, sV, sQ, sdO, sStats, sKw, sVw;
+  std::optional<PingPong> pingPong;
+  Value loQ, hiBlocks, live, accZero, sZero;
+  // --dq atomic.
+  Value sdQ2, cTwo, cWeightRow, termZero, sdS, sdSw, wgCol, sZeroPanel, sKd;
+  Value dsBars, sdS2, dqPanelColumn, sdQpw;
+  // The iteration's query block.
+  Value m0, qRow, needsMask, distanceBase, rowsLeft32, dpTAsync, dvAsync;
+};
+
+gpu::GPUFuncOp SinkBwdDkdvBuilder::build() {
+  gpu::GPUFuncOp func = createFunction();
+  c = BwdConstants::build(b, problem);
+  AttentionBlockIds ids =
+      buildBlockIds(b, /*heaviestLast=*/false, shape, c.c1, c.group);
+  kb = ids.block, h = ids.head, bIdx = ids.batch;
+  hk = arith::DivUIOp::create(b, h, c.group);
+  buildSequence();
+  buildKeys();
+  allocateTiles();
+  buildQueryBlockRange();
+  accZero = tile::FillOp::create(b, accType(), c.zero);
+  sZero = tile::FillOp::create(b, scoresType(), c.zero);
+  if (form.dqSplitDeferred) {
+    // (The GQA sums' stores after the loop use the columns' fp32 tiles.)
+    if (form.kvAccumulate)
+      allocateDqTiles();
+    defineSinkTermValues();
+    prepareDsRing();
+  } else if (form.atomicDq) {
+    prepareDsTile();
+    allocateDqTiles();
+    defineSinkTermValues();
+  }
+  scf::ForOp loop = buildLoop();
+  if (form.dqSplitDeferred)
+    addLastDeferredDqShare();
+  storeGradients(loop.getResult(0), loop.getResult(1));
+  if (form.sumInKernel)
+    sumSharesOfGroup();
+  if (form.atomicDq)
+    storeKeyTerms(loop.getResult(2));
+  gpu::ReturnOp::create(b);
+  return func;
+}
+
+gpu::GPUFuncOp SinkBwdDkdvBuilder::createFunction() {
+  const int64_t queryBlocks = (shape.seqQ + kBlock - 1) / kBlock;
+  const int64_t keyBlocks = (shape.seqKv + kBlock - 1) / kBlock;
+  auto stats = MemRefType::get(
+      {shape.batch, shape.heads, queryBlocks, form.statsRows, kBlock},
+      f32Type(b));
+  MemRefType gradients = form.kvAccumulate ? types.kvAccum
+                         : form.shares     ? types.shares
+                                           : types.kv;
+  SmallVector<Type> argTypes = {types.q,  types.kv,  types.kv, types.q,
+                                stats,    gradients, gradients};
+  if (form.atomicDq)
+    argTypes.append({types.qAccum, types.keyTerms});
+  if (form.sumInKernel)
+    argTypes.append({types.kv, types.kv,
+                     MemRefType::get({shape.batch * shape.kvHeads * keyBlocks},
+                                     b.getI32Type())});
+  if (shape.varlen()) {
+    auto offsets = MemRefType::get({shape.batch + 1}, b.getI32Type());
+    argTypes.append({offsets, offsets});
+  }
+  gpu::GPUFuncOp func = createKernelFunction(b, "sink_bwd_dkdv", argTypes);
+  if (form.dkdvShared()) {
+    // Shared tiles: tile-warp-specialize adds a TMA producer and splits the
+    // registers (setmaxnreg); `.minnctapersm 1` tells ptxas the registers
+    // at entry, without which it ignored every setmaxnreg and spilled.
+    func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+        {int32_t(128 * form.dkdvWarpgroups), 1, 1}));
+    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  } else if (form.threeBlocksPerSm) {
+    func->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({128, 1, 1}));
+    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(3));
+  }
+  auto args = func.getArguments();
+  Q = args[0], K = args[1], V = args[2], dO = args[3], Stats = args[4],
+  dK = args[5], dV = args[6];
+  unsigned next = 7;
+  if (form.atomicDq)
+    dQaccum = args[next++], keyTermsOut = args[next++];
+  if (form.sumInKernel)
+    dKout = args[next++], dVout = args[next++], counts = args[next++];
+  if (shape.varlen())
+    cuQ = args[next++], cuK = args[next++];
+  return func;
+}
+
+/// This sequence's lengths and first rows, the head columns of the layouts
+/// that view [.., S, H·D] and `past`: right-aligned causal, query row i
+/// sits at key position i + past.
+void SinkBwdDkdvBuilder::buildSequence() {
+  auto columns = [&] {
+    cD = constantIndex(b, shape.headDim);
+    hD = arith::MulIOp::create(b, h, cD);
+    hkD = arith::MulIOp::create(b, hk, cD);
+  };
+  if (fixedLengths()) {
+    seqQ = constantIndex(b, shape.seqQ);
+    skv = constantIndex(b, shape.seqKv);
+    qStart = constantIndex(b, 0);
+    kStart = constantIndex(b, 0);
+    // The last row of LSE's row coordinate, which the query-side kernels
+    // clamp to: unused here, but the kernels share their prologue.
+    constantIndex(b, shape.seqQ - 1);
+    columns();
+  } else {
+    SequenceBounds bounds = buildSequenceBounds(b, bIdx, cuQ, cuK, c.c1);
+    qStart = bounds.qStart, kStart = bounds.kStart;
+    seqQ = bounds.seqQ, skv = bounds.seqKv;
+    columns();
+    constantIndex(b, shape.tokensQ() - 1);
+  }
+  past = arith::SubIOp::create(b, skv, seqQ);
+}
+
+/// The warpgroup's 64 keys from n0, or (shared tiles) a block of 64·N keys
+/// from nBlock whose warpgroups read their 64 keys of the K and V tiles
+/// through views. Everything per key (the mask, the stores) is the
+/// warpgroup's; the query range and the liveness test are the block's: a
+/// warpgroup's keys may see fewer query blocks than the block loops over,
+/// and there its probabilities are all masked to 0, which adds exact zeros
+/// to its dK and dV.
+void SinkBwdDkdvBuilder::buildKeys() {
+  if (!form.dkdvShared()) {
+    n0 = arith::MulIOp::create(b, kb, c.c64);
+  } else {
+    Value blockKeyCount = constantIndex(b, blockKeys());
+    nBlock = arith::MulIOp::create(b, kb, blockKeyCount);
+    // --dq-split deferred slices tiles by the warpgroup: the op is what
+    // tile-thread-sync recognises such slices by.
+    wg = form.dqSplitDeferred ? Value(tile::WarpgroupIdOp::create(b))
+                              : buildWarpgroupIndex(b);
+    wgKey = arith::MulIOp::create(b, wg, c.c64);
+    n0 = arith::AddIOp::create(b, nBlock, wgKey);
+    blockLastKeyOffset = constantIndex(b, blockKeys() - 1);
+    kRowBlock = arith::AddIOp::create(b, kStart, nBlock);
+  }
+  if (form.kvInRegisters)
+    loadKeysAndValuesIntoRegisters();
+}
+
+/// The split's K and V rows as wgmma A fragments (SinkBwdForm::
+/// kvInRegisters), read from global memory before the loop (their TMA
+/// tiles stay for dQ's share), so that Sᵀ = K_w Qᵀ and dPᵀ = V_w dOᵀ read
+/// only Q and dO from shared memory. Rows are clamped to the buffer's
+/// last: keys past the sequence's end read some other key, which the mask
+/// removes (every block with keys past the end is masked).
+void SinkBwdDkdvBuilder::loadKeysAndValuesIntoRegisters() {
+  Value lastRow = constantIndex(
+      b, (shape.varlen() ? shape.tokensKv() : shape.seqKv) - 1);
+  Value firstRow = arith::AddIOp::create(b, kStart, n0);
+  auto rowsOf = [&](Value buffer) {
+    return buildMap(b, gradientType(), {},
+                    [&](ValueRange idx, ValueRange) -> Value {
+                      Value raw = arith::AddIOp::create(b, firstRow, idx[0]);
+                      Value kr = arith::MinUIOp::create(b, raw, lastRow);
+                      Value col = arith::AddIOp::create(b, hkD, idx[1]);
+                      return memref::LoadOp::create(
+                          b, buffer, kvElement(kr, col, idx[1]));
+                    });
+  };
+  kRegisters = rowsOf(K);
+  vRegisters = rowsOf(V);
+}
+
+void SinkBwdDkdvBuilder::allocateTiles() {
+  const int64_t d = shape.headDim;
+  sK = allocShared(b, getSharedMemRefType({blockKeys(), d}, element));
+  sV = allocShared(b, getSharedMemRefType({blockKeys(), d}, element));
+  sQ = allocShared(b, getSharedMemRefType({kBlock, d}, element));
+  sdO = allocShared(b, getSharedMemRefType({kBlock, d}, element));
+  sStats = allocShared(
+      b, getSharedMemRefType({form.statsRows, kBlock}, f32Type(b)));
+  kRow = arith::AddIOp::create(b, kStart, n0);
+  Value blockRow = form.dkdvShared() ? kRowBlock : kRow;
+  buildLoadTile(b, K, kvTile(blockRow), sK);
+  buildLoadTile(b, V, kvTile(blockRow), sV);
+  if (form.dkdvShared()) {
+    sKw = buildSubView(b, sK, {wgKey, b.getIndexAttr(0)}, {kBlock, d});
+    sVw = buildSubView(b, sV, {wgKey, b.getIndexAttr(0)}, {kBlock, d});
+  }
+  // The shared-tile warpgroups take turns for their first GEMM of an
+  // iteration, so that they do not run their maps and GEMMs in step (not
+  // the split's: its warpgroups meet at dQ's barrier or never wait).
+  if (form.dkdvPingPong)
+    pingPong = PingPong::build(b, wg, form.dkdvWarpgroups);
+}
+
+/// The query blocks [loQ, hiBlocks) whose rows attend a key of the block:
+/// i + past >= first key (causal) and, with a window, i + past < last key
+/// + W; none for blocks past the end of their sequence (varlen).
+void SinkBwdDkdvBuilder::buildQueryBlockRange() {
+  Value firstKey = form.dkdvShared() ? nBlock : n0;
+  Value lastKeyOffset = form.dkdvShared() ? blockLastKeyOffset : c.c63;
+  Value firstRowRaw = arith::SubIOp::create(b, firstKey, past);
+  Value firstRow = arith::MaxSIOp::create(b, firstRowRaw, c.c0);
+  loQ = arith::DivUIOp::create(b, firstRow, c.c64);
+  Value endRowBlock = arith::AddIOp::create(b, firstRowRaw, lastKeyOffset);
+  Value endRowWindow = arith::AddIOp::create(b, endRowBlock, c.window);
+  Value endRowPos = arith::MaxSIOp::create(b, endRowWindow, c.c0);
+  Value endRowIn = arith::MinSIOp::create(b, endRowPos, seqQ);
+  Value endRow = arith::SelectOp::create(b, c.hasWindow, endRowIn, seqQ);
+  Value hiQ = arith::CeilDivUIOp::create(b, endRow, c.c64);
+  Value hiQLo = arith::MaxSIOp::create(b, hiQ, loQ);
+  live = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, firstKey, skv);
+  hiBlocks = arith::SelectOp::create(b, live, hiQLo, loQ);
+}
+
+/// --dq atomic: the two fp32 dQ tiles the query blocks alternate, so that a
+/// store does not wait for its own TMA reduce-add to read its tile
+/// (`pending = 1`: it waits for the previous block's, long done).
+void SinkBwdDkdvBuilder::allocateDqTiles() {
+  sdQ2 = allocShared(
+      b, getSharedMemRefType({2, kBlock, shape.headDim}, f32Type(b)));
+}
+
+/// --dq atomic: the record's row of sink weights and the keys' sink terms.
+void SinkBwdDkdvBuilder::defineSinkTermValues() {
+  cTwo = constantIndex(b, 2);
+  cWeightRow = constantIndex(b, 2);
+  termZero = tile::FillOp::create(b, rowPartsType(), c.zero);
+}
+
+/// The columns split: the block's dSᵀ tile with each warpgroup's rows a
+/// view, and the warpgroup's panel of K.
+void SinkBwdDkdvBuilder::prepareDsTile() {
+  sdS = allocShared(b, getSharedMemRefType({blockKeys(), kBlock}, element));
+  sdSw = buildSubView(b, sdS, {wgKey, b.getIndexAttr(0)}, {kBlock, kBlock});
+  Value panelColumns = constantIndex(b, panel());
+  wgCol = arith::MulIOp::create(b, wg, panelColumns);
+  sZeroPanel = tile::FillOp::create(b, panelType(), c.zero);
+  sKd = buildSubView(b, sK, {b.getIndexAttr(0), wgCol}, {blockKeys(), panel()});
+}
+
+/// --dq-split deferred: dSᵀ goes to a ring of two slots (query block
+/// `loQ + it` in slot it % 2, both warpgroups' rows), which the kernel
+/// orders itself (tile.mbarrier_ordered) with four mbarriers of 256
+/// arrivals: FULL[s] (s = 0, 1), the rows are in slot s; EMPTY[s] (2 + s),
+/// both warpgroups' dQ GEMMs have read them. Slot 1 starts zeroed and full
+/// (a virtual block before the first) and slot 0 empty, so that both waits
+/// of iteration `it` take parity (it / 2) % 2. Each warpgroup's two fp32
+/// tiles for its panel of dQ's share are its slice (tile.warpgroup_id): it
+/// stores and adds them by itself.
+void SinkBwdDkdvBuilder::prepareDsRing() {
+  sdS2 = allocShared(
+      b, getSharedMemRefType({2, blockKeys(), kBlock}, element));
+  sdS2.getDefiningOp()->setAttr(tile::TileDialect::kMbarrierOrderedAttrName,
+                                b.getUnitAttr());
+  dsBars = tile::AllocBarrierOp::create(
+      b, tile::BarrierArrayType::get(b.getContext(), 4),
+      ArrayRef<int64_t>{256, 256, 256, 256});
+  Value dsZero = tile::CastOp::create(b, probabilitiesType(), sZero);
+  Value virtualSlot =
+      buildView(b, sdS2, {b.getIndexAttr(1), wgKey, b.getIndexAttr(0)},
+                {b.getIndexAttr(1), b.getIndexAttr(kBlock),
+                 b.getIndexAttr(kBlock)},
+                getSharedViewType({kBlock, kBlock}, element, {kBlock, 1}));
+  tile::StoreOp::create(b, dsZero, virtualSlot, ValueRange{c.c0, c.c0});
+  tile::MBarrierArriveOp::create(b, dsBars, c.c1);
+  tile::MBarrierArriveOp::create(b, dsBars, cTwo);
+  Value panelColumns = constantIndex(b, panel());
+  wgCol = arith::MulIOp::create(b, wg, panelColumns);
+  Value firstColumn = shape.layout == rt::AttentionLayout::BHSD ? c.c0 : hD;
+  dqPanelColumn = arith::AddIOp::create(b, firstColumn, wgCol);
+  sZeroPanel = tile::FillOp::create(b, panelType(), c.zero);
+  sKd = buildSubView(b, sK, {b.getIndexAttr(0), wgCol}, {blockKeys(), panel()});
+  Value sdQp = allocShared(
+      b, getSharedMemRefType({2, 2, kBlock, panel()}, f32Type(b)));
+  sdQpw = buildView(
+      b, sdQp,
+      {wg, b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(2), b.getIndexAttr(kBlock),
+       b.getIndexAttr(panel())},
+      getSharedViewType({2, kBlock, panel()}, f32Type(b),
+                        {kBlock * panel(), panel(), 1}));
+}
+
+scf::ForOp SinkBwdDkdvBuilder::buildLoop() {
+  SmallVector<Value> inits = {accZero, accZero};
+  if (form.atomicDq)
+    inits.push_back(termZero);
+  return buildPipelinedLoop(
+      b, loQ, hiBlocks, c.c1, problem.config.stages, inits,
+      [&](Value qBlock, ValueRange iter) -> SmallVector<Value> {
+        Value dk = iter[0], dv = iter[1];
+        loadQueryBlock(qBlock);
+        if (pingPong)
+          pingPong->waitTurn(b);
+        Value sT = issueFirstGemms();
+        decideMask();
+        Value pT = probabilities(sT);
+        Value pT16 = tile::CastOp::create(b, probabilitiesType(), pT);
+        Value dpT = issueSecondGemms(pT16, dv);
+        Value dsT, termNew;
+        if (form.atomicDq)
+          std::tie(termNew, dsT) = sinkTermsAndDs(pT, dpT, iter[2]);
+        else
+          dsT = dsOf(pT, dpT);
+        Value dsT16 = tile::CastOp::create(b, probabilitiesType(), dsT);
+        auto [dkNew, dvNew] =
+            form.dqSplitDeferred ? dkAndDeferredDqShare(dsT16, dk, qBlock)
+            : form.atomicDq      ? dkAndDqShare(dsT16, dk, qBlock)
+                                 : dkOnly(dsT16, dk);
+        if (form.atomicDq)
+          return {dkNew, dvNew, termNew};
+        return {dkNew, dvNew};
+      });
+}
+
+/// The query block's Q and dO tiles and its record of -LSE·log2(e), Delta
+/// (and the sink weights) per row.
+void SinkBwdDkdvBuilder::loadQueryBlock(Value qBlock) {
+  m0 = arith::MulIOp::create(b, qBlock, c.c64);
+  qRow = arith::AddIOp::create(b, qStart, m0);
+  buildLoadTile(b, Q, qTile(qRow), sQ);
+  buildLoadTile(b, dO, qTile(qRow), sdO);
+  buildLoadTile(b, Stats, {bIdx, h, qBlock, c.c0, c.c0}, sStats);
+}
+
+/// Sᵀ = K Qᵀ, with early dPᵀ also dPᵀ = V dOᵀ issued with it, so that
+/// dPᵀ's wgmma runs under the exponentials and dV's under dSᵀ's map. Early
+/// dPᵀ keeps its accumulator live across the exponentials, so the split at
+/// D 128, near the register limit, issues dPᵀ after them.
+Value SinkBwdDkdvBuilder::issueFirstGemms() {
+  Value keys = form.kvInRegisters ? kRegisters
+               : form.dkdvShared() ? sKw
+                                   : sK;
+  Value values = form.kvInRegisters ? vRegisters
+                 : form.dkdvShared() ? sVw
+                                     : sV;
+  if (!form.earlyDp) {
+    Value sT = tile::GemmOp::create(b, keys, sQ, sZero, /*transpose_a=*/false,
+                                    /*transpose_b=*/true);
+    if (pingPong)
+      pingPong->passTurn(b);
+    return sT;
+  }
+  Value sTAsync =
+      tile::GemmOp::create(b, keys, sQ, sZero, /*transpose_a=*/false,
+                           /*transpose_b=*/true, /*async=*/true);
+  dpTAsync = tile::GemmOp::create(b, values, sdO, sZero, /*transpose_a=*/false,
+                                  /*transpose_b=*/true, /*async=*/true);
+  if (pingPong)
+    pingPong->passTurn(b);
+  return waitGemm(b, sTAsync, 1);
+}
+
+/// Only blocks on the diagonal, at the window's edge or with rows past the
+/// sequence's end need the per-element mask: every other block keeps every
+/// element of its rows.
+void SinkBwdDkdvBuilder::decideMask() {
+  Value rowsFirstPos = arith::AddIOp::create(b, m0, past);
+  Value blockLastRow = arith::AddIOp::create(b, m0, c.c63);
+  Value rowsPastEnd = arith::CmpIOp::create(b, arith::CmpIPredicate::sge,
+                                            blockLastRow, seqQ);
+  Value crossesOrEdge = buildBlockMaskDecision(
+      b, n0, c.c63, rowsFirstPos,
+      [&]() -> Value { return arith::AddIOp::create(b, rowsFirstPos, c.c63); },
+      c.window, c.hasWindow);
+  needsMask = arith::OrIOp::create(b, crossesOrEdge, rowsPastEnd);
+  distanceBase = arith::SubIOp::create(b, rowsFirstPos, n0);
+  Value rowsLeft = arith::SubIOp::create(b, seqQ, m0);
+  rowsLeft32 = arith::IndexCastOp::create(b, b.getI32Type(), rowsLeft);
+}
+
+/// Pᵀ = exp2(Sᵀ·scale·log2(e) - LSE·log2(e)), transposed (key jj, query
+/// ii; -LSE·log2(e) per column from the record); rows past the end are
+/// masked too: ii < seqQ - m0, positive in every block the loop visits.
+Value SinkBwdDkdvBuilder::probabilities(Value sT) {
+  return buildBlockMaskedMap(
+      b, scoresType(), needsMask, {sT}, c.zero,
+      [&](ValueRange idx, ValueRange) -> Value {
+        Value jj = idx[0], ii = idx[1];
+        Value offset = arith::SubIOp::create(b, ii, jj);
+        Value keepNear =
+            buildKeepByDistance(b, distanceBase, offset, c.window32);
+        Value ii32 = arith::IndexCastOp::create(b, b.getI32Type(), ii);
+        Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                             ii32, rowsLeft32);
+        return arith::AndIOp::create(b, keepNear, inside);
+      },
+      [&](ValueRange idx, ValueRange x) -> Value {
+        Value negLse2 = memref::LoadOp::create(b, sStats, {c.c0, idx[1]});
+        Value y = math::FmaOp::create(b, x[0], c.scaleLog2, negLse2);
+        return math::Exp2Op::create(b, y);
+      });
+}
+
+/// dV += Pᵀ dO (async) and dPᵀ: with late dPᵀ issued before dV, so that
+/// dV's wgmma still runs under dSᵀ's map.
+Value SinkBwdDkdvBuilder::issueSecondGemms(Value pT16, Value dv) {
+  if (!form.earlyDp) {
+    Value values = form.kvInRegisters ? vRegisters
+                   : form.dkdvShared() ? sVw
+                                       : sV;
+    dpTAsync = tile::GemmOp::create(b, values, sdO, sZero,
+                                    /*transpose_a=*/false,
+                                    /*transpose_b=*/true, /*async=*/true);
+  }
+  dvAsync = tile::GemmOp::create(b, pT16, sdO, dv, /*transpose_a=*/false,
+                                 /*transpose_b=*/false, /*async=*/true);
+  return waitGemm(b, dpTAsync, 1);
+}
+
+/// dSᵀ = Pᵀ ⊙ (dPᵀ - Delta), Delta per column from the record.
+Value SinkBwdDkdvBuilder::dsOf(Value pT, Value dpT) {
+  return buildMap(b, scoresType(), {pT, dpT},
+                  [&](ValueRange idx, ValueRange x) -> Value {
+                    Value delta =
+                        memref::LoadOp::create(b, sStats, {c.c1, idx[1]});
+                    Value d = arith::SubFOp::create(b, x[1], delta);
+                    return arith::MulFOp::create(b, x[0], d);
+                  });
+}
+
+/// --dq atomic: the keys' sink terms, for key j -Σ_i w_i P_ij dP_ij over
+/// the block's query rows (w_i = exp(sink - LSE_i), the record's third
+/// row), kept as per-thread partial sums across the loop and reduced to the
+/// keys after it; dSᵀ from the same P ⊙ dP, Pᵀ ⊙ dPᵀ - Pᵀ · Delta in one
+/// FMA. Returns the new partial sums and dSᵀ.
+std::pair<Value, Value> SinkBwdDkdvBuilder::sinkTermsAndDs(Value pT, Value dpT,
+                                                           Value term) {
+  Value pdpT = buildMap(b, scoresType(), {pT, dpT},
+                        [&](ValueRange, ValueRange x) -> Value {
+                          return arith::MulFOp::create(b, x[0], x[1]);
+                        });
+  Value weighted = buildMap(
+      b, scoresType(), {pdpT}, [&](ValueRange idx, ValueRange x) -> Value {
+        Value w = memref::LoadOp::create(b, sStats, {cWeightRow, idx[1]});
+        return arith::MulFOp::create(b, x[0], w);
+      });
+  Value part = tile::PartialReduceOp::create(b, rowPartsType(),
+                                             tile::ReduceKind::sum, weighted);
+  Value termNew = buildMap(b, rowPartsType(), {term, part},
+                           [&](ValueRange, ValueRange x) -> Value {
+                             return arith::SubFOp::create(b, x[0], x[1]);
+                           });
+  Value dsT = buildMap(
+      b, scoresType(), {pT, pdpT}, [&](ValueRange idx, ValueRange x) -> Value {
+        Value delta = memref::LoadOp::create(b, sStats, {c.c1, idx[1]});
+        Value negDelta = arith::NegFOp::create(b, delta);
+        return math::FmaOp::create(b, x[0], negDelta, x[1]);
+      });
+  return {termNew, dsT};
+}
+
+/// --dq separate: dK += dSᵀ Q, then dV's wait.
+std::pair<Value, Value> SinkBwdDkdvBuilder::dkOnly(Value dsT16, Value dk) {
+  Value dkNew = tile::GemmOp::create(b, dsT16, sQ, dk);
+  return {dkNew, waitGemm(b, dvAsync, 0)};
+}
+
+/// The columns split: dK and dQ's share of the block's keys, dS K. Each
+/// warpgroup stores its rows of the block's dSᵀ and computes one panel of
+/// D / 2 columns of the share over all the block's keys (dQ's GEMM reads
+/// dSᵀ transposed), into its half of the block's fp32 dQ tile, which the
+/// block adds once. dQ's GEMM is issued before dK's and waited for alone,
+/// so that the share's store and reduce-add run under dK's wgmma.
+std::pair<Value, Value>
+SinkBwdDkdvBuilder::dkAndDqShare(Value dsT16, Value dk, Value qBlock) {
+  tile::StoreOp::create(b, dsT16, sdSw, ValueRange{c.c0, c.c0});
+  Value dqAsync =
+      tile::GemmOp::create(b, sdS, sKd, sZeroPanel, /*transpose_a=*/true,
+                           /*transpose_b=*/false, /*async=*/true);
+  Value dkAsync = tile::GemmOp::create(b, dsT16, sQ, dk, /*transpose_a=*/false,
+                                       /*transpose_b=*/false, /*async=*/true);
+  Value dvNew = waitGemm(b, dvAsync, 2);
+  Value dqPart = waitGemm(b, dqAsync, 1);
+  Value parity = arith::RemUIOp::create(b, qBlock, cTwo);
+  Value sdQ = buildView(
+      b, sdQ2, {parity, b.getIndexAttr(0), b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(kBlock),
+       b.getIndexAttr(shape.headDim)},
+      getSharedViewType({kBlock, shape.headDim}, f32Type(b),
+                        {shape.headDim, 1}));
+  tile::StoreOp::create(b, dqPart, sdQ, ValueRange{c.c0, wgCol});
+  // Varlen: TMA adds into the whole buffer; the rows of a block past its
+  // sequence's end add zeros (their dS is 0) to the next sequence's.
+  tile::CopyOp::create(b, sdQ, ValueRange(), dQaccum, qTile(qRow),
+                       /*engine=*/nullptr, /*add=*/true,
+                       b.getI64IntegerAttr(1));
+  return {waitGemm(b, dkAsync, 0), dvNew};
+}
+
+/// --dq-split deferred: dK, and the warpgroup's panel of the previous
+/// query block's dQ share. It waits for the other warpgroup's rows of the
+/// previous block (FULL[1 - slot]) and issues that GEMM first, then waits
+/// until slot `it % 2` is free, stores its rows of this block's dSᵀ there
+/// and arrives on FULL, and issues dK; once the dQ GEMM is done it arrives
+/// on EMPTY, and its fp32 panel's store and reduce-add (none for the
+/// virtual block) run under dK's wgmma. The warpgroups never wait at a
+/// common barrier, each only for the other's previous iteration.
+std::pair<Value, Value>
+SinkBwdDkdvBuilder::dkAndDeferredDqShare(Value dsT16, Value dk, Value qBlock) {
+  Value it = arith::SubIOp::create(b, qBlock, loQ);
+  Value itPair = arith::DivUIOp::create(b, it, cTwo);
+  Value parity = arith::RemUIOp::create(b, itPair, cTwo);
+  Value slot = arith::RemUIOp::create(b, it, cTwo);
+  Value prevSlot = arith::SubIOp::create(b, c.c1, slot);
+  tile::MBarrierWaitParityOp::create(b, dsBars, prevSlot, parity);
+  Value sdSPrev = buildView(
+      b, sdS2, {prevSlot, b.getIndexAttr(0), b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(blockKeys()), b.getIndexAttr(kBlock)},
+      getSharedViewType({blockKeys(), kBlock}, element, {kBlock, 1}));
+  Value dqAsync =
+      tile::GemmOp::create(b, sdSPrev, sKd, sZeroPanel, /*transpose_a=*/true,
+                           /*transpose_b=*/false, /*async=*/true);
+  Value emptySlot = arith::AddIOp::create(b, slot, cTwo);
+  tile::MBarrierWaitParityOp::create(b, dsBars, emptySlot, parity);
+  Value rows = buildView(
+      b, sdS2, {slot, wgKey, b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(kBlock), b.getIndexAttr(kBlock)},
+      getSharedViewType({kBlock, kBlock}, element, {kBlock, 1}));
+  tile::StoreOp::create(b, dsT16, rows, ValueRange{c.c0, c.c0});
+  tile::MBarrierArriveOp::create(b, dsBars, slot);
+  Value dkAsync = tile::GemmOp::create(b, dsT16, sQ, dk, /*transpose_a=*/false,
+                                       /*transpose_b=*/false, /*async=*/true);
+  Value dvNew = waitGemm(b, dvAsync, 2);
+  Value dqPart = waitGemm(b, dqAsync, 1);
+  Value emptyPrev = arith::AddIOp::create(b, prevSlot, cTwo);
+  tile::MBarrierArriveOp::create(b, dsBars, emptyPrev);
+  Value mPrev = arith::SubIOp::create(b, m0, c.c64);
+  Value hasPrev =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ne, qBlock, loQ);
+  addDqPanel(dqPart, slot, mPrev, hasPrev, /*pending=*/true);
+  return {waitGemm(b, dkAsync, 0), dvNew};
+}
+
+/// --dq-split deferred: the warpgroup's store of its panel `part` of dQ's
+/// share into its fp32 tile `slot` and the tile's reduce-add into the rows
+/// of the query block at `rowOffset` and the warpgroup's columns, when
+/// `condition` holds: not for the virtual block before the first (its
+/// share is 0, and its rows may lie before the tensor, where a TMA
+/// reduce-add faults), nor after a loop of no iterations. `pending`: the
+/// loop's stores go on reading (two tiles alternating).
+void SinkBwdDkdvBuilder::addDqPanel(Value part, Value slot, Value rowOffset,
+                                    Value condition, bool pending) {
+  Value tilePanel = buildView(
+      b, sdQpw, {slot, b.getIndexAttr(0), b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(kBlock), b.getIndexAttr(panel())},
+      getSharedViewType({kBlock, panel()}, f32Type(b), {panel(), 1}));
+  Value row = arith::AddIOp::create(b, qStart, rowOffset);
+  buildIfThen(b, condition, [&] {
+    tile::StoreOp::create(b, part, tilePanel, ValueRange{c.c0, c.c0});
+    SmallVector<Value> at = qRowIndices(row);
+    at.push_back(dqPanelColumn);
+    tile::CopyOp::create(b, tilePanel, ValueRange(), dQaccum, at,
+                         /*engine=*/nullptr, /*add=*/true,
+                         pending ? b.getI64IntegerAttr(1) : IntegerAttr());
+  });
+}
+
+/// --dq-split deferred, after the loop: the last query block's share (in
+/// slot (n + 1) % 2 after n iterations, full at parity (n / 2) % 2), added
+/// like the loop's (none after a loop of no iterations).
+void SinkBwdDkdvBuilder::addLastDeferredDqShare() {
+  Value iterations = arith::SubIOp::create(b, hiBlocks, loQ);
+  Value pairs = arith::DivUIOp::create(b, iterations, cTwo);
+  Value parity = arith::RemUIOp::create(b, pairs, cTwo);
+  Value tileSlot = arith::RemUIOp::create(b, iterations, cTwo);
+  Value lastSlot = arith::SubIOp::create(b, c.c1, tileSlot);
+  tile::MBarrierWaitParityOp::create(b, dsBars, lastSlot, parity);
+  Value sdSLast = buildView(
+      b, sdS2, {lastSlot, b.getIndexAttr(0), b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(blockKeys()), b.getIndexAttr(kBlock)},
+      getSharedViewType({blockKeys(), kBlock}, element, {kBlock, 1}));
+  Value part =
+      tile::GemmOp::create(b, sdSLast, sKd, sZeroPanel, /*transpose_a=*/true);
+  Value lastBlock = arith::SubIOp::create(b, hiBlocks, c.c1);
+  Value mLast = arith::MulIOp::create(b, lastBlock, c.c64);
+  Value hasLast =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ne, iterations, c.c0);
+  addDqPanel(part, tileSlot, mLast, hasLast, /*pending=*/false);
+}
+
+/// dK = scale · Σ dSᵀ Q in fp32, for GQA's shares and sums.
+Value SinkBwdDkdvBuilder::scaledDk(Value dkSum) {
+  return buildMap(b, accType(), {dkSum},
+                  [&](ValueRange, ValueRange x) -> Value {
+                    return arith::MulFOp::create(b, x[0], c.scale);
+                  });
+}
+
+/// MHA's dK and dV, rounded: where a tensor map clips the tile (BHSD, BSHD)
+/// through the K and V tiles and one TMA store each, whole lines instead of
+/// 2-byte elements 8 rows apart; from registers where the K/V tiles hold
+/// more keys than one warpgroup's fragment covers (a fragment's store into
+/// a swizzled tile must cover it), and through views that end with the
+/// sequence (varlen).
+void SinkBwdDkdvBuilder::storeGradients(Value dkSum, Value dvSum) {
+  if (form.kvAccumulate)
+    return storeKvAccumulators(scaledDk(dkSum), dvSum);
+  if (form.shares)
+    return storeShares(scaledDk(dkSum), dvSum);
+  Value dk = buildMap(b, gradientType(), {dkSum},
+                      [&](ValueRange, ValueRange x) -> Value {
+                        Value y = arith::MulFOp::create(b, x[0], c.scale);
+                        return arith::TruncFOp::create(b, element, y);
+                      });
+  Value dv = tile::CastOp::create(b, gradientType(), dvSum);
+  if (shape.varlen()) {
+    auto storeInSequence = [&](Value gradient, Value out) {
+      Value inSequence = buildView(
+          b, out, {kStart, b.getIndexAttr(0)},
+          {skv, b.getIndexAttr(shape.kvHeads * shape.headDim)});
+      tile::StoreOp::create(b, gradient, inSequence, ValueRange{n0, hkD});
+    };
+    storeInSequence(dk, dK);
+    storeInSequence(dv, dV);
+    return;
+  }
+  if (form.dkdvShared()) {
+    tile::StoreOp::create(b, dk, dK, kvTile(kRow));
+    tile::StoreOp::create(b, dv, dV, kvTile(kRow));
+    return;
+  }
+  tile::StoreOp::create(b, dk, sK, ValueRange{c.c0, c.c0});
+  buildStoreTile(b, sK, dK, kvTile(kRow));
+  tile::StoreOp::create(b, dv, sV, ValueRange{c.c0, c.c0});
+  buildStoreTile(b, sV, dV, kvTile(kRow));
+}
+
+/// GQA: the query head's fp32 shares of dK and dV, [H, tokens, D].
+void SinkBwdDkdvBuilder::storeShares(Value dkSum, Value dvSum) {
+  if (fixedLengths()) {
+    tile::StoreOp::create(b, dkSum, dK, ValueRange{h, bIdx, n0, c.c0});
+    tile::StoreOp::create(b, dvSum, dV, ValueRange{h, bIdx, n0, c.c0});
+    return;
+  }
+  auto storeInSequence = [&](Value share, Value out) {
+    Value inSequence =
+        buildView(b, out, {b.getIndexAttr(0), kStart, b.getIndexAttr(0)},
+                  {b.getIndexAttr(shape.heads), skv,
+                   b.getIndexAttr(shape.headDim)});
+    tile::StoreOp::create(b, share, inSequence, ValueRange{h, n0, c.c0});
+  };
+  storeInSequence(dkSum, dK);
+  storeInSequence(dvSum, dV);
+}
+
+/// The split with GQA (SinkBwdForm::kvAccumulate): each warpgroup stores
+/// its 64 keys' dK into its half of the block's fp32 dQ tiles (free once
+/// the loop's reduce-adds have read them), and the block adds both halves
+/// into the kv head's fp32 dK by TMA reduce-add; then dV the same.
+/// sink_bwd_dkdv_sum rounds the sums. (Adding the fragments element by
+/// element, `tile.store {add}`, was slower.)
+void SinkBwdDkdvBuilder::storeKvAccumulators(Value dkSum, Value dvSum) {
+  const int64_t d = shape.headDim;
+  MemRefType halfType =
+      getSharedViewType({kBlock, d}, f32Type(b), {d, 1});
+  auto half = [&](Value index) {
+    return buildView(b, sdQ2, {index, b.getIndexAttr(0), b.getIndexAttr(0)},
+                     {b.getIndexAttr(1), b.getIndexAttr(kBlock),
+                      b.getIndexAttr(d)},
+                     halfType);
+  };
+  Value mine = half(wg);
+  Value first = half(c.c0);
+  Value second = half(c.c1);
+  Value firstRow = fixedLengths() ? nBlock : kRowBlock;
+  Value secondRow = arith::AddIOp::create(b, firstRow, c.c64);
+  auto rowsAt = [&](Value row) -> SmallVector<Value> {
+    if (fixedLengths())
+      return {hk, bIdx, row, c.c0};
+    return {hk, row, c.c0};
+  };
+  for (auto [sum, out] : {std::pair{dkSum, dK}, std::pair{dvSum, dV}}) {
+    tile::StoreOp::create(b, sum, mine, ValueRange{c.c0, c.c0});
+    tile::CopyOp::create(b, first, ValueRange(), out, rowsAt(firstRow),
+                         /*engine=*/nullptr, /*add=*/true,
+                         /*pending=*/nullptr);
+    tile::CopyOp::create(b, second, ValueRange(), out, rowsAt(secondRow),
+                         /*engine=*/nullptr, /*add=*/true,
+                         /*pending=*/nullptr);
+  }
+}
+
+/// GQA with one warpgroup: the dK/dV kernel sums the group's shares
+/// itself. The last of the group's blocks for one kv head and key block to
+/// finish (a counter per sequence, kv head and key block, which the
+/// preprocess kernel zeroes) adds the shares in head order, the order of
+/// sink_bwd_dkdv_sum: bit-identical results. Without a window those blocks
+/// run side by side (grid x: head in the group), so it finds the shares in
+/// L2.
+void SinkBwdDkdvBuilder::sumSharesOfGroup() {
+  Value kvHeadCount = constantIndex(b, shape.kvHeads);
+  Value keyBlockCount =
+      constantIndex(b, (shape.seqKv + kBlock - 1) / kBlock);
+  Value sequenceHeads = arith::MulIOp::create(b, bIdx, kvHeadCount);
+  Value kvHeadIndex = arith::AddIOp::create(b, sequenceHeads, hk);
+  Value countRow = arith::MulIOp::create(b, kvHeadIndex, keyBlockCount);
+  Value countAt = arith::AddIOp::create(b, countRow, kb);
+  LastArrival arrival =
+      buildLastArrival(b, counts, countAt, form.group - 1, c.c0);
+  Value sumHere = arith::AndIOp::create(b, arrival.isLast, live);
+  buildIfThen(b, sumHere, [&] {
+    NVVM::MembarOp::create(
+        b, NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::GPU));
+    Value step = constantIndex(b, kSumThreads * kSumVector);
+    Value tileElements = constantIndex(b, kBlock * shape.headDim);
+    Value hFirst = arith::MulIOp::create(b, hk, c.group);
+    Value vectorElements = constantIndex(b, kSumVector);
+    Value start = arith::MulIOp::create(b, arrival.thread, vectorElements);
+    buildForLoop(b, start, tileElements, step,
+                 [&](Value e) { sumShareElements(e, hFirst); });
+  });
+}
+
+/// kSumVector contiguous elements `e` .. of one row of the block's dK and
+/// dV: every share's 16 bytes loaded before the first add, added in head
+/// order; rows past the sequence read row n0 and are not stored.
+void SinkBwdDkdvBuilder::sumShareElements(Value e, Value hFirst) {
+  auto vectorType = VectorType::get({kSumVector}, f32Type(b));
+  auto roundedType = VectorType::get({kSumVector}, element);
+  Value rowInTile = arith::DivUIOp::create(b, e, cD);
+  Value dd = arith::RemUIOp::create(b, e, cD);
+  Value nRaw = arith::AddIOp::create(b, n0, rowInTile);
+  Value inSequence =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, nRaw, skv);
+  Value key = arith::SelectOp::create(b, inSequence, nRaw, n0);
+  Value kr = arith::AddIOp::create(b, kStart, key);
+  Value col = arith::AddIOp::create(b, hkD, dd);
+  Value zeros = arith::ConstantOp::create(
+      b, DenseElementsAttr::get(vectorType, 0.0f));
+  scf::ForOp sums = buildForLoop(
+      b, c.c0, c.group, c.c1, {zeros, zeros},
+      [&](Value g, ValueRange iter) -> SmallVector<Value> {
+        Value gh = arith::AddIOp::create(b, hFirst, g);
+        auto load = [&](Value shares) -> Value {
+          return vector::LoadOp::create(b, Type(vectorType), shares,
+                                        shareElement(gh, kr, dd),
+                                        /*nontemporal=*/BoolAttr(),
+                                        b.getI64IntegerAttr(16));
+        };
+        Value k = load(dK);
+        Value v = load(dV);
+        Value kNext = arith::AddFOp::create(b, iter[0], k);
+        Value vNext = arith::AddFOp::create(b, iter[1], v);
+        return {kNext, vNext};
+      });
+  buildIfThen(b, inSequence, [&] {
+    Value k16 = arith::TruncFOp::create(b, roundedType, sums.getResult(0));
+    Value v16 = arith::TruncFOp::create(b, roundedType, sums.getResult(1));
+    for (auto [value, out] : {std::pair{k16, dKout}, std::pair{v16, dVout}})
+      vector::StoreOp::create(b, value, out, kvElement(kr, col, dd),
+                              /*nontemporal=*/BoolAttr(),
+                              b.getI64IntegerAttr(8));
+  });
+}
+
+/// --dq atomic: the keys' sink terms from the loop's partial sums.
+void SinkBwdDkdvBuilder::storeKeyTerms(Value terms) {
+  Value keyTerms =
+      tile::ReduceOp::create(b, rowType(), tile::ReduceKind::sum, terms, 1);
+  if (fixedLengths()) {
+    tile::StoreOp::create(b, keyTerms, keyTermsOut, ValueRange{bIdx, h, n0});
+    return;
+  }
+  Value inSequence = buildView(b, keyTermsOut, {b.getIndexAttr(0), kStart},
+                               {b.getIndexAttr(shape.heads), skv});
+  tile::StoreOp::create(b, keyTerms, inSequence, ValueRange{h, n0});
+}
+
+/// A query-row buffer's indices of row `qRow` without the column.
+SmallVector<Value> SinkBwdDkdvBuilder::qRowIndices(Value row) {
+  switch (shape.layout) {
+  case rt::AttentionLayout::BHSD:
+    return {bIdx, h, row};
+  case rt::AttentionLayout::BSHD:
+    return {bIdx, row};
+  case rt::AttentionLayout::Varlen:
+    break;
+  }
+  return {row};
+}
+
+/// A query-side tile at row `qRow` (its first column last).
+SmallVector<Value> SinkBwdDkdvBuilder::qTile(Value row) {
+  SmallVector<Value> at = qRowIndices(row);
+  at.push_back(shape.layout == rt::AttentionLayout::BHSD ? c.c0 : hD);
+  return at;
+}
+
+/// A key-side tile at row `kRow`.
+SmallVector<Value> SinkBwdDkdvBuilder::kvTile(Value row) {
+  switch (shape.layout) {
+  case rt::AttentionLayout::BHSD:
+    return {bIdx, hk, row, c.c0};
+  case rt::AttentionLayout::BSHD:
+    return {bIdx, row, hkD};
+  case rt::AttentionLayout::Varlen:
+    break;
+  }
+  return {row, hkD};
+}
+
+/// A K/V element at token `kr`, column `dd` of the head (`col` = hkD + dd).
+SmallVector<Value> SinkBwdDkdvBuilder::kvElement(Value kr, Value col,
+                                                 Value dd) {
+  switch (shape.layout) {
+  case rt::AttentionLayout::BHSD:
+    return {bIdx, hk, kr, dd};
+  case rt::AttentionLayout::BSHD:
+    return {bIdx, kr, col};
+  case rt::AttentionLayout::Varlen:
+    break;
+  }
+  return {kr, col};
+}
+
+/// A share element of query head `gh` at token `kr`, column `dd`.
+SmallVector<Value> SinkBwdDkdvBuilder::shareElement(Value gh, Value kr,
+                                                    Value dd) {
+  if (fixedLengths())
+    return {gh, bIdx, kr, dd};
+  return {gh, kr, dd};
+}
+} // namespace
+
+void sinkattn::kernels::buildSinkBwdDkdv(ImplicitLocOpBuilder &b,
+                                         const SinkBwdProblem &problem) {
+  loadBackwardDialects(b.getContext());
+  gpu::GPUFuncOp func = SinkBwdDkdvBuilder(b, problem).build();
+  b.setInsertionPointAfter(func);
+}
+
+/// dK and dV of a kv head from its query heads' fp32 shares, added in head
+/// order, one thread per element (the split's sums per kv head are one
+/// share: SinkBwdForm::kvAccumulate).
+void sinkattn::kernels::buildSinkBwdDkdvSum(ImplicitLocOpBuilder &b,
+                                            const SinkBwdProblem &problem) {
+  loadBackwardDialects(b.getContext());
+  const rt::SinkAttentionShape &shape = problem.shape;
+  const SinkBwdForm &form = problem.form;
+  const int64_t tokens = shareTokens(shape);
+  const int64_t sharedHeads = form.kvAccumulate ? shape.kvHeads : shape.heads;
+  const int64_t sharesPerKvHead = form.kvAccumulate ? 1 : form.group;
+  auto sharesType = MemRefType::get({sharedHeads * tokens * shape.headDim},
+                                    b.getF32Type());
+  auto gradientType = MemRefType::get({shape.kvElements()}, problem.element);
+  gpu::GPUFuncOp func =
+      createKernelFunction(b, "sink_bwd_dkdv_sum",
+                           {sharesType, sharesType, gradientType, gradientType});
+  Value dKShares = func.getArgument(0), dVShares = func.getArgument(1);
+  Value dK = func.getArgument(2), dV = func.getArgument(3);
+  Value c0 = constantIndex(b, 0);
+  Value c1 = constantIndex(b, 1);
+  Value threads = constantIndex(b, 256);
+  Value zero = constantF32(b, 0.0f);
+  Value count = constantIndex(b, shape.kvElements());
+  Value cD = constantIndex(b, shape.headDim);
+  Value kvHeads = constantIndex(b, shape.kvHeads);
+  Value seqKv = constantIndex(b, shape.seqKv);
+  Value group = constantIndex(b, sharesPerKvHead);
+  // Elements of one query head's share.
+  Value slab = constantIndex(b, tokens * shape.headDim);
+  Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value base = arith::MulIOp::create(b, block, threads);
+  Value e = arith::AddIOp::create(b, base, thread);
+  Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e, count);
+  buildIfThen(b, inside, [&] {
+    Value d = arith::RemUIOp::create(b, e, cD);
+    Value rows = arith::DivUIOp::create(b, e, cD);
+    // The element's token (b·SKV + position, or the packed token) and kv
+    // head: BHSD's element ((b·HK + hk)·SKV + n)·D + d, the others'
+    // (token·HK + hk)·D + d.
+    Value token, hk;
+    if (shape.layout == rt::AttentionLayout::BHSD) {
+      Value n = arith::RemUIOp::create(b, rows, seqKv);
+      Value bhk = arith::DivUIOp::create(b, rows, seqKv);
+      hk = arith::RemUIOp::create(b, bhk, kvHeads);
+      Value batch = arith::DivUIOp::create(b, bhk, kvHeads);
+      Value batchTokens = arith::MulIOp::create(b, batch, seqKv);
+      token = arith::AddIOp::create(b, batchTokens, n);
+    } else {
+      hk = arith::RemUIOp::create(b, rows, kvHeads);
+      token = arith::DivUIOp::create(b, rows, kvHeads);
+    }
+    Value hFirst = arith::MulIOp::create(b, hk, group);
+    Value headStart = arith::MulIOp::create(b, hFirst, slab);
+    Value tokenStart = arith::MulIOp::create(b, token, cD);
+    Value at0 = arith::AddIOp::create(b, headStart, tokenStart);
+    Value first = arith::AddIOp::create(b, at0, d);
+    scf::ForOp sums = buildForLoop(
+        b, c0, group, c1, {zero, zero},
+        [&](Value g, ValueRange iter) -> SmallVector<Value> {
+          Value offset = arith::MulIOp::create(b, g, slab);
+          Value at = arith::AddIOp::create(b, first, offset);
+          Value k = memref::LoadOp::create(b, dKShares, at);
+          Value v = memref::LoadOp::create(b, dVShares, at);
+          Value kNext = arith::AddFOp::create(b, iter[0], k);
+          Value vNext = arith::AddFOp::create(b, iter[1], v);
+          return {kNext, vNext};
+        });
+    Value k16 =
+        arith::TruncFOp::create(b, problem.element, sums.getResult(0));
+    Value v16 =
+        arith::TruncFOp::create(b, problem.element, sums.getResult(1));
+    memref::StoreOp::create(b, k16, dK, e);
+    memref::StoreOp::create(b, v16, dV, e);
+  });
+  gpu::ReturnOp::create(b);
+  b.setInsertionPointAfter(func);
+}
