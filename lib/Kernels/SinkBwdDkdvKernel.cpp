@@ -1182,7 +1182,8 @@ void sinkattn::kernels::buildSinkBwdDkdvSum(ImplicitLocOpBuilder &b,
   const int64_t sharesPerKvHead = form.kvAccumulate ? 1 : form.group;
   auto sharesType = MemRefType::get({sharedHeads * tokens * shape.headDim},
                                     b.getF32Type());
-  auto gradientType = MemRefType::get({shape.kvElements()}, problem.element);
+  auto gradientType =
+      MemRefType::get({int64_t(shape.kvElements())}, problem.element);
   gpu::GPUFuncOp func =
       createKernelFunction(b, "sink_bwd_dkdv_sum",
                            {sharesType, sharesType, gradientType, gradientType});

@@ -361,6 +361,7 @@ TEST_F(SinkBwdKernelTest, AutoWarpgroupsShareTilesOnLongRowsAtD128) {
   // --dq atomic (the split) keeps one dQ warpgroup: it has no dQ kernel.
   KernelConfig atomic = longRows;
   atomic.dq = "atomic";
+  atomic.deterministic = false;
   atomic.dkdvWarpgroups = 2;
   EXPECT_EQ(warpgroupsOf(atomic), Pair(2, 1));
   // A given count wins; the other stays auto's.
