@@ -26,6 +26,30 @@ struct SinkBwdProblem {
   mlir::Type sinkElement;
 };
 
+struct SinkBwdLayout;
+struct SinkBwdConstants;
+
+// The kernel builders. Each creates its gpu.func at `b`'s insertion point
+// (inside the backward's gpu.module) and leaves `b` after it.
+
+/// sink_bwd_sinks (--dq-warpgroups 2): dsink_h from the rows' sink terms,
+/// one warp per head (buildHeadSinkSum).
+mlir::gpu::GPUFuncOp buildSinkBwdSinks(mlir::ImplicitLocOpBuilder &b,
+                                       const SinkBwdProblem &problem,
+                                       const SinkBwdLayout &layout);
+
+/// dsink_h of head `head` from `terms` (a flat memref, the layout's
+/// `terms` type) by the warp whose lane index is `lane`: lane l sums rows
+/// l, l + 32, ... of each run of the head's rows into kSinkPartialSums
+/// partial sums, adds them in order, then the lanes combine in a fixed
+/// butterfly, and lane 0 stores the sum into `dsinks`[`head`]. The same
+/// order wherever it runs: dsinks are bit-identical between the dsinks
+/// kernel and the dQ kernel's last block.
+void buildHeadSinkSum(mlir::ImplicitLocOpBuilder &b,
+                      const SinkBwdLayout &layout, mlir::Value terms,
+                      mlir::Value dsinks, mlir::Value head, mlir::Value lane,
+                      mlir::Value c0, mlir::Value c1, mlir::Value zero);
+
 } // namespace sinkattn::kernels
 
 #endif // SINKATTN_LIB_KERNELS_SINKBWDBUILDING_H

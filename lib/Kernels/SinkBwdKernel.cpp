@@ -83,9 +83,13 @@
 #include "KernelBuilders.h"
 #include "KernelTemplate.h"
 #include "SinkBwdForm.h"
+#include "SinkBwdLayout.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 
 #include <algorithm>
 #include <cmath>
@@ -272,7 +276,6 @@ module attributes {gpu.container_module} {
 @DKDV_SUM@
 
 @DQ_KERNEL@
-@SINKS_KERNEL@
   }
 }
 )mlir";
@@ -334,21 +337,6 @@ constexpr llvm::StringLiteral kDkdvSecondGemmsLateDpAsyncDv = R"mlir(
         %dpTAsync = tile.gemm @DKDV_VW@, %sdO, %sZero {transpose_b, async} : @DKDV_KW_TYPE@, !tileT, !S
         %dvAsync = tile.gemm %pT16, %sdO, %dv {async} : !P, !tileT, !acc
         %dpT = tile.gemm_wait %dpTAsync pending 1 : !S)mlir";
-
-/// The dsinks kernel (--dq-warpgroups 2, whose block-wide barriers would
-/// have to leave the producer out; the one-warpgroup dQ kernel sums dsinks
-/// itself, kSinkSumInDq, and --dq atomic's convert kernel,
-/// kDqConvertKernel).
-constexpr llvm::StringLiteral kSinksKernel = R"mlir(
-    gpu.func @sink_bwd_sinks(%Terms: !terms, %dsinks: memref<@H@xf32>) kernel {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %zero = arith.constant 0.0 : f32
-      %h = gpu.block_id x
-      %lane = gpu.thread_id x
-@HEAD_SINK_SUM@
-      gpu.return
-    })mlir";
 
 /// The deterministic mode's dQ kernel (`--dq separate`).
 constexpr llvm::StringLiteral kDqKernel = R"mlir(
@@ -1837,8 +1825,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_P_MAP@", dkdvProbabilities()},
         {"@DQ_P_MAP@", dqProbabilities()},
         {"@SEQUENCE@", layout.sequence},
-        // --dq atomic sums dsinks in its convert kernel (kDqConvertKernel).
-        {"@SINKS_KERNEL@", sinksInDq || atomicDq ? "" : kSinksKernel.str()},
         {"@DQ_SINK_SUM@", sinksInDq ? kSinkSumInDq.str() : ""},
         {"@SINK_LAST_ARRIVAL@",
          lastArrivalText("sink", "%SinkCounts", "memref<@H@xi32>", "%h",
@@ -1981,9 +1967,38 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (!module)
     return failure();
 
+  // The kernels built as typed IR join the parsed ones in the module's
+  // launch order: preprocess, dkdv, [dkdv_sum], [dq | dq_convert], [sinks].
+  gpu::GPUModuleOp gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
+  ImplicitLocOpBuilder b(NameLoc::get(StringAttr::get(&context, "sink_bwd")),
+                         &context);
+  context.loadDialect<arith::ArithDialect, gpu::GPUDialect,
+                      memref::MemRefDialect, scf::SCFDialect,
+                      tile::TileDialect>();
+  SinkBwdProblem problem{config, shape, form,
+                         getElementType(&context, config.dtype),
+                         getElementType(&context, config.sinkDtype)};
+  SinkBwdLayout typedLayout = SinkBwdLayout::get(&context, problem);
+  // After kernel `previous`, or at the start of the module without one.
+  auto buildAfter = [&](llvm::ArrayRef<llvm::StringRef> previous) {
+    for (llvm::StringRef name : previous)
+      if (auto func = gpuModule.lookupSymbol<gpu::GPUFuncOp>(name)) {
+        b.setInsertionPointAfter(func);
+        return;
+      }
+    b.setInsertionPointToStart(gpuModule.getBody());
+  };
+  // --dq atomic sums dsinks in its convert kernel, the one-warpgroup dQ
+  // kernel in its last block of each head.
+  if (!sinksInDq && !atomicDq) {
+    buildAfter({"sink_bwd_dq"});
+    buildSinkBwdSinks(b, problem, typedLayout);
+  }
+  if (failed(verify(*module)))
+    return fail() << "internal error: the built kernels do not verify";
+
   // The forward joins the module as the setup launch, with what its
   // kernel refers to (a persistent forward's tile lists, @sink_fwd_tiles).
-  gpu::GPUModuleOp gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
   auto forwardModules = forward->module->getOps<gpu::GPUModuleOp>();
   if (forwardModules.empty() ||
       (*forwardModules.begin()).getOps<gpu::GPUFuncOp>().empty())
