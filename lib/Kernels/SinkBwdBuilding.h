@@ -38,6 +38,14 @@ mlir::gpu::GPUFuncOp buildSinkBwdSinks(mlir::ImplicitLocOpBuilder &b,
                                        const SinkBwdProblem &problem,
                                        const SinkBwdLayout &layout);
 
+/// sink_bwd_preprocess, one block per 64 query rows of a head: Delta =
+/// rowsum(dO ⊙ O) and the block's record (-LSE·log2(e), Delta and with
+/// --dq atomic the rows' sink weights); it also zeroes the scratch the
+/// later kernels count or add into.
+mlir::gpu::GPUFuncOp buildSinkBwdPreprocess(mlir::ImplicitLocOpBuilder &b,
+                                            const SinkBwdProblem &problem,
+                                            const SinkBwdLayout &layout);
+
 /// dsink_h of head `head` from `terms` (a flat memref, the layout's
 /// `terms` type) by the warp whose lane index is `lane`: lane l sums rows
 /// l, l + 32, ... of each run of the head's rows into kSinkPartialSums

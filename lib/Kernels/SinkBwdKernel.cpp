@@ -87,7 +87,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 
@@ -179,33 +182,6 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !tileStats = memref<@STATS_ROWS@x64xf32, #gpu.address_space<workgroup>>
 module attributes {gpu.container_module} {
   gpu.module @sink_bwd {
-    gpu.func @sink_bwd_preprocess(%O: !q, %dO: !q, %Delta: !lse, %LSE: !lse, %Stats: !stats@PRE_ATOMIC_ARGS@@PRE_KV_ACC_ARGS@@PRE_COUNTS_ARG@@PRE_SINK_COUNTS_ARG@@SEQUENCE_ARGS@)
-        kernel {
-@QUERY_BLOCK_PROLOGUE@
-      // 16 rows per warp, @ROWS_PER_STEP@ at a time (preprocessRowsText):
-      // each row is a group of D / 8 lanes, each lane reading 8 columns (16
-      // bytes) of O and dO, every load of the step issued before the first
-      // multiply; a butterfly in the group sums its lanes. The group's first
-      // lane writes the row's -LSE·log2(e) and Delta side by side into the
-      // block's record for the dK/dV kernel to load with its Q and dO
-      // tiles, and Delta itself for rows inside the sequence. Rows past the
-      // sequence's end read a clamped row (the last one, or varlen's next
-      // sequence's): they go into the record, where the dK/dV kernel masks
-      // them, but not into Delta.
-@ROW_GROUPS@
-      %width = arith.constant 32 : i32
-      %rowsPerStep = arith.constant @ROWS_PER_STEP@ : index@PRE_DQ_ZEROS@
-      scf.for %k = %c0 to %c16 step %rowsPerStep {
-@PRE_ROWS@
-      }
-@PRE_ATOMIC@
-@PRE_THREAD_INDEX@
-@PRE_ZERO_COUNTS@
-@PRE_ZERO_KV_ACCS@
-@PRE_ZERO_SINK_COUNTS@
-      gpu.return
-    }
-
     gpu.func @sink_bwd_dkdv(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %Stats: !stats,
                             %dK: !dkv, %dV: !dkv@DKDV_ATOMIC_ARGS@@DKDV_SUM_ARGS@@SEQUENCE_ARGS@) kernel
         @DKDV_ATTRIBUTES@ {
@@ -501,20 +477,6 @@ constexpr llvm::StringLiteral kSinkSumInDq = R"mlir(
 @HEAD_SINK_SUM@
       })mlir";
 
-/// Zeroes kSinkSumInDq's counters: one per head, by the head's first
-/// preprocess block.
-constexpr llvm::StringLiteral kZeroSinkCounts = R"mlir(
-      %firstOfHead0 = arith.cmpi eq, %qb, %c0 : index
-      %firstOfHead1 = arith.cmpi eq, %b, %c0 : index
-      %sinkZeroTid = gpu.thread_id x
-      %firstOfHead2 = arith.cmpi eq, %sinkZeroTid, %c0 : index
-      %firstOfHead01 = arith.andi %firstOfHead0, %firstOfHead1 : i1
-      %firstOfHead = arith.andi %firstOfHead01, %firstOfHead2 : i1
-      scf.if %firstOfHead {
-        %sinkZero32 = arith.constant 0 : i32
-        memref.store %sinkZero32, %SinkCounts[%h] : memref<@H@xi32>
-      })mlir";
-
 /// `--dq atomic`: the dK/dV kernel also computes dQ's share of its keys,
 /// dS K, from dSᵀ in shared memory (a transposed-A wgmma) and adds it to
 /// an fp32 dQ (zeroed by the preprocess kernel) by TMA reduce-add; this kernel
@@ -548,30 +510,6 @@ constexpr llvm::StringLiteral kDqConvertKernel = R"mlir(
       gpu.return
     }
 )mlir";
-
-/// `--dq atomic`, preprocess: each row's sink weight exp(sink - LSE) (0 for
-/// a row with neither keys nor a finite sink), which the dK/dV kernel's
-/// sink terms need per column, as the third row of the block's record
-/// (beside -LSE·log2(e) and Delta, loaded with them). (Read per element
-/// from global memory instead, the weights' loads held registers: the dK/dV
-/// kernel with two warpgroups at D 128 spilled 732 bytes, 376 with the
-/// record.) The fp32 dQ's zeros are stored by the row loop
-/// (preprocessRowsText), 32 contiguous bytes per lane.
-constexpr llvm::StringLiteral kPreAtomic = R"mlir(
-      @SINK_LOAD@
-      %w = tile.map () : () -> !row {
-      ^bb0(%i: index):
-@CLAMPED_ROW@
-        %lse = memref.load %LSE[@LSE_AT@] : !lse
-        %noKey = arith.cmpf oeq, %lse, %ninf : f32
-        %x = arith.subf %sink, %lse : f32
-        %x2 = arith.mulf %x, %log2e : f32
-        %e = math.exp2 %x2 : f32
-        %v = arith.select %noKey, %zero, %e : f32
-        tile.yield %v : f32
-      }
-      %cWeightRow = arith.constant 2 : index
-      tile.store %w, %Stats[%b, %h, %qb, %cWeightRow, %c0] : !row, !stats)mlir";
 
 // Row %i of the query block at %m0, as the token %r it reads from LSE-shaped
 // buffers: clamped to the last row (rows past the end read it and are
@@ -1029,15 +967,9 @@ constexpr llvm::StringLiteral kSumShares = R"mlir(
       gpu.return
     })mlir";
 
-/// The preprocess kernel's rows: one load instruction of a warp covers
-/// 256 / D rows (D / 8 lanes per row, 16 bytes per lane), and a step of its
-/// row loop issues kPreprocessLoads of them. Returns the step's text: every
-/// row's clamped row and its loads of O, dO and LSE first (one dependent
-/// latency per step instead of one per row), then per row the dot product,
-/// the butterfly over its lanes and the group's first lane's record and
-/// Delta stores. `oAt` and
-/// `lseAt` index O/dO and LSE/Delta at row %r and column %j (%col = %hD +
-/// %j).
+/// The dQ-convert kernel's rows: one load instruction of a warp covers
+/// 256 / D rows (D / 8 lanes per row), and a step of its row loop issues
+/// kPreprocessLoads of them.
 constexpr int64_t kPreprocessLoads = 4;
 
 /// The row of load `n` (a suffix) of a kRowGroups step %k: %i<n> in the
@@ -1052,54 +984,6 @@ std::string rowGroupRowText(const std::string &n, int64_t rowOffset) {
          kernels::withSuffix(kClampedRow.drop_front().str(),
                              {"%i", "%row", "%token", "%r"}, n) +
          "\n";
-}
-
-std::string preprocessRowsText(const std::string &oAt, const std::string &lseAt,
-                               int64_t headDim, const std::string &type,
-                               bool zeroDqAccum) {
-  const int64_t rowLanes = headDim / 8, rowsPerLoad = 32 / rowLanes;
-  const std::string vec = "vector<8x" + type + ">";
-  std::string loads, rows;
-  for (int64_t u = 0; u < kPreprocessLoads; ++u) {
-    std::string n = std::to_string(u), oAtU = kernels::withSuffix(oAt, {"%r"}, n),
-                lseAtU = kernels::withSuffix(lseAt, {"%r"}, n);
-    loads += rowGroupRowText(n, u * rowsPerLoad) +
-             "        %o" + n + " = vector.load %O[" + oAtU + "] {alignment = 16 : i64} : !q, " + vec + "\n"
-             "        %d" + n + " = vector.load %dO[" + oAtU + "] {alignment = 16 : i64} : !q, " + vec + "\n"
-             "        %lse" + n + " = memref.load %LSE[" + lseAtU + "] : !lse\n";
-    // --dq atomic: the row's fp32 dQ, which the dK/dV kernel adds to,
-    // zeroed by the same lanes at the same (clamped) row and columns: O's
-    // index serves, since dQacc has q's shape in fp32.
-    if (zeroDqAccum)
-      rows += "        vector.store %dqZeros, %dQacc[" + oAtU +
-              "] {alignment = 16 : i64} : !qacc, vector<8xf32>\n";
-    rows += "        %of" + n + " = arith.extf %o" + n + " : " + vec + " to vector<8xf32>\n"
-            "        %df" + n + " = arith.extf %d" + n + " : " + vec + " to vector<8xf32>\n"
-            "        %x" + n + " = arith.mulf %of" + n + ", %df" + n + " : vector<8xf32>\n"
-            "        %sum" + n + " = vector.reduction <add>, %x" + n + " : vector<8xf32> into f32\n";
-    std::string value = "%sum" + n;
-    for (int64_t offset = rowLanes / 2, step = 0; offset >= 1; offset /= 2, ++step) {
-      std::string s = n + "_" + std::to_string(step);
-      rows += "        %offset" + s + " = arith.constant " + std::to_string(offset) +
-              " : i32\n        %other" + s + ", %valid" + s + " = gpu.shuffle xor " +
-              value + ", %offset" + s + ", %width : f32\n        %sum" + s +
-              " = arith.addf " + value + ", %other" + s + " : f32\n";
-      value = "%sum" + s;
-    }
-    rows += "        scf.if %firstLane {\n"
-            "          %lse2" + n + " = arith.mulf %lse" + n + ", %log2e : f32\n"
-            "          %negLse2" + n + " = arith.negf %lse2" + n + " : f32\n"
-            "          memref.store %negLse2" + n + ", %Stats[%b, %h, %qb, %c0, %i" + n + "] : !stats\n"
-            "          memref.store " + value + ", %Stats[%b, %h, %qb, %c1, %i" + n + "] : !stats\n"
-            "          %inside" + n + " = arith.cmpi ult, %row" + n + ", %seqQ : index\n"
-            "          scf.if %inside" + n + " {\n"
-            "            memref.store " + value + ", %Delta[" + lseAtU + "] : !lse\n"
-            "          }\n"
-            "        }\n";
-  }
-  std::string text = loads + rows;
-  text.pop_back();
-  return text;
 }
 
 /// One step of the dQ-convert kernel's row loop (kDqConvertKernel): the
@@ -1262,15 +1146,6 @@ std::string sumSharesElementsText(const std::string &sharesAt,
          "          }";
 }
 
-/// Zeroes kSumSharesInKernel's counters: every preprocess block a strided
-/// part of them.
-constexpr llvm::StringLiteral kZeroShareCounts = R"mlir(
-      %zero32 = arith.constant 0 : i32
-      %countTotal = arith.constant @COUNTS@ : index
-      scf.for %ci = %preFirst to %countTotal step %preStride {
-        memref.store %zero32, %Counts[%ci] : memref<@COUNTS@xi32>
-      })mlir";
-
 /// dK's fp32 accumulator scaled (dK = scale · Σ dSᵀ Q), for GQA's fp32
 /// shares and sums.
 constexpr llvm::StringLiteral kDkScaled = R"mlir(
@@ -1302,35 +1177,6 @@ constexpr llvm::StringLiteral kStoreKvAccums = R"mlir(
       tile.store %res#1, %sdKVw[%c0, %c0] : !acc, !tileQacc
       tile.copy %sdKV0, %dV[@KV_ACC_AT@] {add} : !tileQacc, !dkv
       tile.copy %sdKV1, %dV[@KV_ACC_AT2@] {add} : !tileQacc, !dkv)mlir";
-
-/// The preprocess thread's index in the whole grid (%preFirst) and the
-/// grid's thread count (%preStride), for the loops that zero scratch a
-/// strided part per thread (kZeroShareCounts, kZeroKvAccums).
-constexpr llvm::StringLiteral kPreprocessThreadIndex = R"mlir(
-      %headsPre = arith.constant @H@ : index
-      %qbCount = arith.constant @QB@ : index
-      %preThreads = arith.constant 128 : index
-      %preStride = arith.constant @PRE_COUNT_STRIDE@ : index
-      %bH = arith.muli %b, %headsPre : index
-      %bHh = arith.addi %bH, %h : index
-      %preBlockRow = arith.muli %bHh, %qbCount : index
-      %preBlock = arith.addi %preBlockRow, %qb : index
-      %preBase = arith.muli %preBlock, %preThreads : index
-      %preTid = gpu.thread_id x
-      %preFirst = arith.addi %preBase, %preTid : index)mlir";
-
-/// Zeroes the split's fp32 dK/dV accumulators (kvAccumulate), flat
-/// [HK * tokens * D]: every preprocess thread a strided part of them, 16
-/// bytes at a time (D is a multiple of 4).
-constexpr llvm::StringLiteral kZeroKvAccums = R"mlir(
-      %accVectors = arith.constant @KV_ACC_VECTORS@ : index
-      %accZeros = arith.constant dense<0.0> : vector<4xf32>
-      %accVector = arith.constant 4 : index
-      scf.for %av = %preFirst to %accVectors step %preStride {
-        %ae = arith.muli %av, %accVector : index
-        vector.store %accZeros, %dKacc[%ae] {alignment = 16 : i64} : memref<@KV_ACC@xf32>, vector<4xf32>
-        vector.store %accZeros, %dVacc[%ae] {alignment = 16 : i64} : memref<@KV_ACC@xf32>, vector<4xf32>
-      })mlir";
 
 /// The parts of the template that depend on the memory layout (as in
 /// SinkFwdKernel.cpp: BHSD, BSHD viewed as [B, S, H * D], varlen packed
@@ -1753,10 +1599,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_SECOND_GEMMS@", earlyDp
                                     ? kDkdvSecondGemmsEarlyDp.str()
                                     : kDkdvSecondGemmsLateDpAsyncDv.str()},
-        {"@PRE_ATOMIC@", atomicDq ? kPreAtomic.str() : ""},
-        {"@PRE_ATOMIC_ARGS@",
-         atomicDq ? ", %sinks: memref<@H@x@ST@>, %dQacc: !qacc"
-                  : ""},
         {"@DKDV_ATOMIC_ARGS@",
          atomicDq ? ", %dQacc: !qacc, %TermsK: !kterms" : ""},
         {"@DKDV_ATOMIC_PRE@",
@@ -1832,17 +1674,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DQ_SINKS_ARGS@",
          sinksInDq ? ", %dsinks: memref<@H@xf32>, %SinkCounts: memref<@H@xi32>"
                    : ""},
-        {"@PRE_SINK_COUNTS_ARG@",
-         sinksInDq ? ", %SinkCounts: memref<@H@xi32>" : ""},
-        {"@PRE_ZERO_SINK_COUNTS@", sinksInDq ? kZeroSinkCounts.str() : ""},
         // After the two above that hold it.
         {"@HEAD_SINK_SUM@",
          headSinkSumText(sinksInDq ? "%termsFlat" : "%Terms")},
-        {"@PRE_ROWS@", preprocessRowsText(layout.oAt, layout.lseAt,
-                                          shape.headDim, type, atomicDq)},
-        {"@PRE_DQ_ZEROS@",
-         atomicDq ? "\n      %dqZeros = arith.constant dense<0.0> : vector<8xf32>"
-                  : ""},
         {"@CONVERT_ROWS@", dqConvertRowsText(layout.oAt, shape.headDim, type)},
         {"@ROW_GROUPS@", kRowGroups.str()},
         {"@ROW_LANES@", std::to_string(shape.headDim / 8)},
@@ -1859,13 +1693,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_BLOCK_LAST_KEY_OFFSET@",
          dkdvShared ? "%blockLastKeyOffset" : "%c63"},
         {"@DKDV_SUM@", shares && !sumInKernel ? kSumShares.str() : ""},
-        {"@PRE_KV_ACC_ARGS@",
-         kvAccumulate
-             ? ", %dKacc: memref<@KV_ACC@xf32>, %dVacc: memref<@KV_ACC@xf32>"
-             : ""},
-        {"@PRE_ZERO_KV_ACCS@", kvAccumulate ? kZeroKvAccums.str() : ""},
-        {"@PRE_THREAD_INDEX@",
-         sumInKernel || kvAccumulate ? kPreprocessThreadIndex.str() : ""},
         {"@DKDV_SUM_IN_KERNEL@", sumInKernel ? kSumSharesInKernel.str() : ""},
         {"@SHARES_LAST_ARRIVAL@",
          lastArrivalText("sum", "%Counts", "memref<@COUNTS@xi32>", "%countAt",
@@ -1875,8 +1702,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_SUM_ARGS@",
          sumInKernel ? ", %dKout: !kv, %dVout: !kv, %Counts: memref<@COUNTS@xi32>"
                      : ""},
-        {"@PRE_COUNTS_ARG@", sumInKernel ? ", %Counts: memref<@COUNTS@xi32>" : ""},
-        {"@PRE_ZERO_COUNTS@", sumInKernel ? kZeroShareCounts.str() : ""},
         // Last: the pieces above use it too.
         {"@CLAMPED_ROW@", kClampedRow.drop_front().str()}})
     replaceAll(text, key, value);
@@ -1922,7 +1747,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"TERMS_FLAT", "memref.collapse_shape %Terms [[" +
                           std::string(termDims.size() == 3 ? "0, 1, 2" : "0, 1") +
                           "]] : !lse into !terms"},
-       {"PRE_COUNT_STRIDE", str(int64_t(queryBlocks) * shape.heads * shape.batch * 128)},
        {"ROWS", str(std::accumulate(termDims.begin(), termDims.end(),
                                     int64_t(1), std::multiplies<int64_t>()))},
        {"Q_TYPE", layout.qType},
@@ -1973,8 +1797,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   ImplicitLocOpBuilder b(NameLoc::get(StringAttr::get(&context, "sink_bwd")),
                          &context);
   context.loadDialect<arith::ArithDialect, gpu::GPUDialect,
-                      memref::MemRefDialect, scf::SCFDialect,
-                      tile::TileDialect>();
+                      math::MathDialect, memref::MemRefDialect,
+                      NVVM::NVVMDialect, scf::SCFDialect, tile::TileDialect,
+                      vector::VectorDialect>();
   SinkBwdProblem problem{config, shape, form,
                          getElementType(&context, config.dtype),
                          getElementType(&context, config.sinkDtype)};
@@ -1988,6 +1813,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       }
     b.setInsertionPointToStart(gpuModule.getBody());
   };
+  buildAfter({});
+  buildSinkBwdPreprocess(b, problem, typedLayout);
   // --dq atomic sums dsinks in its convert kernel, the one-warpgroup dQ
   // kernel in its last block of each head.
   if (!sinksInDq && !atomicDq) {
