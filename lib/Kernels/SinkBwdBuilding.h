@@ -46,6 +46,13 @@ mlir::gpu::GPUFuncOp buildSinkBwdPreprocess(mlir::ImplicitLocOpBuilder &b,
                                             const SinkBwdProblem &problem,
                                             const SinkBwdLayout &layout);
 
+/// sink_bwd_dq_convert (--dq atomic), one block per 64 query rows of a
+/// head: the fp32 dQ scaled and rounded, and dsinks from the keys' sink
+/// terms.
+mlir::gpu::GPUFuncOp buildSinkBwdDqConvert(mlir::ImplicitLocOpBuilder &b,
+                                           const SinkBwdProblem &problem,
+                                           const SinkBwdLayout &layout);
+
 /// dsink_h of head `head` from `terms` (a flat memref, the layout's
 /// `terms` type) by the warp whose lane index is `lane`: lane l sums rows
 /// l, l + 32, ... of each run of the head's rows into kSinkPartialSums

@@ -64,7 +64,7 @@
 // share of its keys and adds it to an fp32 dQ with a TMA reduce-add, and
 // sums the keys' sink terms; preprocess zeros that dQ and writes the rows'
 // sink weights into the blocks' records; sink_bwd_dq_convert rounds dQ
-// and sums dsinks from the key terms (kDqConvertKernel). Fewer GEMMs, but
+// and sums dsinks from the key terms (buildSinkBwdDqConvert). Fewer GEMMs, but
 // not bit-reproducible. It takes --dkdv-warpgroups 2: the block's two
 // warpgroups split dQ's share by panels of D / 2 columns (kDkdvDkDq):
 // FlashAttention 3's split, level with the default at S 2048 and 6-15%
@@ -118,26 +118,6 @@ std::string sharedBlockAttributes(int64_t warpgroups) {
          std::to_string(128 * warpgroups) +
          ", 1, 1>, nvvm.minctasm = 1 : i32}";
 }
-
-/// The row groups of the preprocess and dQ-convert kernels (128 threads, a
-/// block of 64 query rows): warp w takes rows 16w .. 16w + 15, a row is a
-/// group of D / 8 lanes (%rowOfLane: the lane's row within a load of
-/// 32 / (D / 8) rows), each lane 8 columns from %j (%col = %hD + %j), so a
-/// warp's load or store covers whole rows.
-constexpr llvm::StringLiteral kRowGroups = R"mlir(
-      %c16 = arith.constant 16 : index
-      %c32 = arith.constant 32 : index
-      %tid = gpu.thread_id x
-      %warp = arith.divui %tid, %c32 : index
-      %lane = arith.remui %tid, %c32 : index
-      %rowLanes = arith.constant @ROW_LANES@ : index
-      %rowOfLane = arith.divui %lane, %rowLanes : index
-      %chunk = arith.remui %lane, %rowLanes : index
-      %firstLane = arith.cmpi eq, %chunk, %c0 : index
-      %c8 = arith.constant 8 : index
-      %j = arith.muli %chunk, %c8 : index
-      %col = arith.addi %hD, %j : index
-      %warpRow = arith.muli %warp, %c16 : index)mlir";
 
 /// The kernels of the backward. How the dK/dV kernel gets each column's
 /// -LSE·log2(e) and Delta: the preprocess kernel writes them per query
@@ -477,40 +457,6 @@ constexpr llvm::StringLiteral kSinkSumInDq = R"mlir(
 @HEAD_SINK_SUM@
       })mlir";
 
-/// `--dq atomic`: the dK/dV kernel also computes dQ's share of its keys,
-/// dS K, from dSᵀ in shared memory (a transposed-A wgmma) and adds it to
-/// an fp32 dQ (zeroed by the preprocess kernel) by TMA reduce-add; this kernel
-/// scales and converts it, in the preprocess kernel's row groups: D / 8
-/// lanes per row, each reading 32 contiguous bytes of the fp32 dQ and
-/// writing 16 of dQ (dqConvertRowsText). In the accumulator's fragment
-/// layout (a tile.map's per-element loads, a register store of 4 bytes
-/// per row and column pair) it took 2.6 times cuDNN's conversion of the
-/// same tensors (PERF.md, session 28).
-constexpr llvm::StringLiteral kDqConvertKernel = R"mlir(
-    gpu.func @sink_bwd_dq_convert(%dQacc: !qacc, %dQ: !q, %Terms: !terms,
-                                  %dsinks: memref<@H@xf32>@SEQUENCE_ARGS@) kernel {
-@QUERY_BLOCK_PROLOGUE@
-@ROW_GROUPS@
-      // dsink_h from the keys' sink terms (which the dK/dV kernel wrote),
-      // by the first warp of the head's first block: one launch fewer than
-      // a dsinks kernel of its own after this one (session 29).
-      %firstBlock0 = arith.cmpi eq, %qb, %c0 : index
-      %firstBlock1 = arith.cmpi eq, %b, %c0 : index
-      %firstBlock = arith.andi %firstBlock0, %firstBlock1 : i1
-      %inFirstWarp = arith.cmpi ult, %tid, %c32 : index
-      %sumSinkHere = arith.andi %firstBlock, %inFirstWarp : i1
-      scf.if %sumSinkHere {
-@HEAD_SINK_SUM@
-      }
-      %scales = vector.broadcast %scale : f32 to vector<8xf32>
-      %rowsPerStep = arith.constant @ROWS_PER_STEP@ : index
-      scf.for %k = %c0 to %c16 step %rowsPerStep {
-@CONVERT_ROWS@
-      }
-      gpu.return
-    }
-)mlir";
-
 // Row %i of the query block at %m0, as the token %r it reads from LSE-shaped
 // buffers: clamped to the last row (rows past the end read it and are
 // masked or never stored).
@@ -782,16 +728,6 @@ constexpr llvm::StringLiteral kDqPdpPartial = R"mlir(        %pdpBlock = tile.ma
           tile.yield %v : f32
         })mlir";
 
-/// The start of the kernels with one block per 64 query rows of a head
-/// (grid x: block, y: head, z: sequence): preprocess and dq_convert.
-constexpr llvm::StringLiteral kQueryBlockPrologue = R"mlir(@CONSTANTS@
-      %qb = gpu.block_id x
-      %h = gpu.block_id y
-      %b = gpu.block_id z
-      %hk = arith.divui %h, %group : index
-@SEQUENCE@
-      %m0 = arith.muli %qb, %c64 : index)mlir";
-
 /// The constants and sequence bounds every tile kernel of the module uses.
 constexpr llvm::StringLiteral kConstants = R"mlir(
       %c0 = arith.constant 0 : index
@@ -966,57 +902,6 @@ constexpr llvm::StringLiteral kSumShares = R"mlir(
       }
       gpu.return
     })mlir";
-
-/// The dQ-convert kernel's rows: one load instruction of a warp covers
-/// 256 / D rows (D / 8 lanes per row), and a step of its row loop issues
-/// kPreprocessLoads of them.
-constexpr int64_t kPreprocessLoads = 4;
-
-/// The row of load `n` (a suffix) of a kRowGroups step %k: %i<n> in the
-/// block, %row<n> in the sequence, %r<n> clamped to the last row
-/// (kClampedRow), for the lanes' loads `rowOffset` rows into the step.
-std::string rowGroupRowText(const std::string &n, int64_t rowOffset) {
-  return "        %rowOffset" + n + " = arith.constant " +
-         std::to_string(rowOffset) + " : index\n"
-         "        %kRow" + n + " = arith.addi %k, %rowOffset" + n + " : index\n"
-         "        %kLane" + n + " = arith.addi %kRow" + n + ", %rowOfLane : index\n"
-         "        %i" + n + " = arith.addi %warpRow, %kLane" + n + " : index\n" +
-         kernels::withSuffix(kClampedRow.drop_front().str(),
-                             {"%i", "%row", "%token", "%r"}, n) +
-         "\n";
-}
-
-/// One step of the dQ-convert kernel's row loop (kDqConvertKernel): the
-/// fp32 dQ of kPreprocessLoads rows per lane group (clamped rows, every
-/// load first), then each row scaled, rounded and stored if it lies inside
-/// the sequence. `oAt` indexes q-shaped buffers at row %r, column %j or
-/// %col.
-std::string dqConvertRowsText(const std::string &oAt, int64_t headDim,
-                              const std::string &type) {
-  const int64_t rowsPerLoad = 32 / (headDim / 8);
-  const std::string vec = "vector<8x" + type + ">";
-  std::string loads, stores;
-  for (int64_t u = 0; u < kPreprocessLoads; ++u) {
-    std::string n = std::to_string(u),
-                oAtU = kernels::withSuffix(oAt, {"%r"}, n);
-    loads += rowGroupRowText(n, u * rowsPerLoad) + "        %acc" + n +
-             " = vector.load %dQacc[" + oAtU +
-             "] {alignment = 16 : i64} : !qacc, vector<8xf32>\n";
-    stores += "        %scaled" + n + " = arith.mulf %acc" + n +
-              ", %scales : vector<8xf32>\n"
-              "        %rounded" + n + " = arith.truncf %scaled" + n +
-              " : vector<8xf32> to " + vec + "\n"
-              "        %inside" + n + " = arith.cmpi ult, %row" + n +
-              ", %seqQ : index\n"
-              "        scf.if %inside" + n + " {\n"
-              "          vector.store %rounded" + n + ", %dQ[" + oAtU +
-              "] {alignment = 16 : i64} : !q, " + vec + "\n"
-              "        }\n";
-  }
-  std::string text = loads + stores;
-  text.pop_back();
-  return text;
-}
 
 /// Partial sums per lane of the dsinks kernel.
 constexpr int64_t kSinkPartialSums = 8;
@@ -1593,7 +1478,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   std::string text = kSinkBwdTemplate.str();
   for (auto [key, value] :
        {std::pair<std::string, std::string>{
-            "@DQ_KERNEL@", atomicDq ? kDqConvertKernel.str() : kDqKernel.str()},
+            "@DQ_KERNEL@", atomicDq ? "" : kDqKernel.str()},
         {"@DKDV_FIRST_GEMMS@", earlyDp ? kDkdvFirstGemmsEarlyDp.str()
                                        : kDkdvFirstGemmsLateDp.str()},
         {"@DKDV_SECOND_GEMMS@", earlyDp
@@ -1661,7 +1546,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DQ_PDP_INIT@", dqShared ? "%pdpZero" : "%sZero"},
         {"@DQ_PDP_TYPE@", dqShared ? "!rowParts" : "!S"},
         {"@DQ_PDP_UPDATE@", dqShared ? kDqPdpPartial.str() : kDqPdpFull.str()},
-        {"@QUERY_BLOCK_PROLOGUE@", kQueryBlockPrologue.str()},
         {"@CONSTANTS@", kConstants.str()},
         {"@BLOCK_MASK@", blockMaskText()},
         {"@DKDV_P_MAP@", dkdvProbabilities()},
@@ -1677,11 +1561,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         // After the two above that hold it.
         {"@HEAD_SINK_SUM@",
          headSinkSumText(sinksInDq ? "%termsFlat" : "%Terms")},
-        {"@CONVERT_ROWS@", dqConvertRowsText(layout.oAt, shape.headDim, type)},
-        {"@ROW_GROUPS@", kRowGroups.str()},
-        {"@ROW_LANES@", std::to_string(shape.headDim / 8)},
-        {"@ROWS_PER_STEP@",
-         std::to_string(256 / shape.headDim * kPreprocessLoads)},
         {"@DKDV_STORE@", dkdvStore},
         {"@DKDV_KEYS@", dkdvKeys},
         {"@DKDV_KV_TILE@", dkdvKvTile},
@@ -1817,6 +1696,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   buildSinkBwdPreprocess(b, problem, typedLayout);
   // --dq atomic sums dsinks in its convert kernel, the one-warpgroup dQ
   // kernel in its last block of each head.
+  if (atomicDq) {
+    buildAfter({"sink_bwd_dkdv_sum", "sink_bwd_dkdv"});
+    buildSinkBwdDqConvert(b, problem, typedLayout);
+  }
   if (!sinksInDq && !atomicDq) {
     buildAfter({"sink_bwd_dq"});
     buildSinkBwdSinks(b, problem, typedLayout);

@@ -448,3 +448,70 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdPreprocess(
   finishBackwardKernel(b, func);
   return func;
 }
+
+gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdDqConvert(
+    ImplicitLocOpBuilder &b, const SinkBwdProblem &problem,
+    const SinkBwdLayout &layout) {
+  const rt::SinkAttentionShape &shape = problem.shape;
+  Type f32 = b.getF32Type();
+  SmallVector<Type> argTypes = {layout.qAcc, layout.q, layout.terms,
+                                MemRefType::get({shape.heads}, f32)};
+  layout.appendSequenceArgs(argTypes);
+  gpu::GPUFuncOp func = createBackwardKernel(b, "sink_bwd_dq_convert", argTypes);
+  ArrayRef<BlockArgument> args = func.getArguments();
+  Value dQacc = args[0], dQ = args[1], terms = args[2], dsinks = args[3];
+  Value cuQ, cuK;
+  if (layout.varlen())
+    cuQ = args[4], cuK = args[5];
+
+  QueryBlock block = QueryBlock::build(b, problem, layout, cuQ, cuK);
+  const SinkBwdConstants &c = block.constants;
+  const SinkBwdSequence &sequence = block.sequence;
+  RowGroups groups = RowGroups::build(b, block, shape.headDim);
+  // dsink_h from the keys' sink terms (which the dK/dV kernel wrote), by
+  // the first warp of the head's first block: one launch fewer than a
+  // dsinks kernel of its own after this one.
+  Value firstBlock = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                           block.block, c.c0);
+  Value firstSequence = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                              sequence.batch, c.c0);
+  Value firstOfHead = arith::AndIOp::create(b, firstBlock, firstSequence);
+  Value inFirstWarp = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                            groups.thread, groups.c32);
+  Value sumHere = arith::AndIOp::create(b, firstOfHead, inFirstWarp);
+  buildIfThen(b, sumHere, [&] {
+    buildHeadSinkSum(b, layout, terms, dsinks, sequence.head, groups.lane,
+                     c.c0, c.c1, c.zero);
+  });
+  // D / 8 lanes per row, each reading 32 contiguous bytes of the fp32 dQ
+  // and writing 16 of dQ (in the accumulator's fragment layout the
+  // conversion was far slower; docs/PERF.md).
+  auto vectorF32 = VectorType::get({8}, f32);
+  auto vectorType = VectorType::get({8}, problem.element);
+  Value scales = vector::BroadcastOp::create(b, vectorF32, c.scale);
+  groups.buildRowLoop(b, block, [&](Value step) {
+    SmallVector<RowGroups::Row> rows;
+    SmallVector<SmallVector<Value>> at;
+    SmallVector<Value> sums;
+    for (int64_t u = 0; u < kRowGroupLoads; ++u) {
+      rows.push_back(groups.row(b, block, step, u));
+      at.push_back(layout.elementAt(sequence, rows.back().token,
+                                    groups.column, groups.headColumn));
+      sums.push_back(vector::LoadOp::create(b, vectorF32, dQacc, at.back(),
+                                            /*nontemporal=*/false,
+                                            llvm::Align(16)));
+    }
+    for (int64_t u = 0; u < kRowGroupLoads; ++u) {
+      Value scaled = arith::MulFOp::create(b, sums[u], scales);
+      Value rounded = arith::TruncFOp::create(b, vectorType, scaled);
+      Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                           rows[u].inSequence, sequence.seqQ);
+      buildIfThen(b, inside, [&] {
+        vector::StoreOp::create(b, rounded, dQ, at[u], /*nontemporal=*/false,
+                                llvm::Align(16));
+      });
+    }
+  });
+  finishBackwardKernel(b, func);
+  return func;
+}
