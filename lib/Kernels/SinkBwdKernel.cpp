@@ -52,9 +52,15 @@
 //                         small dsink (28% in a measured case). The last
 //                         of a head's blocks (a counter per head) then sums
 //                         the head's terms into dsink_h with one warp, in a
-//                         fixed order and a butterfly (kSinkSumInDq).
+//                         fixed order and a butterfly
+//                         (SinkBwdDqKernel.cpp).
 //   sink_bwd_sinks        (--dq-warpgroups 2) that sum, one warp per head,
 //                         as a kernel of its own.
+//
+// preprocess, dq, dq_convert and sinks are built as typed IR
+// (SinkBwdRowKernels.cpp, SinkBwdDqKernel.cpp, their layout in
+// SinkBwdLayout.h); the dK/dV kernels still come from the template text
+// below, parsed, and the typed kernels join them in launch order.
 //
 // Every output element has exactly one writer and every sum a fixed order
 // (the share sum's counter only elects which block adds, not the order):
@@ -98,7 +104,6 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <numeric>
 
 using namespace mlir;
 using namespace sinkattn;
@@ -137,13 +142,10 @@ constexpr llvm::StringLiteral kSinkBwdTemplate = R"mlir(
 !row = !tile.fragment<64xf32>
 !q = @Q_TYPE@
 !kv = @KV_TYPE@
-!lse = @LSE_TYPE@
-!terms = memref<@ROWS@xf32>
 !dkv = @DKV_TYPE@
 !qacc = @QACC_TYPE@
 !kterms = @KTERMS_TYPE@
 !tileS = memref<64x64x@T@, #gpu.address_space<workgroup>>
-!tileDqQ = memref<@DQ_BLOCK_ROWS_N@x@D@x@T@, #gpu.address_space<workgroup>>
 !tileDkdvKV = memref<@DKDV_BLOCK_KEYS_N@x@D@x@T@, #gpu.address_space<workgroup>>
 !tileQw = memref<64x@D@x@T@, strided<[@D@, 1], offset: ?>, #gpu.address_space<workgroup>>
 !rowParts = !tile.fragment<64x8xf32>
@@ -230,32 +232,9 @@ module attributes {gpu.container_module} {
       gpu.return
     }
 @DKDV_SUM@
-
-@DQ_KERNEL@
   }
 }
 )mlir";
-
-/// dsink_h from the sink terms (the dsinks kernel, or the dQ kernel's last
-/// block of the head: kSinkSumInDq). One warp per head; lane l sums rows l,
-/// l + 32, ... of each run of the head's rows into kSinkPartialSums partial
-/// sums (rows l + 32u + 256m, m = 0, 1, ..., into sum u, so that many loads
-/// are in flight: one chain of dependent loads took 31 us at S 8192), adds
-/// them in order, then the lanes combine in a fixed butterfly. Needs %c0,
-/// %c1, %zero, %h, %lane and the terms as a flat memref (headSinkSumText's
-/// `terms`).
-constexpr llvm::StringLiteral kHeadSinkSum = R"mlir(
-      %width = arith.constant 32 : i32
-      %run = arith.constant @RUN@ : index
-      %runs = arith.constant @RUN_BATCHES@ : index
-      %batchRows = arith.constant @BATCH_ROWS@ : index
-      %headBase = arith.muli %h, %run : index
-@SINK_SUM@
-@BUTTERFLY@
-      %first = arith.cmpi eq, %lane, %c0 : index
-      scf.if %first {
-        memref.store %total, %dsinks[%h] : memref<@H@xf32>
-      })mlir";
 
 /// The dK/dV loop's GEMMs around Pᵀ's exponentials (kSinkBwdTemplate's
 /// @DKDV_FIRST_GEMMS@ and @DKDV_SECOND_GEMMS@; kDvWait waits for dV
@@ -294,120 +273,8 @@ constexpr llvm::StringLiteral kDkdvSecondGemmsLateDpAsyncDv = R"mlir(
         %dvAsync = tile.gemm %pT16, %sdO, %dv {async} : !P, !tileT, !acc
         %dpT = tile.gemm_wait %dpTAsync pending 1 : !S)mlir";
 
-/// The deterministic mode's dQ kernel (`--dq separate`).
-constexpr llvm::StringLiteral kDqKernel = R"mlir(
-    gpu.func @sink_bwd_dq(%Q: !q, %K: !kv, %V: !kv, %dO: !q, %LSE: !lse,
-                          %Delta: !lse, %sinks: memref<@H@x@ST@>, %dQ: !q,
-                          %Terms: !lse@DQ_SINKS_ARGS@@SEQUENCE_ARGS@) kernel
-        @DQ_ATTRIBUTES@ {
-@CONSTANTS@
-@DQ_BLOCK_IDS@
-      %hk = arith.divui %h, %group : index
-@SEQUENCE@
-@DQ_ROWS@
-      %qRow = arith.addi %qStart, %m0 : index
-      %sQ = memref.alloc() : !tileDqQ
-      %sdO = memref.alloc() : !tileDqQ
-      %sK = memref.alloc() : !tileT
-      %sV = memref.alloc() : !tileT
-      tile.copy %Q[@DQ_Q_TILE@], %sQ : !q, !tileDqQ
-      tile.copy %dO[@DQ_Q_TILE@], %sdO : !q, !tileDqQ@DQ_SUBVIEWS@@DQ_PINGPONG_INIT@
-      %lse2 = tile.map () : () -> !row {
-      ^bb0(%i: index):
-@CLAMPED_ROW@
-        %lse = memref.load %LSE[@LSE_AT@] : !lse
-        %v = arith.mulf %lse, %log2e : f32
-        tile.yield %v : f32
-      }
-      %deltaRow = tile.map () : () -> !row {
-      ^bb0(%i: index):
-@CLAMPED_ROW@
-        %v = memref.load %Delta[@LSE_AT@] : !lse
-        tile.yield %v : f32
-      }
-      // Key blocks the rows see: up to the last row's position (causal),
-      // from the first row's window start.
-      %pFirst = arith.addi @DQ_BLOCK_FIRST_ROW@, %past : index
-      %lastKey = arith.addi %pFirst, @DQ_BLOCK_ROWS@ : index
-      %hiKey = arith.minsi %lastKey, %skv : index
-      %hi = arith.maxsi %hiKey, %c0 : index
-      %hiCausal = arith.ceildivui %hi, %c64 : index
-      %firstKey = arith.subi %pFirst, %window : index
-      %firstKey1 = arith.addi %firstKey, %c1 : index
-      %firstKeyPos = arith.maxsi %firstKey1, %c0 : index
-      %windowLo = arith.divui %firstKeyPos, %c64 : index
-      %lo = arith.select %hasWindow, %windowLo, %c0 : index
-      // Blocks past the end of their sequence (varlen) do no work.
-      %live = arith.cmpi slt, @DQ_BLOCK_FIRST_ROW@, %seqQ : index
-      %hiLive = arith.select %live, %hiCausal, %lo : index
-      %hiBlocks = arith.maxsi %hiLive, %lo : index
-      %accZero = tile.fill %zero : !acc
-      %sZero = tile.fill %zero : !S
-      // P ⊙ dP summed over the key blocks in registers (elementwise, one
-      // FMA per element, or as partial columns: kDqPdpFull/kDqPdpPartial),
-      // reduced to rows once after the loop: a row reduction per block
-      // (shuffles) cost 3-4% of the backward at D = 64.
-@DQ_PDP_ZERO@
-      %res:2 = scf.for %kb = %lo to %hiBlocks step %c1
-          iter_args(%acc = %accZero, %pdpSum = @DQ_PDP_INIT@) -> (!acc, @DQ_PDP_TYPE@) {
-        %n0 = arith.muli %kb, %c64 : index
-        %kRow = arith.addi %kStart, %n0 : index
-        tile.copy %K[@KV_TILE@], %sK : !kv, !tileT
-        tile.copy %V[@KV_TILE@], %sV : !kv, !tileT@DQ_PINGPONG_SYNC@
-        // S and dP issued together: dP's wgmma runs under P's exponentials.
-        %sAsync = tile.gemm @DQ_QW@, %sK, %sZero {transpose_b, async} : @DQ_QW_TYPE@, !tileT, !S
-        %dpAsync = tile.gemm @DQ_DOW@, %sV, %sZero {transpose_b, async} : @DQ_QW_TYPE@, !tileT, !S@DQ_PINGPONG_ARRIVE@
-        %s = tile.gemm_wait %sAsync pending 1 : !S
-        // Only blocks on the diagonal or at the window's edge need the
-        // per-element mask (blockMaskText).
-        %rowsFirstPos = arith.addi %m0, %past : index
-@BLOCK_MASK@
-        %distanceBase = arith.subi %rowsFirstPos, %n0 : index
-        // P = exp2(S·scale·log2(e) - LSE·log2(e)) (dqProbabilities).
-@DQ_P_MAP@
-        %dp = tile.gemm_wait %dpAsync pending 0 : !S
-        %ds = tile.map (%p, %dp, %deltaRow) : (!S, !S, !row) -> !S {
-        ^bb0(%ii: index, %jj: index, %pv: f32, %dpv: f32, %d: f32):
-          %x = arith.subf %dpv, %d : f32
-          %v = arith.mulf %pv, %x : f32
-          tile.yield %v : f32
-        }
-@DQ_PDP_UPDATE@
-        %ds16 = tile.cast %ds : !S to !P
-        %accNew = tile.gemm %ds16, %sK, %acc : !P, !tileT, !acc
-        scf.yield %accNew, %pdpNew : !acc, @DQ_PDP_TYPE@
-      } {tile.num_stages = @STAGES@}
-      %pdpRows = tile.reduce sum %res#1 along 1 : @DQ_PDP_TYPE@ -> !row
-      @SINK_LOAD@
-      // The row's sink term: the sink's probability exp(sink - LSE) times
-      // Σ_j P_j dP_j; 0 for a row with neither keys nor a finite sink
-      // (LSE = -inf).
-      %term = tile.map (%pdpRows, %lse2) : (!row, !row) -> !row {
-      ^bb0(%i: index, %pdpRow: f32, %l: f32):
-        %noKey = arith.cmpf oeq, %l, %ninf : f32
-        %negL = arith.negf %l : f32
-        %x2 = math.fma %sink, %log2e, %negL : f32
-        %e = math.exp2 %x2 : f32
-        %t = arith.mulf %e, %pdpRow : f32
-        %nt = arith.negf %t : f32
-        %v = arith.select %noKey, %zero, %nt : f32
-        tile.yield %v : f32
-      }
-@STORE_TERMS@
-@DQ_SINK_SUM@
-      %dq16 = tile.map (%res#0) : (!acc) -> !acc16 {
-      ^bb0(%i: index, %j: index, %x: f32):
-        %y = arith.mulf %x, %scale : f32
-        %v = arith.truncf %y : f32 to @T@
-        tile.yield %v : @T@
-      }
-@DQ_STORE@
-      gpu.return
-    }
-)mlir";
-
-/// The election of the last block to arrive (kSumSharesInKernel,
-/// kSinkSumInDq): each block makes its global writes visible (a GPU-scope
+/// The election of the last block to arrive (kSumSharesInKernel; the
+/// typed form is buildLastArrival): each block makes its global writes visible (a GPU-scope
 /// fence, then a block barrier), its first thread adds 1 to
 /// `counter`[`index`] (a memref of type `counterType`) and passes the count
 /// it saw on through shared memory, and %<prefix>IsLast holds in the block
@@ -437,33 +304,6 @@ std::string lastArrivalText(const std::string &prefix,
          "      " + p + "IsLast = arith.cmpi eq, " + p + "Ticket, " + p +
          "LastTicket : i32";
 }
-
-/// The plain schedule's dQ kernel sums dsinks itself: the last of a head's
-/// B x QB blocks to store its rows' sink terms (a counter per head, which the
-/// preprocess kernel zeroes; a GPU-scope fence before the count and one
-/// after, as in kSumSharesInKernel) adds the head's terms with its first
-/// warp, in the dsinks kernel's order (kHeadSinkSum: bit-identical dsinks).
-/// The dQ kernel ends before the dK/dV kernel beside it, so the sum leaves
-/// the backward's critical path, and one launch goes.
-constexpr llvm::StringLiteral kSinkSumInDq = R"mlir(
-@SINK_LAST_ARRIVAL@
-      %warpSize = arith.constant 32 : index
-      %inFirstWarp = arith.cmpi ult, %sinkTid, %warpSize : index
-      %sumSinkHere = arith.andi %sinkIsLast, %inFirstWarp : i1
-      scf.if %sumSinkHere {
-        nvvm.memory.barrier #nvvm.mem_scope<gpu>
-        %lane = gpu.thread_id x
-        %termsFlat = @TERMS_FLAT@
-@HEAD_SINK_SUM@
-      })mlir";
-
-// Row %i of the query block at %m0, as the token %r it reads from LSE-shaped
-// buffers: clamped to the last row (rows past the end read it and are
-// masked or never stored).
-constexpr llvm::StringLiteral kClampedRow = R"mlir(
-        %row = arith.addi %m0, %i : index
-        %token = arith.addi %qStart, %row : index
-        %r = arith.minui %token, %lastRow : index)mlir";
 
 /// dSᵀ = Pᵀ ⊙ (dPᵀ - Delta) (kSinkBwdTemplate's @DKDV_DS_MAP@; with --dq
 /// atomic after the keys' sink terms).
@@ -710,24 +550,6 @@ std::string deferredDqAddText(const std::string &qTile, int64_t panel,
          " : !tileQaccPanel, !qacc" + indent + "}";
 }
 
-/// The dQ kernel's running Σ_j P ⊙ dP (see @DQ_PDP_UPDATE@).
-constexpr llvm::StringLiteral kDqPdpFull = R"mlir(        %pdpNew = tile.map (%pdpSum, %p, %dp) : (!S, !S, !S) -> !S {
-        ^bb0(%ii: index, %jj: index, %a: f32, %pv: f32, %dpv: f32):
-          %v = math.fma %pv, %dpv, %a : f32
-          tile.yield %v : f32
-        })mlir";
-constexpr llvm::StringLiteral kDqPdpPartial = R"mlir(        %pdpBlock = tile.map (%p, %dp) : (!S, !S) -> !S {
-        ^bb0(%ii: index, %jj: index, %pv: f32, %dpv: f32):
-          %v = arith.mulf %pv, %dpv : f32
-          tile.yield %v : f32
-        }
-        %pdpPart = tile.partial_reduce sum %pdpBlock : !S -> !rowParts
-        %pdpNew = tile.map (%pdpSum, %pdpPart) : (!rowParts, !rowParts) -> !rowParts {
-        ^bb0(%ii: index, %jj: index, %a: f32, %part: f32):
-          %v = arith.addf %a, %part : f32
-          tile.yield %v : f32
-        })mlir";
-
 /// The constants and sequence bounds every tile kernel of the module uses.
 constexpr llvm::StringLiteral kConstants = R"mlir(
       %c0 = arith.constant 0 : index
@@ -820,35 +642,6 @@ std::string dkdvProbabilities() {
             %e = math.exp2 %y : f32)mlir");
 }
 
-/// The dQ kernel's P (LSE·log2(e) per row).
-std::string dqProbabilities() {
-  return blockMaskedMap("p", "needsMaskAt",
-                        R"mlir(tile.map (%s, %lse2) : (!S, !row) -> !S {
-          ^bb0(%ii: index, %jj: index, %x: f32, %l: f32):)mlir",
-                        R"mlir(            %offset = arith.subi %ii, %jj : index
-)mlir" + keepByDistanceText("%offset", "%keep"),
-                        R"mlir(            %negL = arith.negf %l : f32
-            %y = math.fma %x, %scaleLog2, %negL : f32
-            %e = math.exp2 %y : f32)mlir");
-}
-
-std::string butterflyText() {
-  std::string text;
-  std::string value = "%sum";
-  int step = 0;
-  for (int offset : {16, 8, 4, 2, 1}) {
-    std::string s = std::to_string(step++);
-    text += "      %offset" + s + " = arith.constant " + std::to_string(offset) +
-            " : i32\n      %other" + s + ", %valid" + s +
-            " = gpu.shuffle xor " + value + ", %offset" + s +
-            ", %width : f32\n      %sum" + s + " = arith.addf " + value +
-            ", %other" + s + " : f32\n";
-    value = "%sum" + s;
-  }
-  text += "      %total = arith.addf " + value + ", %zero : f32";
-  return text;
-}
-
 /// dK/dV's sum over a GQA group: one thread per element of dK in its layout
 /// (@DECODE@ finds the element's %token (b * SKV + position, or the packed
 /// token), %hk and %d); the shares are [H, tokens, D] in fp32.
@@ -902,65 +695,6 @@ constexpr llvm::StringLiteral kSumShares = R"mlir(
       }
       gpu.return
     })mlir";
-
-/// Partial sums per lane of the dsinks kernel.
-constexpr int64_t kSinkPartialSums = 8;
-static_assert(kSinkPartialSums >= 2, "sinkSumText combines two or more sums");
-
-/// The dsinks kernel's sum of lane %lane's rows of `terms` (a flat memref)
-/// into %sum: over the runs (outer loop, partial sums %partU), rows %k + 32u
-/// into sum u (inner loop, %accU; rows past the run read row %k and add 0),
-/// then the outer loop's results %sums#U added in order.
-std::string sinkSumText(const std::string &terms) {
-  std::string outerIter, innerIter, types, loads, adds, yields, results,
-      combine;
-  for (int64_t u = 0; u < kSinkPartialSums; ++u) {
-    std::string n = std::to_string(u), sep = u ? ", " : "";
-    outerIter += sep + "%part" + n + " = %zero";
-    innerIter += sep + "%acc" + n + " = %part" + n;
-    types += sep + "f32";
-    yields += sep + "%a" + n;
-    results += sep + "%s#" + n;
-    loads += "          %offset" + n + "Row = arith.constant " +
-             std::to_string(32 * u) + " : index\n          %k" + n +
-             " = arith.addi %k, %offset" + n + "Row : index\n          %in" +
-             n + " = arith.cmpi ult, %k" + n + ", %run : index\n          %kIn" +
-             n + " = arith.select %in" + n + ", %k" + n +
-             ", %k : index\n          %at" + n +
-             " = arith.addi %base, %kIn" + n + " : index\n          %v" + n +
-             " = memref.load " + terms + "[%at" + n + "] : !terms\n";
-    adds += "          %w" + n + " = arith.select %in" + n + ", %v" + n +
-            ", %zero : f32\n          %a" + n + " = arith.addf %acc" + n +
-            ", %w" + n + " : f32\n";
-    if (u > 0)
-      combine += "\n      " +
-                 (u + 1 == kSinkPartialSums ? std::string("%sum")
-                                            : "%sumTo" + n) +
-                 " = arith.addf " +
-                 (u == 1 ? std::string("%sums#0") : "%sumTo" + std::to_string(u - 1)) +
-                 ", %sums#" + n + " : f32";
-  }
-  const std::string count = std::to_string(kSinkPartialSums);
-  return "      %cStride = arith.constant " +
-         std::to_string(32 * kSinkPartialSums) + " : index\n      %sums:" +
-         count + " = scf.for %r = %c0 to %runs step %c1 iter_args(" +
-         outerIter + ") -> (" + types +
-         ") {\n        %runBase = arith.muli %r, %batchRows : index\n"
-         "        %base = arith.addi %runBase, %headBase : index\n        %s:" +
-         count + " = scf.for %k = %lane to %run step %cStride iter_args(" +
-         innerIter + ") -> (" + types + ") {\n" + loads + adds +
-         "          scf.yield " + yields + " : " + types +
-         "\n        }\n        scf.yield " + results + " : " + types +
-         "\n      }" + combine;
-}
-
-/// kHeadSinkSum with its pieces, summing `terms`.
-std::string headSinkSumText(const std::string &terms) {
-  std::string text = kHeadSinkSum.str();
-  kernels::replaceAll(text, "@SINK_SUM@", sinkSumText(terms));
-  kernels::replaceAll(text, "@BUTTERFLY@", butterflyText());
-  return text;
-}
 
 /// GQA with the plain schedule: the dK/dV kernel sums the group's shares
 /// itself. The last of the group's blocks for one kv head and key block to
@@ -1067,17 +801,16 @@ constexpr llvm::StringLiteral kStoreKvAccums = R"mlir(
 /// SinkFwdKernel.cpp: BHSD, BSHD viewed as [B, S, H * D], varlen packed
 /// [T, H * D] with the sequence offsets as arguments).
 struct LayoutText {
-  std::string qType, kvType, lseType, sharesType;
+  std::string qType, kvType, sharesType;
   std::string sequenceArgs;
   /// After %b, %h and %hk: %seqQ, %skv (this sequence's lengths), %qStart,
   /// %kStart (its first rows in the q and kv row coordinates of the
   /// buffers), %hD, %hkD (head columns), %lastRow (the last row of LSE's
   /// row coordinate) and %past.
   std::string sequence;
-  /// Indices: LSE/Delta at clamped row %r; O/dO element at row %r, column
-  /// %j (or %col = %hD + %j); q-side tile at row %qRow; kv-side at %kRow.
-  std::string lseAt, oAt, qTile, kvTile;
-  std::string storeTerms, storeDq, storeDkdv, storeShares;
+  /// Indices: q-side tile at row %qRow; kv-side at %kRow.
+  std::string qTile, kvTile;
+  std::string storeDkdv, storeShares;
   /// The split with GQA (kvAccumulate, kStoreKvAccums): dK/dV's fp32 sums
   /// per kv head, [HK, tokens, D] (tokens as in the shares), indexed at the
   /// block's first key (kvAccAt, whose row is kvAccRow; kStoreKvAccums
@@ -1089,18 +822,8 @@ struct LayoutText {
   /// kSumSharesInKernel: a share element (query head %gh, token %kr,
   /// column %dd) and a dK/dV element (token %kr, column %col = %hkD + %dd).
   std::string sharesAt, kvElementAt;
-  /// The dQ kernel's dQ store: where a tensor map of dQ clips the tile
-  /// (BHSD, BSHD), through the kernel's Q tile, which no GEMM reads after
-  /// the loop, and one TMA store — whole lines instead of 2-byte elements 8
-  /// rows apart (the forward's O gained 3-18% this way); the MHA dK/dV
-  /// store (storeDkdv) goes through the K and V tiles alike. Varlen: the
-  /// register stores (storeDq, used by the dQ conversion kernel too).
-  std::string storeDqFromQTile;
   /// dkdv_sum: %token and %hk from %rows (element index / D).
   std::string decode;
-  /// dsinks: a head's rows come in RUN_BATCHES runs of RUN rows, BATCH_ROWS
-  /// apart.
-  int64_t run = 0, runBatches = 0, batchRows = 0;
   /// Rows of the shares' token coordinate.
   int64_t shareTokens = 0;
   /// --dq atomic: the fp32 dQ (q's layout) and the per-key sink terms
@@ -1108,8 +831,6 @@ struct LayoutText {
   /// warpgroup's panel of dQ, and its store of the key terms.
   std::string qAccType, keyTermsType;
   std::string storeDqAdd, storeKeyTerms;
-  /// dsinks over the key terms: runs as above, over keys.
-  int64_t keyRun = 0, keyRunBatches = 0, keyBatchRows = 0;
 };
 
 LayoutText layoutText(const rt::SinkAttentionShape &shape,
@@ -1152,7 +873,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                    str(shape.seqQ) + "x" + d + "x" + type + ">";
       text.kvType = "memref<" + str(shape.batch) + "x" + str(shape.kvHeads) +
                     "x" + str(shape.seqKv) + "x" + d + "x" + type + ">";
-      text.oAt = "%b, %h, %r, %j";
       text.kvElementAt = "%b, %hk, %kr, %dd";
       text.qTile = "%b, %h, %qRow, %c0";
       text.kvTile = "%b, %hk, %kRow, %c0";
@@ -1169,7 +889,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                    "x" + hd + "x" + type + ">";
       text.kvType = "memref<" + str(shape.batch) + "x" + str(shape.seqKv) +
                     "x" + hkd + "x" + type + ">";
-      text.oAt = "%b, %r, %col";
       text.kvElementAt = "%b, %kr, %col";
       text.qTile = "%b, %qRow, %hD";
       text.kvTile = "%b, %kRow, %hkD";
@@ -1178,15 +897,9 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
         %hk = arith.remui %rows, %kvHeads : index
         %token = arith.divui %rows, %kvHeads : index)mlir";
     }
-    text.lseType = "memref<" + str(shape.batch) + "x" + heads + "x" +
-                   str(shape.seqQ) + "xf32>";
     text.sequence = fixedLengths + columns + past;
     // Stores at the tiles' own indices: the rows start at 0 (%qRow = %m0,
     // %kRow = %n0).
-    text.storeDq = "      tile.store %dq16, %dQ[" + text.qTile + "] : !acc16, !q";
-    text.storeDqFromQTile =
-        "      tile.store %dq16, %sQ[%c0, %c0] : !acc16, !tileT\n"
-        "      tile.copy %sQ, %dQ[" + text.qTile + "] : !tileT, !q";
     text.storeDkdv =
         dkGradient +
         "\n      tile.store %dk16, %sK[%c0, %c0] : !acc16, !tileT"
@@ -1197,8 +910,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
         dkGradient + "\n      tile.store %dk16, %dK[" + text.kvTile +
         "] : !acc16, !dkv\n      tile.store %dv16, %dV[" + text.kvTile +
         "] : !acc16, !dkv";
-    text.lseAt = "%b, %h, %r";
-    text.storeTerms = "      tile.store %term, %Terms[%b, %h, %m0] : !row, !lse";
     // The shares as [H, B, SKV, D]: a tile overhanging its sequence is cut
     // at SKV instead of running into the next batch's rows.
     text.sharesAt = "%gh, %b, %kr, %dd";
@@ -1212,9 +923,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                      "x" + str(shape.seqKv) + "x" + d + "xf32>";
     text.kvAccRow = "%nBlock";
     text.kvAccAt = "%hk, %b, %nBlock, %c0";
-    text.run = shape.seqQ;
-    text.runBatches = shape.batch;
-    text.batchRows = shape.heads * shape.seqQ;
     text.shareTokens = shape.batch * shape.seqKv;
     text.qAccType = bhsd ? "memref<" + str(shape.batch) + "x" + heads + "x" +
                                str(shape.seqQ) + "x" + d + "xf32>"
@@ -1227,9 +935,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
                       "] {add, pending = 1} : !tileQacc, !qacc";
     text.storeKeyTerms =
         "      tile.store %keyTerms, %TermsK[%b, %h, %n0] : !row, !kterms";
-    text.keyRun = shape.seqKv;
-    text.keyRunBatches = shape.batch;
-    text.keyBatchRows = shape.heads * shape.seqKv;
     break;
   }
   case rt::AttentionLayout::Varlen: {
@@ -1237,34 +942,20 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     const std::string offsets = "memref<" + str(shape.batch + 1) + "xi32>";
     text.qType = "memref<" + tq + "x" + hd + "x" + type + ">";
     text.kvType = "memref<" + tk + "x" + hkd + "x" + type + ">";
-    text.lseType = "memref<" + heads + "x" + tq + "xf32>";
     text.sequenceArgs = ", %cuQ: " + offsets + ", %cuK: " + offsets;
     text.sequence = kernels::sequenceBoundsText(offsets) + columns +
                     "\n      %lastRow = arith.constant " +
                     str(shape.tokensQ() - 1) + " : index" + past;
-    text.lseAt = "%h, %r";
-    text.oAt = "%r, %col";
     text.kvElementAt = "%kr, %col";
     text.sharesAt = "%gh, %kr, %dd";
     text.qTile = "%qRow, %hD";
     text.kvTile = "%kRow, %hkD";
     // Stores go through views that end with the sequence.
-    const std::string qView = "memref<?x" + hd + "x" + type + ", strided<[" +
-                              hd + ", 1], offset: ?>>";
     const std::string kvView = "memref<?x" + hkd + "x" + type + ", strided<[" +
                                hkd + ", 1], offset: ?>>";
-    const std::string rowsView = "memref<" + heads + "x?xf32, strided<[" + tq +
-                                 ", 1], offset: ?>>";
     const std::string sharesView = "memref<" + heads + "x?x" + d +
                                    "xf32, strided<[" + str(shape.tokensKv() * shape.headDim) +
                                    ", " + d + ", 1], offset: ?>>";
-    text.storeTerms =
-        "      %termsSeq = memref.subview %Terms[0, %qStart] [" + heads +
-        ", %seqQ] [1, 1] : !lse to " + rowsView +
-        "\n      tile.store %term, %termsSeq[%h, %m0] : !row, " + rowsView;
-    text.storeDq = "      %dqSeq = memref.subview %dQ[%qStart, 0] [%seqQ, " + hd +
-                   "] [1, 1] : !q to " + qView +
-                   "\n      tile.store %dq16, %dqSeq[%m0, %hD] : !acc16, " + qView;
     text.storeDkdv =
         dkGradient + "\n      %dkSeq = memref.subview %dK[%kStart, 0] [%skv, " +
         hkd + "] [1, 1] : !dkv to " + kvView +
@@ -1272,7 +963,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
         "\n      %dvSeq = memref.subview %dV[%kStart, 0] [%skv, " + hkd +
         "] [1, 1] : !dkv to " + kvView +
         "\n      tile.store %dv16, %dvSeq[%n0, %hkD] : !acc16, " + kvView;
-    text.storeDqFromQTile = text.storeDq;
     text.storeDkdvFromRegisters = text.storeDkdv;
     text.sharesType = "memref<" + heads + "x" + tk + "x" + d + "xf32>";
     text.storeShares =
@@ -1289,9 +979,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
     text.decode = R"mlir(
         %hk = arith.remui %rows, %kvHeads : index
         %token = arith.divui %rows, %kvHeads : index)mlir";
-    text.run = shape.tokensQ();
-    text.runBatches = 1;
-    text.batchRows = 0;
     text.shareTokens = shape.tokensKv();
     text.qAccType = "memref<" + tq + "x" + hd + "xf32>";
     text.keyTermsType = "memref<" + heads + "x" + tk + "xf32>";
@@ -1306,9 +993,6 @@ LayoutText layoutText(const rt::SinkAttentionShape &shape,
         "      %keyTermsSeq = memref.subview %TermsK[0, %kStart] [" + heads +
         ", %skv] [1, 1] : !kterms to " + keyRowsView +
         "\n      tile.store %keyTerms, %keyTermsSeq[%h, %n0] : !row, " + keyRowsView;
-    text.keyRun = shape.tokensKv();
-    text.keyRunBatches = 1;
-    text.keyBatchRows = 0;
     break;
   }
   }
@@ -1381,28 +1065,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       shape.kvHeads * layout.shareTokens * shape.headDim;
   const bool threeBlocksPerSm = form.threeBlocksPerSm;
   const bool sinksInDq = form.sinksInDq;
-  const int64_t dqBlocksPerHead = shape.batch * int64_t(dqBlocks);
-  // The dQ kernel's rows: one warpgroup's 64 from %m0, or a block of
-  // dqBlockRows from %mBlock shared by its warpgroups, each reading its 64
-  // rows of the Q and dO tiles through subviews.
   const bool dqShared = form.dqShared();
-  std::string dqRows = "      %m0 = arith.muli %qb, %c64 : index";
-  std::string dqQTile = "@Q_TILE@", dqSubviews, dqAttributes;
-  if (dqShared) {
-    dqRows = "      %cBlockRows = arith.constant " + str(dqBlockRows) +
-             " : index\n"
-             "      %mBlock = arith.muli %qb, %cBlockRows : index\n" +
-             kernels::kWarpgroupIndex +
-             "      %wgRow = arith.muli %wg, %c64 : index\n"
-             "      %m0 = arith.addi %mBlock, %wgRow : index\n"
-             "      %qRowBlock = arith.addi %qStart, %mBlock : index";
-    dqQTile = layout.qTile;
-    replaceAll(dqQTile, "%qRow", "%qRowBlock");
-    dqSubviews = "\n      %sQw = memref.subview %sQ[%wgRow, 0] [64, " + d +
-                 "] [1, 1] : !tileDqQ to !tileQw\n      %sdOw = memref.subview "
-                 "%sdO[%wgRow, 0] [64, " + d + "] [1, 1] : !tileDqQ to !tileQw";
-    dqAttributes = sharedBlockAttributes(dqWarpgroups);
-  }
   // The dK/dV kernel's keys: one warpgroup's 64 from %n0, or a block of
   // dkdvBlockKeys from %nBlock shared by its warpgroups, each reading its
   // 64 keys of the K and V tiles through subviews (as the dQ kernel's
@@ -1478,9 +1141,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   std::string text = kSinkBwdTemplate.str();
   for (auto [key, value] :
        {std::pair<std::string, std::string>{
-            "@DQ_KERNEL@", atomicDq ? "" : kDqKernel.str()},
-        {"@DKDV_FIRST_GEMMS@", earlyDp ? kDkdvFirstGemmsEarlyDp.str()
-                                       : kDkdvFirstGemmsLateDp.str()},
+            "@DKDV_FIRST_GEMMS@", earlyDp ? kDkdvFirstGemmsEarlyDp.str()
+                                          : kDkdvFirstGemmsLateDp.str()},
         {"@DKDV_SECOND_GEMMS@", earlyDp
                                     ? kDkdvSecondGemmsEarlyDp.str()
                                     : kDkdvSecondGemmsLateDpAsyncDv.str()},
@@ -1511,56 +1173,19 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
          atomicDq ? ", %termNew : !acc, !acc, !rowParts" : " : !acc, !acc"},
         {"@DKDV_ATOMIC_POST@",
          atomicDq ? kDkdvTermsByKey.str() + layout.storeKeyTerms : ""},
-        {"@DQ_ROWS@", dqRows},
-        {"@DQ_Q_TILE@", dqQTile},
-        {"@DQ_SUBVIEWS@", dqSubviews},
         // Shared-tile kernels take turns for their first GEMM of an
         // iteration (kernels::pingPongInit), so that their warpgroups do
-        // not run their maps and GEMMs in step.
-        {"@DQ_PINGPONG_INIT@",
-         dqShared ? kernels::pingPongInit(dqWarpgroups) : ""},
-        {"@DQ_PINGPONG_SYNC@", dqShared ? kernels::kPingPongSync : ""},
-        {"@DQ_PINGPONG_ARRIVE@", dqShared ? kernels::kPingPongArrive : ""},
-        // Not the split's (dkdvPingPong).
+        // not run their maps and GEMMs in step; not the split's
+        // (dkdvPingPong).
         {"@DKDV_PINGPONG_INIT@",
          dkdvPingPong ? kernels::pingPongInit(dkdvWarpgroups) : ""},
         {"@DKDV_PINGPONG_SYNC@", dkdvPingPong ? kernels::kPingPongSync : ""},
         {"@DKDV_PINGPONG_ARRIVE@",
          dkdvPingPong ? kernels::kPingPongArrive : ""},
-        {"@DQ_QW@", dqShared ? "%sQw" : "%sQ"},
-        {"@DQ_DOW@", dqShared ? "%sdOw" : "%sdO"},
-        {"@DQ_QW_TYPE@", dqShared ? "!tileQw" : "!tileT"},
-        {"@DQ_BLOCK_FIRST_ROW@", dqShared ? "%mBlock" : "%m0"},
-        {"@DQ_BLOCK_ROWS@", dqShared ? "%cBlockRows" : "%c64"},
-        // One warpgroup stores dQ through its Q tile and TMA; shared
-        // tiles take the register store (a fragment's store into a
-        // swizzled tile must cover it).
-        {"@DQ_STORE@", dqShared ? "@STORE_DQ@" : "@STORE_DQ_FROM_Q_TILE@"},
-        {"@DQ_ATTRIBUTES@", dqAttributes},
-        // Σ_j P ⊙ dP: elementwise over the key blocks (one FMA per element,
-        // a 64x64 fragment), or, with shared tiles, as eight partial
-        // columns per row (tile.partial_reduce: 4 registers a thread
-        // instead of 32, which the shared-tile kernels' registers need).
-        {"@DQ_PDP_ZERO@",
-         dqShared ? "      %pdpZero = tile.fill %zero : !rowParts" : ""},
-        {"@DQ_PDP_INIT@", dqShared ? "%pdpZero" : "%sZero"},
-        {"@DQ_PDP_TYPE@", dqShared ? "!rowParts" : "!S"},
-        {"@DQ_PDP_UPDATE@", dqShared ? kDqPdpPartial.str() : kDqPdpFull.str()},
         {"@CONSTANTS@", kConstants.str()},
         {"@BLOCK_MASK@", blockMaskText()},
         {"@DKDV_P_MAP@", dkdvProbabilities()},
-        {"@DQ_P_MAP@", dqProbabilities()},
         {"@SEQUENCE@", layout.sequence},
-        {"@DQ_SINK_SUM@", sinksInDq ? kSinkSumInDq.str() : ""},
-        {"@SINK_LAST_ARRIVAL@",
-         lastArrivalText("sink", "%SinkCounts", "memref<@H@xi32>", "%h",
-                         "@DQ_BLOCKS_PER_HEAD_MINUS_1@")},
-        {"@DQ_SINKS_ARGS@",
-         sinksInDq ? ", %dsinks: memref<@H@xf32>, %SinkCounts: memref<@H@xi32>"
-                   : ""},
-        // After the two above that hold it.
-        {"@HEAD_SINK_SUM@",
-         headSinkSumText(sinksInDq ? "%termsFlat" : "%Terms")},
         {"@DKDV_STORE@", dkdvStore},
         {"@DKDV_KEYS@", dkdvKeys},
         {"@DKDV_KV_TILE@", dkdvKvTile},
@@ -1581,18 +1206,13 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         {"@DKDV_SUM_ARGS@",
          sumInKernel ? ", %dKout: !kv, %dVout: !kv, %Counts: memref<@COUNTS@xi32>"
                      : ""},
-        // Last: the pieces above use it too.
-        {"@CLAMPED_ROW@", kClampedRow.drop_front().str()}})
+       })
     replaceAll(text, key, value);
   OwningOpRef<ModuleOp> module = parseKernelTemplate(
       context, "sink-bwd", text,
       {{"T", type},
-       {"ST", mlirTypeName(config.sinkDtype)},
-       {"SINK_LOAD", sinkLoad("%sink", "%sinks", "%h", shape.heads,
-                              config.sinkDtype)},
        {"H", str(shape.heads)},
        {"D", d},
-       {"SQ", str(shape.seqQ)},
        {"B", str(shape.batch)},
        {"QB", str(queryBlocks)},
        {"SKV", str(shape.seqKv)},
@@ -1622,22 +1242,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"TILE_ELEMENTS", str(kBlock * shape.headDim)},
        {"SUM_STEP", str(128 * kSumVector)},
        {"SUM_VECTOR", str(kSumVector)},
-       {"DQ_BLOCKS_PER_HEAD_MINUS_1", str(dqBlocksPerHead - 1)},
-       {"TERMS_FLAT", "memref.collapse_shape %Terms [[" +
-                          std::string(termDims.size() == 3 ? "0, 1, 2" : "0, 1") +
-                          "]] : !lse into !terms"},
-       {"ROWS", str(std::accumulate(termDims.begin(), termDims.end(),
-                                    int64_t(1), std::multiplies<int64_t>()))},
        {"Q_TYPE", layout.qType},
        {"KV_TYPE", layout.kvType},
-       {"LSE_TYPE", layout.lseType},
        {"SEQUENCE_ARGS", layout.sequenceArgs},
-       {"LSE_AT", layout.lseAt},
        {"Q_TILE", layout.qTile},
        {"KV_TILE", layout.kvTile},
-       {"STORE_TERMS", layout.storeTerms},
-       {"STORE_DQ", layout.storeDq},
-       {"STORE_DQ_FROM_Q_TILE", layout.storeDqFromQTile},
        {"QACC_TYPE", layout.qAccType},
        {"KTERMS_TYPE", layout.keyTermsType},
        {"STATS_ROWS", str(statsRows)},
@@ -1654,8 +1263,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
        {"SCALE_LOG2", f32Text(shape.scale * 1.4426950408889634)},
        {"STAGES", str(config.stages)},
        {"DKDV_BLOCK_IDS", blockIdsText("%kb", /*heaviestLast=*/false, shape)},
-       {"DQ_BLOCK_IDS", blockIdsText("%qb", /*heaviestLast=*/true, shape)},
-       {"DQ_BLOCK_ROWS_N", str(dqBlockRows)},
        {"DKDV_BLOCK_KEYS_N", str(dkdvBlockKeys)},
        {"DQ_PANEL", str(shape.headDim / 2)},
        {"DQ_PANEL_SLOT_ELEMENTS", str(64 * shape.headDim / 2)},
@@ -1663,10 +1270,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                            : threeBlocksPerSm
                                ? "attributes {nvvm.maxntid = array<i32: 128, 1, 1>, "
                                  "nvvm.minctasm = 3 : i32}"
-                               : ""},
-       {"RUN", str(atomicDq ? layout.keyRun : layout.run)},
-       {"RUN_BATCHES", str(atomicDq ? layout.keyRunBatches : layout.runBatches)},
-       {"BATCH_ROWS", str(atomicDq ? layout.keyBatchRows : layout.batchRows)}});
+                               : ""}});
   if (!module)
     return failure();
 
@@ -1699,6 +1303,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (atomicDq) {
     buildAfter({"sink_bwd_dkdv_sum", "sink_bwd_dkdv"});
     buildSinkBwdDqConvert(b, problem, typedLayout);
+  }
+  if (!atomicDq) {
+    buildAfter({"sink_bwd_dkdv_sum", "sink_bwd_dkdv"});
+    buildSinkBwdDq(b, problem, typedLayout);
   }
   if (!sinksInDq && !atomicDq) {
     buildAfter({"sink_bwd_dq"});
@@ -1769,7 +1377,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (sumInKernel)
     bundle.params.push_back(outputBuffer("share_counts", rt::DType::I32,
                                          {uint64_t(shareCounts)}));
-  // kSinkSumInDq's counters, one per head (zeroed by the preprocess kernel).
+  // The dQ kernel's dsink counters, one per head (zeroed by the preprocess
+  // kernel).
   if (sinksInDq)
     bundle.params.push_back(
         outputBuffer("sink_counts", rt::DType::I32, {u(shape.heads)}));

@@ -5,6 +5,7 @@
 #include "AttentionBuilding.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <algorithm>
 #include <functional>
@@ -191,6 +192,59 @@ SmallVector<Value> SinkBwdLayout::kvTile(const SinkBwdSequence &sequence,
     return {row, sequence.kvHeadColumn};
   }
   llvm_unreachable("unknown layout");
+}
+
+/// Varlen: `buffer`'s rows of the sequence along dimension `rowDim` (its
+/// other dimensions whole), a view that ends with the sequence.
+static Value buildSequenceView(ImplicitLocOpBuilder &b, Value buffer,
+                               int64_t rowDim, Value start, Value length) {
+  auto type = cast<MemRefType>(buffer.getType());
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+    offsets.push_back(dim == rowDim ? OpFoldResult(start)
+                                    : OpFoldResult(b.getIndexAttr(0)));
+    sizes.push_back(dim == rowDim
+                        ? OpFoldResult(length)
+                        : OpFoldResult(b.getIndexAttr(type.getDimSize(dim))));
+    strides.push_back(b.getIndexAttr(1));
+  }
+  return memref::SubViewOp::create(b, buffer, offsets, sizes, strides);
+}
+
+void SinkBwdLayout::storeRows(ImplicitLocOpBuilder &b,
+                              const SinkBwdSequence &sequence, Value rows,
+                              Value dest, Value firstRow) const {
+  if (!varlen()) {
+    tile::StoreOp::create(
+        b, rows, dest, ValueRange{sequence.batch, sequence.head, firstRow});
+    return;
+  }
+  Value view = buildSequenceView(b, dest, 1, sequence.qStart, sequence.seqQ);
+  tile::StoreOp::create(b, rows, view, ValueRange{sequence.head, firstRow});
+}
+
+void SinkBwdLayout::storeQTile(ImplicitLocOpBuilder &b,
+                               const SinkBwdSequence &sequence, Value tile,
+                               Value dest, Value row, Value firstRow,
+                               Value c0) const {
+  if (!varlen()) {
+    tile::StoreOp::create(b, tile, dest, qTile(sequence, row, c0));
+    return;
+  }
+  Value view = buildSequenceView(b, dest, 0, sequence.qStart, sequence.seqQ);
+  tile::StoreOp::create(b, tile, view,
+                        ValueRange{firstRow, sequence.headColumn});
+}
+
+void SinkBwdLayout::storeQTileThroughShared(
+    ImplicitLocOpBuilder &b, const SinkBwdSequence &sequence, Value tile,
+    Value staging, Value dest, Value row, Value firstRow, Value c0) const {
+  if (varlen()) {
+    storeQTile(b, sequence, tile, dest, row, firstRow, c0);
+    return;
+  }
+  tile::StoreOp::create(b, tile, staging, ValueRange{c0, c0});
+  buildStoreTile(b, staging, dest, qTile(sequence, row, c0));
 }
 
 gpu::GPUFuncOp sinkattn::kernels::createBackwardKernel(ImplicitLocOpBuilder &b,

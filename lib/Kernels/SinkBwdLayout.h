@@ -110,6 +110,28 @@ struct SinkBwdLayout {
   /// A kv-side tile's indices at token `row` (its first column last).
   llvm::SmallVector<mlir::Value> kvTile(const SinkBwdSequence &sequence,
                                         mlir::Value row, mlir::Value c0) const;
+
+  /// Stores `rows` (a row fragment: the query rows from `firstRow` of the
+  /// sequence) into the LSE-shaped `dest`; varlen through a view that ends
+  /// with the sequence.
+  void storeRows(mlir::ImplicitLocOpBuilder &b,
+                 const SinkBwdSequence &sequence, mlir::Value rows,
+                 mlir::Value dest, mlir::Value firstRow) const;
+  /// Stores the fragment `tile` (the query rows from `firstRow` of the
+  /// sequence, token `row`) into the q-shaped `dest` by register stores;
+  /// varlen through a view that ends with the sequence.
+  void storeQTile(mlir::ImplicitLocOpBuilder &b,
+                  const SinkBwdSequence &sequence, mlir::Value tile,
+                  mlir::Value dest, mlir::Value row, mlir::Value firstRow,
+                  mlir::Value c0) const;
+  /// storeQTile where a tensor map of `dest` clips the tile (BHSD, BSHD)
+  /// through the shared tile `staging` and one TMA store: whole lines
+  /// instead of 2-byte elements 8 rows apart. Varlen: storeQTile.
+  void storeQTileThroughShared(mlir::ImplicitLocOpBuilder &b,
+                               const SinkBwdSequence &sequence,
+                               mlir::Value tile, mlir::Value staging,
+                               mlir::Value dest, mlir::Value row,
+                               mlir::Value firstRow, mlir::Value c0) const;
 };
 
 /// A backward kernel's gpu.func `name` (a `kernel`) at `b`'s insertion

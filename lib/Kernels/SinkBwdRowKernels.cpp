@@ -29,7 +29,8 @@ constexpr int64_t kSinkPartialSums = 8;
 static_assert(kSinkPartialSums >= 2, "the sums are combined pairwise");
 
 /// The sum of `value` over the 32 lanes of a warp in a fixed butterfly
-/// (xor 16, 8, ..., 1), then + 0 as the text it replaces had it.
+/// (xor 16, 8, ..., 1), then + 0 (which keeps the kernels' PTX as it was
+/// measured).
 Value buildWarpSum(ImplicitLocOpBuilder &b, Value value, Value width,
                    Value zero) {
   for (int32_t offset : {16, 8, 4, 2, 1}) {
@@ -204,16 +205,11 @@ struct RowGroups {
   }
 
   /// The row loop: `body(step)` handles rows step .. step + rowsPerStep()
-  /// of each warp's 16.
+  /// of each warp's 16 (`stepValue`: rowsPerStep() as an index).
   void buildRowLoop(ImplicitLocOpBuilder &b, const QueryBlock &block,
+                    Value stepValue,
                     function_ref<void(Value step)> body) const {
-    Value rowsPerStepValue = constantIndex(b, rowsPerStep());
-    buildForLoop(b, block.constants.c0, c16, rowsPerStepValue, body);
-  }
-  void buildRowLoop(ImplicitLocOpBuilder &b, const QueryBlock &block,
-                    Value rowsPerStepValue,
-                    function_ref<void(Value step)> body) const {
-    buildForLoop(b, block.constants.c0, c16, rowsPerStepValue, body);
+    buildForLoop(b, block.constants.c0, c16, stepValue, body);
   }
 };
 
@@ -489,7 +485,8 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdDqConvert(
   auto vectorF32 = VectorType::get({8}, f32);
   auto vectorType = VectorType::get({8}, problem.element);
   Value scales = vector::BroadcastOp::create(b, vectorF32, c.scale);
-  groups.buildRowLoop(b, block, [&](Value step) {
+  Value rowsPerStep = constantIndex(b, groups.rowsPerStep());
+  groups.buildRowLoop(b, block, rowsPerStep, [&](Value step) {
     SmallVector<RowGroups::Row> rows;
     SmallVector<SmallVector<Value>> at;
     SmallVector<Value> sums;
