@@ -65,7 +65,7 @@ struct PingPong {
   void passTurn(mlir::ImplicitLocOpBuilder &b) const;
 };
 
-/// The typed form of sinkLoad: sinks[head] as f32 (bf16 sinks extended).
+/// sinks[head] as f32 (bf16 sinks extended).
 mlir::Value buildSinkLoad(mlir::ImplicitLocOpBuilder &b, mlir::Value sinks,
                           mlir::Value head);
 

@@ -119,12 +119,6 @@ std::string sequenceBoundsText(const std::string &offsetsType);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildSinkBwdReference(mlir::MLIRContext &context, const KernelConfig &config);
 
-/// MLIR that defines f32 `result` as `sinks[head]` of a memref<heads x T>
-/// of sink logits stored as f32 or bf16 (extended to f32).
-std::string sinkLoad(const std::string &result, const std::string &sinks,
-                     const std::string &head, int64_t heads,
-                     rt::DType sinkDtype);
-
 /// Bundle parameters. Shapes are outermost first.
 rt::BundleParam inputBuffer(std::string name, rt::DType dtype,
                             std::vector<uint64_t> shape, bool kernelArg = true);

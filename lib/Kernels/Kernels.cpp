@@ -302,18 +302,6 @@ void sinkattn::registerKernelDialects(DialectRegistry &registry) {
   registry.insert<tile::TileDialect>();
 }
 
-std::string kernels::sinkLoad(const std::string &result,
-                              const std::string &sinks, const std::string &head,
-                              int64_t heads, rt::DType sinkDtype) {
-  std::string type = mlirTypeName(sinkDtype);
-  std::string memref = "memref<" + std::to_string(heads) + "x" + type + ">";
-  if (sinkDtype == rt::DType::F32)
-    return result + " = memref.load " + sinks + "[" + head + "] : " + memref;
-  return result + "Stored = memref.load " + sinks + "[" + head + "] : " +
-         memref + "\n      " + result + " = arith.extf " + result +
-         "Stored : " + type + " to f32";
-}
-
 std::string kernels::sequenceBoundsText(const std::string &offsetsType) {
   const std::string &t = offsetsType;
   return R"mlir(
