@@ -3,8 +3,7 @@
 // The pieces of the attention kernels that read like the algorithm: the
 // grid's block indices, the causal/window masks, the consumer warpgroups'
 // ping-pong, the sink logits, varlen sequence bounds and one step of the
-// online softmax. The backward's template still uses text forms of some of
-// them (KernelBuilders.h); these emit the same ops in the same order.
+// online softmax, shared by the forward's and the backward's builders.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,9 +22,14 @@ struct AttentionBlockIds {
   mlir::Value block, head, batch;
 };
 
-/// The typed form of blockIdsText: heaviest blocks first (`heaviestLast`),
-/// the query heads of one kv head next to each other; with a window the
-/// blocks of one head in order. `group` is the query heads per kv head.
+/// The block indices of a causal attention kernel's grid (blockGrid).
+/// Heaviest blocks first (`heaviestLast`: block i does more work than block
+/// i - 1, so the blocks are counted down), each block index over the query
+/// heads of one kv head before the next (x: head in the group, y: block, z:
+/// kv head and sequence): the SMs end on light blocks, and concurrent
+/// blocks share K/V. With a window the blocks of one head go in order (x:
+/// block, y: head): they all do about the same work. `group` is the query
+/// heads per kv head.
 AttentionBlockIds buildBlockIds(mlir::ImplicitLocOpBuilder &b,
                                 bool heaviestLast,
                                 const rt::SinkAttentionShape &shape,
@@ -37,31 +41,36 @@ AttentionBlockIds buildBlockIds(mlir::ImplicitLocOpBuilder &b,
 mlir::Value buildKeepKey(mlir::ImplicitLocOpBuilder &b, mlir::Value key,
                          mlir::Value position, mlir::Value window);
 
-/// The typed form of blockMaskDecisionText: whether the keys firstKey ..
-/// firstKey + lastKeyOffset seen by the rows at key positions
-/// firstPosition .. lastPosition() need the per-element mask: the block
-/// crosses the first row's diagonal, or (with a window) the last row is a
-/// window or more past its first key. `lastPosition` is built after the
-/// diagonal test, where the text defined it.
+/// Whether the keys firstKey .. firstKey + lastKeyOffset seen by the rows at
+/// key positions firstPosition .. lastPosition() need the per-element
+/// causal/window mask (keep key j for position p when j <= p and p - j <
+/// W): the block crosses the first row's diagonal, or (with a window) the
+/// last row is a window or more past its first key. Every other block keeps
+/// all of those rows' keys. `lastPosition` is built after the diagonal
+/// test.
 mlir::Value
 buildBlockMaskDecision(mlir::ImplicitLocOpBuilder &b, mlir::Value firstKey,
                        mlir::Value lastKeyOffset, mlir::Value firstPosition,
                        llvm::function_ref<mlir::Value()> lastPosition,
                        mlir::Value window, mlir::Value hasWindow);
 
-/// The consumer warpgroups' ping-pong (pingPongInit): warpgroup w issues
-/// its first GEMM of an iteration in its turn (named barrier 3 + w) and
-/// then hands the turn to the next one; the last warpgroup gives the first
-/// turn away.
+/// The consumer warpgroups' ping-pong (FlashAttention 3's warp scheduler
+/// barriers): warpgroup w issues its first GEMM of an iteration only in its
+/// turn (named barrier 3 + w; the 256 threads of w and of the warpgroup
+/// before it) and then hands the turn to the next one, so that one
+/// warpgroup's GEMM runs while the others compute their elementwise maps
+/// instead of all contending for the tensor cores at once. The last
+/// warpgroup gives the first turn away; the last hand-over has no taker,
+/// which is harmless at exit.
 struct PingPong {
   mlir::Value threads, myTurn, nextTurn;
 
   /// Defines the turns of warpgroup `wg` (an index) of `warpgroups`.
   static PingPong build(mlir::ImplicitLocOpBuilder &b, mlir::Value wg,
                         int64_t warpgroups);
-  /// Waits for this warpgroup's turn (kPingPongSync).
+  /// Waits for this warpgroup's turn (before its GEMM).
   void waitTurn(mlir::ImplicitLocOpBuilder &b) const;
-  /// Hands the turn to the next warpgroup (kPingPongArrive).
+  /// Hands the turn to the next warpgroup (after it).
   void passTurn(mlir::ImplicitLocOpBuilder &b) const;
 };
 
@@ -70,7 +79,7 @@ mlir::Value buildSinkLoad(mlir::ImplicitLocOpBuilder &b, mlir::Value sinks,
                           mlir::Value head);
 
 /// Varlen: sequence `batch`'s first tokens and lengths, loaded from the
-/// offsets cuQ and cuK (the typed form of sequenceBoundsText).
+/// offsets cuQ and cuK.
 struct SequenceBounds {
   mlir::Value qStart, kStart, seqQ, seqKv;
 };

@@ -145,8 +145,9 @@ mlir::Value buildSubView(mlir::ImplicitLocOpBuilder &b, mlir::Value source,
 /// lane 0's value broadcast over the warp (`gpu.shuffle idx`, as CUTLASS's
 /// canonical_warp_group_idx does): ptxas then knows it is the same in every
 /// lane and keeps what derives from it (the wgmma descriptors of a
-/// warpgroup's tile views) in uniform registers. The typed form of
-/// kWarpgroupIndex.
+/// warpgroup's tile views) in uniform registers; computed per lane, the
+/// split backward's descriptors were moved from vector to uniform registers
+/// before each wgmma.
 mlir::Value buildWarpgroupIndex(mlir::ImplicitLocOpBuilder &b);
 
 } // namespace sinkattn::kernels

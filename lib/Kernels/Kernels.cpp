@@ -3,7 +3,6 @@
 #include "SinkAttn/Kernels/Kernels.h"
 
 #include "KernelBuilders.h"
-#include "KernelTemplate.h"
 #include "SinkAttn/Runtime/AttentionReference.h"
 
 #include "SinkAttn/Conversion/Passes.h"
@@ -300,22 +299,6 @@ void sinkattn::registerKernelDialects(DialectRegistry &registry) {
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
   registry.insert<tile::TileDialect>();
-}
-
-std::string kernels::sequenceBoundsText(const std::string &offsetsType) {
-  const std::string &t = offsetsType;
-  return R"mlir(
-      %bNext = arith.addi %b, %c1 : index
-      %qStart32 = memref.load %cuQ[%b] : )mlir" + t + R"mlir(
-      %qEnd32 = memref.load %cuQ[%bNext] : )mlir" + t + R"mlir(
-      %kStart32 = memref.load %cuK[%b] : )mlir" + t + R"mlir(
-      %kEnd32 = memref.load %cuK[%bNext] : )mlir" + t + R"mlir(
-      %qStart = arith.index_castui %qStart32 : i32 to index
-      %qEnd = arith.index_castui %qEnd32 : i32 to index
-      %kStart = arith.index_castui %kStart32 : i32 to index
-      %kEnd = arith.index_castui %kEnd32 : i32 to index
-      %seqQ = arith.subi %qEnd, %qStart : index
-      %skv = arith.subi %kEnd, %kStart : index)mlir";
 }
 
 rt::BundleParam kernels::inputBuffer(std::string name, rt::DType dtype,

@@ -78,7 +78,7 @@ constexpr int64_t kTileOverheadBlocks = 2;
 /// key blocks its rows see (from its first row's first key to its last
 /// row's last, rt::attendedKeys) plus kTileOverheadBlocks; a list runs the
 /// tiles of one sequence and kv head together, so the blocks running at a
-/// time share K/V in L2 as one block per tile does (blockIdsText).
+/// time share K/V in L2 as one block per tile does (buildBlockIds).
 std::vector<int32_t> tileTable(const rt::SinkAttentionShape &shape, int64_t rowBlocks,
                     int64_t blockM, int64_t blocks) {
   const int64_t tilesPerLevel = shape.heads * shape.batch;
