@@ -5,14 +5,16 @@
 // as one bundle of up to six kernels in one module, launched in order
 // except that sink_bwd_dkdv and sink_bwd_dq run side by side (the dK/dV
 // launch's `overlaps_next`: neither reads what the other writes)
-// (`--dq separate`, the default):
+// (`--dq separate`, the deterministic form):
 //
 //   sink_fwd              (setup) the forward: O and the LSE the others read.
 //   sink_bwd_preprocess   per block of 64 query rows: Delta = rowsum(dO ⊙ O),
 //                         from the forward's O as stored (rounded to bf16 or
 //                         fp16), as every FlashAttention backward does.
 //                         It also writes each block's -LSE·log2(e) and
-//                         Delta as one record (see kSinkBwdTemplate).
+//                         Delta as one record, which the dK/dV kernel
+//                         loads with its Q and dO tiles
+//                         (SinkBwdRowKernels.cpp).
 //   sink_bwd_dkdv         per block of 64 keys (64·N with --dkdv-warpgroups
 //                         N: N consumer warpgroups sharing the Q/dO tiles,
 //                         a TMA producer) and one query head: loops over
@@ -49,10 +51,10 @@
 //                         -exp(sink - LSE) · Σ_j P_j dP_j: dsinks do not
 //                         carry the stored O's rounding, which cancellation
 //                         in the sum over rows can make a large part of a
-//                         small dsink (28% in a measured case). The last
+//                         small dsink. The last
 //                         of a head's blocks (a counter per head) then sums
 //                         the head's terms into dsink_h with one warp, in a
-//                         fixed order and a butterfly (kSinkSumInDq).
+//                         fixed order and a butterfly (SinkBwdDqKernel.cpp).
 //   sink_bwd_sinks        (--dq-warpgroups 2) that sum, one warp per head,
 //                         as a kernel of its own.
 //
@@ -64,11 +66,10 @@
 // share of its keys and adds it to an fp32 dQ with a TMA reduce-add, and
 // sums the keys' sink terms; preprocess zeros that dQ and writes the rows'
 // sink weights into the blocks' records; sink_bwd_dq_convert rounds dQ
-// and sums dsinks from the key terms (kDqConvertKernel). Fewer GEMMs, but
+// and sums dsinks from the key terms. Fewer GEMMs, but
 // not bit-reproducible. It takes --dkdv-warpgroups 2: the block's two
 // warpgroups split dQ's share by panels of D / 2 columns (dkAndDqShare):
-// FlashAttention 3's split, level with the default at S 2048 and 6-15%
-// faster from 4096 (PERF.md, session 28); with GQA it adds dK and dV into
+// FlashAttention 3's split; with GQA it adds dK and dV into
 // fp32 sums per kv head (storeKvAccumulators), which sink_bwd_dkdv_sum
 // rounds.
 // --dq-split deferred keeps the columns' panels but computes each
@@ -76,8 +77,9 @@
 // buffer the warpgroups hand over through mbarriers, dkAndDeferredDqShare),
 // each warpgroup adding its own panel: no barrier between the warpgroups
 // inside the loop, the columns' reduce traffic.
-// docs/design.md, "Backward forms kept (issue 44)", lists the forms and
-// why each stays.
+// SinkBwdForm.cpp chooses the form (auto, or the flags) and refuses what
+// the kernels do not implement; docs/design.md, "Backward forms kept
+// (issue 44)", lists the forms and why each stays.
 //
 //===----------------------------------------------------------------------===//
 
@@ -248,7 +250,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (sumInKernel)
     bundle.params.push_back(outputBuffer("share_counts", rt::DType::I32,
                                          {uint64_t(shareCounts)}));
-  // kSinkSumInDq's counters, one per head (zeroed by the preprocess kernel).
+  // The dQ kernel's dsink counters, one per head (zeroed by the preprocess
+  // kernel).
   if (sinksInDq)
     bundle.params.push_back(
         outputBuffer("sink_counts", rt::DType::I32, {u(shape.heads)}));
@@ -320,8 +323,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   }
   // The dK/dV and dQ kernels read only what the preprocess kernel and the
   // inputs hold and write disjoint buffers: they may run together, each
-  // filling the tail of the other (−0.7 to −4.8% at the seed's S 2048 and
-  // 4096, PERF.md). With --dq atomic the convert kernel reads dK/dV's dQ.
+  // filling the tail of the other. With --dq atomic the convert kernel
+  // reads dK/dV's dQ.
   auto overlapWithNext = [&](rt::BundleLaunch &first) {
     first.overlapsNext = true;
     bundle.formatVersion = rt::kBundleOverlapFormatVersion;
