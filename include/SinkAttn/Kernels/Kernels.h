@@ -89,7 +89,7 @@ struct KernelConfig {
   /// tile (a TMA producer feeds them), so K/V cross L2 once per 128 rows
   /// instead of once per 64. kAutoWarpgroups: 2 where buildSinkBwd's
   /// rule measured it faster (long causal rows at D 128), else 1.
-  int64_t dqWarpgroups = 1;
+  int64_t dqWarpgroups = kAutoWarpgroups;
   /// sink-bwd: consumer warpgroups of the dK/dV kernel. 1: one warpgroup of
   /// 64 keys per block (the schedule's); 2: a warp-specialized block of 64
   /// keys per warpgroup that share each Q, dO and row-record tile, so Q/dO
@@ -97,7 +97,7 @@ struct KernelConfig {
   /// 128-key blocks). GQA shares are then summed by
   /// sink_bwd_dkdv_sum (the in-kernel sum's barriers would hold the
   /// producer too). kAutoWarpgroups: as for dqWarpgroups.
-  int64_t dkdvWarpgroups = 1;
+  int64_t dkdvWarpgroups = kAutoWarpgroups;
   /// sink-bwd, --dq atomic --dkdv-warpgroups 2: how the two warpgroups
   /// divide dQ's share of the block's 128 keys. "columns" (FlashAttention
   /// 3's split): each a panel of D / 2 columns over all 128 keys, one
