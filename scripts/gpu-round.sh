@@ -117,10 +117,10 @@ sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
            sink-fwd-bshd-plain-s3-d128 sink-fwd-varlen-short-kv-ws-d64
            sink-fwd-varlen-plain-s3-d128 sink-bwd-tiny-d64 sink-bwd-varlen-win-d64
            sink-bwd-gqa8-d64 sink-bwd-atomic-kvw2-tiny-d64 sink-bwd-deferred-nokeys-d64
-           sink-bwd-dqw2-tiny-d64 sink-bwd-dqw2-varlen-d64 sink-bwd-kvw2-tiny-mha-d64
-           sink-bwd-kvw2-varlen-d64 sink-bwd-kvw2-dqw2-gqa8-d64
+           sink-bwd-shared-tiny-mha-d128 sink-bwd-shared-varlen-d128
+           sink-bwd-shared-gqa8-d128
            sink-bwd-atomic-kvw2-tiny-d128 sink-bwd-atomic-kvw2-varlen-d128
-           sink-bwd-past-d128 sink-bwd-kvw2-past-d128)
+           sink-bwd-past-d128 sink-bwd-shared-past-d128)
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }

@@ -103,6 +103,8 @@ SinkBwdForm::resolve(MLIRContext &context, const KernelConfig &config,
                      "or --dq separate (the default)";
   auto checkWarpgroups = [&](llvm::StringRef flag,
                              int64_t warpgroups) -> LogicalResult {
+    if (warpgroups == kAutoWarpgroups)
+      return success();
     if (warpgroups == 3)
       return fail() << "--" << flag << " 3 was removed (three warpgroups "
                        "sharing a block's tiles, D 64 only: slower than one "
@@ -112,22 +114,6 @@ SinkBwdForm::resolve(MLIRContext &context, const KernelConfig &config,
                     << " is not supported: 1 or 2";
     return success();
   };
-  // Auto (kAutoWarpgroups): two dK/dV and two dQ warpgroups sharing their
-  // tiles where that was measured faster (long causal rows at D 128 without
-  // a window, fixed lengths), else one: the longer a block's loop, the less
-  // its producer warpgroup and ping-pong cost, while the shared tiles halve
-  // the L2 traffic the power-capped long cells pay for in clock.
-  const bool sharedTilesByAuto =
-      config.schedule == "auto" && !form.atomicDq && shape.headDim == 128 &&
-      !hasWindow && !shape.varlen() &&
-      std::min(shape.seqQ, shape.seqKv) >= kSharedTilesMinBlocks * kSinkBwdBlock;
-  auto resolveWarpgroups = [&](int64_t requested) -> int64_t {
-    if (requested != kAutoWarpgroups)
-      return requested;
-    return sharedTilesByAuto ? 2 : 1;
-  };
-  form.dqWarpgroups = resolveWarpgroups(config.dqWarpgroups);
-  form.dkdvWarpgroups = resolveWarpgroups(requestedDkdvWarpgroups);
   form.dqSplitDeferred = dqSplit == "deferred";
   if (form.dqSplitDeferred && !form.atomicDq)
     return fail() << "--dq-split " << dqSplit
@@ -140,12 +126,58 @@ SinkBwdForm::resolve(MLIRContext &context, const KernelConfig &config,
                   << " its dS ring and per-warpgroup fp32 dQ panels take "
                      "the block's shared memory to the 227 KB a block may "
                      "use (above it with GQA)";
-  if (failed(checkWarpgroups("dq-warpgroups", form.dqWarpgroups)) ||
-      failed(checkWarpgroups("dkdv-warpgroups", form.dkdvWarpgroups)))
+  if (failed(checkWarpgroups("dq-warpgroups", config.dqWarpgroups)) ||
+      failed(checkWarpgroups("dkdv-warpgroups", config.dkdvWarpgroups)))
     return failure();
-  if (form.dqWarpgroups > 1 && form.atomicDq)
-    return fail() << "--dq-warpgroups " << form.dqWarpgroups
-                  << " needs --dq separate (--dq atomic has no dQ kernel)";
+  if (form.atomicDq) {
+    if (config.dqWarpgroups > 1)
+      return fail() << "--dq-warpgroups " << config.dqWarpgroups
+                    << " needs --dq separate (--dq atomic has no dQ kernel)";
+    form.dkdvWarpgroups = requestedDkdvWarpgroups;
+  } else {
+    // The deterministic form: the two kernels' counts are one choice (one
+    // kernel's tiles shared without the other's won no measured cell), a
+    // count given for one kernel is the other's too.
+    const int64_t dq = config.dqWarpgroups, dkdv = config.dkdvWarpgroups;
+    if (shape.headDim == 64 && (dq == 2 || dkdv == 2)) {
+      auto diag = fail();
+      diag << (dq == 2 ? "--dq-warpgroups 2" : "--dkdv-warpgroups 2")
+           << (dq == 2 && dkdv == 2 ? " --dkdv-warpgroups 2" : "")
+           << " without --dq atomic at --head-dim 64 was removed (the "
+              "deterministic form's warpgroups sharing a block's tiles: "
+              "slower than one in every measured cell); use 1";
+      if (config.deterministic)
+        diag << " (--deterministic rules out the split)";
+      else
+        diag << ", or the split: --dq atomic --dkdv-warpgroups 2";
+      return diag;
+    }
+    if (dq != kAutoWarpgroups && dkdv != kAutoWarpgroups && dq != dkdv) {
+      auto diag = fail();
+      diag << "--dq-warpgroups " << dq << " with --dkdv-warpgroups " << dkdv
+           << " without --dq atomic was removed (one kernel's tiles shared "
+              "without the other's: it won no measured cell); give equal "
+              "counts, or one of the flags (the other follows it)";
+      if (dkdv == 2 && !config.deterministic && config.dq == "auto")
+        diag << "; for the split, --dq atomic --dkdv-warpgroups 2";
+      return diag;
+    }
+    // Auto: two dK/dV and two dQ warpgroups sharing their tiles where that
+    // was measured faster (long causal rows at D 128 without a window,
+    // fixed lengths), else one: the longer a block's loop, the less its
+    // producer warpgroup and ping-pong cost, while the shared tiles halve
+    // the L2 traffic the power-capped long cells pay for in clock.
+    int64_t warpgroups = dq != kAutoWarpgroups ? dq : dkdv;
+    if (warpgroups == kAutoWarpgroups)
+      warpgroups =
+          config.schedule == "auto" && shape.headDim == 128 && !hasWindow &&
+                  !shape.varlen() &&
+                  std::min(shape.seqQ, shape.seqKv) >=
+                      kSharedTilesMinBlocks * kSinkBwdBlock
+              ? 2
+              : 1;
+    form.dqWarpgroups = form.dkdvWarpgroups = warpgroups;
+  }
 
   form.statsRows = form.atomicDq ? 3 : 2;
   form.group = shape.heads / shape.kvHeads;

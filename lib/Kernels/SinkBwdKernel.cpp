@@ -119,8 +119,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     return fail() << "--schedule ws was removed from sink-bwd (a TMA producer "
                      "for one consumer warpgroup: slower than plain in every "
                      "measured cell); use --schedule auto or plain, and "
-                     "--dq-warpgroups 2 / --dkdv-warpgroups 2 for a producer "
-                     "feeding shared tiles";
+                     "--dq-warpgroups 2 --dkdv-warpgroups 2 (--head-dim 128) "
+                     "for a producer feeding shared tiles";
   // The forward's checks (dtype, head dim, shapes, window, stages) apply,
   // reported as sink-bwd's.
   FailureOr<KernelModule> forward = buildSinkFwd(context, config);

@@ -101,7 +101,7 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
   // The shared-tile kernels (two warpgroups each) keep a kernel of their
   // own for the sum (their barriers would have to leave the producer out),
   // launched after the dQ kernel: one thread per dK element, no counters.
-  KernelConfig sharedConfig = backward(configOf(2, 4, 2, 100, 300, 64, 0));
+  KernelConfig sharedConfig = backward(configOf(2, 4, 2, 100, 300, 128, 0));
   sharedConfig.dqWarpgroups = 2;
   sharedConfig.dkdvWarpgroups = 2;
   FailureOr<KernelModule> shared = kernels::buildSinkBwd(context, sharedConfig);
@@ -111,7 +111,7 @@ TEST_F(SinkBwdKernelTest, LaunchesPerLayoutAndGroup) {
                                          "sink_bwd_dkdv", "sink_bwd_dq",
                                          "sink_bwd_dkdv_sum", "sink_bwd_sinks"}));
   EXPECT_EQ(shared->bundle.launches[4].grid,
-            (rt::Dim3{(2 * 2 * 300 * 64 + 255) / 256, 1, 1}));
+            (rt::Dim3{(2 * 2 * 300 * 128 + 255) / 256, 1, 1}));
   EXPECT_FALSE(rt::findParam(shared->bundle, "share_counts"));
   // ... and the dsinks kernel: one warp per head.
   EXPECT_FALSE(rt::findParam(shared->bundle, "sink_counts"));
@@ -314,8 +314,8 @@ TEST_F(SinkBwdKernelTest, SplitAddsGqaDkDvPerKvHead) {
 /// kAutoWarpgroups in the deterministic form: two dK/dV and two dQ
 /// warpgroups exactly where SinkBwdForm's rule holds (D 128, rows and keys
 /// of at least 192 blocks of 64, --dq separate, the auto schedule, no
-/// window, not varlen); one where any of it fails; a given count always
-/// wins.
+/// window, not varlen); one where any of it fails; a count given for one
+/// kernel is both kernels'.
 TEST_F(SinkBwdKernelTest, AutoWarpgroupsShareTilesOnLongRowsAtD128) {
   auto warpgroupsOf = [&](KernelConfig config) {
     FailureOr<KernelModule> built = kernels::buildSinkBwd(context, config);
@@ -360,29 +360,68 @@ TEST_F(SinkBwdKernelTest, AutoWarpgroupsShareTilesOnLongRowsAtD128) {
   EXPECT_EQ(warpgroupsOf(plain), Pair(1, 1));
   // --dq atomic (the split) keeps one dQ warpgroup: it has no dQ kernel.
   KernelConfig atomic = longRows;
+  atomic.deterministic = false;
   atomic.dq = "atomic";
   atomic.deterministic = false;
   atomic.dkdvWarpgroups = 2;
   EXPECT_EQ(warpgroupsOf(atomic), Pair(2, 1));
-  // A given count wins; the other stays auto's.
+  // A given count wins, and the other kernel's follows it: the two counts
+  // are one choice.
   KernelConfig oneDq = longRows;
   oneDq.dqWarpgroups = 1;
-  EXPECT_EQ(warpgroupsOf(oneDq), Pair(2, 1));
+  EXPECT_EQ(warpgroupsOf(oneDq), Pair(1, 1));
   KernelConfig oneDkdv = longRows;
   oneDkdv.dkdvWarpgroups = 1;
-  EXPECT_EQ(warpgroupsOf(oneDkdv), Pair(1, 2));
+  EXPECT_EQ(warpgroupsOf(oneDkdv), Pair(1, 1));
+  const KernelConfig shortRows = autoOf(configOf(1, 2, 1, 256, 256, 128, 0));
+  KernelConfig twoDq = shortRows;
+  twoDq.dqWarpgroups = 2;
+  EXPECT_EQ(warpgroupsOf(twoDq), Pair(2, 2));
+  KernelConfig twoDkdv = shortRows;
+  twoDkdv.dkdvWarpgroups = 2;
+  EXPECT_EQ(warpgroupsOf(twoDkdv), Pair(2, 2));
+}
+
+/// The deterministic form's refusals (docs/design.md, "Backward forms kept
+/// (issue 44)"): counts that differ, and two warpgroups at D 64.
+TEST_F(SinkBwdKernelTest, SharedTilesRefuseMixedCountsAndD64) {
+  auto refused = [&](KernelConfig config) {
+    return failed(kernels::buildSinkBwd(context, config));
+  };
+  KernelConfig mixed = backward(configOf(1, 2, 1, 256, 256, 128, 0));
+  mixed.dq = "separate";
+  mixed.dqWarpgroups = 2;
+  mixed.dkdvWarpgroups = 1;
+  EXPECT_TRUE(refused(mixed));
+  std::swap(mixed.dqWarpgroups, mixed.dkdvWarpgroups);
+  EXPECT_TRUE(refused(mixed));
+  for (auto [dq, dkdv] : {std::pair<int64_t, int64_t>{2, kAutoWarpgroups},
+                          {kAutoWarpgroups, 2},
+                          {2, 2}}) {
+    KernelConfig d64 = backward(configOf(1, 2, 1, 256, 256, 64, 0));
+    d64.dq = "separate";
+    d64.dqWarpgroups = dq;
+    d64.dkdvWarpgroups = dkdv;
+    EXPECT_TRUE(refused(d64));
+  }
+  // The split at D 64 keeps its two dK/dV warpgroups.
+  KernelConfig split = backward(configOf(1, 2, 1, 256, 256, 64, 0));
+  split.dq = "atomic";
+  split.dkdvWarpgroups = 2;
+  EXPECT_FALSE(refused(split));
 }
 
 /// Runs sink_bwd_dkdv_sum (--dkdv-warpgroups 2) on the CPU: dK/dV of every
 /// (batch, kv head, key, column) must be the sum of its group's shares, in
 /// each layout.
 TEST_F(SinkBwdKernelTest, ShareSumFollowsEachLayout) {
-  KernelConfig bshd = backward(configOf(2, 6, 2, 5, 7, 64, 0));
+  KernelConfig bshd = backward(configOf(2, 6, 2, 5, 7, 128, 0));
   bshd.layout = rt::AttentionLayout::BSHD;
   for (KernelConfig config :
-       {backward(configOf(2, 6, 2, 5, 7, 64, 0)), bshd,
-        backward(varlenConfigOf(4, 1, {3, 0, 6}, {5, 2, 6}, 64, 0))}) {
+       {backward(configOf(2, 6, 2, 5, 7, 128, 0)), bshd,
+        backward(varlenConfigOf(4, 1, {3, 0, 6}, {5, 2, 6}, 128, 0))}) {
     SCOPED_TRACE(rt::layoutName(config.layout));
+    config.dqWarpgroups = 2;
     config.dkdvWarpgroups = 2;
     rt::SinkAttentionShape shape = kernels::sinkAttentionShape(config);
     FailureOr<KernelModule> kernel = kernels::buildSinkBwd(context, config);
