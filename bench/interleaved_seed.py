@@ -28,8 +28,8 @@ two fair choices (the other, cuDNN in a process per round too, would import
 PyTorch and build its inputs 100-odd times a table).
 
 Every row names the form it times: SinkAttn's from its bundle's manifest
-(`form`: auto for the default compilation, else the opt-in by name: split,
-deferred, as gpu-round.sh's SEED_BWD_FORMS, or the options' values),
+(`form`: auto for the forward's default compilation; the backward's form
+by name: deterministic, split or deferred; else the options' values),
 cuDNN's cudnn-gqa or cudnn-mha-expanded. Output files keep the formats of
 `sinkattn-runner bench --preset seed --json` (the SinkAttn row of the
 median round, its per-call times included) and `bench/compare_sdpa.py
@@ -61,10 +61,10 @@ def bundle_path(bundles, direction, seq, head_dim):
 def sinkattn_form(bundle):
     """The name of the form a bundle was compiled in, from its manifest's
     config: "auto" for the default compilation of the forward,
-    "deterministic" for the backward's --dq separate, else the forms of
-    SEED_BWD_FORMS by name (split: --dq atomic --dkdv-warpgroups 2;
-    deferred: the split with --dq-split deferred), else the opt-in
-    options as key=value."""
+    "deterministic" for the backward's --dq separate, else the backward's
+    splits by name (split: --dq atomic --dkdv-warpgroups 2; deferred: the
+    split with --dq-split deferred), else the opt-in options as
+    key=value."""
     path = os.path.join(bundle, "manifest.json")
     try:
         with open(path) as f:

@@ -47,14 +47,6 @@
 #                 about 4 s per side): the power limit's clocks per side.
 #   SINKATTN_BUNDLES: the bundles (default .carry/bundles); SINKATTN_GPU_BUILD_DIR:
 #   the runtime-only build (default build-gpu).
-#   SEED_BWD_FORMS: the backward's form per head dim, or per cell, in the
-#   interleaved table and the clock probe, as D=FORM or D/S=FORM entries
-#   (S one of 2k 4k 8k 16k; later entries win; default "64=deterministic,
-#   64/8k=deferred,64/16k=deferred,128=split", the forms `--dq auto` picks
-#   in those cells): deterministic times sink-bwd-seed-<S>-d<D> (compiled
-#   with --deterministic), any other FORM
-#   sink-bwd-seed-<S>-d<D>-FORM (bundles.txt has -split: --dq atomic
-#   --dkdv-warpgroups 2, and at D 64 -deferred: with --dq-split deferred).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,33 +59,16 @@ bundles=$(realpath -m "${SINKATTN_BUNDLES:-.carry/bundles}")
 commit=$(cat "$bundles/COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
 benches=("$@")
 # The seed cells under their seed names (interleaved_seed.py's and
-# clock_probe.py's), the backward in SEED_BWD_FORMS's form per head dim.
+# clock_probe.py's), the backward in the form `--dq auto` picks.
 link_seed_bundles() {
-  local dir=$1 pair cell dim seqs form suffix seq
+  local dir=$1 bundle
   rm -rf "$dir" && mkdir -p "$dir"
-  ln -s "$bundles"/sink-fwd-seed-{2k,4k,8k,16k}-d{64,128} "$dir/"
-  declare -A form_of
-  IFS=, read -ra pairs <<<"${SEED_BWD_FORMS:-64=deterministic,64/8k=deferred,64/16k=deferred,128=split}"
-  for pair in "${pairs[@]}"; do
-    cell=${pair%%=*} form=${pair#*=}
-    dim=${cell%%/*} seqs="2k 4k 8k 16k"
-    [[ $cell == */* ]] && seqs=${cell#*/}
-    if [[ $pair != *=* || ! $dim =~ ^(64|128)$ || ! $seqs =~ ^((2k|4k|8k|16k)( |$))+$ || -z $form ]]; then
-      echo "error: SEED_BWD_FORMS: '$pair' is not D=FORM or D/S=FORM with D 64 or 128 and S one of 2k 4k 8k 16k" >&2
+  for bundle in "$bundles"/sink-{fwd,bwd}-seed-{2k,4k,8k,16k}-d{64,128}; do
+    [[ -d $bundle ]] || {
+      echo "error: no bundle $bundle" >&2
       return 1
-    fi
-    for seq in $seqs; do form_of[$dim/$seq]=$form; done
-  done
-  for dim in 64 128; do
-    for seq in 2k 4k 8k 16k; do
-      form=${form_of[$dim/$seq]:-deterministic}
-      suffix=; [[ $form == deterministic ]] || suffix=-$form
-      [[ -d $bundles/sink-bwd-seed-$seq-d$dim$suffix ]] || {
-        echo "error: no bundle $bundles/sink-bwd-seed-$seq-d$dim$suffix (SEED_BWD_FORMS)" >&2
-        return 1
-      }
-      ln -s "$bundles/sink-bwd-seed-$seq-d$dim$suffix" "$dir/sink-bwd-seed-$seq-d$dim"
-    done
+    }
+    ln -s "$bundle" "$dir/"
   done
 }
 # The seed table itself comes from `bench --preset seed` (step 4) unless
@@ -174,7 +149,7 @@ torch_missing() {
   echo "${err##*$'\n'}"
 }
 # The seed cells for the interleaved table and the clock probe, linked once
-# (empty when SEED_BWD_FORMS names no bundles: both steps then fail).
+# (empty when a bundle is missing: both steps then fail).
 seed_bundles=
 if [[ -n "$preset" ]] && { want baselines || want clocks; }; then
   if link_seed_bundles "$out/seed-bundles" 2>"$out/seed-bundles.err"; then
@@ -301,14 +276,21 @@ if [[ -n "$preset" ]] && want benches; then
     done
   done
   preset_table "preset-$preset" "$preset_bundles" --preset "$preset" --iters 50 --warmup 5
-  # The backward's table (causal): the eight cells by name (the preset
-  # refuses a directory with two bundles of one shape, and .carry/bundles
-  # also holds the cells' other warpgroup forms).
-  bwd_bundles="$out/preset-bwd-bundles"
-  rm -rf "$bwd_bundles" && mkdir -p "$bwd_bundles"
-  ln -s "$bundles"/sink-bwd-seed-{2k,4k,8k,16k}-d{64,128} "$bwd_bundles/"
-  preset_table "preset-$preset-bwd" "$bwd_bundles" --preset "$preset" --kernel sink-bwd \
-    --iters 20 --warmup 3
+  # The backward's tables (causal), in auto's forms and in the deterministic
+  # ones: the eight cells by name (the preset refuses a directory with two
+  # bundles of one shape, and .carry/bundles holds the cells' other forms).
+  for form in auto deterministic; do
+    suffix=; [[ $form == auto ]] || suffix=-$form
+    bwd_bundles="$out/preset-bwd-bundles-$form"
+    rm -rf "$bwd_bundles" && mkdir -p "$bwd_bundles"
+    for cell in {2k,4k,8k,16k}-d{64,128}; do
+      ln -s "$bundles/sink-bwd-seed-$cell$suffix" "$bwd_bundles/"
+    done
+    label="preset-$preset-bwd"
+    [[ $form == auto ]] || label+="-$form"
+    preset_table "$label" "$bwd_bundles" --preset "$preset" --kernel sink-bwd \
+      --iters 20 --warmup 3
+  done
 fi
 if [[ -n "$preset" ]] && want tune; then
   # Autotuning: every seed cell's schedule x stages variant (and the ws/overlap
