@@ -886,7 +886,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   if (config.schedule != "auto" && config.schedule != "ws" &&
       config.schedule != "plain" && config.schedule != "overlap")
     return fail() << "unknown schedule '" << config.schedule
-                  << (config.kernel == "sink-bwd" ? "' (auto, ws or plain)"
+                  << (config.kernel == "sink-bwd" ? "' (auto or plain)"
                                                   : "' (auto, ws, overlap or plain)");
   // ws: two consumer warpgroups (128 rows; three, 192 rows, at D = 64)
   // share each K/V tile and a TMA producer feeds them. plain: one
