@@ -85,6 +85,20 @@ mlir::Value buildKeepByDistance(mlir::ImplicitLocOpBuilder &b,
                                 mlir::Value distanceBase, mlir::Value offset,
                                 mlir::Value window32);
 
+/// A block's probabilities: a tile.map of `inputs` computing `value`, with
+/// the per-element mask (`keep`; masked elements are 0) where the block
+/// needs it (`needsMask`), without where it keeps every element: the
+/// mask's index math is a large part of a loop's instructions.
+mlir::Value buildBlockMaskedMap(
+    mlir::ImplicitLocOpBuilder &b, mlir::Type type, mlir::Value needsMask,
+    mlir::ValueRange inputs, mlir::Value zero,
+    llvm::function_ref<mlir::Value(mlir::ValueRange indices,
+                                   mlir::ValueRange elements)>
+        keep,
+    llvm::function_ref<mlir::Value(mlir::ValueRange indices,
+                                   mlir::ValueRange elements)>
+        value);
+
 /// The election of the last block to arrive: each block makes its global
 /// writes visible (a GPU-scope fence, then a block barrier), its first
 /// thread adds 1 to `counter`[`index`] (i32) and passes the count it saw on

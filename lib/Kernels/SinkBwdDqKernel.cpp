@@ -26,42 +26,6 @@ using namespace mlir;
 using namespace sinkattn;
 using namespace sinkattn::kernels;
 
-Value sinkattn::kernels::buildKeepByDistance(ImplicitLocOpBuilder &b,
-                                             Value distanceBase, Value offset,
-                                             Value window32) {
-  Value distance = arith::AddIOp::create(b, distanceBase, offset);
-  Value distance32 = arith::IndexCastOp::create(b, b.getI32Type(), distance);
-  return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, distance32,
-                               window32);
-}
-
-LastArrival sinkattn::kernels::buildLastArrival(ImplicitLocOpBuilder &b,
-                                                Value counter, Value index,
-                                                int64_t lastCount, Value c0) {
-  // Release: this block's global writes are visible before it counts.
-  NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
-  gpu::BarrierOp::create(b);
-  LastArrival arrival;
-  arrival.thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value firstThread = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                            arrival.thread, c0);
-  auto slotType = getSharedMemRefType({1}, b.getI32Type());
-  Value slot = allocShared(b, slotType);
-  buildIfThen(b, firstThread, [&] {
-    Value one = arith::ConstantIntOp::create(b, b.getI32Type(), 1);
-    Value before = memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi,
-                                               one, counter, index);
-    memref::StoreOp::create(b, before, slot, c0);
-  });
-  gpu::BarrierOp::create(b);
-  Value ticket = memref::LoadOp::create(b, slot, c0);
-  Value lastTicket =
-      arith::ConstantIntOp::create(b, b.getI32Type(), lastCount);
-  arrival.isLast = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ticket,
-                                         lastTicket);
-  return arrival;
-}
-
 namespace {
 /// Builds sink_bwd_dq.
 class DqBuilder {
@@ -316,32 +280,17 @@ Value DqBuilder::buildProbabilities(Value scores) {
       },
       c.window, c.hasWindow);
   distanceBase = arith::SubIOp::create(b, rowsFirstPosition, n0);
-  auto exponential = [&](Value x, Value lse) -> Value {
-    Value negLse = arith::NegFOp::create(b, lse);
-    Value y = math::FmaOp::create(b, x, c.scaleLog2, negLse);
-    return math::Exp2Op::create(b, y);
-  };
-  return buildIfThenElse(
-             b, scoresType(), needsMask,
-             [&]() -> SmallVector<Value> {
-               return {buildMap(
-                   b, scoresType(), {scores, lse2},
-                   [&](ValueRange idx, ValueRange x) -> Value {
-                     Value keep = buildKeepByDistance(
-                         b, distanceBase,
-                         arith::SubIOp::create(b, idx[0], idx[1]),
-                         c.window32);
-                     Value e = exponential(x[0], x[1]);
-                     return arith::SelectOp::create(b, keep, e, c.zero);
-                   })};
-             },
-             [&]() -> SmallVector<Value> {
-               return {buildMap(b, scoresType(), {scores, lse2},
-                                [&](ValueRange, ValueRange x) -> Value {
-                                  return exponential(x[0], x[1]);
-                                })};
-             })
-      .getResult(0);
+  return buildBlockMaskedMap(
+      b, scoresType(), needsMask, {scores, lse2}, c.zero,
+      [&](ValueRange idx, ValueRange) -> Value {
+        Value offset = arith::SubIOp::create(b, idx[0], idx[1]);
+        return buildKeepByDistance(b, distanceBase, offset, c.window32);
+      },
+      [&](ValueRange, ValueRange x) -> Value {
+        Value negLse = arith::NegFOp::create(b, x[1]);
+        Value y = math::FmaOp::create(b, x[0], c.scaleLog2, negLse);
+        return math::Exp2Op::create(b, y);
+      });
 }
 
 /// The running Σ_j P ⊙ dP: elementwise (one FMA per element), or with
