@@ -26,19 +26,6 @@ struct SinkBwdProblem {
   mlir::Type sinkElement;
 };
 
-/// sink_bwd_dkdv (SinkBwdDkdvKernel.cpp): per block of keys and query head,
-/// dK and dV (with GQA the query head's fp32 shares, or with --dq atomic
-/// their sums per kv head), with --dq atomic also dQ's share of its keys and
-/// their sink terms. Leaves `b` after the function.
-void buildSinkBwdDkdv(mlir::ImplicitLocOpBuilder &b,
-                      const SinkBwdProblem &problem);
-
-/// sink_bwd_dkdv_sum (SinkBwdDkdvKernel.cpp): GQA's dK and dV from the
-/// shares (or the split's sums per kv head) where the dK/dV kernel does
-/// not add them itself. Leaves `b` after the function.
-void buildSinkBwdDkdvSum(mlir::ImplicitLocOpBuilder &b,
-                         const SinkBwdProblem &problem);
-
 struct SinkBwdLayout;
 struct SinkBwdConstants;
 
@@ -58,6 +45,21 @@ mlir::gpu::GPUFuncOp buildSinkBwdSinks(mlir::ImplicitLocOpBuilder &b,
 mlir::gpu::GPUFuncOp buildSinkBwdPreprocess(mlir::ImplicitLocOpBuilder &b,
                                             const SinkBwdProblem &problem,
                                             const SinkBwdLayout &layout);
+
+/// sink_bwd_dkdv (SinkBwdDkdvKernel.cpp): per block of keys and query head,
+/// dK and dV (with GQA the query head's fp32 shares, or with --dq atomic
+/// their sums per kv head), with --dq atomic also dQ's share of its keys and
+/// their sink terms.
+mlir::gpu::GPUFuncOp buildSinkBwdDkdv(mlir::ImplicitLocOpBuilder &b,
+                                      const SinkBwdProblem &problem,
+                                      const SinkBwdLayout &layout);
+
+/// sink_bwd_dkdv_sum (SinkBwdDkdvKernel.cpp): GQA's dK and dV from the
+/// shares (or the split's sums per kv head) where the dK/dV kernel does
+/// not add them itself.
+mlir::gpu::GPUFuncOp buildSinkBwdDkdvSum(mlir::ImplicitLocOpBuilder &b,
+                                         const SinkBwdProblem &problem,
+                                         const SinkBwdLayout &layout);
 
 /// sink_bwd_dq_convert (--dq atomic), one block per 64 query rows of a
 /// head: the fp32 dQ scaled and rounded, and dsinks from the keys' sink

@@ -46,8 +46,8 @@ struct SinkBwdSequence {
   /// unless varlen).
   mlir::Value qStart, kStart;
   /// The first columns of the query head and the kv head in a [.., H * D]
-  /// row (defined, unused, for BHSD too).
-  mlir::Value headColumn, kvHeadColumn;
+  /// row (defined, unused, for BHSD too), and D as an index.
+  mlir::Value headColumn, kvHeadColumn, headDim;
   /// The last row of LSE's row coordinate (rows read past a sequence's end
   /// are clamped to it).
   mlir::Value lastRow;
@@ -71,6 +71,14 @@ struct SinkBwdLayout {
   /// --dq atomic: the fp32 dQ (q's shape) and the per key sink terms
   /// ([B, H, SKV], varlen [H, TKV]).
   mlir::MemRefType qAcc, keyTerms;
+  /// GQA: the query heads' fp32 shares of dK and dV, [H, B, SKV, D]
+  /// (varlen [H, TKV, D]): a tile overhanging its sequence is cut at SKV
+  /// instead of running into the next sequence's rows. The split's fp32
+  /// sums per kv head (kvAcc) take the same form with HK heads.
+  mlir::MemRefType shares, kvAcc;
+  /// The dK/dV kernel's share-sum counters, one per sequence, kv head and
+  /// block of 64 keys (i32).
+  mlir::MemRefType shareCounts;
   /// Varlen: the sequence offsets (i32 [B + 1]); null otherwise.
   mlir::MemRefType offsets;
   /// The dsinks sum: a head's rows of `terms` come in `runBatches` runs of
@@ -104,6 +112,11 @@ struct SinkBwdLayout {
   llvm::SmallVector<mlir::Value> elementAt(const SinkBwdSequence &sequence,
                                            mlir::Value row, mlir::Value column,
                                            mlir::Value headColumn) const;
+  /// The same for a kv-shaped buffer (the kv head's columns).
+  llvm::SmallVector<mlir::Value> kvElementAt(const SinkBwdSequence &sequence,
+                                             mlir::Value row,
+                                             mlir::Value column,
+                                             mlir::Value headColumn) const;
   /// A q-side tile's indices at token `row` (its first column last).
   llvm::SmallVector<mlir::Value> qTile(const SinkBwdSequence &sequence,
                                        mlir::Value row, mlir::Value c0) const;
@@ -133,6 +146,13 @@ struct SinkBwdLayout {
                                mlir::Value dest, mlir::Value row,
                                mlir::Value firstRow, mlir::Value c0) const;
 };
+
+/// Varlen: `buffer`'s rows `start` .. `start` + `length` along dimension
+/// `rowDim` (its other dimensions whole), a view that ends with the
+/// sequence, so that a tile overhanging it is cut there.
+mlir::Value buildSequenceView(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
+                              int64_t rowDim, mlir::Value start,
+                              mlir::Value length);
 
 /// A backward kernel's gpu.func `name` (a `kernel`) at `b`'s insertion
 /// point, `b` set to build at the start of its body.
