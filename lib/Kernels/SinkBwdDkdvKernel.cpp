@@ -131,6 +131,11 @@ private:
                                                Value qBlock);
   void addDqPanel(Value part, Value slot, Value rowOffset, Value condition,
                   bool pending);
+  struct DsRingPosition {
+    Value parity, slot, otherSlot;
+  };
+  DsRingPosition dsRingPosition(Value count);
+  Value waitForDsSlot(Value slot, Value parity);
 
   // After the loop.
   void addLastDeferredDqShare();
@@ -178,8 +183,7 @@ gpu::GPUFuncOp SinkBwdDkdvBuilder::build() {
   AttentionBlockIds ids =
       buildBlockIds(b, /*heaviestLast=*/false, shape, c.c1, c.group);
   kb = ids.block;
-  Value kvHead = arith::DivUIOp::create(b, ids.head, c.group);
-  sequence = layout.buildSequence(b, c, ids.batch, ids.head, kvHead, cuQ, cuK);
+  sequence = layout.buildSequence(b, c, ids.batch, ids.head, cuQ, cuK);
   buildKeys();
   allocateTiles();
   buildQueryBlockRange();
@@ -221,12 +225,7 @@ gpu::GPUFuncOp SinkBwdDkdvBuilder::createFunction() {
   layout.appendSequenceArgs(argTypes);
   gpu::GPUFuncOp func = createBackwardKernel(b, "sink_bwd_dkdv", argTypes);
   if (form.dkdvShared()) {
-    // Shared tiles: tile-warp-specialize adds a TMA producer and splits the
-    // registers (setmaxnreg); `.minnctapersm 1` tells ptxas the registers
-    // at entry, without which it ignored every setmaxnreg and spilled.
-    func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-        {int32_t(128 * form.dkdvWarpgroups), 1, 1}));
-    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+    setSharedTileBounds(func, form.dkdvWarpgroups);
   } else if (form.threeBlocksPerSm) {
     func->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({128, 1, 1}));
     func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(3));
@@ -630,15 +629,8 @@ SinkBwdDkdvBuilder::dkAndDqShare(Value dsT16, Value dk, Value qBlock) {
 std::pair<Value, Value>
 SinkBwdDkdvBuilder::dkAndDeferredDqShare(Value dsT16, Value dk, Value qBlock) {
   Value it = arith::SubIOp::create(b, qBlock, loQ);
-  Value itPair = arith::DivUIOp::create(b, it, cTwo);
-  Value parity = arith::RemUIOp::create(b, itPair, cTwo);
-  Value slot = arith::RemUIOp::create(b, it, cTwo);
-  Value prevSlot = arith::SubIOp::create(b, c.c1, slot);
-  tile::MBarrierWaitParityOp::create(b, dsBars, prevSlot, parity);
-  Value sdSPrev = buildView(
-      b, sdS2, {prevSlot, b.getIndexAttr(0), b.getIndexAttr(0)},
-      {b.getIndexAttr(1), b.getIndexAttr(blockKeys()), b.getIndexAttr(kBlock)},
-      getSharedViewType({blockKeys(), kBlock}, element, {kBlock, 1}));
+  auto [parity, slot, prevSlot] = dsRingPosition(it);
+  Value sdSPrev = waitForDsSlot(prevSlot, parity);
   Value dqAsync =
       tile::GemmOp::create(b, sdSPrev, sKd, sZeroPanel, /*transpose_a=*/true,
                            /*transpose_b=*/false, /*async=*/true);
@@ -661,6 +653,28 @@ SinkBwdDkdvBuilder::dkAndDeferredDqShare(Value dsT16, Value dk, Value qBlock) {
       arith::CmpIOp::create(b, arith::CmpIPredicate::ne, qBlock, loQ);
   addDqPanel(dqPart, slot, mPrev, hasPrev, /*pending=*/true);
   return {waitGemm(b, dkAsync, 0), dvNew};
+}
+
+/// --dq-split deferred: the ring after `count` query blocks: the slot the
+/// next block's rows go to, the other (the previous block's), and the
+/// parity of both slots' next waits.
+SinkBwdDkdvBuilder::DsRingPosition
+SinkBwdDkdvBuilder::dsRingPosition(Value count) {
+  Value pairs = arith::DivUIOp::create(b, count, cTwo);
+  Value parity = arith::RemUIOp::create(b, pairs, cTwo);
+  Value slot = arith::RemUIOp::create(b, count, cTwo);
+  Value otherSlot = arith::SubIOp::create(b, c.c1, slot);
+  return {parity, slot, otherSlot};
+}
+
+/// --dq-split deferred: ring slot `slot` (both warpgroups' rows) once it
+/// is full at `parity`.
+Value SinkBwdDkdvBuilder::waitForDsSlot(Value slot, Value parity) {
+  tile::MBarrierWaitParityOp::create(b, dsBars, slot, parity);
+  return buildView(
+      b, sdS2, {slot, b.getIndexAttr(0), b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(blockKeys()), b.getIndexAttr(kBlock)},
+      getSharedViewType({blockKeys(), kBlock}, element, {kBlock, 1}));
 }
 
 /// --dq-split deferred: the warpgroup's store of its panel `part` of dQ's
@@ -692,15 +706,8 @@ void SinkBwdDkdvBuilder::addDqPanel(Value part, Value slot, Value rowOffset,
 /// like the loop's (none after a loop of no iterations).
 void SinkBwdDkdvBuilder::addLastDeferredDqShare() {
   Value iterations = arith::SubIOp::create(b, hiBlocks, loQ);
-  Value pairs = arith::DivUIOp::create(b, iterations, cTwo);
-  Value parity = arith::RemUIOp::create(b, pairs, cTwo);
-  Value tileSlot = arith::RemUIOp::create(b, iterations, cTwo);
-  Value lastSlot = arith::SubIOp::create(b, c.c1, tileSlot);
-  tile::MBarrierWaitParityOp::create(b, dsBars, lastSlot, parity);
-  Value sdSLast = buildView(
-      b, sdS2, {lastSlot, b.getIndexAttr(0), b.getIndexAttr(0)},
-      {b.getIndexAttr(1), b.getIndexAttr(blockKeys()), b.getIndexAttr(kBlock)},
-      getSharedViewType({blockKeys(), kBlock}, element, {kBlock, 1}));
+  auto [parity, tileSlot, lastSlot] = dsRingPosition(iterations);
+  Value sdSLast = waitForDsSlot(lastSlot, parity);
   Value part =
       tile::GemmOp::create(b, sdSLast, sKd, sZeroPanel, /*transpose_a=*/true);
   Value lastBlock = arith::SubIOp::create(b, hiBlocks, c.c1);

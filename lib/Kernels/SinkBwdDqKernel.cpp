@@ -89,15 +89,8 @@ gpu::GPUFuncOp DqBuilder::build() {
                      MemRefType::get({shape.heads}, b.getI32Type())});
   layout.appendSequenceArgs(argTypes);
   gpu::GPUFuncOp func = createBackwardKernel(b, "sink_bwd_dq", argTypes);
-  // Shared tiles: 128 threads per consumer warpgroup, to which
-  // tile-warp-specialize adds a TMA producer and a register split
-  // (setmaxnreg). `.minnctapersm 1` tells ptxas the registers at entry:
-  // with `.maxntid` alone it ignored every setmaxnreg and spilled.
-  if (form.dqShared()) {
-    func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-        {int32_t(128 * form.dqWarpgroups), 1, 1}));
-    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
-  }
+  if (form.dqShared())
+    setSharedTileBounds(func, form.dqWarpgroups);
   ArrayRef<BlockArgument> args = func.getArguments();
   Q = args[0], K = args[1], V = args[2], dO = args[3], LSE = args[4],
   Delta = args[5], sinks = args[6], dQ = args[7], terms = args[8];
@@ -112,9 +105,7 @@ gpu::GPUFuncOp DqBuilder::build() {
   AttentionBlockIds ids =
       buildBlockIds(b, /*heaviestLast=*/true, shape, c.c1, c.group);
   block = ids.block;
-  Value kvHead = arith::DivUIOp::create(b, ids.head, c.group);
-  sequence =
-      layout.buildSequence(b, c, ids.batch, ids.head, kvHead, cuQ, cuK);
+  sequence = layout.buildSequence(b, c, ids.batch, ids.head, cuQ, cuK);
   buildRows();
 
   const int64_t d = layout.headDim;

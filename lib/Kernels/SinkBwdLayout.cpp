@@ -127,15 +127,16 @@ void SinkBwdLayout::appendSequenceArgs(SmallVectorImpl<Type> &types) const {
 
 SinkBwdSequence SinkBwdLayout::buildSequence(ImplicitLocOpBuilder &b,
                                              const SinkBwdConstants &constants,
-                                             Value batch, Value head,
-                                             Value kvHead, Value cuQ,
+                                             Value batch, Value head, Value cuQ,
                                              Value cuK) const {
   SinkBwdSequence sequence;
-  sequence.batch = batch, sequence.head = head, sequence.kvHead = kvHead;
+  sequence.batch = batch, sequence.head = head;
+  sequence.kvHead = arith::DivUIOp::create(b, head, constants.group);
   auto buildColumns = [&] {
     sequence.headDim = constantIndex(b, headDim);
     sequence.headColumn = arith::MulIOp::create(b, head, sequence.headDim);
-    sequence.kvHeadColumn = arith::MulIOp::create(b, kvHead, sequence.headDim);
+    sequence.kvHeadColumn =
+        arith::MulIOp::create(b, sequence.kvHead, sequence.headDim);
   };
   if (varlen()) {
     SequenceBounds bounds =
@@ -276,6 +277,14 @@ gpu::GPUFuncOp sinkattn::kernels::createBackwardKernel(ImplicitLocOpBuilder &b,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   b.setInsertionPointToStart(&func.front());
   return func;
+}
+
+void sinkattn::kernels::setSharedTileBounds(gpu::GPUFuncOp func,
+                                            int64_t warpgroups) {
+  Builder b(func.getContext());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(128 * warpgroups), 1, 1}));
+  func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
 }
 
 void sinkattn::kernels::finishBackwardKernel(ImplicitLocOpBuilder &b,

@@ -95,13 +95,13 @@ struct SinkBwdLayout {
   /// Appends the sequence offsets' argument types (varlen: cuQ, cuK).
   void appendSequenceArgs(llvm::SmallVectorImpl<mlir::Type> &types) const;
 
-  /// The sequence of block (`batch`, `head`, `kvHead`): varlen loads it
-  /// from the offsets `cuQ` and `cuK`; the others' lengths are constants.
+  /// The sequence of block (`batch`, `head`) and the head's kv head:
+  /// varlen loads it from the offsets `cuQ` and `cuK`; the others' lengths
+  /// are constants.
   SinkBwdSequence buildSequence(mlir::ImplicitLocOpBuilder &b,
                                 const SinkBwdConstants &constants,
                                 mlir::Value batch, mlir::Value head,
-                                mlir::Value kvHead, mlir::Value cuQ,
-                                mlir::Value cuK) const;
+                                mlir::Value cuQ, mlir::Value cuK) const;
 
   /// LSE-shaped buffers (LSE, Delta, the terms) at token `row`.
   llvm::SmallVector<mlir::Value> rowAt(const SinkBwdSequence &sequence,
@@ -159,6 +159,12 @@ mlir::Value buildSequenceView(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
 mlir::gpu::GPUFuncOp createBackwardKernel(mlir::ImplicitLocOpBuilder &b,
                                           llvm::StringRef name,
                                           mlir::TypeRange argTypes);
+/// Bounds a kernel of `warpgroups` consumer warpgroups sharing tiles that
+/// tile-warp-specialize gives a TMA producer and a register split
+/// (setmaxnreg): 128 threads per warpgroup, and `.minnctapersm 1`, which
+/// tells ptxas the registers at entry (with `.maxntid` alone it ignored
+/// every setmaxnreg and spilled).
+void setSharedTileBounds(mlir::gpu::GPUFuncOp func, int64_t warpgroups);
 /// Ends a backward kernel (gpu.return) and moves `b` after it.
 void finishBackwardKernel(mlir::ImplicitLocOpBuilder &b,
                           mlir::gpu::GPUFuncOp func);

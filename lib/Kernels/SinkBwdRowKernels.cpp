@@ -139,9 +139,7 @@ struct QueryBlock {
     q.block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
     Value head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
     Value batch = gpu::BlockIdOp::create(b, gpu::Dimension::z);
-    Value kvHead = arith::DivUIOp::create(b, head, q.constants.group);
-    q.sequence =
-        layout.buildSequence(b, q.constants, batch, head, kvHead, cuQ, cuK);
+    q.sequence = layout.buildSequence(b, q.constants, batch, head, cuQ, cuK);
     q.firstRow = arith::MulIOp::create(b, q.block, q.constants.c64);
     return q;
   }
