@@ -26,19 +26,6 @@ struct SinkBwdProblem {
   mlir::Type sinkElement;
 };
 
-/// sink_bwd_dkdv (SinkBwdDkdvKernel.cpp): per block of keys and query head,
-/// dK and dV (with GQA the query head's fp32 shares, or with --dq atomic
-/// their sums per kv head), with --dq atomic also dQ's share of its keys and
-/// their sink terms. Leaves `b` after the function.
-void buildSinkBwdDkdv(mlir::ImplicitLocOpBuilder &b,
-                      const SinkBwdProblem &problem);
-
-/// sink_bwd_dkdv_sum (SinkBwdDkdvKernel.cpp): GQA's dK and dV from the
-/// shares (or the split's sums per kv head) where the dK/dV kernel does
-/// not add them itself. Leaves `b` after the function.
-void buildSinkBwdDkdvSum(mlir::ImplicitLocOpBuilder &b,
-                         const SinkBwdProblem &problem);
-
 struct SinkBwdLayout;
 struct SinkBwdConstants;
 
@@ -58,6 +45,21 @@ mlir::gpu::GPUFuncOp buildSinkBwdSinks(mlir::ImplicitLocOpBuilder &b,
 mlir::gpu::GPUFuncOp buildSinkBwdPreprocess(mlir::ImplicitLocOpBuilder &b,
                                             const SinkBwdProblem &problem,
                                             const SinkBwdLayout &layout);
+
+/// sink_bwd_dkdv (SinkBwdDkdvKernel.cpp): per block of keys and query head,
+/// dK and dV (with GQA the query head's fp32 shares, or with --dq atomic
+/// their sums per kv head), with --dq atomic also dQ's share of its keys and
+/// their sink terms.
+mlir::gpu::GPUFuncOp buildSinkBwdDkdv(mlir::ImplicitLocOpBuilder &b,
+                                      const SinkBwdProblem &problem,
+                                      const SinkBwdLayout &layout);
+
+/// sink_bwd_dkdv_sum (SinkBwdDkdvKernel.cpp): GQA's dK and dV from the
+/// shares (or the split's sums per kv head) where the dK/dV kernel does
+/// not add them itself.
+mlir::gpu::GPUFuncOp buildSinkBwdDkdvSum(mlir::ImplicitLocOpBuilder &b,
+                                         const SinkBwdProblem &problem,
+                                         const SinkBwdLayout &layout);
 
 /// sink_bwd_dq_convert (--dq atomic), one block per 64 query rows of a
 /// head: the fp32 dQ scaled and rounded, and dsinks from the keys' sink
@@ -84,6 +86,20 @@ mlir::gpu::GPUFuncOp buildSinkBwdDq(mlir::ImplicitLocOpBuilder &b,
 mlir::Value buildKeepByDistance(mlir::ImplicitLocOpBuilder &b,
                                 mlir::Value distanceBase, mlir::Value offset,
                                 mlir::Value window32);
+
+/// A block's probabilities: a tile.map of `inputs` computing `value`, with
+/// the per-element mask (`keep`; masked elements are 0) where the block
+/// needs it (`needsMask`), without where it keeps every element: the
+/// mask's index math is a large part of a loop's instructions.
+mlir::Value buildBlockMaskedMap(
+    mlir::ImplicitLocOpBuilder &b, mlir::Type type, mlir::Value needsMask,
+    mlir::ValueRange inputs, mlir::Value zero,
+    llvm::function_ref<mlir::Value(mlir::ValueRange indices,
+                                   mlir::ValueRange elements)>
+        keep,
+    llvm::function_ref<mlir::Value(mlir::ValueRange indices,
+                                   mlir::ValueRange elements)>
+        value);
 
 /// The election of the last block to arrive: each block makes its global
 /// writes visible (a GPU-scope fence, then a block barrier), its first

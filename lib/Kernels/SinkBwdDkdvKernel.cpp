@@ -18,8 +18,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SinkBwdLayout.h"
+
 #include "AttentionBuilding.h"
-#include "SinkBwdBuilding.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -45,10 +46,6 @@ constexpr int64_t kSumVector = 4;
 constexpr int64_t kSumThreads = 128;
 
 Type f32Type(ImplicitLocOpBuilder &b) { return b.getF32Type(); }
-
-Value constantI32(ImplicitLocOpBuilder &b, int64_t value) {
-  return arith::ConstantIntOp::create(b, b.getI32Type(), value);
-}
 
 /// A shared-memory view with `strides` and a dynamic offset (what a
 /// rank-reducing subview of a shared tile gives).
@@ -81,182 +78,15 @@ Value waitGemm(ImplicitLocOpBuilder &b, Value async, int64_t pending) {
       .getResult(0);
 }
 
-/// A kernel function of the backward's gpu.module at `b`'s insertion
-/// point; `b` is left at the start of its body.
-gpu::GPUFuncOp createKernelFunction(ImplicitLocOpBuilder &b, StringRef name,
-                                    TypeRange argTypes) {
-  auto func = gpu::GPUFuncOp::create(b, name, b.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  b.setInsertionPointToStart(&func.front());
-  return func;
-}
-
-void loadBackwardDialects(MLIRContext *context) {
-  context->loadDialect<arith::ArithDialect, gpu::GPUDialect,
-                       math::MathDialect, memref::MemRefDialect,
-                       NVVM::NVVMDialect, scf::SCFDialect, tile::TileDialect,
-                       vector::VectorDialect>();
-}
-
-/// The constants every tile kernel of the backward starts with.
-struct BwdConstants {
-  Value c0, c1, c63, c64, group;
-  /// The window (seqKv + 1 without one), also as the 32-bit mask's bound
-  /// (buildKeepByDistance), and whether there is one.
-  Value window, window32, hasWindow;
-  Value zero, negInf, log2e, scale, scaleLog2;
-
-  static BwdConstants build(ImplicitLocOpBuilder &b,
-                            const SinkBwdProblem &problem) {
-    const rt::SinkAttentionShape &shape = problem.shape;
-    const bool windowed = shape.window > 0;
-    const int64_t window = windowed ? shape.window : shape.seqKv + 1;
-    BwdConstants c;
-    c.c0 = constantIndex(b, 0);
-    c.c1 = constantIndex(b, 1);
-    c.c63 = constantIndex(b, 63);
-    c.c64 = constantIndex(b, 64);
-    c.group = constantIndex(b, problem.form.group);
-    c.window = constantIndex(b, window);
-    // No distance reaches seqKv, so a longer window is the same as
-    // seqKv + 1, which fits in 32 bits.
-    c.window32 = constantI32(b, std::min<int64_t>(window, shape.seqKv + 1));
-    c.hasWindow = arith::ConstantIntOp::create(b, b.getI1Type(), windowed);
-    c.zero = constantF32(b, 0.0f);
-    c.negInf = constantF32(b, -std::numeric_limits<float>::infinity());
-    c.log2e = constantF32(b, float(1.44269504088896340736));
-    c.scale = constantF32(b, float(shape.scale));
-    c.scaleLog2 = constantF32(b, float(shape.scale * 1.4426950408889634));
-    return c;
-  }
-};
-
-/// The backward's per-element mask: whether a key is kept for the query at
-/// distance `distanceBase` + `offset` (query position minus key) in one
-/// unsigned 32-bit compare: a negative distance wraps past every window, so
-/// it also decides causality. In 64 bits (index) the mask took two compares
-/// of two halves each plus the carries per element. Distances fit in 31
-/// bits: the forward's checks keep Q and K below 2^31 elements.
-Value buildKeepByDistance(ImplicitLocOpBuilder &b, Value distanceBase,
-                          Value offset, Value window32) {
-  Value distance = arith::AddIOp::create(b, distanceBase, offset);
-  Value distance32 = arith::IndexCastOp::create(b, b.getI32Type(), distance);
-  return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, distance32,
-                               window32);
-}
-
-/// A block's probabilities: a tile.map of `inputs` computing `value`, with
-/// the per-element mask (`keep`; masked elements are 0) where the block
-/// needs it (`needsMask`), without where it keeps every element: about 40%
-/// of a loop's instructions were the mask's.
-Value buildBlockMaskedMap(
-    ImplicitLocOpBuilder &b, Type type, Value needsMask, ValueRange inputs,
-    Value zero, function_ref<Value(ValueRange, ValueRange)> keep,
-    function_ref<Value(ValueRange, ValueRange)> value) {
-  return buildIfThenElse(
-             b, type, needsMask,
-             [&]() -> SmallVector<Value> {
-               return {buildMap(
-                   b, type, inputs,
-                   [&](ValueRange idx, ValueRange x) -> Value {
-                     Value kept = keep(idx, x);
-                     Value e = value(idx, x);
-                     return arith::SelectOp::create(b, kept, e, zero);
-                   })};
-             },
-             [&]() -> SmallVector<Value> {
-               return {buildMap(b, type, inputs, value)};
-             })
-      .getResult(0);
-}
-
-/// The election of the last block to arrive: each block makes its global
-/// writes visible (a GPU-scope fence, then a block barrier), its first
-/// thread adds 1 to `counter`[`index`] and passes the count it saw on
-/// through shared memory; the block that saw `lastCount` is the last. The
-/// elected block fences again before it reads the others' writes.
-struct LastArrival {
-  Value thread, isLast;
-};
-LastArrival buildLastArrival(ImplicitLocOpBuilder &b, Value counter,
-                             Value index, int64_t lastCount, Value c0) {
-  auto gpuScope =
-      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::GPU);
-  NVVM::MembarOp::create(b, gpuScope);
-  gpu::BarrierOp::create(b);
-  Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value isFirstThread =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, thread, c0);
-  Value slot = allocShared(b, getSharedMemRefType({1}, b.getI32Type()));
-  buildIfThen(b, isFirstThread, [&] {
-    Value one = constantI32(b, 1);
-    Value before = memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi,
-                                               one, counter, index);
-    memref::StoreOp::create(b, before, slot, c0);
-  });
-  gpu::BarrierOp::create(b);
-  Value ticket = memref::LoadOp::create(b, slot, c0);
-  Value lastTicket = constantI32(b, lastCount);
-  Value isLast =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ticket, lastTicket);
-  return {thread, isLast};
-}
-
-/// Rows of the shares' token coordinate: B·SKV, or varlen's packed keys.
-int64_t shareTokens(const rt::SinkAttentionShape &shape) {
-  return shape.varlen() ? shape.tokensKv() : shape.batch * shape.seqKv;
-}
-
-/// The query-row and key-row buffers of the layouts (as in the forward:
-/// BHSD, BSHD viewed as [B, S, H·D], varlen packed [T, H·D]).
-struct BwdLayoutTypes {
-  MemRefType q, kv, qAccum, shares, kvAccum, keyTerms;
-
-  static BwdLayoutTypes get(const rt::SinkAttentionShape &shape,
-                            Type element) {
-    Type f32 = Float32Type::get(element.getContext());
-    const int64_t d = shape.headDim, b = shape.batch;
-    BwdLayoutTypes types;
-    auto rowsOf = [&](Type type, int64_t heads, int64_t rows,
-                      int64_t tokens) {
-      switch (shape.layout) {
-      case rt::AttentionLayout::BHSD:
-        return MemRefType::get({b, heads, rows, d}, type);
-      case rt::AttentionLayout::BSHD:
-        return MemRefType::get({b, rows, heads * d}, type);
-      case rt::AttentionLayout::Varlen:
-        break;
-      }
-      return MemRefType::get({tokens, heads * d}, type);
-    };
-    types.q = rowsOf(element, shape.heads, shape.seqQ, shape.tokensQ());
-    types.kv = rowsOf(element, shape.kvHeads, shape.seqKv, shape.tokensKv());
-    types.qAccum = rowsOf(f32, shape.heads, shape.seqQ, shape.tokensQ());
-    // The shares as [H, B, SKV, D]: a tile overhanging its sequence is cut
-    // at SKV instead of running into the next batch's rows.
-    if (shape.varlen()) {
-      types.shares = MemRefType::get({shape.heads, shape.tokensKv(), d}, f32);
-      types.kvAccum =
-          MemRefType::get({shape.kvHeads, shape.tokensKv(), d}, f32);
-      types.keyTerms = MemRefType::get({shape.heads, shape.tokensKv()}, f32);
-    } else {
-      types.shares = MemRefType::get({shape.heads, b, shape.seqKv, d}, f32);
-      types.kvAccum = MemRefType::get({shape.kvHeads, b, shape.seqKv, d}, f32);
-      types.keyTerms = MemRefType::get({b, shape.heads, shape.seqKv}, f32);
-    }
-    return types;
-  }
-};
-
 /// Builds sink_bwd_dkdv: the keys' block, the query blocks that see them,
 /// and per query block the loop body below; then dK and dV (or their
 /// shares and sums) and, with --dq atomic, the keys' sink terms.
 class SinkBwdDkdvBuilder {
 public:
-  SinkBwdDkdvBuilder(ImplicitLocOpBuilder &b, const SinkBwdProblem &problem)
+  SinkBwdDkdvBuilder(ImplicitLocOpBuilder &b, const SinkBwdProblem &problem,
+                     const SinkBwdLayout &layout)
       : b(b), problem(problem), shape(problem.shape), form(problem.form),
-        element(problem.element),
-        types(BwdLayoutTypes::get(problem.shape, problem.element)) {}
+        element(problem.element), layout(layout) {}
 
   gpu::GPUFuncOp build();
 
@@ -275,10 +105,8 @@ private:
   /// columns.
   int64_t panel() { return shape.headDim / 2; }
   int64_t blockKeys() { return form.dkdvBlockKeys(); }
-  bool fixedLengths() { return !shape.varlen(); }
 
   gpu::GPUFuncOp createFunction();
-  void buildSequence();
   void buildKeys();
   void loadKeysAndValuesIntoRegisters();
   void allocateTiles();
@@ -303,6 +131,11 @@ private:
                                                Value qBlock);
   void addDqPanel(Value part, Value slot, Value rowOffset, Value condition,
                   bool pending);
+  struct DsRingPosition {
+    Value parity, slot, otherSlot;
+  };
+  DsRingPosition dsRingPosition(Value count);
+  Value waitForDsSlot(Value slot, Value parity);
 
   // After the loop.
   void addLastDeferredDqShare();
@@ -314,25 +147,21 @@ private:
   void sumShareElements(Value e, Value hFirst);
   void storeKeyTerms(Value terms);
 
-  // The layouts' indices.
-  SmallVector<Value> qRowIndices(Value qRow);
-  SmallVector<Value> qTile(Value qRow);
-  SmallVector<Value> kvTile(Value kRow);
-  SmallVector<Value> kvElement(Value kr, Value col, Value dd);
-  SmallVector<Value> shareElement(Value gh, Value kr, Value dd);
+  SmallVector<Value> shareAt(Value head, Value row, Value column);
 
   ImplicitLocOpBuilder &b;
   const SinkBwdProblem &problem;
   const rt::SinkAttentionShape &shape;
   const SinkBwdForm &form;
   Type element;
-  BwdLayoutTypes types;
-  BwdConstants c;
+  const SinkBwdLayout &layout;
+  SinkBwdConstants c;
+  SinkBwdSequence sequence;
 
   Value Q, K, V, dO, Stats, dK, dV, dQaccum, keyTermsOut, dKout, dVout,
       counts, cuQ, cuK;
-  Value kb, h, bIdx, hk;
-  Value seqQ, skv, qStart, kStart, cD, hD, hkD, past;
+  /// The block of keys.
+  Value kb;
   /// The warpgroup's keys from n0; the block's from nBlock (shared tiles).
   Value n0, nBlock, wg, wgKey, blockLastKeyOffset, kRowBlock, kRow;
   /// SinkBwdForm::kvInRegisters: the warpgroup's K and V rows as A
@@ -350,12 +179,11 @@ private:
 
 gpu::GPUFuncOp SinkBwdDkdvBuilder::build() {
   gpu::GPUFuncOp func = createFunction();
-  c = BwdConstants::build(b, problem);
+  c = SinkBwdConstants::build(b, problem);
   AttentionBlockIds ids =
       buildBlockIds(b, /*heaviestLast=*/false, shape, c.c1, c.group);
-  kb = ids.block, h = ids.head, bIdx = ids.batch;
-  hk = arith::DivUIOp::create(b, h, c.group);
-  buildSequence();
+  kb = ids.block;
+  sequence = layout.buildSequence(b, c, ids.batch, ids.head, cuQ, cuK);
   buildKeys();
   allocateTiles();
   buildQueryBlockRange();
@@ -380,39 +208,24 @@ gpu::GPUFuncOp SinkBwdDkdvBuilder::build() {
     sumSharesOfGroup();
   if (form.atomicDq)
     storeKeyTerms(loop.getResult(2));
-  gpu::ReturnOp::create(b);
+  finishBackwardKernel(b, func);
   return func;
 }
 
 gpu::GPUFuncOp SinkBwdDkdvBuilder::createFunction() {
-  const int64_t queryBlocks = (shape.seqQ + kBlock - 1) / kBlock;
-  const int64_t keyBlocks = (shape.seqKv + kBlock - 1) / kBlock;
-  auto stats = MemRefType::get(
-      {shape.batch, shape.heads, queryBlocks, form.statsRows, kBlock},
-      f32Type(b));
-  MemRefType gradients = form.kvAccumulate ? types.kvAccum
-                         : form.shares     ? types.shares
-                                           : types.kv;
-  SmallVector<Type> argTypes = {types.q,  types.kv,  types.kv, types.q,
-                                stats,    gradients, gradients};
+  MemRefType gradients = form.kvAccumulate ? layout.kvAcc
+                         : form.shares     ? layout.shares
+                                           : layout.kv;
+  SmallVector<Type> argTypes = {layout.q,     layout.kv, layout.kv, layout.q,
+                                layout.stats, gradients, gradients};
   if (form.atomicDq)
-    argTypes.append({types.qAccum, types.keyTerms});
+    argTypes.append({layout.qAcc, layout.keyTerms});
   if (form.sumInKernel)
-    argTypes.append({types.kv, types.kv,
-                     MemRefType::get({shape.batch * shape.kvHeads * keyBlocks},
-                                     b.getI32Type())});
-  if (shape.varlen()) {
-    auto offsets = MemRefType::get({shape.batch + 1}, b.getI32Type());
-    argTypes.append({offsets, offsets});
-  }
-  gpu::GPUFuncOp func = createKernelFunction(b, "sink_bwd_dkdv", argTypes);
+    argTypes.append({layout.kv, layout.kv, layout.shareCounts});
+  layout.appendSequenceArgs(argTypes);
+  gpu::GPUFuncOp func = createBackwardKernel(b, "sink_bwd_dkdv", argTypes);
   if (form.dkdvShared()) {
-    // Shared tiles: tile-warp-specialize adds a TMA producer and splits the
-    // registers (setmaxnreg); `.minnctapersm 1` tells ptxas the registers
-    // at entry, without which it ignored every setmaxnreg and spilled.
-    func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-        {int32_t(128 * form.dkdvWarpgroups), 1, 1}));
-    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+    setSharedTileBounds(func, form.dkdvWarpgroups);
   } else if (form.threeBlocksPerSm) {
     func->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({128, 1, 1}));
     func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(3));
@@ -425,37 +238,9 @@ gpu::GPUFuncOp SinkBwdDkdvBuilder::createFunction() {
     dQaccum = args[next++], keyTermsOut = args[next++];
   if (form.sumInKernel)
     dKout = args[next++], dVout = args[next++], counts = args[next++];
-  if (shape.varlen())
+  if (layout.varlen())
     cuQ = args[next++], cuK = args[next++];
   return func;
-}
-
-/// This sequence's lengths and first rows, the head columns of the layouts
-/// that view [.., S, H·D] and `past`: right-aligned causal, query row i
-/// sits at key position i + past.
-void SinkBwdDkdvBuilder::buildSequence() {
-  auto columns = [&] {
-    cD = constantIndex(b, shape.headDim);
-    hD = arith::MulIOp::create(b, h, cD);
-    hkD = arith::MulIOp::create(b, hk, cD);
-  };
-  if (fixedLengths()) {
-    seqQ = constantIndex(b, shape.seqQ);
-    skv = constantIndex(b, shape.seqKv);
-    qStart = constantIndex(b, 0);
-    kStart = constantIndex(b, 0);
-    // The last row of LSE's row coordinate, which the query-side kernels
-    // clamp to: unused here, but the kernels share their prologue.
-    constantIndex(b, shape.seqQ - 1);
-    columns();
-  } else {
-    SequenceBounds bounds = buildSequenceBounds(b, bIdx, cuQ, cuK, c.c1);
-    qStart = bounds.qStart, kStart = bounds.kStart;
-    seqQ = bounds.seqQ, skv = bounds.seqKv;
-    columns();
-    constantIndex(b, shape.tokensQ() - 1);
-  }
-  past = arith::SubIOp::create(b, skv, seqQ);
 }
 
 /// The warpgroup's 64 keys from n0, or (shared tiles) a block of 64·N keys
@@ -478,7 +263,7 @@ void SinkBwdDkdvBuilder::buildKeys() {
     wgKey = arith::MulIOp::create(b, wg, c.c64);
     n0 = arith::AddIOp::create(b, nBlock, wgKey);
     blockLastKeyOffset = constantIndex(b, blockKeys() - 1);
-    kRowBlock = arith::AddIOp::create(b, kStart, nBlock);
+    kRowBlock = arith::AddIOp::create(b, sequence.kStart, nBlock);
   }
   if (form.kvInRegisters)
     loadKeysAndValuesIntoRegisters();
@@ -493,15 +278,17 @@ void SinkBwdDkdvBuilder::buildKeys() {
 void SinkBwdDkdvBuilder::loadKeysAndValuesIntoRegisters() {
   Value lastRow = constantIndex(
       b, (shape.varlen() ? shape.tokensKv() : shape.seqKv) - 1);
-  Value firstRow = arith::AddIOp::create(b, kStart, n0);
+  Value firstRow = arith::AddIOp::create(b, sequence.kStart, n0);
   auto rowsOf = [&](Value buffer) {
     return buildMap(b, gradientType(), {},
                     [&](ValueRange idx, ValueRange) -> Value {
                       Value raw = arith::AddIOp::create(b, firstRow, idx[0]);
                       Value kr = arith::MinUIOp::create(b, raw, lastRow);
-                      Value col = arith::AddIOp::create(b, hkD, idx[1]);
+                      Value col = arith::AddIOp::create(
+                          b, sequence.kvHeadColumn, idx[1]);
                       return memref::LoadOp::create(
-                          b, buffer, kvElement(kr, col, idx[1]));
+                          b, buffer,
+                          layout.kvElementAt(sequence, kr, idx[1], col));
                     });
   };
   kRegisters = rowsOf(K);
@@ -516,10 +303,10 @@ void SinkBwdDkdvBuilder::allocateTiles() {
   sdO = allocShared(b, getSharedMemRefType({kBlock, d}, element));
   sStats = allocShared(
       b, getSharedMemRefType({form.statsRows, kBlock}, f32Type(b)));
-  kRow = arith::AddIOp::create(b, kStart, n0);
+  kRow = arith::AddIOp::create(b, sequence.kStart, n0);
   Value blockRow = form.dkdvShared() ? kRowBlock : kRow;
-  buildLoadTile(b, K, kvTile(blockRow), sK);
-  buildLoadTile(b, V, kvTile(blockRow), sV);
+  buildLoadTile(b, K, layout.kvTile(sequence, blockRow, c.c0), sK);
+  buildLoadTile(b, V, layout.kvTile(sequence, blockRow, c.c0), sV);
   if (form.dkdvShared()) {
     sKw = buildSubView(b, sK, {wgKey, b.getIndexAttr(0)}, {kBlock, d});
     sVw = buildSubView(b, sV, {wgKey, b.getIndexAttr(0)}, {kBlock, d});
@@ -537,17 +324,19 @@ void SinkBwdDkdvBuilder::allocateTiles() {
 void SinkBwdDkdvBuilder::buildQueryBlockRange() {
   Value firstKey = form.dkdvShared() ? nBlock : n0;
   Value lastKeyOffset = form.dkdvShared() ? blockLastKeyOffset : c.c63;
-  Value firstRowRaw = arith::SubIOp::create(b, firstKey, past);
+  Value firstRowRaw = arith::SubIOp::create(b, firstKey, sequence.past);
   Value firstRow = arith::MaxSIOp::create(b, firstRowRaw, c.c0);
   loQ = arith::DivUIOp::create(b, firstRow, c.c64);
   Value endRowBlock = arith::AddIOp::create(b, firstRowRaw, lastKeyOffset);
   Value endRowWindow = arith::AddIOp::create(b, endRowBlock, c.window);
   Value endRowPos = arith::MaxSIOp::create(b, endRowWindow, c.c0);
-  Value endRowIn = arith::MinSIOp::create(b, endRowPos, seqQ);
-  Value endRow = arith::SelectOp::create(b, c.hasWindow, endRowIn, seqQ);
+  Value endRowIn = arith::MinSIOp::create(b, endRowPos, sequence.seqQ);
+  Value endRow =
+      arith::SelectOp::create(b, c.hasWindow, endRowIn, sequence.seqQ);
   Value hiQ = arith::CeilDivUIOp::create(b, endRow, c.c64);
   Value hiQLo = arith::MaxSIOp::create(b, hiQ, loQ);
-  live = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, firstKey, skv);
+  live = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, firstKey,
+                               sequence.seqKv);
   hiBlocks = arith::SelectOp::create(b, live, hiQLo, loQ);
 }
 
@@ -605,7 +394,8 @@ void SinkBwdDkdvBuilder::prepareDsRing() {
   tile::MBarrierArriveOp::create(b, dsBars, cTwo);
   Value panelColumns = constantIndex(b, panel());
   wgCol = arith::MulIOp::create(b, wg, panelColumns);
-  Value firstColumn = shape.layout == rt::AttentionLayout::BHSD ? c.c0 : hD;
+  Value firstColumn =
+      shape.layout == rt::AttentionLayout::BHSD ? c.c0 : sequence.headColumn;
   dqPanelColumn = arith::AddIOp::create(b, firstColumn, wgCol);
   sZeroPanel = tile::FillOp::create(b, panelType(), c.zero);
   sKd = buildSubView(b, sK, {b.getIndexAttr(0), wgCol}, {blockKeys(), panel()});
@@ -656,10 +446,11 @@ scf::ForOp SinkBwdDkdvBuilder::buildLoop() {
 /// (and the sink weights) per row.
 void SinkBwdDkdvBuilder::loadQueryBlock(Value qBlock) {
   m0 = arith::MulIOp::create(b, qBlock, c.c64);
-  qRow = arith::AddIOp::create(b, qStart, m0);
-  buildLoadTile(b, Q, qTile(qRow), sQ);
-  buildLoadTile(b, dO, qTile(qRow), sdO);
-  buildLoadTile(b, Stats, {bIdx, h, qBlock, c.c0, c.c0}, sStats);
+  qRow = arith::AddIOp::create(b, sequence.qStart, m0);
+  buildLoadTile(b, Q, layout.qTile(sequence, qRow, c.c0), sQ);
+  buildLoadTile(b, dO, layout.qTile(sequence, qRow, c.c0), sdO);
+  buildLoadTile(b, Stats, {sequence.batch, sequence.head, qBlock, c.c0, c.c0},
+                sStats);
 }
 
 /// Sᵀ = K Qᵀ, with early dPᵀ also dPᵀ = V dOᵀ issued with it, so that
@@ -694,17 +485,17 @@ Value SinkBwdDkdvBuilder::issueFirstGemms() {
 /// sequence's end need the per-element mask: every other block keeps every
 /// element of its rows.
 void SinkBwdDkdvBuilder::decideMask() {
-  Value rowsFirstPos = arith::AddIOp::create(b, m0, past);
+  Value rowsFirstPos = arith::AddIOp::create(b, m0, sequence.past);
   Value blockLastRow = arith::AddIOp::create(b, m0, c.c63);
   Value rowsPastEnd = arith::CmpIOp::create(b, arith::CmpIPredicate::sge,
-                                            blockLastRow, seqQ);
+                                            blockLastRow, sequence.seqQ);
   Value crossesOrEdge = buildBlockMaskDecision(
       b, n0, c.c63, rowsFirstPos,
       [&]() -> Value { return arith::AddIOp::create(b, rowsFirstPos, c.c63); },
       c.window, c.hasWindow);
   needsMask = arith::OrIOp::create(b, crossesOrEdge, rowsPastEnd);
   distanceBase = arith::SubIOp::create(b, rowsFirstPos, n0);
-  Value rowsLeft = arith::SubIOp::create(b, seqQ, m0);
+  Value rowsLeft = arith::SubIOp::create(b, sequence.seqQ, m0);
   rowsLeft32 = arith::IndexCastOp::create(b, b.getI32Type(), rowsLeft);
 }
 
@@ -821,9 +612,9 @@ SinkBwdDkdvBuilder::dkAndDqShare(Value dsT16, Value dk, Value qBlock) {
   tile::StoreOp::create(b, dqPart, sdQ, ValueRange{c.c0, wgCol});
   // Varlen: TMA adds into the whole buffer; the rows of a block past its
   // sequence's end add zeros (their dS is 0) to the next sequence's.
-  tile::CopyOp::create(b, sdQ, ValueRange(), dQaccum, qTile(qRow),
-                       /*engine=*/nullptr, /*add=*/true,
-                       b.getI64IntegerAttr(1));
+  tile::CopyOp::create(
+      b, sdQ, ValueRange(), dQaccum, layout.qTile(sequence, qRow, c.c0),
+      /*engine=*/nullptr, /*add=*/true, b.getI64IntegerAttr(1));
   return {waitGemm(b, dkAsync, 0), dvNew};
 }
 
@@ -838,15 +629,8 @@ SinkBwdDkdvBuilder::dkAndDqShare(Value dsT16, Value dk, Value qBlock) {
 std::pair<Value, Value>
 SinkBwdDkdvBuilder::dkAndDeferredDqShare(Value dsT16, Value dk, Value qBlock) {
   Value it = arith::SubIOp::create(b, qBlock, loQ);
-  Value itPair = arith::DivUIOp::create(b, it, cTwo);
-  Value parity = arith::RemUIOp::create(b, itPair, cTwo);
-  Value slot = arith::RemUIOp::create(b, it, cTwo);
-  Value prevSlot = arith::SubIOp::create(b, c.c1, slot);
-  tile::MBarrierWaitParityOp::create(b, dsBars, prevSlot, parity);
-  Value sdSPrev = buildView(
-      b, sdS2, {prevSlot, b.getIndexAttr(0), b.getIndexAttr(0)},
-      {b.getIndexAttr(1), b.getIndexAttr(blockKeys()), b.getIndexAttr(kBlock)},
-      getSharedViewType({blockKeys(), kBlock}, element, {kBlock, 1}));
+  auto [parity, slot, prevSlot] = dsRingPosition(it);
+  Value sdSPrev = waitForDsSlot(prevSlot, parity);
   Value dqAsync =
       tile::GemmOp::create(b, sdSPrev, sKd, sZeroPanel, /*transpose_a=*/true,
                            /*transpose_b=*/false, /*async=*/true);
@@ -871,6 +655,28 @@ SinkBwdDkdvBuilder::dkAndDeferredDqShare(Value dsT16, Value dk, Value qBlock) {
   return {waitGemm(b, dkAsync, 0), dvNew};
 }
 
+/// --dq-split deferred: the ring after `count` query blocks: the slot the
+/// next block's rows go to, the other (the previous block's), and the
+/// parity of both slots' next waits.
+SinkBwdDkdvBuilder::DsRingPosition
+SinkBwdDkdvBuilder::dsRingPosition(Value count) {
+  Value pairs = arith::DivUIOp::create(b, count, cTwo);
+  Value parity = arith::RemUIOp::create(b, pairs, cTwo);
+  Value slot = arith::RemUIOp::create(b, count, cTwo);
+  Value otherSlot = arith::SubIOp::create(b, c.c1, slot);
+  return {parity, slot, otherSlot};
+}
+
+/// --dq-split deferred: ring slot `slot` (both warpgroups' rows) once it
+/// is full at `parity`.
+Value SinkBwdDkdvBuilder::waitForDsSlot(Value slot, Value parity) {
+  tile::MBarrierWaitParityOp::create(b, dsBars, slot, parity);
+  return buildView(
+      b, sdS2, {slot, b.getIndexAttr(0), b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(blockKeys()), b.getIndexAttr(kBlock)},
+      getSharedViewType({blockKeys(), kBlock}, element, {kBlock, 1}));
+}
+
 /// --dq-split deferred: the warpgroup's store of its panel `part` of dQ's
 /// share into its fp32 tile `slot` and the tile's reduce-add into the rows
 /// of the query block at `rowOffset` and the warpgroup's columns, when
@@ -884,14 +690,14 @@ void SinkBwdDkdvBuilder::addDqPanel(Value part, Value slot, Value rowOffset,
       b, sdQpw, {slot, b.getIndexAttr(0), b.getIndexAttr(0)},
       {b.getIndexAttr(1), b.getIndexAttr(kBlock), b.getIndexAttr(panel())},
       getSharedViewType({kBlock, panel()}, f32Type(b), {panel(), 1}));
-  Value row = arith::AddIOp::create(b, qStart, rowOffset);
+  Value row = arith::AddIOp::create(b, sequence.qStart, rowOffset);
   buildIfThen(b, condition, [&] {
     tile::StoreOp::create(b, part, tilePanel, ValueRange{c.c0, c.c0});
-    SmallVector<Value> at = qRowIndices(row);
-    at.push_back(dqPanelColumn);
-    tile::CopyOp::create(b, tilePanel, ValueRange(), dQaccum, at,
-                         /*engine=*/nullptr, /*add=*/true,
-                         pending ? b.getI64IntegerAttr(1) : IntegerAttr());
+    tile::CopyOp::create(
+        b, tilePanel, ValueRange(), dQaccum,
+        layout.elementAt(sequence, row, dqPanelColumn, dqPanelColumn),
+        /*engine=*/nullptr, /*add=*/true,
+        pending ? b.getI64IntegerAttr(1) : IntegerAttr());
   });
 }
 
@@ -900,15 +706,8 @@ void SinkBwdDkdvBuilder::addDqPanel(Value part, Value slot, Value rowOffset,
 /// like the loop's (none after a loop of no iterations).
 void SinkBwdDkdvBuilder::addLastDeferredDqShare() {
   Value iterations = arith::SubIOp::create(b, hiBlocks, loQ);
-  Value pairs = arith::DivUIOp::create(b, iterations, cTwo);
-  Value parity = arith::RemUIOp::create(b, pairs, cTwo);
-  Value tileSlot = arith::RemUIOp::create(b, iterations, cTwo);
-  Value lastSlot = arith::SubIOp::create(b, c.c1, tileSlot);
-  tile::MBarrierWaitParityOp::create(b, dsBars, lastSlot, parity);
-  Value sdSLast = buildView(
-      b, sdS2, {lastSlot, b.getIndexAttr(0), b.getIndexAttr(0)},
-      {b.getIndexAttr(1), b.getIndexAttr(blockKeys()), b.getIndexAttr(kBlock)},
-      getSharedViewType({blockKeys(), kBlock}, element, {kBlock, 1}));
+  auto [parity, tileSlot, lastSlot] = dsRingPosition(iterations);
+  Value sdSLast = waitForDsSlot(lastSlot, parity);
   Value part =
       tile::GemmOp::create(b, sdSLast, sKd, sZeroPanel, /*transpose_a=*/true);
   Value lastBlock = arith::SubIOp::create(b, hiBlocks, c.c1);
@@ -943,44 +742,35 @@ void SinkBwdDkdvBuilder::storeGradients(Value dkSum, Value dvSum) {
                         return arith::TruncFOp::create(b, element, y);
                       });
   Value dv = tile::CastOp::create(b, gradientType(), dvSum);
-  if (shape.varlen()) {
-    auto storeInSequence = [&](Value gradient, Value out) {
-      Value inSequence = buildView(
-          b, out, {kStart, b.getIndexAttr(0)},
-          {skv, b.getIndexAttr(shape.kvHeads * shape.headDim)});
-      tile::StoreOp::create(b, gradient, inSequence, ValueRange{n0, hkD});
-    };
-    storeInSequence(dk, dK);
-    storeInSequence(dv, dV);
+  if (layout.varlen()) {
+    for (auto [gradient, out] : {std::pair{dk, dK}, std::pair{dv, dV}}) {
+      Value inSequence =
+          buildSequenceView(b, out, 0, sequence.kStart, sequence.seqKv);
+      tile::StoreOp::create(b, gradient, inSequence,
+                            ValueRange{n0, sequence.kvHeadColumn});
+    }
     return;
   }
   if (form.dkdvShared()) {
-    tile::StoreOp::create(b, dk, dK, kvTile(kRow));
-    tile::StoreOp::create(b, dv, dV, kvTile(kRow));
+    tile::StoreOp::create(b, dk, dK, layout.kvTile(sequence, kRow, c.c0));
+    tile::StoreOp::create(b, dv, dV, layout.kvTile(sequence, kRow, c.c0));
     return;
   }
   tile::StoreOp::create(b, dk, sK, ValueRange{c.c0, c.c0});
-  buildStoreTile(b, sK, dK, kvTile(kRow));
+  buildStoreTile(b, sK, dK, layout.kvTile(sequence, kRow, c.c0));
   tile::StoreOp::create(b, dv, sV, ValueRange{c.c0, c.c0});
-  buildStoreTile(b, sV, dV, kvTile(kRow));
+  buildStoreTile(b, sV, dV, layout.kvTile(sequence, kRow, c.c0));
 }
 
 /// GQA: the query head's fp32 shares of dK and dV, [H, tokens, D].
 void SinkBwdDkdvBuilder::storeShares(Value dkSum, Value dvSum) {
-  if (fixedLengths()) {
-    tile::StoreOp::create(b, dkSum, dK, ValueRange{h, bIdx, n0, c.c0});
-    tile::StoreOp::create(b, dvSum, dV, ValueRange{h, bIdx, n0, c.c0});
-    return;
+  for (auto [share, out] : {std::pair{dkSum, dK}, std::pair{dvSum, dV}}) {
+    Value target =
+        layout.varlen()
+            ? buildSequenceView(b, out, 1, sequence.kStart, sequence.seqKv)
+            : out;
+    tile::StoreOp::create(b, share, target, shareAt(sequence.head, n0, c.c0));
   }
-  auto storeInSequence = [&](Value share, Value out) {
-    Value inSequence =
-        buildView(b, out, {b.getIndexAttr(0), kStart, b.getIndexAttr(0)},
-                  {b.getIndexAttr(shape.heads), skv,
-                   b.getIndexAttr(shape.headDim)});
-    tile::StoreOp::create(b, share, inSequence, ValueRange{h, n0, c.c0});
-  };
-  storeInSequence(dkSum, dK);
-  storeInSequence(dvSum, dV);
 }
 
 /// The split with GQA (SinkBwdForm::kvAccumulate): each warpgroup stores
@@ -1002,13 +792,9 @@ void SinkBwdDkdvBuilder::storeKvAccumulators(Value dkSum, Value dvSum) {
   Value mine = half(wg);
   Value first = half(c.c0);
   Value second = half(c.c1);
-  Value firstRow = fixedLengths() ? nBlock : kRowBlock;
+  Value firstRow = layout.varlen() ? kRowBlock : nBlock;
   Value secondRow = arith::AddIOp::create(b, firstRow, c.c64);
-  auto rowsAt = [&](Value row) -> SmallVector<Value> {
-    if (fixedLengths())
-      return {hk, bIdx, row, c.c0};
-    return {hk, row, c.c0};
-  };
+  auto rowsAt = [&](Value row) { return shareAt(sequence.kvHead, row, c.c0); };
   for (auto [sum, out] : {std::pair{dkSum, dK}, std::pair{dvSum, dV}}) {
     tile::StoreOp::create(b, sum, mine, ValueRange{c.c0, c.c0});
     tile::CopyOp::create(b, first, ValueRange(), out, rowsAt(firstRow),
@@ -1031,8 +817,8 @@ void SinkBwdDkdvBuilder::sumSharesOfGroup() {
   Value kvHeadCount = constantIndex(b, shape.kvHeads);
   Value keyBlockCount =
       constantIndex(b, (shape.seqKv + kBlock - 1) / kBlock);
-  Value sequenceHeads = arith::MulIOp::create(b, bIdx, kvHeadCount);
-  Value kvHeadIndex = arith::AddIOp::create(b, sequenceHeads, hk);
+  Value sequenceHeads = arith::MulIOp::create(b, sequence.batch, kvHeadCount);
+  Value kvHeadIndex = arith::AddIOp::create(b, sequenceHeads, sequence.kvHead);
   Value countRow = arith::MulIOp::create(b, kvHeadIndex, keyBlockCount);
   Value countAt = arith::AddIOp::create(b, countRow, kb);
   LastArrival arrival =
@@ -1043,7 +829,7 @@ void SinkBwdDkdvBuilder::sumSharesOfGroup() {
         b, NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::GPU));
     Value step = constantIndex(b, kSumThreads * kSumVector);
     Value tileElements = constantIndex(b, kBlock * shape.headDim);
-    Value hFirst = arith::MulIOp::create(b, hk, c.group);
+    Value hFirst = arith::MulIOp::create(b, sequence.kvHead, c.group);
     Value vectorElements = constantIndex(b, kSumVector);
     Value start = arith::MulIOp::create(b, arrival.thread, vectorElements);
     buildForLoop(b, start, tileElements, step,
@@ -1057,14 +843,14 @@ void SinkBwdDkdvBuilder::sumSharesOfGroup() {
 void SinkBwdDkdvBuilder::sumShareElements(Value e, Value hFirst) {
   auto vectorType = VectorType::get({kSumVector}, f32Type(b));
   auto roundedType = VectorType::get({kSumVector}, element);
-  Value rowInTile = arith::DivUIOp::create(b, e, cD);
-  Value dd = arith::RemUIOp::create(b, e, cD);
+  Value rowInTile = arith::DivUIOp::create(b, e, sequence.headDim);
+  Value dd = arith::RemUIOp::create(b, e, sequence.headDim);
   Value nRaw = arith::AddIOp::create(b, n0, rowInTile);
   Value inSequence =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, nRaw, skv);
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, nRaw, sequence.seqKv);
   Value key = arith::SelectOp::create(b, inSequence, nRaw, n0);
-  Value kr = arith::AddIOp::create(b, kStart, key);
-  Value col = arith::AddIOp::create(b, hkD, dd);
+  Value kr = arith::AddIOp::create(b, sequence.kStart, key);
+  Value col = arith::AddIOp::create(b, sequence.kvHeadColumn, dd);
   Value zeros = arith::ConstantOp::create(
       b, DenseElementsAttr::get(vectorType, 0.0f));
   scf::ForOp sums = buildForLoop(
@@ -1072,10 +858,9 @@ void SinkBwdDkdvBuilder::sumShareElements(Value e, Value hFirst) {
       [&](Value g, ValueRange iter) -> SmallVector<Value> {
         Value gh = arith::AddIOp::create(b, hFirst, g);
         auto load = [&](Value shares) -> Value {
-          return vector::LoadOp::create(b, Type(vectorType), shares,
-                                        shareElement(gh, kr, dd),
-                                        /*nontemporal=*/BoolAttr(),
-                                        b.getI64IntegerAttr(16));
+          return vector::LoadOp::create(
+              b, Type(vectorType), shares, shareAt(gh, kr, dd),
+              /*nontemporal=*/BoolAttr(), b.getI64IntegerAttr(16));
         };
         Value k = load(dK);
         Value v = load(dV);
@@ -1087,9 +872,9 @@ void SinkBwdDkdvBuilder::sumShareElements(Value e, Value hFirst) {
     Value k16 = arith::TruncFOp::create(b, roundedType, sums.getResult(0));
     Value v16 = arith::TruncFOp::create(b, roundedType, sums.getResult(1));
     for (auto [value, out] : {std::pair{k16, dKout}, std::pair{v16, dVout}})
-      vector::StoreOp::create(b, value, out, kvElement(kr, col, dd),
-                              /*nontemporal=*/BoolAttr(),
-                              b.getI64IntegerAttr(8));
+      vector::StoreOp::create(
+          b, value, out, layout.kvElementAt(sequence, kr, dd, col),
+          /*nontemporal=*/BoolAttr(), b.getI64IntegerAttr(8));
   });
 }
 
@@ -1097,96 +882,50 @@ void SinkBwdDkdvBuilder::sumShareElements(Value e, Value hFirst) {
 void SinkBwdDkdvBuilder::storeKeyTerms(Value terms) {
   Value keyTerms =
       tile::ReduceOp::create(b, rowType(), tile::ReduceKind::sum, terms, 1);
-  if (fixedLengths()) {
-    tile::StoreOp::create(b, keyTerms, keyTermsOut, ValueRange{bIdx, h, n0});
-    return;
-  }
-  Value inSequence = buildView(b, keyTermsOut, {b.getIndexAttr(0), kStart},
-                               {b.getIndexAttr(shape.heads), skv});
-  tile::StoreOp::create(b, keyTerms, inSequence, ValueRange{h, n0});
+  Value target = layout.varlen()
+                     ? buildSequenceView(b, keyTermsOut, 1, sequence.kStart,
+                                         sequence.seqKv)
+                     : keyTermsOut;
+  tile::StoreOp::create(b, keyTerms, target, layout.rowAt(sequence, n0));
 }
 
-/// A query-row buffer's indices of row `qRow` without the column.
-SmallVector<Value> SinkBwdDkdvBuilder::qRowIndices(Value row) {
-  switch (shape.layout) {
-  case rt::AttentionLayout::BHSD:
-    return {bIdx, h, row};
-  case rt::AttentionLayout::BSHD:
-    return {bIdx, row};
-  case rt::AttentionLayout::Varlen:
-    break;
-  }
-  return {row};
-}
-
-/// A query-side tile at row `qRow` (its first column last).
-SmallVector<Value> SinkBwdDkdvBuilder::qTile(Value row) {
-  SmallVector<Value> at = qRowIndices(row);
-  at.push_back(shape.layout == rt::AttentionLayout::BHSD ? c.c0 : hD);
-  return at;
-}
-
-/// A key-side tile at row `kRow`.
-SmallVector<Value> SinkBwdDkdvBuilder::kvTile(Value row) {
-  switch (shape.layout) {
-  case rt::AttentionLayout::BHSD:
-    return {bIdx, hk, row, c.c0};
-  case rt::AttentionLayout::BSHD:
-    return {bIdx, row, hkD};
-  case rt::AttentionLayout::Varlen:
-    break;
-  }
-  return {row, hkD};
-}
-
-/// A K/V element at token `kr`, column `dd` of the head (`col` = hkD + dd).
-SmallVector<Value> SinkBwdDkdvBuilder::kvElement(Value kr, Value col,
-                                                 Value dd) {
-  switch (shape.layout) {
-  case rt::AttentionLayout::BHSD:
-    return {bIdx, hk, kr, dd};
-  case rt::AttentionLayout::BSHD:
-    return {bIdx, kr, col};
-  case rt::AttentionLayout::Varlen:
-    break;
-  }
-  return {kr, col};
-}
-
-/// A share element of query head `gh` at token `kr`, column `dd`.
-SmallVector<Value> SinkBwdDkdvBuilder::shareElement(Value gh, Value kr,
-                                                    Value dd) {
-  if (fixedLengths())
-    return {gh, bIdx, kr, dd};
-  return {gh, kr, dd};
+/// An element of the shares (or the split's sums per kv head) of head
+/// `head` at token `row`, column `column`.
+SmallVector<Value> SinkBwdDkdvBuilder::shareAt(Value head, Value row,
+                                               Value column) {
+  if (layout.varlen())
+    return {head, row, column};
+  return {head, sequence.batch, row, column};
 }
 } // namespace
 
-void sinkattn::kernels::buildSinkBwdDkdv(ImplicitLocOpBuilder &b,
-                                         const SinkBwdProblem &problem) {
-  loadBackwardDialects(b.getContext());
-  gpu::GPUFuncOp func = SinkBwdDkdvBuilder(b, problem).build();
-  b.setInsertionPointAfter(func);
+gpu::GPUFuncOp
+sinkattn::kernels::buildSinkBwdDkdv(ImplicitLocOpBuilder &b,
+                                    const SinkBwdProblem &problem,
+                                    const SinkBwdLayout &layout) {
+  return SinkBwdDkdvBuilder(b, problem, layout).build();
 }
 
 /// dK and dV of a kv head from its query heads' fp32 shares, added in head
 /// order, one thread per element (the split's sums per kv head are one
 /// share: SinkBwdForm::kvAccumulate).
-void sinkattn::kernels::buildSinkBwdDkdvSum(ImplicitLocOpBuilder &b,
-                                            const SinkBwdProblem &problem) {
-  loadBackwardDialects(b.getContext());
+gpu::GPUFuncOp
+sinkattn::kernels::buildSinkBwdDkdvSum(ImplicitLocOpBuilder &b,
+                                       const SinkBwdProblem &problem,
+                                       const SinkBwdLayout &layout) {
   const rt::SinkAttentionShape &shape = problem.shape;
   const SinkBwdForm &form = problem.form;
-  const int64_t tokens = shareTokens(shape);
+  // The shares' token coordinate: B · SKV, or varlen's packed keys.
+  const int64_t tokens = shape.tokensKv();
   const int64_t sharedHeads = form.kvAccumulate ? shape.kvHeads : shape.heads;
   const int64_t sharesPerKvHead = form.kvAccumulate ? 1 : form.group;
   auto sharesType = MemRefType::get({sharedHeads * tokens * shape.headDim},
                                     b.getF32Type());
   auto gradientType =
       MemRefType::get({int64_t(shape.kvElements())}, problem.element);
-  gpu::GPUFuncOp func =
-      createKernelFunction(b, "sink_bwd_dkdv_sum",
-                           {sharesType, sharesType, gradientType, gradientType});
+  gpu::GPUFuncOp func = createBackwardKernel(
+      b, "sink_bwd_dkdv_sum",
+      {sharesType, sharesType, gradientType, gradientType});
   Value dKShares = func.getArgument(0), dVShares = func.getArgument(1);
   Value dK = func.getArgument(2), dV = func.getArgument(3);
   Value c0 = constantIndex(b, 0);
@@ -1246,6 +985,6 @@ void sinkattn::kernels::buildSinkBwdDkdvSum(ImplicitLocOpBuilder &b,
     memref::StoreOp::create(b, k16, dK, e);
     memref::StoreOp::create(b, v16, dV, e);
   });
-  gpu::ReturnOp::create(b);
-  b.setInsertionPointAfter(func);
+  finishBackwardKernel(b, func);
+  return func;
 }

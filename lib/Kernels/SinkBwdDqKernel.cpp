@@ -26,42 +26,6 @@ using namespace mlir;
 using namespace sinkattn;
 using namespace sinkattn::kernels;
 
-Value sinkattn::kernels::buildKeepByDistance(ImplicitLocOpBuilder &b,
-                                             Value distanceBase, Value offset,
-                                             Value window32) {
-  Value distance = arith::AddIOp::create(b, distanceBase, offset);
-  Value distance32 = arith::IndexCastOp::create(b, b.getI32Type(), distance);
-  return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, distance32,
-                               window32);
-}
-
-LastArrival sinkattn::kernels::buildLastArrival(ImplicitLocOpBuilder &b,
-                                                Value counter, Value index,
-                                                int64_t lastCount, Value c0) {
-  // Release: this block's global writes are visible before it counts.
-  NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
-  gpu::BarrierOp::create(b);
-  LastArrival arrival;
-  arrival.thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value firstThread = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                            arrival.thread, c0);
-  auto slotType = getSharedMemRefType({1}, b.getI32Type());
-  Value slot = allocShared(b, slotType);
-  buildIfThen(b, firstThread, [&] {
-    Value one = arith::ConstantIntOp::create(b, b.getI32Type(), 1);
-    Value before = memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi,
-                                               one, counter, index);
-    memref::StoreOp::create(b, before, slot, c0);
-  });
-  gpu::BarrierOp::create(b);
-  Value ticket = memref::LoadOp::create(b, slot, c0);
-  Value lastTicket =
-      arith::ConstantIntOp::create(b, b.getI32Type(), lastCount);
-  arrival.isLast = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ticket,
-                                         lastTicket);
-  return arrival;
-}
-
 namespace {
 /// Builds sink_bwd_dq.
 class DqBuilder {
@@ -125,15 +89,8 @@ gpu::GPUFuncOp DqBuilder::build() {
                      MemRefType::get({shape.heads}, b.getI32Type())});
   layout.appendSequenceArgs(argTypes);
   gpu::GPUFuncOp func = createBackwardKernel(b, "sink_bwd_dq", argTypes);
-  // Shared tiles: 128 threads per consumer warpgroup, to which
-  // tile-warp-specialize adds a TMA producer and a register split
-  // (setmaxnreg). `.minnctapersm 1` tells ptxas the registers at entry:
-  // with `.maxntid` alone it ignored every setmaxnreg and spilled.
-  if (form.dqShared()) {
-    func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-        {int32_t(128 * form.dqWarpgroups), 1, 1}));
-    func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
-  }
+  if (form.dqShared())
+    setSharedTileBounds(func, form.dqWarpgroups);
   ArrayRef<BlockArgument> args = func.getArguments();
   Q = args[0], K = args[1], V = args[2], dO = args[3], LSE = args[4],
   Delta = args[5], sinks = args[6], dQ = args[7], terms = args[8];
@@ -148,9 +105,7 @@ gpu::GPUFuncOp DqBuilder::build() {
   AttentionBlockIds ids =
       buildBlockIds(b, /*heaviestLast=*/true, shape, c.c1, c.group);
   block = ids.block;
-  Value kvHead = arith::DivUIOp::create(b, ids.head, c.group);
-  sequence =
-      layout.buildSequence(b, c, ids.batch, ids.head, kvHead, cuQ, cuK);
+  sequence = layout.buildSequence(b, c, ids.batch, ids.head, cuQ, cuK);
   buildRows();
 
   const int64_t d = layout.headDim;
@@ -316,32 +271,17 @@ Value DqBuilder::buildProbabilities(Value scores) {
       },
       c.window, c.hasWindow);
   distanceBase = arith::SubIOp::create(b, rowsFirstPosition, n0);
-  auto exponential = [&](Value x, Value lse) -> Value {
-    Value negLse = arith::NegFOp::create(b, lse);
-    Value y = math::FmaOp::create(b, x, c.scaleLog2, negLse);
-    return math::Exp2Op::create(b, y);
-  };
-  return buildIfThenElse(
-             b, scoresType(), needsMask,
-             [&]() -> SmallVector<Value> {
-               return {buildMap(
-                   b, scoresType(), {scores, lse2},
-                   [&](ValueRange idx, ValueRange x) -> Value {
-                     Value keep = buildKeepByDistance(
-                         b, distanceBase,
-                         arith::SubIOp::create(b, idx[0], idx[1]),
-                         c.window32);
-                     Value e = exponential(x[0], x[1]);
-                     return arith::SelectOp::create(b, keep, e, c.zero);
-                   })};
-             },
-             [&]() -> SmallVector<Value> {
-               return {buildMap(b, scoresType(), {scores, lse2},
-                                [&](ValueRange, ValueRange x) -> Value {
-                                  return exponential(x[0], x[1]);
-                                })};
-             })
-      .getResult(0);
+  return buildBlockMaskedMap(
+      b, scoresType(), needsMask, {scores, lse2}, c.zero,
+      [&](ValueRange idx, ValueRange) -> Value {
+        Value offset = arith::SubIOp::create(b, idx[0], idx[1]);
+        return buildKeepByDistance(b, distanceBase, offset, c.window32);
+      },
+      [&](ValueRange, ValueRange x) -> Value {
+        Value negLse = arith::NegFOp::create(b, x[1]);
+        Value y = math::FmaOp::create(b, x[0], c.scaleLog2, negLse);
+        return math::Exp2Op::create(b, y);
+      });
 }
 
 /// The running Σ_j P ⊙ dP: elementwise (one FMA per element), or with

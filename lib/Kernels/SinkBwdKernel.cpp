@@ -141,7 +141,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   const uint32_t dqBlocks =
       uint32_t((shape.seqQ + form.dqBlockRows() - 1) / form.dqBlockRows());
   const uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
-  const uint32_t keyBlocks = uint32_t((shape.seqKv + kBlock - 1) / kBlock);
   // The sink terms: per query row (separate) or per key row (atomic).
   const std::vector<uint64_t> termDims =
       atomicDq ? shape.keyRowDims() : shape.lseDims();
@@ -149,10 +148,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   const bool sumInKernel = form.sumInKernel;
   const bool kvAccumulate = form.kvAccumulate;
   const bool sinksInDq = form.sinksInDq;
-  const int64_t shareCounts = shape.batch * shape.kvHeads * int64_t(keyBlocks);
-  // Rows of the GQA shares' token coordinate.
-  const int64_t shareTokens =
-      shape.varlen() ? shape.tokensKv() : shape.batch * shape.seqKv;
 
   // The kernels, in launch order, in one gpu.module.
   context.loadDialect<arith::ArithDialect, gpu::GPUDialect,
@@ -172,9 +167,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                                getElementType(&context, config.sinkDtype)};
   const SinkBwdLayout layout = SinkBwdLayout::get(&context, problem);
   buildSinkBwdPreprocess(b, problem, layout);
-  buildSinkBwdDkdv(b, problem);
+  buildSinkBwdDkdv(b, problem, layout);
   if (shares && !sumInKernel)
-    buildSinkBwdDkdvSum(b, problem);
+    buildSinkBwdDkdvSum(b, problem, layout);
   // --dq atomic sums dsinks in its convert kernel, the one-warpgroup dQ
   // kernel in its last block of each head, else a kernel of its own.
   if (atomicDq) {
@@ -234,10 +229,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.params.push_back(outputBuffer("sink_terms", rt::DType::F32, termDims));
   if (atomicDq)
     bundle.params.push_back(outputBuffer("dq_accum", rt::DType::F32, qShape));
-  std::vector<uint64_t> sharesShape = {u(shape.heads), u(shareTokens),
+  // The shares' token coordinate: B · SKV, or varlen's packed keys.
+  std::vector<uint64_t> sharesShape = {u(shape.heads), u(shape.tokensKv()),
                                        u(shape.headDim)};
   if (kvAccumulate) {
-    std::vector<uint64_t> accShape = {u(shape.kvHeads), u(shareTokens),
+    std::vector<uint64_t> accShape = {u(shape.kvHeads), u(shape.tokensKv()),
                                       u(shape.headDim)};
     bundle.params.push_back(outputBuffer("dk_accum", rt::DType::F32, accShape));
     bundle.params.push_back(outputBuffer("dv_accum", rt::DType::F32, accShape));
@@ -248,8 +244,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   // The dK/dV kernel's share-sum counters (the preprocess kernel zeroes
   // them).
   if (sumInKernel)
-    bundle.params.push_back(outputBuffer("share_counts", rt::DType::I32,
-                                         {uint64_t(shareCounts)}));
+    bundle.params.push_back(
+        outputBuffer("share_counts", rt::DType::I32,
+                     {u(layout.shareCounts.getNumElements())}));
   // The dQ kernel's dsink counters, one per head (zeroed by the preprocess
   // kernel).
   if (sinksInDq)

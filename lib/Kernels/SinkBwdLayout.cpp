@@ -82,11 +82,20 @@ SinkBwdLayout SinkBwdLayout::get(MLIRContext *context,
   if (shape.varlen()) {
     layout.lse = MemRefType::get({shape.heads, shape.tokensQ()}, f32);
     layout.keyTerms = MemRefType::get({shape.heads, shape.tokensKv()}, f32);
+    layout.shares = MemRefType::get({shape.heads, shape.tokensKv(), d}, f32);
+    layout.kvAcc = MemRefType::get({shape.kvHeads, shape.tokensKv(), d}, f32);
   } else {
     layout.lse = MemRefType::get({shape.batch, shape.heads, shape.seqQ}, f32);
     layout.keyTerms =
         MemRefType::get({shape.batch, shape.heads, shape.seqKv}, f32);
+    layout.shares =
+        MemRefType::get({shape.heads, shape.batch, shape.seqKv, d}, f32);
+    layout.kvAcc =
+        MemRefType::get({shape.kvHeads, shape.batch, shape.seqKv, d}, f32);
   }
+  const int64_t keyBlocks = (shape.seqKv + kSinkBwdBlock - 1) / kSinkBwdBlock;
+  layout.shareCounts = MemRefType::get(
+      {shape.batch * shape.kvHeads * keyBlocks}, IntegerType::get(context, 32));
   // The sink terms: per query row (separate) or per key row (atomic).
   std::vector<uint64_t> termDims =
       form.atomicDq ? shape.keyRowDims() : shape.lseDims();
@@ -118,15 +127,16 @@ void SinkBwdLayout::appendSequenceArgs(SmallVectorImpl<Type> &types) const {
 
 SinkBwdSequence SinkBwdLayout::buildSequence(ImplicitLocOpBuilder &b,
                                              const SinkBwdConstants &constants,
-                                             Value batch, Value head,
-                                             Value kvHead, Value cuQ,
+                                             Value batch, Value head, Value cuQ,
                                              Value cuK) const {
   SinkBwdSequence sequence;
-  sequence.batch = batch, sequence.head = head, sequence.kvHead = kvHead;
+  sequence.batch = batch, sequence.head = head;
+  sequence.kvHead = arith::DivUIOp::create(b, head, constants.group);
   auto buildColumns = [&] {
-    Value cD = constantIndex(b, headDim);
-    sequence.headColumn = arith::MulIOp::create(b, head, cD);
-    sequence.kvHeadColumn = arith::MulIOp::create(b, kvHead, cD);
+    sequence.headDim = constantIndex(b, headDim);
+    sequence.headColumn = arith::MulIOp::create(b, head, sequence.headDim);
+    sequence.kvHeadColumn =
+        arith::MulIOp::create(b, sequence.kvHead, sequence.headDim);
   };
   if (varlen()) {
     SequenceBounds bounds =
@@ -168,6 +178,20 @@ SmallVector<Value> SinkBwdLayout::elementAt(const SinkBwdSequence &sequence,
   llvm_unreachable("unknown layout");
 }
 
+SmallVector<Value> SinkBwdLayout::kvElementAt(const SinkBwdSequence &sequence,
+                                              Value row, Value column,
+                                              Value headColumn) const {
+  switch (kind) {
+  case rt::AttentionLayout::BHSD:
+    return {sequence.batch, sequence.kvHead, row, column};
+  case rt::AttentionLayout::BSHD:
+    return {sequence.batch, row, headColumn};
+  case rt::AttentionLayout::Varlen:
+    return {row, headColumn};
+  }
+  llvm_unreachable("unknown layout");
+}
+
 SmallVector<Value> SinkBwdLayout::qTile(const SinkBwdSequence &sequence,
                                         Value row, Value c0) const {
   switch (kind) {
@@ -194,10 +218,9 @@ SmallVector<Value> SinkBwdLayout::kvTile(const SinkBwdSequence &sequence,
   llvm_unreachable("unknown layout");
 }
 
-/// Varlen: `buffer`'s rows of the sequence along dimension `rowDim` (its
-/// other dimensions whole), a view that ends with the sequence.
-static Value buildSequenceView(ImplicitLocOpBuilder &b, Value buffer,
-                               int64_t rowDim, Value start, Value length) {
+Value sinkattn::kernels::buildSequenceView(ImplicitLocOpBuilder &b,
+                                           Value buffer, int64_t rowDim,
+                                           Value start, Value length) {
   auto type = cast<MemRefType>(buffer.getType());
   SmallVector<OpFoldResult> offsets, sizes, strides;
   for (int64_t dim = 0; dim < type.getRank(); ++dim) {
@@ -254,6 +277,14 @@ gpu::GPUFuncOp sinkattn::kernels::createBackwardKernel(ImplicitLocOpBuilder &b,
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   b.setInsertionPointToStart(&func.front());
   return func;
+}
+
+void sinkattn::kernels::setSharedTileBounds(gpu::GPUFuncOp func,
+                                            int64_t warpgroups) {
+  Builder b(func.getContext());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(128 * warpgroups), 1, 1}));
+  func->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
 }
 
 void sinkattn::kernels::finishBackwardKernel(ImplicitLocOpBuilder &b,

@@ -46,8 +46,8 @@ struct SinkBwdSequence {
   /// unless varlen).
   mlir::Value qStart, kStart;
   /// The first columns of the query head and the kv head in a [.., H * D]
-  /// row (defined, unused, for BHSD too).
-  mlir::Value headColumn, kvHeadColumn;
+  /// row (defined, unused, for BHSD too), and D as an index.
+  mlir::Value headColumn, kvHeadColumn, headDim;
   /// The last row of LSE's row coordinate (rows read past a sequence's end
   /// are clamped to it).
   mlir::Value lastRow;
@@ -71,6 +71,14 @@ struct SinkBwdLayout {
   /// --dq atomic: the fp32 dQ (q's shape) and the per key sink terms
   /// ([B, H, SKV], varlen [H, TKV]).
   mlir::MemRefType qAcc, keyTerms;
+  /// GQA: the query heads' fp32 shares of dK and dV, [H, B, SKV, D]
+  /// (varlen [H, TKV, D]): a tile overhanging its sequence is cut at SKV
+  /// instead of running into the next sequence's rows. The split's fp32
+  /// sums per kv head (kvAcc) take the same form with HK heads.
+  mlir::MemRefType shares, kvAcc;
+  /// The dK/dV kernel's share-sum counters, one per sequence, kv head and
+  /// block of 64 keys (i32).
+  mlir::MemRefType shareCounts;
   /// Varlen: the sequence offsets (i32 [B + 1]); null otherwise.
   mlir::MemRefType offsets;
   /// The dsinks sum: a head's rows of `terms` come in `runBatches` runs of
@@ -87,13 +95,13 @@ struct SinkBwdLayout {
   /// Appends the sequence offsets' argument types (varlen: cuQ, cuK).
   void appendSequenceArgs(llvm::SmallVectorImpl<mlir::Type> &types) const;
 
-  /// The sequence of block (`batch`, `head`, `kvHead`): varlen loads it
-  /// from the offsets `cuQ` and `cuK`; the others' lengths are constants.
+  /// The sequence of block (`batch`, `head`) and the head's kv head:
+  /// varlen loads it from the offsets `cuQ` and `cuK`; the others' lengths
+  /// are constants.
   SinkBwdSequence buildSequence(mlir::ImplicitLocOpBuilder &b,
                                 const SinkBwdConstants &constants,
                                 mlir::Value batch, mlir::Value head,
-                                mlir::Value kvHead, mlir::Value cuQ,
-                                mlir::Value cuK) const;
+                                mlir::Value cuQ, mlir::Value cuK) const;
 
   /// LSE-shaped buffers (LSE, Delta, the terms) at token `row`.
   llvm::SmallVector<mlir::Value> rowAt(const SinkBwdSequence &sequence,
@@ -104,6 +112,11 @@ struct SinkBwdLayout {
   llvm::SmallVector<mlir::Value> elementAt(const SinkBwdSequence &sequence,
                                            mlir::Value row, mlir::Value column,
                                            mlir::Value headColumn) const;
+  /// The same for a kv-shaped buffer (the kv head's columns).
+  llvm::SmallVector<mlir::Value> kvElementAt(const SinkBwdSequence &sequence,
+                                             mlir::Value row,
+                                             mlir::Value column,
+                                             mlir::Value headColumn) const;
   /// A q-side tile's indices at token `row` (its first column last).
   llvm::SmallVector<mlir::Value> qTile(const SinkBwdSequence &sequence,
                                        mlir::Value row, mlir::Value c0) const;
@@ -134,11 +147,24 @@ struct SinkBwdLayout {
                                mlir::Value firstRow, mlir::Value c0) const;
 };
 
+/// Varlen: `buffer`'s rows `start` .. `start` + `length` along dimension
+/// `rowDim` (its other dimensions whole), a view that ends with the
+/// sequence, so that a tile overhanging it is cut there.
+mlir::Value buildSequenceView(mlir::ImplicitLocOpBuilder &b, mlir::Value buffer,
+                              int64_t rowDim, mlir::Value start,
+                              mlir::Value length);
+
 /// A backward kernel's gpu.func `name` (a `kernel`) at `b`'s insertion
 /// point, `b` set to build at the start of its body.
 mlir::gpu::GPUFuncOp createBackwardKernel(mlir::ImplicitLocOpBuilder &b,
                                           llvm::StringRef name,
                                           mlir::TypeRange argTypes);
+/// Bounds a kernel of `warpgroups` consumer warpgroups sharing tiles that
+/// tile-warp-specialize gives a TMA producer and a register split
+/// (setmaxnreg): 128 threads per warpgroup, and `.minnctapersm 1`, which
+/// tells ptxas the registers at entry (with `.maxntid` alone it ignored
+/// every setmaxnreg and spilled).
+void setSharedTileBounds(mlir::gpu::GPUFuncOp func, int64_t warpgroups);
 /// Ends a backward kernel (gpu.return) and moves `b` after it.
 void finishBackwardKernel(mlir::ImplicitLocOpBuilder &b,
                           mlir::gpu::GPUFuncOp func);

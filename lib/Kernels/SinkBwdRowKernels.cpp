@@ -139,9 +139,7 @@ struct QueryBlock {
     q.block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
     Value head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
     Value batch = gpu::BlockIdOp::create(b, gpu::Dimension::z);
-    Value kvHead = arith::DivUIOp::create(b, head, q.constants.group);
-    q.sequence =
-        layout.buildSequence(b, q.constants, batch, head, kvHead, cuQ, cuK);
+    q.sequence = layout.buildSequence(b, q.constants, batch, head, cuQ, cuK);
     q.firstRow = arith::MulIOp::create(b, q.block, q.constants.c64);
     return q;
   }
@@ -322,11 +320,8 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdPreprocess(
   const SinkBwdForm &form = problem.form;
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   const int64_t queryBlocks = layout.stats.getShape()[2];
-  const int64_t keyBlocks = (shape.seqKv + kSinkBwdBlock - 1) / kSinkBwdBlock;
-  const int64_t shareCounts = shape.batch * shape.kvHeads * keyBlocks;
   const int64_t kvAccElements =
       shape.kvHeads * shape.tokensKv() * shape.headDim;
-  auto countsType = MemRefType::get({shareCounts}, i32);
   auto kvAccType = MemRefType::get({kvAccElements}, f32);
   auto sinkCountsType = MemRefType::get({shape.heads}, i32);
   SmallVector<Type> argTypes = {layout.q, layout.q, layout.lse, layout.lse,
@@ -337,7 +332,7 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdPreprocess(
   if (form.kvAccumulate)
     argTypes.append({kvAccType, kvAccType});
   if (form.sumInKernel)
-    argTypes.push_back(countsType);
+    argTypes.push_back(layout.shareCounts);
   if (form.sinksInDq)
     argTypes.push_back(sinkCountsType);
   layout.appendSequenceArgs(argTypes);
@@ -404,7 +399,7 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdPreprocess(
   // The dK/dV kernel's share-sum counters (its last-arrival election).
   if (form.sumInKernel) {
     Value zero32 = arith::ConstantIntOp::create(b, i32, 0);
-    Value total = constantIndex(b, shareCounts);
+    Value total = constantIndex(b, layout.shareCounts.getNumElements());
     buildForLoop(b, first, total, stride, [&](Value i) {
       memref::StoreOp::create(b, zero32, counts, i);
     });
