@@ -18,6 +18,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Regex.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +40,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // The MLIR lexer relies on the NUL terminator after the buffer, which
   // libFuzzer's input does not have: parse a terminated copy.
   std::string text(reinterpret_cast<const char *>(data), size);
+  // MLIR 22's parser crashes on a dense array of `index` elements (it takes
+  // the bit width of `index`), before any SinkAttn code runs: such inputs
+  // would only rediscover that upstream bug (test/Fuzz/README.md).
+  static const llvm::Regex indexArray("array[[:space:]]*<[[:space:]]*index");
+  if (indexArray.match(text))
+    return 0;
   ParserConfig config(&context);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, config);
   if (!module || failed(verify(*module)))
