@@ -47,28 +47,22 @@ namespace {
 constexpr int64_t kRowsPerWarpgroup = 64;
 constexpr int64_t kBlockN = 128;
 /// Auto's overlapped schedule needs rows that see this many key blocks to
-/// repay its extra iteration (measured: ws 1.7% ahead at 16 blocks, causal
-/// S 2048, once O went through TMA; overlap ahead at 32 and more).
+/// repay its extra iteration (below it ws was ahead; docs/PERF.md).
 constexpr int64_t kOverlapMinKeyBlocks = 17;
 /// Auto runs D = 64 warp-specialized (three consumer warpgroups) when the
-/// longest row sees at least this many key blocks, else plain. At S 16384
-/// (128 blocks) ws was 3.3% ahead of plain in `tune` and 5% in a sustained
-/// run, where the GPU sits at its power limit and ws, reading a third of
-/// plain's K/V bytes from L2 per row, keeps higher clocks; at S 8192 plain
-/// was 4% ahead in `tune` and ws 2.5% in the sustained run; at S 4096
-/// plain led in both (docs/PERF.md, session 19).
+/// longest row sees at least this many key blocks, else plain: on long rows
+/// the GPU sits at its power limit, and ws, reading a third of plain's K/V
+/// bytes from L2 per row, keeps higher clocks; on shorter ones plain's
+/// lower overhead wins (docs/PERF.md).
 constexpr int64_t kWarpSpecializedD64MinKeyBlocks = 128;
 /// Auto makes the forward persistent while its longest row sees at most
-/// this many key blocks: with the tile lists the persistent form was 1.6%
-/// ahead of one block per tile at 32 (D 128 S 4096, overlap), even at 64
-/// (S 8192, within the noise) and 2.2% behind at 128 (docs/PERF.md,
-/// session 17).
+/// this many key blocks: past it the tiles are long enough that one block
+/// per tile was level or ahead (docs/PERF.md).
 constexpr int64_t kPersistentMaxKeyBlocks = 32;
 
 /// What a persistent tile costs beyond its key blocks, in key blocks (its
-/// Q load, first GEMM and epilogue; about 4.7 for one block per tile at
-/// D 128, PERF.md session 17, less when the next tile's Q arrives during
-/// the epilogue). Only the balance of the lists depends on it.
+/// Q load, first GEMM and epilogue, less when the next tile's Q arrives
+/// during the epilogue). Only the balance of the lists depends on it.
 constexpr int64_t kTileOverheadBlocks = 2;
 
 /// --persistent's module table @sink_fwd_tiles: the `blocks` blocks' tile
@@ -897,9 +891,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   // overlap: ws whose warpgroups also overlap each block's softmax with
   // their own GEMMs (buildOverlapLoop), at the cost of one more iteration
   // (an S GEMM and a P V GEMM with P = 0). Auto picks it for D = 128 when
-  // the longest row sees at least kOverlapMinKeyBlocks key blocks: at 16
-  // (S 2048, causal) ws is 1.7% ahead since O goes through TMA, at 32 and
-  // more overlap is ahead, at 2 (window 128) 12% behind (docs/PERF.md).
+  // the longest row sees at least kOverlapMinKeyBlocks key blocks, where
+  // the extra iteration is repaid (docs/PERF.md).
   int64_t rowKeyBlocks = (config.seqKv + kBlockN - 1) / kBlockN;
   if (config.window > 0)
     rowKeyBlocks = std::min(rowKeyBlocks,
@@ -917,7 +910,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   // warpgroup slot empty: 168 registers x 384 threads fill the register
   // file, one block per SM), and each K/V tile then serves 192 rows —
   // with 64-row blocks (plain) the SMs read twice cuDNN's bytes from L2
-  // and, power-capped, ran at ~6% lower clocks (docs/PERF.md, session 19).
+  // and, power-capped, ran at lower clocks (docs/PERF.md).
   int64_t warpgroups =
       !warpSpecialized ? 1 : config.headDim == 64 ? 3 : 2;
   int64_t blockM = warpgroups * kRowsPerWarpgroup;
@@ -931,9 +924,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   // of at most kPersistentMaxKeyBlocks key blocks and more tiles than SMs:
   // the producer then loads the next tile's Q during the consumers'
   // epilogue (a tile load, tile-warp-specialize), and the tile lists keep
-  // the blocks level: 4.8% faster than one block per tile at D 128 S 2048
-  // (ws), 1.6% at S 4096 (overlap); at S 16384 the persistent form lost
-  // 2.2% (docs/PERF.md, session 17).
+  // the blocks level (docs/PERF.md has the cells where it won and lost).
   int64_t requestedBlocks = config.persistentBlocks;
   if (requestedBlocks == kAutoPersistentBlocks) {
     // Measured with 2 stages only: with 1 (ptxas spills) and 3 (no room

@@ -3,10 +3,9 @@
 // balancedTileLists (KernelBuilders.h): the static schedule of the
 // persistent attention forward. The causal tiles' costs differ (a tile of
 // query block i sees about i + 1 key blocks), so the split decides how
-// long the last block runs. Round-robin in a snake order (the schedule
-// before this one) left the longest block 2.6% above the best possible at
-// the seed's D 128 S 2048 (1024 tiles of 1..16 key blocks on 132 blocks,
-// 84 units against 82); the lists below reach 82.
+// long the last block runs. Round-robin in a snake order left the longest
+// block above the best possible; the lists below reach it on the seed's
+// cells (docs/design.md).
 //
 //===----------------------------------------------------------------------===//
 

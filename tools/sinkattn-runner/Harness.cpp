@@ -492,8 +492,8 @@ rt::Expected<rt::SinkAttentionShape> attentionShape(const rt::Bundle &bundle,
           expect("dq_accum", BufferRole::Output, qShape, {DType::F32}));
     if (shape.heads != shape.kvHeads) {
       // GQA's dK/dV: fp32 shares per query head, or (the split: --dq atomic
-      // with two dK/dV warpgroups, since session 29) fp32 sums per kv head;
-      // the split's bundles from before keep the shares, and still run.
+      // with two dK/dV warpgroups) fp32 sums per kv head; the split's older
+      // bundles keep the shares, and still run.
       const bool kvAccumulate = atomicDq && rt::findParam(bundle, "dk_accum");
       std::vector<uint64_t> shares = {
           u(kvAccumulate ? shape.kvHeads : shape.heads),
