@@ -3,7 +3,7 @@
 that tests run exactly what the document shows.
 
 Fenced blocks whose info string carries a tag are taken, in document order:
-  ```mlir file=NAME      the block's text is written to DIR/NAME
+  ```LANG file=NAME      (any language) the block's text is written to DIR/NAME
   ```sh TAG              the block's commands go into the script, printed on
                          stdout (bash, stopping at the first failure)
 usage: tutorial-commands.py DOC --dir DIR --tag TAG [--tag TAG...]

@@ -2,7 +2,9 @@
 //
 // What more than one kernel of the attention-sink backward builds the same
 // way: the per-element mask, the block-masked probabilities and the
-// election of the last block to arrive.
+// election of the last block to arrive (the head sink sum, which the
+// dsinks, dQ and dQ-conversion kernels share, is in SinkBwdRowKernels.cpp
+// beside the row kernels' other pieces).
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,8 +35,7 @@ Value sinkattn::kernels::buildBlockMaskedMap(
              b, type, needsMask,
              [&]() -> SmallVector<Value> {
                return {buildMap(
-                   b, type, inputs,
-                   [&](ValueRange idx, ValueRange x) -> Value {
+                   b, type, inputs, [&](ValueRange idx, ValueRange x) -> Value {
                      Value kept = keep(idx, x);
                      Value e = value(idx, x);
                      return arith::SelectOp::create(b, kept, e, zero);
@@ -54,8 +55,8 @@ LastArrival sinkattn::kernels::buildLastArrival(ImplicitLocOpBuilder &b,
   gpu::BarrierOp::create(b);
   LastArrival arrival;
   arrival.thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value firstThread = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                            arrival.thread, c0);
+  Value firstThread =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, arrival.thread, c0);
   auto slotType = getSharedMemRefType({1}, b.getI32Type());
   Value slot = allocShared(b, slotType);
   buildIfThen(b, firstThread, [&] {
@@ -66,9 +67,8 @@ LastArrival sinkattn::kernels::buildLastArrival(ImplicitLocOpBuilder &b,
   });
   gpu::BarrierOp::create(b);
   Value ticket = memref::LoadOp::create(b, slot, c0);
-  Value lastTicket =
-      arith::ConstantIntOp::create(b, b.getI32Type(), lastCount);
-  arrival.isLast = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ticket,
-                                         lastTicket);
+  Value lastTicket = arith::ConstantIntOp::create(b, b.getI32Type(), lastCount);
+  arrival.isLast =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ticket, lastTicket);
   return arrival;
 }

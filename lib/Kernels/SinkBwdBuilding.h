@@ -2,8 +2,7 @@
 //
 // What every kernel builder of the attention-sink backward reads (the
 // problem, its resolved form) and the builders themselves: each builds one
-// gpu.func of the backward's module at the builder's insertion point, in
-// the module's launch order.
+// gpu.func of the backward's module at the builder's insertion point.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +26,6 @@ struct SinkBwdProblem {
 };
 
 struct SinkBwdLayout;
-struct SinkBwdConstants;
 
 // The kernel builders. Each creates its gpu.func at `b`'s insertion point
 // (inside the backward's gpu.module) and leaves `b` after it.
@@ -91,29 +89,30 @@ mlir::Value buildKeepByDistance(mlir::ImplicitLocOpBuilder &b,
 /// the per-element mask (`keep`; masked elements are 0) where the block
 /// needs it (`needsMask`), without where it keeps every element: the
 /// mask's index math is a large part of a loop's instructions.
-mlir::Value buildBlockMaskedMap(
-    mlir::ImplicitLocOpBuilder &b, mlir::Type type, mlir::Value needsMask,
-    mlir::ValueRange inputs, mlir::Value zero,
-    llvm::function_ref<mlir::Value(mlir::ValueRange indices,
-                                   mlir::ValueRange elements)>
-        keep,
-    llvm::function_ref<mlir::Value(mlir::ValueRange indices,
-                                   mlir::ValueRange elements)>
-        value);
+mlir::Value
+buildBlockMaskedMap(mlir::ImplicitLocOpBuilder &b, mlir::Type type,
+                    mlir::Value needsMask, mlir::ValueRange inputs,
+                    mlir::Value zero,
+                    llvm::function_ref<mlir::Value(mlir::ValueRange indices,
+                                                   mlir::ValueRange elements)>
+                        keep,
+                    llvm::function_ref<mlir::Value(mlir::ValueRange indices,
+                                                   mlir::ValueRange elements)>
+                        value);
 
 /// The election of the last block to arrive: each block makes its global
 /// writes visible (a GPU-scope fence, then a block barrier), its first
 /// thread adds 1 to `counter`[`index`] (i32) and passes the count it saw on
 /// through shared memory, and `isLast` holds in the block that saw
-/// `lastCount`. The elected block fences again before it reads the others'
-/// writes.
+/// `lastCount`. The caller fences again in the elected block before it reads
+/// the others' writes.
 struct LastArrival {
   /// The thread's index in the block, and whether the block came last.
   mlir::Value thread, isLast;
 };
-LastArrival buildLastArrival(mlir::ImplicitLocOpBuilder &b,
-                             mlir::Value counter, mlir::Value index,
-                             int64_t lastCount, mlir::Value c0);
+LastArrival buildLastArrival(mlir::ImplicitLocOpBuilder &b, mlir::Value counter,
+                             mlir::Value index, int64_t lastCount,
+                             mlir::Value c0);
 
 /// dsink_h of head `head` from `terms` (a flat memref, the layout's
 /// `terms` type) by the warp whose lane index is `lane`: lane l sums rows

@@ -28,8 +28,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
-#include <algorithm>
-#include <limits>
 #include <optional>
 #include <tuple>
 
@@ -158,8 +156,8 @@ private:
   SinkBwdConstants c;
   SinkBwdSequence sequence;
 
-  Value Q, K, V, dO, Stats, dK, dV, dQaccum, keyTermsOut, dKout, dVout,
-      counts, cuQ, cuK;
+  Value Q, K, V, dO, Stats, dK, dV, dQaccum, keyTermsOut, dKout, dVout, counts,
+      cuQ, cuK;
   /// The block of keys.
   Value kb;
   /// The warpgroup's keys from n0; the block's from nBlock (shared tiles).
@@ -276,20 +274,18 @@ void SinkBwdDkdvBuilder::buildKeys() {
 /// last: keys past the sequence's end read some other key, which the mask
 /// removes (every block with keys past the end is masked).
 void SinkBwdDkdvBuilder::loadKeysAndValuesIntoRegisters() {
-  Value lastRow = constantIndex(
-      b, (shape.varlen() ? shape.tokensKv() : shape.seqKv) - 1);
+  Value lastRow =
+      constantIndex(b, (shape.varlen() ? shape.tokensKv() : shape.seqKv) - 1);
   Value firstRow = arith::AddIOp::create(b, sequence.kStart, n0);
   auto rowsOf = [&](Value buffer) {
-    return buildMap(b, gradientType(), {},
-                    [&](ValueRange idx, ValueRange) -> Value {
-                      Value raw = arith::AddIOp::create(b, firstRow, idx[0]);
-                      Value kr = arith::MinUIOp::create(b, raw, lastRow);
-                      Value col = arith::AddIOp::create(
-                          b, sequence.kvHeadColumn, idx[1]);
-                      return memref::LoadOp::create(
-                          b, buffer,
-                          layout.kvElementAt(sequence, kr, idx[1], col));
-                    });
+    return buildMap(
+        b, gradientType(), {}, [&](ValueRange idx, ValueRange) -> Value {
+          Value raw = arith::AddIOp::create(b, firstRow, idx[0]);
+          Value kr = arith::MinUIOp::create(b, raw, lastRow);
+          Value col = arith::AddIOp::create(b, sequence.kvHeadColumn, idx[1]);
+          return memref::LoadOp::create(
+              b, buffer, layout.kvElementAt(sequence, kr, idx[1], col));
+        });
   };
   kRegisters = rowsOf(K);
   vRegisters = rowsOf(V);
@@ -301,8 +297,8 @@ void SinkBwdDkdvBuilder::allocateTiles() {
   sV = allocShared(b, getSharedMemRefType({blockKeys(), d}, element));
   sQ = allocShared(b, getSharedMemRefType({kBlock, d}, element));
   sdO = allocShared(b, getSharedMemRefType({kBlock, d}, element));
-  sStats = allocShared(
-      b, getSharedMemRefType({form.statsRows, kBlock}, f32Type(b)));
+  sStats =
+      allocShared(b, getSharedMemRefType({form.statsRows, kBlock}, f32Type(b)));
   kRow = arith::AddIOp::create(b, sequence.kStart, n0);
   Value blockRow = form.dkdvShared() ? kRowBlock : kRow;
   buildLoadTile(b, K, layout.kvTile(sequence, blockRow, c.c0), sK);
@@ -376,19 +372,17 @@ void SinkBwdDkdvBuilder::prepareDsTile() {
 /// tiles for its panel of dQ's share are its slice (tile.warpgroup_id): it
 /// stores and adds them by itself.
 void SinkBwdDkdvBuilder::prepareDsRing() {
-  sdS2 = allocShared(
-      b, getSharedMemRefType({2, blockKeys(), kBlock}, element));
+  sdS2 = allocShared(b, getSharedMemRefType({2, blockKeys(), kBlock}, element));
   sdS2.getDefiningOp()->setAttr(tile::TileDialect::kMbarrierOrderedAttrName,
                                 b.getUnitAttr());
   dsBars = tile::AllocBarrierOp::create(
       b, tile::BarrierArrayType::get(b.getContext(), 4),
       ArrayRef<int64_t>{256, 256, 256, 256});
   Value dsZero = tile::CastOp::create(b, probabilitiesType(), sZero);
-  Value virtualSlot =
-      buildView(b, sdS2, {b.getIndexAttr(1), wgKey, b.getIndexAttr(0)},
-                {b.getIndexAttr(1), b.getIndexAttr(kBlock),
-                 b.getIndexAttr(kBlock)},
-                getSharedViewType({kBlock, kBlock}, element, {kBlock, 1}));
+  Value virtualSlot = buildView(
+      b, sdS2, {b.getIndexAttr(1), wgKey, b.getIndexAttr(0)},
+      {b.getIndexAttr(1), b.getIndexAttr(kBlock), b.getIndexAttr(kBlock)},
+      getSharedViewType({kBlock, kBlock}, element, {kBlock, 1}));
   tile::StoreOp::create(b, dsZero, virtualSlot, ValueRange{c.c0, c.c0});
   tile::MBarrierArriveOp::create(b, dsBars, c.c1);
   tile::MBarrierArriveOp::create(b, dsBars, cTwo);
@@ -399,11 +393,10 @@ void SinkBwdDkdvBuilder::prepareDsRing() {
   dqPanelColumn = arith::AddIOp::create(b, firstColumn, wgCol);
   sZeroPanel = tile::FillOp::create(b, panelType(), c.zero);
   sKd = buildSubView(b, sK, {b.getIndexAttr(0), wgCol}, {blockKeys(), panel()});
-  Value sdQp = allocShared(
-      b, getSharedMemRefType({2, 2, kBlock, panel()}, f32Type(b)));
+  Value sdQp =
+      allocShared(b, getSharedMemRefType({2, 2, kBlock, panel()}, f32Type(b)));
   sdQpw = buildView(
-      b, sdQp,
-      {wg, b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0)},
+      b, sdQp, {wg, b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0)},
       {b.getIndexAttr(1), b.getIndexAttr(2), b.getIndexAttr(kBlock),
        b.getIndexAttr(panel())},
       getSharedViewType({2, kBlock, panel()}, f32Type(b),
@@ -432,10 +425,10 @@ scf::ForOp SinkBwdDkdvBuilder::buildLoop() {
         else
           dsT = dsOf(pT, dpT);
         Value dsT16 = tile::CastOp::create(b, probabilitiesType(), dsT);
-        auto [dkNew, dvNew] =
-            form.dqSplitDeferred ? dkAndDeferredDqShare(dsT16, dk, qBlock)
-            : form.atomicDq      ? dkAndDqShare(dsT16, dk, qBlock)
-                                 : dkOnly(dsT16, dk);
+        auto [dkNew, dvNew] = form.dqSplitDeferred
+                                  ? dkAndDeferredDqShare(dsT16, dk, qBlock)
+                              : form.atomicDq ? dkAndDqShare(dsT16, dk, qBlock)
+                                              : dkOnly(dsT16, dk);
         if (form.atomicDq)
           return {dkNew, dvNew, termNew};
         return {dkNew, dvNew};
@@ -458,12 +451,8 @@ void SinkBwdDkdvBuilder::loadQueryBlock(Value qBlock) {
 /// dPᵀ keeps its accumulator live across the exponentials, so the split at
 /// D 128, near the register limit, issues dPᵀ after them.
 Value SinkBwdDkdvBuilder::issueFirstGemms() {
-  Value keys = form.kvInRegisters ? kRegisters
-               : form.dkdvShared() ? sKw
-                                   : sK;
-  Value values = form.kvInRegisters ? vRegisters
-                 : form.dkdvShared() ? sVw
-                                     : sV;
+  Value keys = form.kvInRegisters ? kRegisters : form.dkdvShared() ? sKw : sK;
+  Value values = form.kvInRegisters ? vRegisters : form.dkdvShared() ? sVw : sV;
   if (!form.earlyDp) {
     Value sT = tile::GemmOp::create(b, keys, sQ, sZero, /*transpose_a=*/false,
                                     /*transpose_b=*/true);
@@ -511,8 +500,8 @@ Value SinkBwdDkdvBuilder::probabilities(Value sT) {
         Value keepNear =
             buildKeepByDistance(b, distanceBase, offset, c.window32);
         Value ii32 = arith::IndexCastOp::create(b, b.getI32Type(), ii);
-        Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                             ii32, rowsLeft32);
+        Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, ii32,
+                                             rowsLeft32);
         return arith::AndIOp::create(b, keepNear, inside);
       },
       [&](ValueRange idx, ValueRange x) -> Value {
@@ -526,7 +515,7 @@ Value SinkBwdDkdvBuilder::probabilities(Value sT) {
 /// dV's wgmma still runs under dSᵀ's map.
 Value SinkBwdDkdvBuilder::issueSecondGemms(Value pT16, Value dv) {
   if (!form.earlyDp) {
-    Value values = form.kvInRegisters ? vRegisters
+    Value values = form.kvInRegisters  ? vRegisters
                    : form.dkdvShared() ? sVw
                                        : sV;
     dpTAsync = tile::GemmOp::create(b, values, sdO, sZero,
@@ -540,13 +529,12 @@ Value SinkBwdDkdvBuilder::issueSecondGemms(Value pT16, Value dv) {
 
 /// dSᵀ = Pᵀ ⊙ (dPᵀ - Delta), Delta per column from the record.
 Value SinkBwdDkdvBuilder::dsOf(Value pT, Value dpT) {
-  return buildMap(b, scoresType(), {pT, dpT},
-                  [&](ValueRange idx, ValueRange x) -> Value {
-                    Value delta =
-                        memref::LoadOp::create(b, sStats, {c.c1, idx[1]});
-                    Value d = arith::SubFOp::create(b, x[1], delta);
-                    return arith::MulFOp::create(b, x[0], d);
-                  });
+  return buildMap(
+      b, scoresType(), {pT, dpT}, [&](ValueRange idx, ValueRange x) -> Value {
+        Value delta = memref::LoadOp::create(b, sStats, {c.c1, idx[1]});
+        Value d = arith::SubFOp::create(b, x[1], delta);
+        return arith::MulFOp::create(b, x[0], d);
+      });
 }
 
 /// --dq atomic: the keys' sink terms, for key j -Σ_i w_i P_ij dP_ij over
@@ -592,8 +580,8 @@ std::pair<Value, Value> SinkBwdDkdvBuilder::dkOnly(Value dsT16, Value dk) {
 /// dSᵀ transposed), into its half of the block's fp32 dQ tile, which the
 /// block adds once. dQ's GEMM is issued before dK's and waited for alone,
 /// so that the share's store and reduce-add run under dK's wgmma.
-std::pair<Value, Value>
-SinkBwdDkdvBuilder::dkAndDqShare(Value dsT16, Value dk, Value qBlock) {
+std::pair<Value, Value> SinkBwdDkdvBuilder::dkAndDqShare(Value dsT16, Value dk,
+                                                         Value qBlock) {
   tile::StoreOp::create(b, dsT16, sdSw, ValueRange{c.c0, c.c0});
   Value dqAsync =
       tile::GemmOp::create(b, sdS, sKd, sZeroPanel, /*transpose_a=*/true,
@@ -603,12 +591,11 @@ SinkBwdDkdvBuilder::dkAndDqShare(Value dsT16, Value dk, Value qBlock) {
   Value dvNew = waitGemm(b, dvAsync, 2);
   Value dqPart = waitGemm(b, dqAsync, 1);
   Value parity = arith::RemUIOp::create(b, qBlock, cTwo);
-  Value sdQ = buildView(
-      b, sdQ2, {parity, b.getIndexAttr(0), b.getIndexAttr(0)},
-      {b.getIndexAttr(1), b.getIndexAttr(kBlock),
-       b.getIndexAttr(shape.headDim)},
-      getSharedViewType({kBlock, shape.headDim}, f32Type(b),
-                        {shape.headDim, 1}));
+  Value sdQ = buildView(b, sdQ2, {parity, b.getIndexAttr(0), b.getIndexAttr(0)},
+                        {b.getIndexAttr(1), b.getIndexAttr(kBlock),
+                         b.getIndexAttr(shape.headDim)},
+                        getSharedViewType({kBlock, shape.headDim}, f32Type(b),
+                                          {shape.headDim, 1}));
   tile::StoreOp::create(b, dqPart, sdQ, ValueRange{c.c0, wgCol});
   // Varlen: TMA adds into the whole buffer; the rows of a block past its
   // sequence's end add zeros (their dS is 0) to the next sequence's.
@@ -781,13 +768,12 @@ void SinkBwdDkdvBuilder::storeShares(Value dkSum, Value dvSum) {
 /// element, `tile.store {add}`, was slower.)
 void SinkBwdDkdvBuilder::storeKvAccumulators(Value dkSum, Value dvSum) {
   const int64_t d = shape.headDim;
-  MemRefType halfType =
-      getSharedViewType({kBlock, d}, f32Type(b), {d, 1});
+  MemRefType halfType = getSharedViewType({kBlock, d}, f32Type(b), {d, 1});
   auto half = [&](Value index) {
-    return buildView(b, sdQ2, {index, b.getIndexAttr(0), b.getIndexAttr(0)},
-                     {b.getIndexAttr(1), b.getIndexAttr(kBlock),
-                      b.getIndexAttr(d)},
-                     halfType);
+    return buildView(
+        b, sdQ2, {index, b.getIndexAttr(0), b.getIndexAttr(0)},
+        {b.getIndexAttr(1), b.getIndexAttr(kBlock), b.getIndexAttr(d)},
+        halfType);
   };
   Value mine = half(wg);
   Value first = half(c.c0);
@@ -815,8 +801,7 @@ void SinkBwdDkdvBuilder::storeKvAccumulators(Value dkSum, Value dvSum) {
 /// L2.
 void SinkBwdDkdvBuilder::sumSharesOfGroup() {
   Value kvHeadCount = constantIndex(b, shape.kvHeads);
-  Value keyBlockCount =
-      constantIndex(b, (shape.seqKv + kBlock - 1) / kBlock);
+  Value keyBlockCount = constantIndex(b, (shape.seqKv + kBlock - 1) / kBlock);
   Value sequenceHeads = arith::MulIOp::create(b, sequence.batch, kvHeadCount);
   Value kvHeadIndex = arith::AddIOp::create(b, sequenceHeads, sequence.kvHead);
   Value countRow = arith::MulIOp::create(b, kvHeadIndex, keyBlockCount);
@@ -825,8 +810,8 @@ void SinkBwdDkdvBuilder::sumSharesOfGroup() {
       buildLastArrival(b, counts, countAt, form.group - 1, c.c0);
   Value sumHere = arith::AndIOp::create(b, arrival.isLast, live);
   buildIfThen(b, sumHere, [&] {
-    NVVM::MembarOp::create(
-        b, NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::GPU));
+    NVVM::MembarOp::create(b, NVVM::MemScopeKindAttr::get(
+                                  b.getContext(), NVVM::MemScopeKind::GPU));
     Value step = constantIndex(b, kSumThreads * kSumVector);
     Value tileElements = constantIndex(b, kBlock * shape.headDim);
     Value hFirst = arith::MulIOp::create(b, sequence.kvHead, c.group);
@@ -851,23 +836,23 @@ void SinkBwdDkdvBuilder::sumShareElements(Value e, Value hFirst) {
   Value key = arith::SelectOp::create(b, inSequence, nRaw, n0);
   Value kr = arith::AddIOp::create(b, sequence.kStart, key);
   Value col = arith::AddIOp::create(b, sequence.kvHeadColumn, dd);
-  Value zeros = arith::ConstantOp::create(
-      b, DenseElementsAttr::get(vectorType, 0.0f));
-  scf::ForOp sums = buildForLoop(
-      b, c.c0, c.group, c.c1, {zeros, zeros},
-      [&](Value g, ValueRange iter) -> SmallVector<Value> {
-        Value gh = arith::AddIOp::create(b, hFirst, g);
-        auto load = [&](Value shares) -> Value {
-          return vector::LoadOp::create(
-              b, Type(vectorType), shares, shareAt(gh, kr, dd),
-              /*nontemporal=*/BoolAttr(), b.getI64IntegerAttr(16));
-        };
-        Value k = load(dK);
-        Value v = load(dV);
-        Value kNext = arith::AddFOp::create(b, iter[0], k);
-        Value vNext = arith::AddFOp::create(b, iter[1], v);
-        return {kNext, vNext};
-      });
+  Value zeros =
+      arith::ConstantOp::create(b, DenseElementsAttr::get(vectorType, 0.0f));
+  scf::ForOp sums =
+      buildForLoop(b, c.c0, c.group, c.c1, {zeros, zeros},
+                   [&](Value g, ValueRange iter) -> SmallVector<Value> {
+                     Value gh = arith::AddIOp::create(b, hFirst, g);
+                     auto load = [&](Value shares) -> Value {
+                       return vector::LoadOp::create(
+                           b, Type(vectorType), shares, shareAt(gh, kr, dd),
+                           /*nontemporal=*/BoolAttr(), b.getI64IntegerAttr(16));
+                     };
+                     Value k = load(dK);
+                     Value v = load(dV);
+                     Value kNext = arith::AddFOp::create(b, iter[0], k);
+                     Value vNext = arith::AddFOp::create(b, iter[1], v);
+                     return {kNext, vNext};
+                   });
   buildIfThen(b, inSequence, [&] {
     Value k16 = arith::TruncFOp::create(b, roundedType, sums.getResult(0));
     Value v16 = arith::TruncFOp::create(b, roundedType, sums.getResult(1));
@@ -919,8 +904,8 @@ sinkattn::kernels::buildSinkBwdDkdvSum(ImplicitLocOpBuilder &b,
   const int64_t tokens = shape.tokensKv();
   const int64_t sharedHeads = form.kvAccumulate ? shape.kvHeads : shape.heads;
   const int64_t sharesPerKvHead = form.kvAccumulate ? 1 : form.group;
-  auto sharesType = MemRefType::get({sharedHeads * tokens * shape.headDim},
-                                    b.getF32Type());
+  auto sharesType =
+      MemRefType::get({sharedHeads * tokens * shape.headDim}, b.getF32Type());
   auto gradientType =
       MemRefType::get({int64_t(shape.kvElements())}, problem.element);
   gpu::GPUFuncOp func = createBackwardKernel(
@@ -967,21 +952,19 @@ sinkattn::kernels::buildSinkBwdDkdvSum(ImplicitLocOpBuilder &b,
     Value tokenStart = arith::MulIOp::create(b, token, cD);
     Value at0 = arith::AddIOp::create(b, headStart, tokenStart);
     Value first = arith::AddIOp::create(b, at0, d);
-    scf::ForOp sums = buildForLoop(
-        b, c0, group, c1, {zero, zero},
-        [&](Value g, ValueRange iter) -> SmallVector<Value> {
-          Value offset = arith::MulIOp::create(b, g, slab);
-          Value at = arith::AddIOp::create(b, first, offset);
-          Value k = memref::LoadOp::create(b, dKShares, at);
-          Value v = memref::LoadOp::create(b, dVShares, at);
-          Value kNext = arith::AddFOp::create(b, iter[0], k);
-          Value vNext = arith::AddFOp::create(b, iter[1], v);
-          return {kNext, vNext};
-        });
-    Value k16 =
-        arith::TruncFOp::create(b, problem.element, sums.getResult(0));
-    Value v16 =
-        arith::TruncFOp::create(b, problem.element, sums.getResult(1));
+    scf::ForOp sums =
+        buildForLoop(b, c0, group, c1, {zero, zero},
+                     [&](Value g, ValueRange iter) -> SmallVector<Value> {
+                       Value offset = arith::MulIOp::create(b, g, slab);
+                       Value at = arith::AddIOp::create(b, first, offset);
+                       Value k = memref::LoadOp::create(b, dKShares, at);
+                       Value v = memref::LoadOp::create(b, dVShares, at);
+                       Value kNext = arith::AddFOp::create(b, iter[0], k);
+                       Value vNext = arith::AddFOp::create(b, iter[1], v);
+                       return {kNext, vNext};
+                     });
+    Value k16 = arith::TruncFOp::create(b, problem.element, sums.getResult(0));
+    Value v16 = arith::TruncFOp::create(b, problem.element, sums.getResult(1));
     memref::StoreOp::create(b, k16, dK, e);
     memref::StoreOp::create(b, v16, dV, e);
   });

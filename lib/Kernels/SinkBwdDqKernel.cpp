@@ -28,10 +28,10 @@ using namespace sinkattn::kernels;
 
 namespace {
 /// Builds sink_bwd_dq.
-class DqBuilder {
+class SinkBwdDqBuilder {
 public:
-  DqBuilder(ImplicitLocOpBuilder &b, const SinkBwdProblem &problem,
-            const SinkBwdLayout &layout)
+  SinkBwdDqBuilder(ImplicitLocOpBuilder &b, const SinkBwdProblem &problem,
+                   const SinkBwdLayout &layout)
       : b(b), problem(problem), form(problem.form), layout(layout) {}
 
   gpu::GPUFuncOp build();
@@ -77,13 +77,18 @@ private:
   Value n0, distanceBase;
 };
 
-gpu::GPUFuncOp DqBuilder::build() {
+gpu::GPUFuncOp SinkBwdDqBuilder::build() {
   const rt::SinkAttentionShape &shape = problem.shape;
   SmallVector<Type> argTypes = {
-      layout.q,  layout.kv,  layout.kv,
-      layout.q,  layout.lse, layout.lse,
+      layout.q,
+      layout.kv,
+      layout.kv,
+      layout.q,
+      layout.lse,
+      layout.lse,
       MemRefType::get({shape.heads}, problem.sinkElement),
-      layout.q,  layout.lse};
+      layout.q,
+      layout.lse};
   if (form.sinksInDq)
     argTypes.append({MemRefType::get({shape.heads}, f32()),
                      MemRefType::get({shape.heads}, b.getI32Type())});
@@ -122,8 +127,7 @@ gpu::GPUFuncOp DqBuilder::build() {
   if (form.dqShared()) {
     // Each warpgroup reads its 64 rows of the shared Q and dO tiles.
     sQw = buildSubView(b, sQ, {wgRow, b.getIndexAttr(0)}, {kSinkBwdBlock, d});
-    sdOw =
-        buildSubView(b, sdO, {wgRow, b.getIndexAttr(0)}, {kSinkBwdBlock, d});
+    sdOw = buildSubView(b, sdO, {wgRow, b.getIndexAttr(0)}, {kSinkBwdBlock, d});
     // The warpgroups take turns for their first GEMMs of an iteration, so
     // that they do not run their maps and GEMMs in step.
     pingPong = PingPong::build(b, wg, form.dqWarpgroups);
@@ -147,8 +151,7 @@ gpu::GPUFuncOp DqBuilder::build() {
   Value dq16 = buildMap(b, accType(problem.element), {loop.getResult(0)},
                         [&](ValueRange, ValueRange x) -> Value {
                           Value y = arith::MulFOp::create(b, x[0], c.scale);
-                          return arith::TruncFOp::create(b, problem.element,
-                                                         y);
+                          return arith::TruncFOp::create(b, problem.element, y);
                         });
   // One warpgroup stores dQ through its Q tile, which no GEMM reads after
   // the loop, and TMA; shared tiles take the register stores (a fragment's
@@ -164,7 +167,7 @@ gpu::GPUFuncOp DqBuilder::build() {
 /// The block's rows: one warpgroup's 64 from m0, or a block of
 /// dqBlockRows() from blockRow shared by its warpgroups, warpgroup w's from
 /// m0 = blockRow + 64 w.
-void DqBuilder::buildRows() {
+void SinkBwdDqBuilder::buildRows() {
   if (!form.dqShared()) {
     m0 = arith::MulIOp::create(b, block, c.c64);
     blockRow = m0;
@@ -184,22 +187,21 @@ void DqBuilder::buildRows() {
 
 /// The warpgroup's rows of an LSE-shaped buffer (LSE·log2(e) with
 /// `timesLog2e`), rows past the end reading the last row.
-Value DqBuilder::buildRowValues(Value buffer, bool timesLog2e) {
+Value SinkBwdDqBuilder::buildRowValues(Value buffer, bool timesLog2e) {
   return buildMap(b, rowType(), {}, [&](ValueRange idx, ValueRange) -> Value {
     Value row = arith::AddIOp::create(b, m0, idx[0]);
     Value token = arith::AddIOp::create(b, sequence.qStart, row);
     Value clamped = arith::MinUIOp::create(b, token, sequence.lastRow);
     Value value =
         memref::LoadOp::create(b, buffer, layout.rowAt(sequence, clamped));
-    return timesLog2e ? Value(arith::MulFOp::create(b, value, c.log2e))
-                      : value;
+    return timesLog2e ? Value(arith::MulFOp::create(b, value, c.log2e)) : value;
   });
 }
 
 /// Key blocks the block's rows see, [lo, hiBlocks): up to the last row's
 /// position (causal), from the first row's window start; none for blocks
 /// past the end of their sequence (varlen).
-void DqBuilder::buildKeyBlockRange() {
+void SinkBwdDqBuilder::buildKeyBlockRange() {
   Value firstPosition = arith::AddIOp::create(b, blockRow, sequence.past);
   Value lastKey = arith::AddIOp::create(b, firstPosition, blockRows);
   Value hiKey = arith::MinSIOp::create(b, lastKey, sequence.seqKv);
@@ -216,7 +218,7 @@ void DqBuilder::buildKeyBlockRange() {
   hiBlocks = arith::MaxSIOp::create(b, hiLive, lo);
 }
 
-scf::ForOp DqBuilder::buildKeyLoop() {
+scf::ForOp SinkBwdDqBuilder::buildKeyLoop() {
   return buildPipelinedLoop(
       b, lo, hiBlocks, c.c1, problem.config.stages, {accZero, pdpInit},
       [&](Value kb, ValueRange iter) -> SmallVector<Value> {
@@ -262,7 +264,7 @@ scf::ForOp DqBuilder::buildKeyLoop() {
 /// window mask only in blocks on the diagonal or at the window's edge
 /// (buildBlockMaskDecision): every other block keeps all its elements, and
 /// its map skips the index math, a large part of the loop's instructions.
-Value DqBuilder::buildProbabilities(Value scores) {
+Value SinkBwdDqBuilder::buildProbabilities(Value scores) {
   Value rowsFirstPosition = arith::AddIOp::create(b, m0, sequence.past);
   Value needsMask = buildBlockMaskDecision(
       b, n0, c.c63, rowsFirstPosition,
@@ -286,7 +288,7 @@ Value DqBuilder::buildProbabilities(Value scores) {
 
 /// The running Σ_j P ⊙ dP: elementwise (one FMA per element), or with
 /// shared tiles as partial columns (tile.partial_reduce).
-Value DqBuilder::buildPdpUpdate(Value sum, Value p, Value dp) {
+Value SinkBwdDqBuilder::buildPdpUpdate(Value sum, Value p, Value dp) {
   if (!form.dqShared())
     return buildMap(b, scoresType(), {sum, p, dp},
                     [&](ValueRange, ValueRange x) -> Value {
@@ -307,7 +309,7 @@ Value DqBuilder::buildPdpUpdate(Value sum, Value p, Value dp) {
 /// The row's sink term: the sink's probability exp(sink - LSE) times
 /// Σ_j P_j dP_j; 0 for a row with neither keys nor a finite sink
 /// (LSE = -inf).
-void DqBuilder::buildSinkTerms(scf::ForOp loop) {
+void SinkBwdDqBuilder::buildSinkTerms(scf::ForOp loop) {
   Value pdpRows = tile::ReduceOp::create(b, rowType(), tile::ReduceKind::sum,
                                          loop.getResult(1), 1);
   Value sink = buildSinkLoad(b, sinks, sequence.head);
@@ -331,13 +333,13 @@ void DqBuilder::buildSinkTerms(scf::ForOp loop) {
 /// the dsinks kernel's order (buildHeadSinkSum: bit-identical dsinks). The
 /// dQ kernel ends before the dK/dV kernel beside it, so the sum leaves the
 /// backward's critical path, and one launch goes.
-void DqBuilder::buildSinkSum() {
+void SinkBwdDqBuilder::buildSinkSum() {
   const rt::SinkAttentionShape &shape = problem.shape;
   const int64_t blocksPerHead =
       shape.batch *
       ((shape.seqQ + form.dqBlockRows() - 1) / form.dqBlockRows());
-  LastArrival arrival = buildLastArrival(b, sinkCounts, sequence.head,
-                                         blocksPerHead - 1, c.c0);
+  LastArrival arrival =
+      buildLastArrival(b, sinkCounts, sequence.head, blocksPerHead - 1, c.c0);
   Value warpSize = constantIndex(b, 32);
   Value inFirstWarp = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
                                             arrival.thread, warpSize);
@@ -351,8 +353,8 @@ void DqBuilder::buildSinkSum() {
       all[dim] = dim;
     Value flat = memref::CollapseShapeOp::create(
         b, terms, ArrayRef<ReassociationIndices>{all});
-    buildHeadSinkSum(b, layout, flat, dsinks, sequence.head, lane, c.c0,
-                     c.c1, c.zero);
+    buildHeadSinkSum(b, layout, flat, dsinks, sequence.head, lane, c.c0, c.c1,
+                     c.zero);
   });
 }
 } // namespace
@@ -360,5 +362,5 @@ void DqBuilder::buildSinkSum() {
 gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdDq(ImplicitLocOpBuilder &b,
                                                  const SinkBwdProblem &problem,
                                                  const SinkBwdLayout &layout) {
-  return DqBuilder(b, problem, layout).build();
+  return SinkBwdDqBuilder(b, problem, layout).build();
 }

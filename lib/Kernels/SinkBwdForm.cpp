@@ -22,9 +22,8 @@ constexpr int64_t kSharedTilesMinBlocks = 192;
 /// of at least this many rows, where the loop is long enough to repay the
 /// prologue's loads.
 constexpr int64_t kKvRegistersMinRows = 8192;
-/// Auto's split (without --deterministic): from S 2048 at D 128, where the
-/// split was level with the deterministic form at 2048 and faster above;
-/// the deferred split from S 8192 at D 64, where it was faster.
+/// Auto's split (without --deterministic): from these lengths on it was
+/// measured at least level with the deterministic form (docs/PERF.md).
 constexpr int64_t kAutoSplitMinRowsD128 = 2048;
 constexpr int64_t kAutoDeferredMinRowsD64 = 8192;
 
@@ -106,7 +105,8 @@ SinkBwdForm::resolve(MLIRContext &context, const KernelConfig &config,
     if (warpgroups == kAutoWarpgroups)
       return success();
     if (warpgroups == 3)
-      return fail() << "--" << flag << " 3 was removed (three warpgroups "
+      return fail() << "--" << flag
+                    << " 3 was removed (three warpgroups "
                        "sharing a block's tiles, D 64 only: slower than one "
                        "in every measured cell); use 1 or 2";
     if (warpgroups < 1 || warpgroups > 2)
@@ -169,13 +169,12 @@ SinkBwdForm::resolve(MLIRContext &context, const KernelConfig &config,
     // the L2 traffic the power-capped long cells pay for in clock.
     int64_t warpgroups = dq != kAutoWarpgroups ? dq : dkdv;
     if (warpgroups == kAutoWarpgroups)
-      warpgroups =
-          config.schedule == "auto" && shape.headDim == 128 && !hasWindow &&
-                  !shape.varlen() &&
-                  std::min(shape.seqQ, shape.seqKv) >=
-                      kSharedTilesMinBlocks * kSinkBwdBlock
-              ? 2
-              : 1;
+      warpgroups = config.schedule == "auto" && shape.headDim == 128 &&
+                           !hasWindow && !shape.varlen() &&
+                           std::min(shape.seqQ, shape.seqKv) >=
+                               kSharedTilesMinBlocks * kSinkBwdBlock
+                       ? 2
+                       : 1;
     form.dqWarpgroups = form.dkdvWarpgroups = warpgroups;
   }
 
@@ -188,8 +187,8 @@ SinkBwdForm::resolve(MLIRContext &context, const KernelConfig &config,
   // The split's sums per kv head let sink_bwd_dkdv_sum read one slab per
   // element instead of the group's.
   form.kvAccumulate = form.shares && form.atomicDq;
-  form.kvInRegisters = form.atomicDq && shape.headDim == 64 &&
-                       shape.seqQ >= kKvRegistersMinRows;
+  form.kvInRegisters =
+      form.atomicDq && shape.headDim == 64 && shape.seqQ >= kKvRegistersMinRows;
   // Early dPᵀ keeps 32 more accumulator registers live across the
   // exponentials: the split at D 128 spills with it.
   form.earlyDp = !form.atomicDq || shape.headDim == 64;

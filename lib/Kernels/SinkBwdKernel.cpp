@@ -136,8 +136,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   const bool atomicDq = form.atomicDq;
   const int64_t dqWarpgroups = form.dqWarpgroups;
   const int64_t dkdvWarpgroups = form.dkdvWarpgroups;
-  const uint32_t dkdvBlocks = uint32_t(
-      (shape.seqKv + form.dkdvBlockKeys() - 1) / form.dkdvBlockKeys());
+  const uint32_t dkdvBlocks =
+      uint32_t((shape.seqKv + form.dkdvBlockKeys() - 1) / form.dkdvBlockKeys());
   const uint32_t dqBlocks =
       uint32_t((shape.seqQ + form.dqBlockRows() - 1) / form.dqBlockRows());
   const uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
@@ -149,11 +149,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   const bool kvAccumulate = form.kvAccumulate;
   const bool sinksInDq = form.sinksInDq;
 
-  // The kernels, in launch order, in one gpu.module.
-  context.loadDialect<arith::ArithDialect, gpu::GPUDialect,
-                      math::MathDialect, memref::MemRefDialect,
-                      NVVM::NVVMDialect, scf::SCFDialect, tile::TileDialect,
-                      vector::VectorDialect>();
+  // The kernels in one gpu.module (the launch order is the bundle's).
+  context.loadDialect<arith::ArithDialect, gpu::GPUDialect, math::MathDialect,
+                      memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
+                      tile::TileDialect, vector::VectorDialect>();
   ImplicitLocOpBuilder b(NameLoc::get(StringAttr::get(&context, "sink_bwd")),
                          &context);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getLoc());
@@ -168,7 +167,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   const SinkBwdLayout layout = SinkBwdLayout::get(&context, problem);
   buildSinkBwdPreprocess(b, problem, layout);
   buildSinkBwdDkdv(b, problem, layout);
-  if (shares && !sumInKernel)
+  if (form.sumAfterDq)
     buildSinkBwdDkdvSum(b, problem, layout);
   // --dq atomic sums dsinks in its convert kernel, the one-warpgroup dQ
   // kernel in its last block of each head, else a kernel of its own.
@@ -217,14 +216,17 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   bundle.params.push_back(outputBuffer("dq", config.dtype, qShape));
   bundle.params.push_back(outputBuffer("dk", config.dtype, kvShape));
   bundle.params.push_back(outputBuffer("dv", config.dtype, kvShape));
-  bundle.params.push_back(outputBuffer("dsinks", rt::DType::F32, {u(shape.heads)}));
+  bundle.params.push_back(
+      outputBuffer("dsinks", rt::DType::F32, {u(shape.heads)}));
   // Scratch the kernels hand each other (outputs: the runner poisons them).
-  bundle.params.push_back(outputBuffer("delta", rt::DType::F32, shape.lseDims()));
+  bundle.params.push_back(
+      outputBuffer("delta", rt::DType::F32, shape.lseDims()));
   // Each query block's -LSE·log2(e), Delta (and with --dq atomic the sink
   // weights), [B, H, query blocks, 2 or 3, 64].
-  bundle.params.push_back(outputBuffer(
-      "row_stats", rt::DType::F32,
-      {u(shape.batch), u(shape.heads), queryBlocks, u(form.statsRows), u(kBlock)}));
+  bundle.params.push_back(
+      outputBuffer("row_stats", rt::DType::F32,
+                   {u(shape.batch), u(shape.heads), queryBlocks,
+                    u(form.statsRows), u(kBlock)}));
   // Separate: a sink term per query row; atomic: per key row.
   bundle.params.push_back(outputBuffer("sink_terms", rt::DType::F32, termDims));
   if (atomicDq)
@@ -238,8 +240,10 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     bundle.params.push_back(outputBuffer("dk_accum", rt::DType::F32, accShape));
     bundle.params.push_back(outputBuffer("dv_accum", rt::DType::F32, accShape));
   } else if (shares) {
-    bundle.params.push_back(outputBuffer("dk_shares", rt::DType::F32, sharesShape));
-    bundle.params.push_back(outputBuffer("dv_shares", rt::DType::F32, sharesShape));
+    bundle.params.push_back(
+        outputBuffer("dk_shares", rt::DType::F32, sharesShape));
+    bundle.params.push_back(
+        outputBuffer("dv_shares", rt::DType::F32, sharesShape));
   }
   // The dK/dV kernel's share-sum counters (the preprocess kernel zeroes
   // them).
@@ -279,18 +283,16 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   std::vector<std::string> preprocessArgs = {"o", "do", "delta", "lse",
                                              "row_stats"};
   if (atomicDq)
-    preprocessArgs.insert(preprocessArgs.end(),
-                          {"sinks", "dq_accum"});
+    preprocessArgs.insert(preprocessArgs.end(), {"sinks", "dq_accum"});
   if (kvAccumulate)
     preprocessArgs.insert(preprocessArgs.end(), {"dk_accum", "dv_accum"});
   if (sumInKernel)
     preprocessArgs.push_back("share_counts");
   if (sinksInDq)
     preprocessArgs.push_back("sink_counts");
-  bundle.launches = {
-      forwardLaunch,
-      launch("sink_bwd_preprocess", {queryBlocks, heads, batch}, 128,
-             withSequences(preprocessArgs))};
+  bundle.launches = {forwardLaunch,
+                     launch("sink_bwd_preprocess", {queryBlocks, heads, batch},
+                            128, withSequences(preprocessArgs))};
   std::vector<std::string> dkdvArgs = {"q", "k", "v", "do", "row_stats"};
   const char *dkOut = kvAccumulate ? "dk_accum" : shares ? "dk_shares" : "dk";
   const char *dvOut = kvAccumulate ? "dv_accum" : shares ? "dv_shares" : "dv";
@@ -299,16 +301,16 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     dkdvArgs.insert(dkdvArgs.end(), {"dq_accum", "sink_terms"});
   if (sumInKernel)
     dkdvArgs.insert(dkdvArgs.end(), {"dk", "dv", "share_counts"});
-  bundle.launches.push_back(launch("sink_bwd_dkdv", blockGrid(dkdvBlocks, shape),
-                                   uint32_t(128 * dkdvWarpgroups),
-                                   withSequences(dkdvArgs)));
+  bundle.launches.push_back(
+      launch("sink_bwd_dkdv", blockGrid(dkdvBlocks, shape),
+             uint32_t(128 * dkdvWarpgroups), withSequences(dkdvArgs)));
   rt::BundleLaunch shareSum = launch(
       "sink_bwd_dkdv_sum", {uint32_t((shape.kvElements() + 255) / 256), 1, 1},
       256, {dkOut, dvOut, "dk", "dv"});
   if (atomicDq)
-    bundle.launches.push_back(launch(
-        "sink_bwd_dq_convert", {queryBlocks, heads, batch}, 128,
-        withSequences({"dq_accum", "dq", "sink_terms", "dsinks"})));
+    bundle.launches.push_back(
+        launch("sink_bwd_dq_convert", {queryBlocks, heads, batch}, 128,
+               withSequences({"dq_accum", "dq", "sink_terms", "dsinks"})));
   else {
     std::vector<std::string> dqArgs = {
         "q", "k", "v", "do", "lse", "delta", "sinks", "dq", "sink_terms"};

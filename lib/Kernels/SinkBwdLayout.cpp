@@ -58,17 +58,17 @@ SinkBwdLayout SinkBwdLayout::get(MLIRContext *context,
   layout.lastRow = (shape.varlen() ? shape.tokensQ() : shape.seqQ) - 1;
   switch (shape.layout) {
   case rt::AttentionLayout::BHSD:
-    layout.q = MemRefType::get({shape.batch, shape.heads, shape.seqQ, d},
-                               element);
-    layout.kv = MemRefType::get({shape.batch, shape.kvHeads, shape.seqKv, d},
-                                element);
+    layout.q =
+        MemRefType::get({shape.batch, shape.heads, shape.seqQ, d}, element);
+    layout.kv =
+        MemRefType::get({shape.batch, shape.kvHeads, shape.seqKv, d}, element);
     layout.qAcc = MemRefType::get(layout.q.getShape(), f32);
     break;
   case rt::AttentionLayout::BSHD:
-    layout.q = MemRefType::get({shape.batch, shape.seqQ, shape.heads * d},
-                               element);
-    layout.kv = MemRefType::get({shape.batch, shape.seqKv, shape.kvHeads * d},
-                                element);
+    layout.q =
+        MemRefType::get({shape.batch, shape.seqQ, shape.heads * d}, element);
+    layout.kv =
+        MemRefType::get({shape.batch, shape.seqKv, shape.kvHeads * d}, element);
     layout.qAcc = MemRefType::get(layout.q.getShape(), f32);
     break;
   case rt::AttentionLayout::Varlen:
@@ -99,14 +99,13 @@ SinkBwdLayout SinkBwdLayout::get(MLIRContext *context,
   // The sink terms: per query row (separate) or per key row (atomic).
   std::vector<uint64_t> termDims =
       form.atomicDq ? shape.keyRowDims() : shape.lseDims();
-  int64_t termRows =
-      std::accumulate(termDims.begin(), termDims.end(), int64_t(1),
-                      std::multiplies<int64_t>());
+  int64_t termRows = std::accumulate(termDims.begin(), termDims.end(),
+                                     int64_t(1), std::multiplies<int64_t>());
   layout.terms = MemRefType::get({termRows}, f32);
   const int64_t queryBlocks = (shape.seqQ + kSinkBwdBlock - 1) / kSinkBwdBlock;
-  layout.stats = MemRefType::get({shape.batch, shape.heads, queryBlocks,
-                                  form.statsRows, kSinkBwdBlock},
-                                 f32);
+  layout.stats = MemRefType::get(
+      {shape.batch, shape.heads, queryBlocks, form.statsRows, kSinkBwdBlock},
+      f32);
   const int64_t rows = form.atomicDq ? shape.seqKv : shape.seqQ;
   if (shape.varlen()) {
     layout.run = form.atomicDq ? shape.tokensKv() : shape.tokensQ();
@@ -238,8 +237,8 @@ void SinkBwdLayout::storeRows(ImplicitLocOpBuilder &b,
                               const SinkBwdSequence &sequence, Value rows,
                               Value dest, Value firstRow) const {
   if (!varlen()) {
-    tile::StoreOp::create(
-        b, rows, dest, ValueRange{sequence.batch, sequence.head, firstRow});
+    tile::StoreOp::create(b, rows, dest,
+                          ValueRange{sequence.batch, sequence.head, firstRow});
     return;
   }
   Value view = buildSequenceView(b, dest, 1, sequence.qStart, sequence.seqQ);
@@ -259,9 +258,11 @@ void SinkBwdLayout::storeQTile(ImplicitLocOpBuilder &b,
                         ValueRange{firstRow, sequence.headColumn});
 }
 
-void SinkBwdLayout::storeQTileThroughShared(
-    ImplicitLocOpBuilder &b, const SinkBwdSequence &sequence, Value tile,
-    Value staging, Value dest, Value row, Value firstRow, Value c0) const {
+void SinkBwdLayout::storeQTileThroughShared(ImplicitLocOpBuilder &b,
+                                            const SinkBwdSequence &sequence,
+                                            Value tile, Value staging,
+                                            Value dest, Value row,
+                                            Value firstRow, Value c0) const {
   if (varlen()) {
     storeQTile(b, sequence, tile, dest, row, firstRow, c0);
     return;

@@ -127,9 +127,9 @@ struct SinkBwdLayout {
   /// Stores `rows` (a row fragment: the query rows from `firstRow` of the
   /// sequence) into the LSE-shaped `dest`; varlen through a view that ends
   /// with the sequence.
-  void storeRows(mlir::ImplicitLocOpBuilder &b,
-                 const SinkBwdSequence &sequence, mlir::Value rows,
-                 mlir::Value dest, mlir::Value firstRow) const;
+  void storeRows(mlir::ImplicitLocOpBuilder &b, const SinkBwdSequence &sequence,
+                 mlir::Value rows, mlir::Value dest,
+                 mlir::Value firstRow) const;
   /// Stores the fragment `tile` (the query rows from `firstRow` of the
   /// sequence, token `row`) into the q-shaped `dest` by register stores;
   /// varlen through a view that ends with the sequence.

@@ -26,11 +26,10 @@ namespace {
 /// m = 0, 1, ..., go into sum u, so that many loads are in flight (one
 /// chain of dependent loads was far slower; docs/PERF.md).
 constexpr int64_t kSinkPartialSums = 8;
-static_assert(kSinkPartialSums >= 2, "the sums are combined pairwise");
+static_assert(kSinkPartialSums >= 2, "the partial sums are added in order");
 
 /// The sum of `value` over the 32 lanes of a warp in a fixed butterfly
-/// (xor 16, 8, ..., 1), then + 0 (which keeps the kernels' PTX as it was
-/// measured).
+/// (xor 16, 8, ..., 1), then + 0, which turns a sum of -0 into +0.
 Value buildWarpSum(ImplicitLocOpBuilder &b, Value value, Value width,
                    Value zero) {
   for (int32_t offset : {16, 8, 4, 2, 1}) {
@@ -96,11 +95,11 @@ void sinkattn::kernels::buildHeadSinkSum(ImplicitLocOpBuilder &b,
               [&] { memref::StoreOp::create(b, total, dsinks, head); });
 }
 
-gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdSinks(
-    ImplicitLocOpBuilder &b, const SinkBwdProblem &problem,
-    const SinkBwdLayout &layout) {
-  Type dsinksType =
-      MemRefType::get({problem.shape.heads}, b.getF32Type());
+gpu::GPUFuncOp
+sinkattn::kernels::buildSinkBwdSinks(ImplicitLocOpBuilder &b,
+                                     const SinkBwdProblem &problem,
+                                     const SinkBwdLayout &layout) {
+  Type dsinksType = MemRefType::get({problem.shape.heads}, b.getF32Type());
   gpu::GPUFuncOp func =
       createBackwardKernel(b, "sink_bwd_sinks", {layout.terms, dsinksType});
   Value terms = func.getArgument(0), dsinks = func.getArgument(1);
@@ -196,8 +195,7 @@ struct RowGroups {
     Row r;
     r.inBlock = arith::AddIOp::create(b, warpRow, laneRow);
     r.inSequence = arith::AddIOp::create(b, block.firstRow, r.inBlock);
-    Value token =
-        arith::AddIOp::create(b, block.sequence.qStart, r.inSequence);
+    Value token = arith::AddIOp::create(b, block.sequence.qStart, r.inSequence);
     r.token = arith::MinUIOp::create(b, token, block.sequence.lastRow);
     return r;
   }
@@ -219,8 +217,7 @@ struct RowGroups {
 void buildPreprocessRows(ImplicitLocOpBuilder &b, const SinkBwdLayout &layout,
                          const QueryBlock &block, const RowGroups &groups,
                          Value step, Value O, Value dO, Value LSE, Value Delta,
-                         Value Stats, Value dQacc, Value dqZeros,
-                         Value width) {
+                         Value Stats, Value dQacc, Value dqZeros, Value width) {
   const SinkBwdConstants &c = block.constants;
   const SinkBwdSequence &sequence = block.sequence;
   auto vectorType = VectorType::get({8}, layout.q.getElementType());
@@ -307,15 +304,16 @@ void buildSinkWeights(ImplicitLocOpBuilder &b, const SinkBwdLayout &layout,
         return arith::SelectOp::create(b, noKey, c.zero, weight);
       });
   Value weightRow = constantIndex(b, 2);
-  tile::StoreOp::create(b, weights, Stats,
-                        ValueRange{sequence.batch, sequence.head, block.block,
-                                   weightRow, c.c0});
+  tile::StoreOp::create(
+      b, weights, Stats,
+      ValueRange{sequence.batch, sequence.head, block.block, weightRow, c.c0});
 }
 } // namespace
 
-gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdPreprocess(
-    ImplicitLocOpBuilder &b, const SinkBwdProblem &problem,
-    const SinkBwdLayout &layout) {
+gpu::GPUFuncOp
+sinkattn::kernels::buildSinkBwdPreprocess(ImplicitLocOpBuilder &b,
+                                          const SinkBwdProblem &problem,
+                                          const SinkBwdLayout &layout) {
   const rt::SinkAttentionShape &shape = problem.shape;
   const SinkBwdForm &form = problem.form;
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
@@ -327,8 +325,8 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdPreprocess(
   SmallVector<Type> argTypes = {layout.q, layout.q, layout.lse, layout.lse,
                                 layout.stats};
   if (form.atomicDq)
-    argTypes.append({MemRefType::get({shape.heads}, problem.sinkElement),
-                     layout.qAcc});
+    argTypes.append(
+        {MemRefType::get({shape.heads}, problem.sinkElement), layout.qAcc});
   if (form.kvAccumulate)
     argTypes.append({kvAccType, kvAccType});
   if (form.sumInKernel)
@@ -336,7 +334,8 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdPreprocess(
   if (form.sinksInDq)
     argTypes.push_back(sinkCountsType);
   layout.appendSequenceArgs(argTypes);
-  gpu::GPUFuncOp func = createBackwardKernel(b, "sink_bwd_preprocess", argTypes);
+  gpu::GPUFuncOp func =
+      createBackwardKernel(b, "sink_bwd_preprocess", argTypes);
   ArrayRef<BlockArgument> args = func.getArguments();
   Value O = args[0], dO = args[1], Delta = args[2], LSE = args[3],
         Stats = args[4];
@@ -386,8 +385,7 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdPreprocess(
     Value heads = constantIndex(b, shape.heads);
     Value blocksPerHead = constantIndex(b, queryBlocks);
     Value threadsPerBlock = constantIndex(b, 128);
-    stride =
-        constantIndex(b, queryBlocks * shape.heads * shape.batch * 128);
+    stride = constantIndex(b, queryBlocks * shape.heads * shape.batch * 128);
     Value batchHeads = arith::MulIOp::create(b, sequence.batch, heads);
     Value head = arith::AddIOp::create(b, batchHeads, sequence.head);
     Value headBlocks = arith::MulIOp::create(b, head, blocksPerHead);
@@ -408,8 +406,8 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdPreprocess(
   if (form.kvAccumulate) {
     Value vectors = constantIndex(b, kvAccElements / 4);
     auto vectorType = VectorType::get({4}, f32);
-    Value zeros = arith::ConstantOp::create(
-        b, DenseElementsAttr::get(vectorType, 0.0f));
+    Value zeros =
+        arith::ConstantOp::create(b, DenseElementsAttr::get(vectorType, 0.0f));
     Value vectorElements = constantIndex(b, 4);
     buildForLoop(b, first, vectors, stride, [&](Value v) {
       Value element = arith::MulIOp::create(b, v, vectorElements);
@@ -422,8 +420,8 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdPreprocess(
   // The dQ kernel's dsink counters, one per head, by the head's first
   // block.
   if (form.sinksInDq) {
-    Value firstBlock = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                             block.block, c.c0);
+    Value firstBlock =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, block.block, c.c0);
     Value firstSequence = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
                                                 sequence.batch, c.c0);
     Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -440,15 +438,17 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdPreprocess(
   return func;
 }
 
-gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdDqConvert(
-    ImplicitLocOpBuilder &b, const SinkBwdProblem &problem,
-    const SinkBwdLayout &layout) {
+gpu::GPUFuncOp
+sinkattn::kernels::buildSinkBwdDqConvert(ImplicitLocOpBuilder &b,
+                                         const SinkBwdProblem &problem,
+                                         const SinkBwdLayout &layout) {
   const rt::SinkAttentionShape &shape = problem.shape;
   Type f32 = b.getF32Type();
   SmallVector<Type> argTypes = {layout.qAcc, layout.q, layout.terms,
                                 MemRefType::get({shape.heads}, f32)};
   layout.appendSequenceArgs(argTypes);
-  gpu::GPUFuncOp func = createBackwardKernel(b, "sink_bwd_dq_convert", argTypes);
+  gpu::GPUFuncOp func =
+      createBackwardKernel(b, "sink_bwd_dq_convert", argTypes);
   ArrayRef<BlockArgument> args = func.getArguments();
   Value dQacc = args[0], dQ = args[1], terms = args[2], dsinks = args[3];
   Value cuQ, cuK;
@@ -462,17 +462,17 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdDqConvert(
   // dsink_h from the keys' sink terms (which the dK/dV kernel wrote), by
   // the first warp of the head's first block: one launch fewer than a
   // dsinks kernel of its own after this one.
-  Value firstBlock = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                           block.block, c.c0);
-  Value firstSequence = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                              sequence.batch, c.c0);
+  Value firstBlock =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, block.block, c.c0);
+  Value firstSequence =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, sequence.batch, c.c0);
   Value firstOfHead = arith::AndIOp::create(b, firstBlock, firstSequence);
   Value inFirstWarp = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
                                             groups.thread, groups.c32);
   Value sumHere = arith::AndIOp::create(b, firstOfHead, inFirstWarp);
   buildIfThen(b, sumHere, [&] {
-    buildHeadSinkSum(b, layout, terms, dsinks, sequence.head, groups.lane,
-                     c.c0, c.c1, c.zero);
+    buildHeadSinkSum(b, layout, terms, dsinks, sequence.head, groups.lane, c.c0,
+                     c.c1, c.zero);
   });
   // D / 8 lanes per row, each reading 32 contiguous bytes of the fp32 dQ
   // and writing 16 of dQ (in the accumulator's fragment layout the
@@ -487,8 +487,8 @@ gpu::GPUFuncOp sinkattn::kernels::buildSinkBwdDqConvert(
     SmallVector<Value> sums;
     for (int64_t u = 0; u < kRowGroupLoads; ++u) {
       rows.push_back(groups.row(b, block, step, u));
-      at.push_back(layout.elementAt(sequence, rows.back().token,
-                                    groups.column, groups.headColumn));
+      at.push_back(layout.elementAt(sequence, rows.back().token, groups.column,
+                                    groups.headColumn));
       sums.push_back(vector::LoadOp::create(b, vectorF32, dQacc, at.back(),
                                             /*nontemporal=*/false,
                                             llvm::Align(16)));

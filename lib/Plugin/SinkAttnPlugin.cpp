@@ -6,7 +6,10 @@
 //
 //   mlir-opt-22 --load-dialect-plugin=libSinkAttnPlugin.so \
 //       --load-pass-plugin=libSinkAttnPlugin.so kernel.mlir \
-//       --sinkattn-tile-to-nvgpu
+//       --pass-pipeline="builtin.module(sinkattn-tile-to-nvgpu)"
+//
+// (mlir-opt-22 builds its --<pass> flags before it loads plugins, so the
+// pipelines are named in --pass-pipeline.)
 //
 // Upstream's mlir/examples/standalone/standalone-plugin is the model.
 //

@@ -87,7 +87,7 @@ struct KernelConfig {
   /// warpgroup of 64 query rows per block (the schedule's); 2: a
   /// warp-specialized block of 64 rows per warpgroup that share each K/V
   /// tile (a TMA producer feeds them), so K/V cross L2 once per 128 rows
-  /// instead of once per 64. kAutoWarpgroups: 2 where buildSinkBwd's
+  /// instead of once per 64. kAutoWarpgroups: 2 where SinkBwdForm's
   /// rule measured it faster (long causal rows at D 128), else 1.
   int64_t dqWarpgroups = kAutoWarpgroups;
   /// sink-bwd: consumer warpgroups of the dK/dV kernel. 1: one warpgroup of

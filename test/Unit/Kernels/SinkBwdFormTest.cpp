@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../../../lib/Kernels/KernelBuilders.h"
 #include "../../../lib/Kernels/SinkBwdForm.h"
+#include "../../../lib/Kernels/KernelBuilders.h"
 #include "ReferenceTestSupport.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -82,12 +82,14 @@ TEST_F(SinkBwdFormTest, AutoPicksTheDeferredSplitAtD64From8192Rows) {
   EXPECT_EQ(shorter->dkdvWarpgroups, 1);
 }
 
-TEST_F(SinkBwdFormTest, AutoKeepsTheDeterministicFormWhereTheSplitWasNotMeasured) {
+TEST_F(SinkBwdFormTest,
+       AutoKeepsTheDeterministicFormWhereTheSplitWasNotMeasured) {
   KernelConfig window = seedCell(4096, 128);
   window.window = 128;
   KernelConfig plain = seedCell(4096, 128);
   plain.schedule = "plain";
-  KernelConfig varlen = varlenConfigOf(8, 1, {4096, 4096}, {4096, 4096}, 128, 0);
+  KernelConfig varlen =
+      varlenConfigOf(8, 1, {4096, 4096}, {4096, 4096}, 128, 0);
   KernelConfig deterministic = seedCell(16384, 64);
   deterministic.deterministic = true;
   KernelConfig oneDkdv = seedCell(4096, 128);

@@ -362,7 +362,6 @@ TEST_F(SinkBwdKernelTest, AutoWarpgroupsShareTilesOnLongRowsAtD128) {
   KernelConfig atomic = longRows;
   atomic.deterministic = false;
   atomic.dq = "atomic";
-  atomic.deterministic = false;
   atomic.dkdvWarpgroups = 2;
   EXPECT_EQ(warpgroupsOf(atomic), Pair(2, 1));
   // A given count wins, and the other kernel's follows it: the two counts
