@@ -2,9 +2,7 @@
 
 #include "SinkAttn-c/Pipelines.h"
 
-#include "SinkAttn/Conversion/Passes.h"
 #include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
-#include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
 #include "SinkAttn/Pipelines/Pipelines.h"
 
 #include "mlir/CAPI/IR.h"
@@ -17,19 +15,10 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 
-#include <mutex>
 
 using namespace mlir;
 
-void sinkattnRegisterPasses(void) {
-  // The pass registry refuses a pipeline registered twice.
-  static std::once_flag once;
-  std::call_once(once, [] {
-    sinkattn::registerSinkAttnPipelines();
-    sinkattn::tile::registerTilePasses();
-    sinkattn::registerSinkAttnConversionPasses();
-  });
-}
+void sinkattnRegisterPasses(void) { sinkattn::registerAllSinkAttnPasses(); }
 
 void sinkattnRegisterDialects(MlirDialectRegistry registry) {
   DialectRegistry &r = *unwrap(registry);

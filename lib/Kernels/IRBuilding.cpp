@@ -202,6 +202,34 @@ Value sinkattn::kernels::buildSubView(ImplicitLocOpBuilder &b, Value source,
   return memref::SubViewOp::create(b, source, offsets, sizeValues, strides);
 }
 
+Value sinkattn::kernels::buildSubView(ImplicitLocOpBuilder &b, Value source,
+                                      ArrayRef<OpFoldResult> offsets,
+                                      ArrayRef<OpFoldResult> sizes,
+                                      MemRefType resultType) {
+  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
+  if (resultType)
+    return memref::SubViewOp::create(b, resultType, source, offsets, sizes,
+                                     strides);
+  return memref::SubViewOp::create(b, source, offsets, sizes, strides);
+}
+
+MemRefType sinkattn::kernels::getSharedViewType(ArrayRef<int64_t> shape,
+                                                Type elementType,
+                                                ArrayRef<int64_t> strides) {
+  MLIRContext *context = elementType.getContext();
+  return MemRefType::get(
+      shape, elementType,
+      StridedLayoutAttr::get(context, ShapedType::kDynamic, strides),
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
+}
+
+Value sinkattn::kernels::buildGemmWait(ImplicitLocOpBuilder &b, Value async,
+                                       int64_t pending) {
+  return tile::GemmWaitOp::create(b, TypeRange{async.getType()},
+                                  ValueRange{async}, pending)
+      .getResult(0);
+}
+
 Value sinkattn::kernels::buildWarpgroupIndex(ImplicitLocOpBuilder &b) {
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value threadsPerWarpgroup = constantIndex(b, 128);

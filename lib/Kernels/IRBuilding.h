@@ -141,6 +141,24 @@ mlir::Value buildSubView(mlir::ImplicitLocOpBuilder &b, mlir::Value source,
                          llvm::ArrayRef<mlir::OpFoldResult> offsets,
                          llvm::ArrayRef<int64_t> sizes);
 
+/// The subview with sizes that may be dynamic; its result type inferred, or
+/// `resultType` where the view drops unit dimensions.
+mlir::Value buildSubView(mlir::ImplicitLocOpBuilder &b, mlir::Value source,
+                         llvm::ArrayRef<mlir::OpFoldResult> offsets,
+                         llvm::ArrayRef<mlir::OpFoldResult> sizes,
+                         mlir::MemRefType resultType = {});
+
+/// A shared-memory view type with `strides` and a dynamic offset (what a
+/// rank-reducing subview of a shared tile gives).
+mlir::MemRefType getSharedViewType(llvm::ArrayRef<int64_t> shape,
+                                   mlir::Type elementType,
+                                   llvm::ArrayRef<int64_t> strides);
+
+/// The result of the async `tile.gemm` `async` once at most `pending` gemms
+/// are in flight (`tile.gemm_wait`).
+mlir::Value buildGemmWait(mlir::ImplicitLocOpBuilder &b, mlir::Value async,
+                          int64_t pending);
+
 /// The index of the executing thread's warpgroup (thread id x / 128) as
 /// lane 0's value broadcast over the warp (`gpu.shuffle idx`, as CUTLASS's
 /// canonical_warp_group_idx does): ptxas then knows it is the same in every

@@ -45,37 +45,6 @@ constexpr int64_t kSumThreads = 128;
 
 Type f32Type(ImplicitLocOpBuilder &b) { return b.getF32Type(); }
 
-/// A shared-memory view with `strides` and a dynamic offset (what a
-/// rank-reducing subview of a shared tile gives).
-MemRefType getSharedViewType(ArrayRef<int64_t> shape, Type element,
-                             ArrayRef<int64_t> strides) {
-  MLIRContext *context = element.getContext();
-  return MemRefType::get(
-      shape, element,
-      StridedLayoutAttr::get(context, ShapedType::kDynamic, strides),
-      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
-}
-
-/// `memref.subview` with unit strides; the result type inferred, or
-/// `resultType` where the view drops unit dimensions.
-Value buildView(ImplicitLocOpBuilder &b, Value source,
-                ArrayRef<OpFoldResult> offsets, ArrayRef<OpFoldResult> sizes,
-                MemRefType resultType = {}) {
-  SmallVector<OpFoldResult> strides(sizes.size(), b.getIndexAttr(1));
-  if (resultType)
-    return memref::SubViewOp::create(b, resultType, source, offsets, sizes,
-                                     strides);
-  return memref::SubViewOp::create(b, source, offsets, sizes, strides);
-}
-
-/// The result of an async tile.gemm once at most `pending` gemms are in
-/// flight.
-Value waitGemm(ImplicitLocOpBuilder &b, Value async, int64_t pending) {
-  return tile::GemmWaitOp::create(b, TypeRange{async.getType()},
-                                  ValueRange{async}, pending)
-      .getResult(0);
-}
-
 /// Builds sink_bwd_dkdv: the keys' block, the query blocks that see them,
 /// and per query block the loop body below; then dK and dV (or their
 /// shares and sums) and, with --dq atomic, the keys' sink terms.
@@ -379,7 +348,7 @@ void SinkBwdDkdvBuilder::prepareDsRing() {
       b, tile::BarrierArrayType::get(b.getContext(), 4),
       ArrayRef<int64_t>{256, 256, 256, 256});
   Value dsZero = tile::CastOp::create(b, probabilitiesType(), sZero);
-  Value virtualSlot = buildView(
+  Value virtualSlot = buildSubView(
       b, sdS2, {b.getIndexAttr(1), wgKey, b.getIndexAttr(0)},
       {b.getIndexAttr(1), b.getIndexAttr(kBlock), b.getIndexAttr(kBlock)},
       getSharedViewType({kBlock, kBlock}, element, {kBlock, 1}));
@@ -395,7 +364,7 @@ void SinkBwdDkdvBuilder::prepareDsRing() {
   sKd = buildSubView(b, sK, {b.getIndexAttr(0), wgCol}, {blockKeys(), panel()});
   Value sdQp =
       allocShared(b, getSharedMemRefType({2, 2, kBlock, panel()}, f32Type(b)));
-  sdQpw = buildView(
+  sdQpw = buildSubView(
       b, sdQp, {wg, b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0)},
       {b.getIndexAttr(1), b.getIndexAttr(2), b.getIndexAttr(kBlock),
        b.getIndexAttr(panel())},
@@ -467,7 +436,7 @@ Value SinkBwdDkdvBuilder::issueFirstGemms() {
                                   /*transpose_b=*/true, /*async=*/true);
   if (pingPong)
     pingPong->passTurn(b);
-  return waitGemm(b, sTAsync, 1);
+  return buildGemmWait(b, sTAsync, 1);
 }
 
 /// Only blocks on the diagonal, at the window's edge or with rows past the
@@ -524,7 +493,7 @@ Value SinkBwdDkdvBuilder::issueSecondGemms(Value pT16, Value dv) {
   }
   dvAsync = tile::GemmOp::create(b, pT16, sdO, dv, /*transpose_a=*/false,
                                  /*transpose_b=*/false, /*async=*/true);
-  return waitGemm(b, dpTAsync, 1);
+  return buildGemmWait(b, dpTAsync, 1);
 }
 
 /// dSᵀ = Pᵀ ⊙ (dPᵀ - Delta), Delta per column from the record.
@@ -571,7 +540,7 @@ std::pair<Value, Value> SinkBwdDkdvBuilder::sinkTermsAndDs(Value pT, Value dpT,
 /// --dq separate: dK += dSᵀ Q, then dV's wait.
 std::pair<Value, Value> SinkBwdDkdvBuilder::dkOnly(Value dsT16, Value dk) {
   Value dkNew = tile::GemmOp::create(b, dsT16, sQ, dk);
-  return {dkNew, waitGemm(b, dvAsync, 0)};
+  return {dkNew, buildGemmWait(b, dvAsync, 0)};
 }
 
 /// The columns split: dK and dQ's share of the block's keys, dS K. Each
@@ -588,10 +557,10 @@ std::pair<Value, Value> SinkBwdDkdvBuilder::dkAndDqShare(Value dsT16, Value dk,
                            /*transpose_b=*/false, /*async=*/true);
   Value dkAsync = tile::GemmOp::create(b, dsT16, sQ, dk, /*transpose_a=*/false,
                                        /*transpose_b=*/false, /*async=*/true);
-  Value dvNew = waitGemm(b, dvAsync, 2);
-  Value dqPart = waitGemm(b, dqAsync, 1);
+  Value dvNew = buildGemmWait(b, dvAsync, 2);
+  Value dqPart = buildGemmWait(b, dqAsync, 1);
   Value parity = arith::RemUIOp::create(b, qBlock, cTwo);
-  Value sdQ = buildView(b, sdQ2, {parity, b.getIndexAttr(0), b.getIndexAttr(0)},
+  Value sdQ = buildSubView(b, sdQ2, {parity, b.getIndexAttr(0), b.getIndexAttr(0)},
                         {b.getIndexAttr(1), b.getIndexAttr(kBlock),
                          b.getIndexAttr(shape.headDim)},
                         getSharedViewType({kBlock, shape.headDim}, f32Type(b),
@@ -602,7 +571,7 @@ std::pair<Value, Value> SinkBwdDkdvBuilder::dkAndDqShare(Value dsT16, Value dk,
   tile::CopyOp::create(
       b, sdQ, ValueRange(), dQaccum, layout.qTile(sequence, qRow, c.c0),
       /*engine=*/nullptr, /*add=*/true, b.getI64IntegerAttr(1));
-  return {waitGemm(b, dkAsync, 0), dvNew};
+  return {buildGemmWait(b, dkAsync, 0), dvNew};
 }
 
 /// --dq-split deferred: dK, and the warpgroup's panel of the previous
@@ -623,7 +592,7 @@ SinkBwdDkdvBuilder::dkAndDeferredDqShare(Value dsT16, Value dk, Value qBlock) {
                            /*transpose_b=*/false, /*async=*/true);
   Value emptySlot = arith::AddIOp::create(b, slot, cTwo);
   tile::MBarrierWaitParityOp::create(b, dsBars, emptySlot, parity);
-  Value rows = buildView(
+  Value rows = buildSubView(
       b, sdS2, {slot, wgKey, b.getIndexAttr(0)},
       {b.getIndexAttr(1), b.getIndexAttr(kBlock), b.getIndexAttr(kBlock)},
       getSharedViewType({kBlock, kBlock}, element, {kBlock, 1}));
@@ -631,15 +600,15 @@ SinkBwdDkdvBuilder::dkAndDeferredDqShare(Value dsT16, Value dk, Value qBlock) {
   tile::MBarrierArriveOp::create(b, dsBars, slot);
   Value dkAsync = tile::GemmOp::create(b, dsT16, sQ, dk, /*transpose_a=*/false,
                                        /*transpose_b=*/false, /*async=*/true);
-  Value dvNew = waitGemm(b, dvAsync, 2);
-  Value dqPart = waitGemm(b, dqAsync, 1);
+  Value dvNew = buildGemmWait(b, dvAsync, 2);
+  Value dqPart = buildGemmWait(b, dqAsync, 1);
   Value emptyPrev = arith::AddIOp::create(b, prevSlot, cTwo);
   tile::MBarrierArriveOp::create(b, dsBars, emptyPrev);
   Value mPrev = arith::SubIOp::create(b, m0, c.c64);
   Value hasPrev =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ne, qBlock, loQ);
   addDqPanel(dqPart, slot, mPrev, hasPrev, /*pending=*/true);
-  return {waitGemm(b, dkAsync, 0), dvNew};
+  return {buildGemmWait(b, dkAsync, 0), dvNew};
 }
 
 /// --dq-split deferred: the ring after `count` query blocks: the slot the
@@ -658,7 +627,7 @@ SinkBwdDkdvBuilder::dsRingPosition(Value count) {
 /// is full at `parity`.
 Value SinkBwdDkdvBuilder::waitForDsSlot(Value slot, Value parity) {
   tile::MBarrierWaitParityOp::create(b, dsBars, slot, parity);
-  return buildView(
+  return buildSubView(
       b, sdS2, {slot, b.getIndexAttr(0), b.getIndexAttr(0)},
       {b.getIndexAttr(1), b.getIndexAttr(blockKeys()), b.getIndexAttr(kBlock)},
       getSharedViewType({blockKeys(), kBlock}, element, {kBlock, 1}));
@@ -673,7 +642,7 @@ Value SinkBwdDkdvBuilder::waitForDsSlot(Value slot, Value parity) {
 /// loop's stores go on reading (two tiles alternating).
 void SinkBwdDkdvBuilder::addDqPanel(Value part, Value slot, Value rowOffset,
                                     Value condition, bool pending) {
-  Value tilePanel = buildView(
+  Value tilePanel = buildSubView(
       b, sdQpw, {slot, b.getIndexAttr(0), b.getIndexAttr(0)},
       {b.getIndexAttr(1), b.getIndexAttr(kBlock), b.getIndexAttr(panel())},
       getSharedViewType({kBlock, panel()}, f32Type(b), {panel(), 1}));
@@ -770,7 +739,7 @@ void SinkBwdDkdvBuilder::storeKvAccumulators(Value dkSum, Value dvSum) {
   const int64_t d = shape.headDim;
   MemRefType halfType = getSharedViewType({kBlock, d}, f32Type(b), {d, 1});
   auto half = [&](Value index) {
-    return buildView(
+    return buildSubView(
         b, sdQ2, {index, b.getIndexAttr(0), b.getIndexAttr(0)},
         {b.getIndexAttr(1), b.getIndexAttr(kBlock), b.getIndexAttr(d)},
         halfType);

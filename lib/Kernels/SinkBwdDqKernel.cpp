@@ -241,13 +241,9 @@ scf::ForOp SinkBwdDqBuilder::buildKeyLoop() {
                                              /*async=*/true);
         if (pingPong)
           pingPong->passTurn(b);
-        Value s = tile::GemmWaitOp::create(b, TypeRange{scoresType()},
-                                           ValueRange{sAsync}, 1)
-                      .getResult(0);
+        Value s = buildGemmWait(b, sAsync, 1);
         Value p = buildProbabilities(s);
-        Value dp = tile::GemmWaitOp::create(b, TypeRange{scoresType()},
-                                            ValueRange{dpAsync}, 0)
-                       .getResult(0);
+        Value dp = buildGemmWait(b, dpAsync, 0);
         Value ds = buildMap(b, scoresType(), {p, dp, deltaRow},
                             [&](ValueRange, ValueRange x) -> Value {
                               Value t = arith::SubFOp::create(b, x[1], x[2]);

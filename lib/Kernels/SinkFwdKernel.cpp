@@ -658,9 +658,7 @@ scf::ForOp SinkFwdBuilder::buildOverlapLoop() {
                                             /*async=*/true);
         if (pingPong)
           pingPong->passTurn(b);
-        Value s = tile::GemmWaitOp::create(b, TypeRange{scoresType()},
-                                           ValueRange{sAsync}, 1)
-                      .getResult(0);
+        Value s = buildGemmWait(b, sAsync, 1);
         // The softmax in both branches: ptxas hoists a wgmma wait to the top
         // of its basic block, so P V's wait must start a block of its own.
         auto softmaxOf = [&](Value scores) -> SmallVector<Value> {
@@ -673,9 +671,7 @@ scf::ForOp SinkFwdBuilder::buildOverlapLoop() {
             [&]() { return softmaxOf(s); });
         // P is converted and O rescaled only once P V is complete: P's
         // registers are the ones the in-flight wgmma reads.
-        Value oDone = tile::GemmWaitOp::create(b, TypeRange{accType(f32())},
-                                               ValueRange{oAsync}, 0)
-                          .getResult(0);
+        Value oDone = buildGemmWait(b, oAsync, 0);
         Value oScaled = tile::ScaleRowsOp::create(b, oDone, soft.getResult(3));
         Value p16 =
             tile::CastOp::create(b, probabilitiesType(), soft.getResult(2));

@@ -33,6 +33,8 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 
+#include <mutex>
+
 using namespace mlir;
 
 namespace sinkattn {
@@ -204,6 +206,15 @@ struct GpuToPTXPipelineOptions
   }
 };
 } // namespace
+
+void sinkattn::registerAllSinkAttnPasses() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerSinkAttnPipelines();
+    tile::registerTilePasses();
+    registerSinkAttnConversionPasses();
+  });
+}
 
 void sinkattn::registerSinkAttnPipelines() {
   registerSinkAttnPipelinesPasses();

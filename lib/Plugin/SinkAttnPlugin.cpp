@@ -15,9 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "SinkAttn/Conversion/Passes.h"
 #include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
-#include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
 #include "SinkAttn/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -26,32 +24,20 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/Compiler.h"
 
-#include <mutex>
-
 using namespace mlir;
-
-/// Both entry points register the passes (a dialect plugin alone should
-/// bring its passes, as upstream's example does), but the pass registry
-/// refuses a pipeline registered twice.
-static void registerSinkAttnPassesOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    sinkattn::registerSinkAttnPipelines();
-    sinkattn::tile::registerTilePasses();
-    sinkattn::registerSinkAttnConversionPasses();
-  });
-}
 
 extern "C" LLVM_ATTRIBUTE_WEAK DialectPluginLibraryInfo
 mlirGetDialectPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "SinkAttn", LLVM_VERSION_STRING,
           [](DialectRegistry *registry) {
             registry->insert<sinkattn::tile::TileDialect>();
-            registerSinkAttnPassesOnce();
+            // A dialect plugin alone brings its passes too, as upstream's
+            // example does; registration happens once.
+            sinkattn::registerAllSinkAttnPasses();
           }};
 }
 
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo mlirGetPassPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "SinkAttnPasses", LLVM_VERSION_STRING,
-          [] { registerSinkAttnPassesOnce(); }};
+          [] { sinkattn::registerAllSinkAttnPasses(); }};
 }

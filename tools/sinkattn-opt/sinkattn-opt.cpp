@@ -5,9 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "SinkAttn/Conversion/Passes.h"
 #include "SinkAttn/Dialect/Tile/IR/TileDialect.h"
-#include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
 #include "SinkAttn/Pipelines/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -19,9 +17,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
-  sinkattn::registerSinkAttnPipelines();
-  sinkattn::tile::registerTilePasses();
-  sinkattn::registerSinkAttnConversionPasses();
+  sinkattn::registerAllSinkAttnPasses();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

@@ -71,6 +71,11 @@ extractPTX(mlir::ModuleOp module);
 /// global registry (for `sinkattn-opt` and other opt tools).
 void registerSinkAttnPipelines();
 
+/// Registers every SinkAttn pass (the tile dialect's, the conversions', this
+/// library's) and the named pipelines, once: later calls do nothing, since
+/// the registry refuses a pipeline registered twice.
+void registerAllSinkAttnPasses();
+
 } // namespace sinkattn
 
 #endif // SINKATTN_PIPELINES_PIPELINES_H
