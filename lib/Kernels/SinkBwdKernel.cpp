@@ -140,7 +140,6 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       uint32_t((shape.seqKv + form.dkdvBlockKeys() - 1) / form.dkdvBlockKeys());
   const uint32_t dqBlocks =
       uint32_t((shape.seqQ + form.dqBlockRows() - 1) / form.dqBlockRows());
-  const uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
   // The sink terms: per query row (separate) or per key row (atomic).
   const std::vector<uint64_t> termDims =
       atomicDq ? shape.keyRowDims() : shape.lseDims();
@@ -165,6 +164,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                                getElementType(&context, config.dtype),
                                getElementType(&context, config.sinkDtype)};
   const SinkBwdLayout layout = SinkBwdLayout::get(&context, problem);
+  // Blocks of 64 query rows, as the row records count them.
+  const uint32_t queryBlocks = uint32_t(layout.stats.getShape()[2]);
   buildSinkBwdPreprocess(b, problem, layout);
   buildSinkBwdDkdv(b, problem, layout);
   if (form.sumAfterDq)

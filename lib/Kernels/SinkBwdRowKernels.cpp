@@ -318,8 +318,7 @@ sinkattn::kernels::buildSinkBwdPreprocess(ImplicitLocOpBuilder &b,
   const SinkBwdForm &form = problem.form;
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   const int64_t queryBlocks = layout.stats.getShape()[2];
-  const int64_t kvAccElements =
-      shape.kvHeads * shape.tokensKv() * shape.headDim;
+  const int64_t kvAccElements = layout.kvAcc.getNumElements();
   auto kvAccType = MemRefType::get({kvAccElements}, f32);
   auto sinkCountsType = MemRefType::get({shape.heads}, i32);
   SmallVector<Type> argTypes = {layout.q, layout.q, layout.lse, layout.lse,
