@@ -184,9 +184,16 @@ LogicalResult recordLaunchResources(gpu::GPUFuncOp func, rt::Bundle &bundle,
     }
     ArrayRef<int64_t> box = cast<DenseI64ArrayAttr>(info.get("box")).asArrayRef();
     auto swizzle = info.getAs<IntegerAttr>("swizzle");
+    auto view = info.getAs<DenseI64ArrayAttr>("shape");
+    if (info.get("strides") ||
+        (view && llvm::any_of(view.asArrayRef(), ShapedType::isDynamic)))
+      return func.emitError()
+             << "tensor map " << index << " of buffer '" << buffer.name
+             << "' has run-time sizes or strides, which a bundle's tensor "
+                "maps cannot describe yet";
     // The kernel's view of the buffer: same elements, maybe fewer dims.
     std::vector<uint64_t> shape = buffer.shape;
-    if (auto view = info.getAs<DenseI64ArrayAttr>("shape")) {
+    if (view) {
       uint64_t viewElements = 1, bufferElements = 1;
       for (int64_t dim : view.asArrayRef())
         viewElements *= uint64_t(dim);

@@ -45,8 +45,8 @@ namespace sinkattn {
 void sinkattn::buildGpuToNVVMPipeline(OpPassManager &pm,
                                       const PTXTargetOptions &options) {
   // Upstream's gpu-lower-to-nvvm-pipeline (GPUToNVVMPipeline.cpp) up to the
-  // NVVM lowering of gpu.modules, plus sinkattn-tensor-maps-by-value and
-  // sinkattn-reject-libdevice-calls.
+  // NVVM lowering of gpu.modules, plus sinkattn-tensor-map-arg-positions,
+  // sinkattn-tensor-maps-by-value and sinkattn-reject-libdevice-calls.
   pm.addPass(createConvertNVGPUToNVVMPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createConvertVectorToSCFPass());
@@ -67,6 +67,9 @@ void sinkattn::buildGpuToNVVMPipeline(OpPassManager &pm,
 
   OpPassManager &gpuModule = pm.nest<gpu::GPUModuleOp>();
   gpuModule.addPass(createStripDebugInfoPass());
+  TensorMapArgPositionsPassOptions positions;
+  positions.barePointers = options.barePointers;
+  gpuModule.addPass(createTensorMapArgPositionsPass(positions));
   ConvertGpuOpsToNVVMOpsOptions toNVVM;
   toNVVM.useBarePtrCallConv = options.barePointers;
   gpuModule.addPass(createConvertGpuOpsToNVVMOps(toNVVM));

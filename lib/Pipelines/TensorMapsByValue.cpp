@@ -59,8 +59,9 @@ struct TensorMapsByValuePass
         return func.emitError()
                << "tensor map argument " << position
                << " must be !llvm.ptr, got " << type
-               << " (positions count the kernel's arguments one per memref: "
-                  "compile kernels with tensor maps with bare-pointers=1)";
+               << " (positions are the lowered function's: "
+                  "sinkattn-tensor-map-arg-positions renumbers a gpu.func's "
+                  "before convert-gpu-to-nvvm)";
       func.setArgAttr(position, LLVM::LLVMDialect::getByValAttrName(),
                       TypeAttr::get(mapType));
       func.setArgAttr(position, LLVM::LLVMDialect::getAlignAttrName(),

@@ -39,7 +39,12 @@ def ConvertTileToNVGPU : Pass<"convert-tile-to-nvgpu", "::mlir::gpu::GPUModuleOp
       memref's shape outermost first; `swizzle = 128` when swizzled; zero
       fill out of bounds). The shape is the kernel's view of the buffer: a
       `[B, S, H * D]` argument may be passed a `[B, S, H, D]` buffer.
-      The global operand must be a kernel argument.
+      A global memref with a `strided<...>` layout adds `strides =
+      array<i64: ...>` (elements, outermost first). Sizes and strides known
+      only at run time are `ShapedType::kDynamic` in both, as in the memref
+      type: the host encodes such maps from the tensor it launches with.
+      The global operand must be a kernel argument with the identity or a
+      strided layout.
     * **Barriers and TMA.** `!tile.barriers<N>` becomes
       `!nvgpu.mbarrier.group<..., num_barriers = N>`; `alloc_barrier`,
       `mbarrier_init`, `mbarrier_arrive` (count 1 through nvgpu, larger

@@ -49,9 +49,9 @@ def TensorMapsByValuePass
     emits a `.param .align 64 .b8 [128]` parameter and takes its generic
     address with `cvta.param`.
 
-    Argument positions are those of the lowered function: kernels use the
-    bare-pointer calling convention (one argument per memref) or put the
-    tensor maps first.
+    Argument positions are those of the lowered function:
+    `sinkattn-tensor-map-arg-positions` renumbers a `gpu.func`'s positions
+    for the calling convention it is lowered with.
 
     ```mlir
     // Before (inside a gpu.module):
@@ -68,6 +68,47 @@ def TensorMapsByValuePass
     or the attribute on a function that is not a kernel is an error.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
+}
+
+def TensorMapArgPositionsPass
+    : Pass<"sinkattn-tensor-map-arg-positions", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Renumber tensor-map arguments for the kernel's LLVM signature";
+  let description = [{
+    `sinkattn.tensor_map_args` lists the positions of a kernel's tensor-map
+    arguments in its `gpu.func` signature (`convert-tile-to-nvgpu` writes
+    them there). `convert-gpu-to-nvvm` then expands every memref argument
+    into the fields of its descriptor (allocated and aligned pointers,
+    offset, one size and one stride per dimension: 3 + 2 * rank arguments)
+    unless the kernel is lowered with the bare-pointer calling convention
+    (one pointer per memref, which needs static shapes). A kernel whose
+    tensors have run-time sizes or strides takes descriptors, so positions
+    after a memref argument move.
+
+    This pass runs on each `gpu.module` before `convert-gpu-to-nvvm` and
+    rewrites each kernel's `sinkattn.tensor_map_args` to the positions the
+    arguments will have in the lowered `llvm.func`, for the calling
+    convention the option names (it must match the one
+    `convert-gpu-to-nvvm` uses); `sinkattn-tensor-maps-by-value` marks
+    them there.
+
+    ```mlir
+    // Before: the map is argument 1 of the gpu.func.
+    gpu.func @k(%a: memref<?x64xbf16>, %map: !llvm.ptr) kernel
+        attributes {sinkattn.tensor_map_args = array<i64: 1>}
+    // After (bare-pointers=false): the memref takes 3 + 2 * 2 = 7 arguments.
+    gpu.func @k(%a: memref<?x64xbf16>, %map: !llvm.ptr) kernel
+        attributes {sinkattn.tensor_map_args = array<i64: 7>}
+    ```
+
+    A position outside the argument list, an argument that is not
+    `!llvm.ptr`, an unranked memref before a map, or the attribute on a
+    function that is not a kernel is an error.
+  }];
+  let options = [
+    Option<"barePointers", "bare-pointers", "bool", /*default=*/"false",
+           "The kernel is lowered with the bare-pointer calling convention "
+           "(one argument per memref)">
+  ];
 }
 
 def RejectLibdeviceCallsPass

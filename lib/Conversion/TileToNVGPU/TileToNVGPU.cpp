@@ -217,6 +217,21 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
       return WalkResult::interrupt();
     }
     auto globalType = cast<MemRefType>(global.getType());
+    if (!globalType.getLayout().isIdentity()) {
+      if (!globalType.isStrided()) {
+        op->emitOpError() << "needs a global tensor with a strided layout "
+                             "(its tensor map holds sizes and strides), got "
+                          << globalType;
+        return WalkResult::interrupt();
+      }
+      // TMA reads the innermost dimension as contiguous elements.
+      if (globalType.getStridesAndOffset().first.back() != 1) {
+        op->emitOpError() << "needs a global tensor whose innermost "
+                             "dimension has stride 1, got "
+                          << globalType;
+        return WalkResult::interrupt();
+      }
+    }
     if (!im2colKey.empty()) {
       uses.push_back({op, arg.getArgNumber(), im2colKey, globalType, true});
       return WalkResult::advance();
@@ -317,6 +332,13 @@ LogicalResult assignTensorMaps(gpu::GPUFuncOp func,
         builder.getNamedAttr("box", builder.getDenseI64ArrayAttr(use.box)),
         builder.getNamedAttr("shape",
                              builder.getDenseI64ArrayAttr(use.global.getShape()))};
+    // A tensor that is not dense row-major says how it is laid out (in
+    // elements; run-time strides are ShapedType::kDynamic, as in the type).
+    if (!use.global.getLayout().isIdentity()) {
+      auto [strides, offset] = use.global.getStridesAndOffset();
+      info.push_back(builder.getNamedAttr(
+          "strides", builder.getDenseI64ArrayAttr(strides)));
+    }
     if (use.swizzle)
       info.push_back(builder.getNamedAttr(
           "swizzle", builder.getI64IntegerAttr(use.swizzle)));

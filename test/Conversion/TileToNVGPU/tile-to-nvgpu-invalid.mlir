@@ -33,3 +33,31 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+#transposed = affine_map<(d0, d1) -> (d1 * 64 + d0)>
+gpu.module @kernels {
+  gpu.func @column_major(%A: memref<64x64xbf16, #transposed>, %i: index) kernel {
+    %c0 = arith.constant 0 : index
+    %tile = memref.alloc() : memref<64x64xbf16, 3>
+    %bars = tile.alloc_barrier [1] : !tile.barriers<1>
+    // expected-error @+1 {{'tile.tma_load' op needs a global tensor whose innermost dimension has stride 1, got 'memref<64x64xbf16, affine_map<(d0, d1) -> (d1 * 64 + d0)>>'}}
+    tile.tma_load %A[%i, %c0], %tile, barrier(%bars[%c0]) : memref<64x64xbf16, #transposed>, memref<64x64xbf16, 3>, !tile.barriers<1>
+    gpu.return
+  }
+}
+
+// -----
+
+#folded = affine_map<(d0, d1) -> (d0 mod 8 + d1 * 64)>
+gpu.module @kernels {
+  gpu.func @not_strided(%A: memref<64x64xbf16, #folded>, %i: index) kernel {
+    %c0 = arith.constant 0 : index
+    %tile = memref.alloc() : memref<64x64xbf16, 3>
+    %bars = tile.alloc_barrier [1] : !tile.barriers<1>
+    // expected-error @+1 {{'tile.tma_load' op needs a global tensor with a strided layout (its tensor map holds sizes and strides), got 'memref<64x64xbf16, affine_map<(d0, d1) -> (d0 mod 8 + d1 * 64)>>'}}
+    tile.tma_load %A[%i, %c0], %tile, barrier(%bars[%c0]) : memref<64x64xbf16, #folded>, memref<64x64xbf16, 3>, !tile.barriers<1>
+    gpu.return
+  }
+}
