@@ -34,7 +34,8 @@ bool BundleParam::operator==(const BundleParam &o) const {
   return name == o.name && kind == o.kind && dtype == o.dtype &&
          intValue == o.intValue && floatValue == o.floatValue &&
          shape == o.shape && role == o.role && kernelArg == o.kernelArg &&
-         buffer == o.buffer &&
+         descriptor == o.descriptor && dynamicDims == o.dynamicDims &&
+         strides == o.strides && buffer == o.buffer &&
          tensorMap == o.tensorMap;
 }
 
@@ -70,11 +71,49 @@ std::vector<BundleLaunch> launchesOf(const Bundle &bundle) {
 uint64_t bufferBytes(const BundleParam &param) {
   if (param.kind != ParamKind::Buffer)
     return 0;
-  uint64_t bytes = dtypeSize(param.dtype);
-  for (uint64_t d : param.shape)
-    if (__builtin_mul_overflow(bytes, d, &bytes))
+  if (param.strides.empty() || param.strides.size() != param.shape.size()) {
+    uint64_t bytes = dtypeSize(param.dtype);
+    for (uint64_t d : param.shape)
+      if (__builtin_mul_overflow(bytes, d, &bytes))
+        return UINT64_MAX;
+    return bytes;
+  }
+  // A strided view spans its first to its last element.
+  uint64_t last = 0;
+  for (size_t d = 0; d < param.shape.size(); ++d) {
+    if (param.shape[d] == 0)
+      return 0;
+    uint64_t term;
+    if (__builtin_mul_overflow(param.shape[d] - 1, param.strides[d], &term) ||
+        __builtin_add_overflow(last, term, &last))
       return UINT64_MAX;
+  }
+  uint64_t bytes;
+  if (__builtin_add_overflow(last, uint64_t(1), &last) ||
+      __builtin_mul_overflow(last, uint64_t(dtypeSize(param.dtype)), &bytes))
+    return UINT64_MAX;
   return bytes;
+}
+
+std::vector<uint64_t> bufferStrides(const BundleParam &param) {
+  if (!param.strides.empty())
+    return param.strides;
+  std::vector<uint64_t> strides(param.shape.size(), 1);
+  for (size_t d = param.shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * param.shape[d];
+  return strides;
+}
+
+TensorMapSpec tensorMapOverBuffer(const TensorMapSpec &spec,
+                                  const BundleParam &buffer) {
+  TensorMapSpec over = spec;
+  std::vector<uint64_t> strides = bufferStrides(buffer);
+  over.globalDims.assign(buffer.shape.rbegin(), buffer.shape.rend());
+  over.globalStridesBytes.clear();
+  // Innermost first; the innermost dimension's stride is the element's.
+  for (size_t d = strides.size() - 1; d-- > 0;)
+    over.globalStridesBytes.push_back(strides[d] * dtypeSize(buffer.dtype));
+  return over;
 }
 
 Expected<int64_t> configInteger(const Bundle &bundle, const std::string &key) {
@@ -168,6 +207,14 @@ static Status checkFormatVersion(int64_t version) {
   return Status();
 }
 
+/// "[1024, 64]".
+static std::string formatShape(const std::vector<uint64_t> &shape) {
+  std::string text = "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(shape[d]);
+  return text + "]";
+}
+
 static std::string paramWhere(size_t i, const BundleParam &p) {
   return "params[" + std::to_string(i) + "] ('" + p.name + "'): ";
 }
@@ -234,6 +281,44 @@ static Expected<std::vector<uint8_t>> scalarBytes(const BundleParam &p) {
     return bytesOf(p.floatValue);
   }
   return Status::error("unknown dtype");
+}
+
+/// A buffer's descriptor fields: only on a descriptor buffer (format
+/// version 5), dynamic dims in range and ascending, strides one per dim
+/// with the innermost 1.
+static Status validateDescriptorFields(const Bundle &b, const BundleParam &p) {
+  if (!p.descriptor) {
+    if (!p.dynamicDims.empty() || !p.strides.empty())
+      return Status::error("dynamic_dims and strides need \"descriptor\": "
+                           "true (a buffer passed as a pointer has the "
+                           "shape it was compiled for)");
+    return Status();
+  }
+  if (b.formatVersion < kBundleDescriptorFormatVersion)
+    return Status::error("descriptor: needs format_version " +
+                         std::to_string(kBundleDescriptorFormatVersion));
+  if (!p.kernelArg)
+    return Status::error("descriptor: a buffer with kernel_arg false is no "
+                         "argument");
+  for (size_t k = 0; k < p.dynamicDims.size(); ++k) {
+    if (p.dynamicDims[k] >= p.shape.size())
+      return Status::error("dynamic_dims[" + std::to_string(k) + "] is " +
+                           std::to_string(p.dynamicDims[k]) + "; the shape has " +
+                           std::to_string(p.shape.size()) + " dimensions");
+    if (k > 0 && p.dynamicDims[k] <= p.dynamicDims[k - 1])
+      return Status::error("dynamic_dims must be ascending, without repeats");
+  }
+  if (p.strides.empty())
+    return Status();
+  if (p.strides.size() != p.shape.size())
+    return Status::error("strides has " + std::to_string(p.strides.size()) +
+                         " entries for " + std::to_string(p.shape.size()) +
+                         " dimensions");
+  if (p.strides.back() != 1)
+    return Status::error("the innermost stride is " +
+                         std::to_string(p.strides.back()) +
+                         "; it must be 1 (elements of a row are contiguous)");
+  return Status();
 }
 
 Status validateBundle(const Bundle &b) {
@@ -361,6 +446,7 @@ Status validateBundle(const Bundle &b) {
         if (p.shape[d] == 0)
           return Status::error(paramWhere(i, p) + "shape dimension " +
                                std::to_string(d) + " is 0");
+      SINKATTN_RT_TRY(validateDescriptorFields(b, p).withContext(paramWhere(i, p)));
       // 2^48 bytes (256 TiB) is far beyond any GPU and keeps size arithmetic
       // in the runner free of overflow.
       if (bufferBytes(p) > (uint64_t(1) << 48))
@@ -377,6 +463,11 @@ Status validateBundle(const Bundle &b) {
       if (!target || target->kind != ParamKind::Buffer)
         return Status::error(paramWhere(i, p) + "buffer '" + p.buffer +
                              "' is not a buffer param of this bundle");
+      if (target->descriptor &&
+          p.tensorMap != tensorMapOverBuffer(p.tensorMap, *target))
+        return Status::error(paramWhere(i, p) + "tensor map over descriptor "
+                             "buffer '" + p.buffer + "' must have its sizes "
+                             "and strides (global_dims innermost first)");
       uint64_t extent = globalExtentBytes(p.tensorMap);
       uint64_t available = bufferBytes(*target);
       if (extent > available)
@@ -480,6 +571,12 @@ JsonValue manifestToJson(const Bundle &b) {
       j.set("role", bufferRoleName(p.role));
       if (!p.kernelArg)
         j.set("kernel_arg", false);
+      if (p.descriptor) {
+        j.set("descriptor", true);
+        j.set("dynamic_dims", toArray(p.dynamicDims));
+        if (!p.strides.empty())
+          j.set("strides", toArray(p.strides));
+      }
       break;
     case ParamKind::TensorMap: {
       const TensorMapSpec &t = p.tensorMap;
@@ -753,6 +850,11 @@ Status readParam(const JsonValue &j, size_t index, BundleParam &p) {
       return r.error("role", "unknown value '" + role +
                                  "'; expected one of input, output");
     SINKATTN_RT_TRY(r.readOptionalBool("kernel_arg", p.kernelArg));
+    SINKATTN_RT_TRY(r.readOptionalBool("descriptor", p.descriptor));
+    SINKATTN_RT_TRY(r.readIntArray("dynamic_dims", p.dynamicDims, 0, 7,
+                                   /*required=*/false));
+    SINKATTN_RT_TRY(
+        r.readIntArray("strides", p.strides, 1, INT64_MAX, /*required=*/false));
     break;
   }
   case ParamKind::TensorMap:
@@ -1004,6 +1106,77 @@ LaunchConfig launchConfigFor(const BundleLaunch &launch, CUstream stream) {
   return c;
 }
 
+Expected<Bundle> withTensorShapes(const Bundle &bundle,
+                                  const std::map<std::string, TensorShape> &shapes) {
+  Bundle shaped = bundle;
+  for (const auto &[name, shape] : shapes) {
+    auto found = std::find_if(
+        shaped.params.begin(), shaped.params.end(),
+        [&](const BundleParam &param) { return param.name == name; });
+    std::string where = "tensor '" + name + "': ";
+    if (found == shaped.params.end() || found->kind != ParamKind::Buffer)
+      return Status::error(where + "the kernel has no buffer of that name");
+    BundleParam &buffer = *found;
+    if (!buffer.descriptor)
+      return Status::error(where + "the kernel was compiled for shape " +
+                           formatShape(buffer.shape) +
+                           " only (it takes a pointer, not sizes)");
+    if (shape.sizes.size() != buffer.shape.size())
+      return Status::error(where + "has " + std::to_string(shape.sizes.size()) +
+                           " dimensions; the kernel takes " +
+                           std::to_string(buffer.shape.size()));
+    for (size_t d = 0; d < shape.sizes.size(); ++d) {
+      bool dynamic = std::find(buffer.dynamicDims.begin(),
+                               buffer.dynamicDims.end(),
+                               d) != buffer.dynamicDims.end();
+      if (shape.sizes[d] == 0)
+        return Status::error(where + "dimension " + std::to_string(d) +
+                             " is 0; the kernel needs at least one element");
+      if (!dynamic && shape.sizes[d] != buffer.shape[d])
+        return Status::error(where + "dimension " + std::to_string(d) +
+                             " is " + std::to_string(shape.sizes[d]) +
+                             "; the kernel was compiled for " +
+                             std::to_string(buffer.shape[d]));
+    }
+    BundleParam resized = buffer;
+    resized.shape = shape.sizes;
+    resized.strides.clear();
+    std::vector<uint64_t> dense = bufferStrides(resized);
+    if (!shape.strides.empty()) {
+      if (shape.strides.size() != shape.sizes.size())
+        return Status::error(where + "has " +
+                             std::to_string(shape.strides.size()) +
+                             " strides for " +
+                             std::to_string(shape.sizes.size()) +
+                             " dimensions");
+      if (shape.strides.back() != 1)
+        return Status::error(where + "innermost stride is " +
+                             std::to_string(shape.strides.back()) +
+                             "; the kernel needs 1 (contiguous rows)");
+      if (buffer.strides.empty() && shape.strides != dense)
+        return Status::error(where + "strides " + formatShape(shape.strides) +
+                             " are not row-major; the kernel takes a dense "
+                             "tensor (row-major strides " +
+                             formatShape(dense) + ")");
+    }
+    if (!buffer.strides.empty())
+      resized.strides = shape.strides.empty() ? dense : shape.strides;
+    if (bufferBytes(resized) > (uint64_t(1) << 48))
+      return Status::error(where + "spans more than 2^48 bytes");
+    buffer = std::move(resized);
+  }
+  // Every tensor map over a descriptor buffer follows its sizes and strides.
+  for (BundleParam &param : shaped.params) {
+    if (param.kind != ParamKind::TensorMap)
+      continue;
+    const BundleParam *buffer = findParam(shaped, param.buffer);
+    if (buffer && buffer->descriptor)
+      param.tensorMap = tensorMapOverBuffer(param.tensorMap, *buffer);
+  }
+  SINKATTN_RT_TRY(validateBundle(shaped));
+  return shaped;
+}
+
 Expected<KernelArgs>
 buildKernelArgs(const Bundle &bundle,
                 const std::map<std::string, CUdeviceptr> &bufferAddresses,
@@ -1042,6 +1215,16 @@ buildKernelArgs(const Bundle &bundle, const BundleLaunch &launch,
       if (!address.ok())
         return address.status().withContext(paramWhere(i, p));
       args.addPointer(*address);
+      if (p.descriptor) {
+        // The rest of upstream's memref descriptor: the aligned pointer, the
+        // offset (none), the sizes and the strides.
+        args.addPointer(*address);
+        args.addScalar<int64_t>(0);
+        for (uint64_t size : p.shape)
+          args.addScalar<int64_t>(int64_t(size));
+        for (uint64_t stride : bufferStrides(p))
+          args.addScalar<int64_t>(int64_t(stride));
+      }
       break;
     }
     case ParamKind::Scalar: {

@@ -20,6 +20,7 @@ Expected<LoadedBundle> LoadedBundle::load(const Context &ctx, Bundle bundle,
   loaded.launches_ = std::move(launches);
   const DeviceInfo &info = ctx.info();
   loaded.launchedBlocks_ = rt::launchedBlocks(loaded.bundle_, info.smCount);
+  loaded.smCount_ = info.smCount;
   for (const BundleLaunch &launch : loaded.launches_) {
     SINKATTN_RT_ASSIGN_OR_RETURN(Function function,
                                  loaded.module_.getFunction(launch.entry));
@@ -57,6 +58,47 @@ Expected<LoadedBundle> LoadedBundle::load(const Context &ctx, Bundle bundle,
 
 Status LoadedBundle::run(const std::map<std::string, CUdeviceptr> &addresses,
                          CUstream stream, LaunchPhase phase) const {
+  return runLaunches(bundle_, launches_, launchedBlocks_, addresses, stream,
+                     phase);
+}
+
+Status LoadedBundle::run(const Bundle &shaped,
+                         const std::map<std::string, CUdeviceptr> &addresses,
+                         CUstream stream, LaunchPhase phase) const {
+  SINKATTN_RT_TRY(validateBundle(shaped));
+  std::vector<BundleLaunch> launches = launchesOf(shaped);
+  if (launches.size() != launches_.size())
+    return Status::error("the shaped bundle has " +
+                         std::to_string(launches.size()) +
+                         " launches; the loaded one " +
+                         std::to_string(launches_.size()));
+  for (size_t i = 0; i < launches.size(); ++i) {
+    BundleLaunch same = launches[i];
+    same.grid = launches_[i].grid;
+    if (same != launches_[i])
+      return Status::error("launch " + std::to_string(i) + " ('" +
+                           launches[i].entry +
+                           "') of the shaped bundle differs from the loaded "
+                           "one in more than its grid");
+  }
+  if (shaped.params.size() != bundle_.params.size())
+    return Status::error("the shaped bundle has other params than the loaded "
+                         "one");
+  for (size_t i = 0; i < shaped.params.size(); ++i) {
+    const BundleParam &param = shaped.params[i], &loaded = bundle_.params[i];
+    if (param.name != loaded.name || param.kind != loaded.kind ||
+        param.dtype != loaded.dtype || param.descriptor != loaded.descriptor)
+      return Status::error("param " + std::to_string(i) + " ('" + param.name +
+                           "') of the shaped bundle is not the loaded one's");
+  }
+  return runLaunches(shaped, launches, rt::launchedBlocks(shaped, smCount_),
+                     addresses, stream, phase);
+}
+
+Status LoadedBundle::runLaunches(
+    const Bundle &bundle, const std::vector<BundleLaunch> &launches,
+    uint32_t launchedBlocks, const std::map<std::string, CUdeviceptr> &addresses,
+    CUstream stream, LaunchPhase phase) const {
   bool setup = phase == LaunchPhase::Setup;
   // An overlapping pair (validateBundle: launch i overlapsNext, i + 1 not,
   // both in the same phase): i on the side stream after the work before
@@ -72,11 +114,11 @@ Status LoadedBundle::run(const std::map<std::string, CUdeviceptr> &addresses,
       (void)side_->stream.synchronize();
     return joined;
   };
-  for (size_t i = 0; i < launches_.size(); ++i) {
-    const BundleLaunch &launch = launches_[i];
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const BundleLaunch &launch = launches[i];
     if (launch.setup != setup)
       continue;
-    if (joinPending && !launches_[i - 1].overlapsNext) {
+    if (joinPending && !launches[i - 1].overlapsNext) {
       joinPending = false;
       SINKATTN_RT_TRY(join());
     }
@@ -87,18 +129,18 @@ Status LoadedBundle::run(const std::map<std::string, CUdeviceptr> &addresses,
       SINKATTN_RT_TRY(side_->fork.waitIn(launchStream));
     }
     Expected<KernelArgs> args =
-        buildKernelArgs(bundle_, launch, addresses, driver_.get());
+        buildKernelArgs(bundle, launch, addresses, driver_.get());
     Status launched = args.status();
     if (launched.ok()) {
       LaunchConfig config = launchConfigFor(launch, launchStream);
-      if (launch.entry == bundle_.entry)
-        config.grid.x = launchedBlocks_;
+      if (launch.entry == bundle.entry)
+        config.grid.x = launchedBlocks;
       launched = launchKernel(functions_[i], config, *args);
     }
     if (!launched.ok()) {
       if (joinPending)
         (void)join();
-      return launches_.size() == 1
+      return launches.size() == 1
                  ? launched
                  : launched.withContext("launch of " + launch.entry + ": ");
     }

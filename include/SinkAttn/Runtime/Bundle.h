@@ -31,8 +31,9 @@ namespace sinkattn::rt {
 /// The newest manifest format version this runtime reads and writes.
 /// Version 2 added the optional `reference` kernel and floating-point
 /// config values; version 3 added `launches` (several kernels per bundle);
-/// version 4 a launch's `overlaps_next`.
-inline constexpr int64_t kBundleFormatVersion = 4;
+/// version 4 a launch's `overlaps_next`; version 5 buffers passed as memref
+/// descriptors, whose sizes and strides may change at launch.
+inline constexpr int64_t kBundleFormatVersion = 5;
 /// The version new bundles default to: a single-kernel bundle needs nothing
 /// newer, so older runtimes still read it.
 inline constexpr int64_t kBundleDefaultFormatVersion = 2;
@@ -42,6 +43,8 @@ inline constexpr int64_t kBundleLaunchesFormatVersion = 3;
 /// that would run the pair one after the other, or not know the field,
 /// then says "unsupported format_version").
 inline constexpr int64_t kBundleOverlapFormatVersion = 4;
+/// The version a buffer passed as a memref descriptor needs.
+inline constexpr int64_t kBundleDescriptorFormatVersion = 5;
 /// The oldest version it still reads: version-1 manifests are version 2
 /// without those two features.
 inline constexpr int64_t kBundleOldestFormatVersion = 1;
@@ -77,6 +80,20 @@ struct BundleParam {
   /// runner still allocates and fills it, but it is not a kernel parameter
   /// and takes no slot in the ABI.  Manifest field "kernel_arg".
   bool kernelArg = true;
+  /// Passed as an MLIR memref descriptor (upstream's calling convention for
+  /// memrefs with run-time sizes or strides): allocated and aligned pointer
+  /// (both the buffer's address), offset 0, then `shape` and the element
+  /// strides as 64-bit integers. Such a buffer's sizes in `dynamicDims` and
+  /// its strides may change at launch (withTensorShapes); `shape` holds this
+  /// instance's. Manifest field "descriptor" (format version 5).
+  bool descriptor = false;
+  /// Descriptor buffers: the dimensions whose sizes the kernel reads at run
+  /// time (the others are compiled in). Manifest field "dynamic_dims".
+  std::vector<uint64_t> dynamicDims;
+  /// Descriptor buffers: element strides, outermost first, the innermost 1,
+  /// for a kernel that takes a strided view (any strides at launch); empty
+  /// for one that takes a dense row-major tensor. Manifest field "strides".
+  std::vector<uint64_t> strides;
 
   // kind == TensorMap: passed by value as a 128-byte CUtensorMap.
   std::string buffer; ///< Name of the buffer param it points into.
@@ -162,9 +179,32 @@ struct Bundle {
   bool operator!=(const Bundle &o) const { return !(*this == o); }
 };
 
-/// Bytes a buffer param occupies (product(shape) * dtypeSize), saturating at
-/// UINT64_MAX; 0 for non-buffers.
+/// Bytes a buffer param spans (product(shape) * dtypeSize, or from its first
+/// to its last element for a strided one), saturating at UINT64_MAX; 0 for
+/// non-buffers.
 uint64_t bufferBytes(const BundleParam &param);
+/// A buffer's element strides: `strides`, or row-major ones of `shape`.
+std::vector<uint64_t> bufferStrides(const BundleParam &param);
+/// The tensor map a descriptor buffer's sizes and strides imply for `spec`
+/// (its global dims and strides; the box and the rest kept).
+TensorMapSpec tensorMapOverBuffer(const TensorMapSpec &spec,
+                                  const BundleParam &buffer);
+
+/// A tensor's sizes and element strides at launch (strides empty: dense,
+/// row-major).
+struct TensorShape {
+  std::vector<uint64_t> sizes, strides;
+};
+/// `bundle` for tensors of other shapes: each buffer named in `shapes` (a
+/// descriptor buffer) takes those sizes and strides, and the tensor maps
+/// over it follow. Errors name the buffer: not a descriptor buffer, another
+/// rank, a size the kernel compiled in that differs or a size of 0, strides
+/// for a kernel that takes a dense tensor or dense strides that are not
+/// row-major, an innermost stride other than 1, or a tensor beyond 2^48
+/// bytes. Launch grids stay as they are: the caller, which knows the kernel
+/// kind, sets them for the new shapes.
+Expected<Bundle> withTensorShapes(const Bundle &bundle,
+                                  const std::map<std::string, TensorShape> &shapes);
 /// The param called `name`, or nullptr.
 const BundleParam *findParam(const Bundle &bundle, std::string_view name);
 
@@ -177,17 +217,22 @@ Expected<std::string> configText(const Bundle &bundle, const std::string &key);
 Expected<std::string> configTextOr(const Bundle &bundle, const std::string &key,
                                    const std::string &fallback);
 
-/// Semantic checks shared by reader and writer: format version (1 to 3;
-/// a reference kernel and floating config values need 2, launches 3),
+/// Semantic checks shared by reader and writer: format version (1 to 5;
+/// a reference kernel and floating config values need 2, launches 3,
+/// overlapping launches 4, descriptor buffers 5),
 /// non-empty kernel/entry and launch shape (validateLaunchConfig), or with
 /// launches: no top-level entry or launch shape, valid entries and shapes,
 /// args that name kernel-argument params, setup launches first and at
 /// least one launch that is not setup; finite
 /// config numbers, unique param names, scalar values in range for their
-/// dtype, buffers with 1..8 non-zero dims, tensor maps that pass
-/// validate(), reference an existing buffer, and stay inside it; when `ptx`
-/// is non-empty it must declare every launched `.entry`. A reference needs a valid entry and a plain
-/// file name, and its PTX, when non-empty, must declare its entry.
+/// dtype, buffers with 1..8 non-zero dims (a descriptor buffer's dynamic
+/// dims in range and ascending, its strides one per dim, the innermost 1;
+/// dynamic dims and strides only on descriptor buffers), tensor maps that
+/// pass validate(), reference an existing buffer, and stay inside it (a
+/// map over a descriptor buffer: the one tensorMapOverBuffer gives); when
+/// `ptx` is non-empty it must declare every launched `.entry`. A reference
+/// needs a valid entry and a plain file name, and its PTX, when non-empty,
+/// must declare its entry.
 Status validateBundle(const Bundle &bundle);
 
 /// The manifest as JSON (ptx excluded).

@@ -76,8 +76,24 @@ public:
   /// be serialized by the caller.
   Status run(const std::map<std::string, CUdeviceptr> &bufferAddresses,
              CUstream stream, LaunchPhase phase = LaunchPhase::Main) const;
+  /// run() for `shaped`: this bundle for tensors of other shapes
+  /// (withTensorShapes, with the grids the caller computed for them), on
+  /// the kernels loaded already, so nothing is compiled again. Its launches
+  /// must be this bundle's but for their grids and the values of its
+  /// params, which is checked (an error names what differs).
+  Status run(const Bundle &shaped,
+             const std::map<std::string, CUdeviceptr> &bufferAddresses,
+             CUstream stream, LaunchPhase phase = LaunchPhase::Main) const;
 
 private:
+  /// Both run()s: `launches` (launchesOf(bundle)) with `bundle`'s params, a
+  /// single persistent kernel with `launchedBlocks` blocks.
+  Status runLaunches(const Bundle &bundle,
+                     const std::vector<BundleLaunch> &launches,
+                     uint32_t launchedBlocks,
+                     const std::map<std::string, CUdeviceptr> &bufferAddresses,
+                     CUstream stream, LaunchPhase phase) const;
+
   LoadedBundle(Bundle bundle, Module module)
       : bundle_(std::move(bundle)), module_(std::move(module)) {}
 
@@ -89,6 +105,7 @@ private:
   /// functions_[i] is launches_[i]'s entry in module_.
   std::vector<Function> functions_;
   uint32_t launchedBlocks_ = 0;
+  int smCount_ = 0;
   /// The second stream of overlapping launches, the event it waits for
   /// there (the work before the launch) and the event the launch after the
   /// pair waits for (its end). Created by load() when a launch overlaps.

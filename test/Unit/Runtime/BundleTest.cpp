@@ -241,12 +241,12 @@ TEST(Bundle, MalformedManifests) {
                   "missing required field 'format_version'");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
-          [](JsonValue &m) { m.set("format_version", 5); })),
-      "unsupported format_version 5; this runtime reads versions 1 to 4");
+          [](JsonValue &m) { m.set("format_version", 6); })),
+      "unsupported format_version 6; this runtime reads versions 1 to 5");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
           [](JsonValue &m) { m.set("format_version", 0); })),
-      "unsupported format_version 0; this runtime reads versions 1 to 4");
+      "unsupported format_version 0; this runtime reads versions 1 to 5");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
           [](JsonValue &m) { m.set("format_version", "1"); })),
@@ -889,4 +889,159 @@ TEST(Bundle, MalformedLaunches) {
               m.set("launches", launches);
             }),
             "manifest.json: launches[0]: missing required field 'args'");
+}
+
+/// A shape-generic copy (format version 5): `in` is a dense [rows, 64]
+/// tensor of run-time rows read through a tensor map, `out` a strided view
+/// of run-time rows and row stride.
+Bundle descriptorBundle() {
+  Bundle b;
+  b.formatVersion = kBundleDescriptorFormatVersion;
+  b.kernel = "tma-copy";
+  b.entry = "attn_fwd";
+  b.grid = {4, 1, 1};
+  b.block = {128, 1, 1};
+  b.params.push_back(bufferParam("in", DType::BF16, {256, 64}, BufferRole::Input));
+  b.params.back().descriptor = true;
+  b.params.back().dynamicDims = {0};
+  b.params.push_back(bufferParam("out", DType::BF16, {256, 64}, BufferRole::Output));
+  b.params.back().descriptor = true;
+  b.params.back().dynamicDims = {0};
+  b.params.back().strides = {192, 1};
+  BundleParam map;
+  map.name = "in_map0";
+  map.kind = ParamKind::TensorMap;
+  map.dtype = DType::BF16;
+  map.buffer = "in";
+  map.tensorMap = makeRowMajorTiledSpec(DType::BF16, {256, 64}, {64, 64},
+                                        TensorMapSwizzle::None);
+  b.params.push_back(map);
+  b.ptx = kPtx;
+  return b;
+}
+
+TEST(Bundle, DescriptorBuffersRoundTrip) {
+  Bundle b = descriptorBundle();
+  ASSERT_TRUE(validateBundle(b).ok()) << validateBundle(b).message();
+  std::string text = writeJson(manifestToJson(b));
+  EXPECT_CONTAINS(text, "\"descriptor\"");
+  EXPECT_CONTAINS(text, "\"dynamic_dims\"");
+  Expected<Bundle> parsed = parseManifest(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  parsed->ptx = b.ptx;
+  EXPECT_EQ(*parsed, b);
+  // A strided view spans from its first to its last element.
+  EXPECT_EQ(bufferBytes(b.params[1]), (255u * 192 + 64) * 2);
+  EXPECT_EQ(bufferStrides(b.params[0]), (std::vector<uint64_t>{64, 1}));
+}
+
+TEST(Bundle, MalformedDescriptorBuffers) {
+  auto error = [](auto edit) {
+    Bundle b = descriptorBundle();
+    edit(b);
+    Status st = validateBundle(b);
+    EXPECT_FALSE(st.ok());
+    return st.message();
+  };
+  EXPECT_CONTAINS(error([](Bundle &b) { b.formatVersion = 4; }),
+                  "descriptor: needs format_version 5");
+  EXPECT_CONTAINS(error([](Bundle &b) { b.params[0].descriptor = false; }),
+                  "dynamic_dims and strides need \"descriptor\": true");
+  EXPECT_CONTAINS(error([](Bundle &b) { b.params[0].dynamicDims = {2}; }),
+                  "dynamic_dims[0] is 2; the shape has 2 dimensions");
+  EXPECT_CONTAINS(error([](Bundle &b) { b.params[0].dynamicDims = {1, 0}; }),
+                  "dynamic_dims must be ascending, without repeats");
+  EXPECT_CONTAINS(error([](Bundle &b) { b.params[1].strides = {192}; }),
+                  "strides has 1 entries for 2 dimensions");
+  EXPECT_CONTAINS(error([](Bundle &b) { b.params[1].strides = {192, 2}; }),
+                  "the innermost stride is 2; it must be 1");
+  EXPECT_CONTAINS(error([](Bundle &b) { b.params[0].kernelArg = false; }),
+                  "descriptor: a buffer with kernel_arg false is no argument");
+  EXPECT_CONTAINS(error([](Bundle &b) {
+                    b.params[2].tensorMap.globalDims = {64, 128};
+                  }),
+                  "tensor map over descriptor buffer 'in' must have its sizes "
+                  "and strides");
+  // The manifest reader: fields of the right types only.
+  std::string text = writeJson(manifestToJson(descriptorBundle()));
+  std::string wrong = text;
+  wrong.replace(wrong.find("\"dynamic_dims\": [0]"), 19, "\"dynamic_dims\": [8]");
+  EXPECT_CONTAINS(manifestError(wrong), "dynamic_dims[0]: value 8 is out of range [0, 7]");
+}
+
+TEST(Bundle, DescriptorKernelArgs) {
+  Bundle b = descriptorBundle();
+  b.params.resize(2); // The map needs the driver to encode.
+  Expected<KernelArgs> args =
+      buildKernelArgs(b, {{"in", 0x10000}, {"out", 0x20000}}, nullptr);
+  ASSERT_TRUE(args.ok()) << args.message();
+  auto e = args->entries();
+  // Per rank-2 descriptor: two pointers, the offset, two sizes, two strides.
+  ASSERT_EQ(e.size(), 14u);
+  auto word = [&](size_t i) {
+    EXPECT_EQ(e[i].second, 8u) << "argument " << i;
+    uint64_t v;
+    std::memcpy(&v, e[i].first, 8);
+    return v;
+  };
+  std::vector<uint64_t> expected = {0x10000, 0x10000, 0, 256, 64, 64,  1,
+                                    0x20000, 0x20000, 0, 256, 64, 192, 1};
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(word(i), expected[i]) << "argument " << i;
+}
+
+TEST(Bundle, WithTensorShapes) {
+  Bundle b = descriptorBundle();
+  Expected<Bundle> shaped =
+      withTensorShapes(b, {{"in", {{1000, 64}, {}}}, {"out", {{1000, 64}, {320, 1}}}});
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  EXPECT_EQ(shaped->params[0].shape, (std::vector<uint64_t>{1000, 64}));
+  EXPECT_EQ(shaped->params[1].strides, (std::vector<uint64_t>{320, 1}));
+  // The map over `in` follows its rows (innermost first), the box stays.
+  EXPECT_EQ(shaped->params[2].tensorMap.globalDims, (std::vector<uint64_t>{64, 1000}));
+  EXPECT_EQ(shaped->params[2].tensorMap.globalStridesBytes, (std::vector<uint64_t>{128}));
+  EXPECT_EQ(shaped->params[2].tensorMap.boxDims, b.params[2].tensorMap.boxDims);
+  // A strided view given no strides is dense.
+  Expected<Bundle> dense = withTensorShapes(b, {{"out", {{3, 64}, {}}}});
+  ASSERT_TRUE(dense.ok()) << dense.message();
+  EXPECT_EQ(dense->params[1].strides, (std::vector<uint64_t>{64, 1}));
+
+  auto error = [&](std::map<std::string, TensorShape> shapes) {
+    Bundle pointers = b;
+    Expected<Bundle> result = withTensorShapes(b, shapes);
+    EXPECT_FALSE(result.ok());
+    return result.ok() ? std::string() : result.message();
+  };
+  EXPECT_CONTAINS(error({{"k", {{1, 64}, {}}}}),
+                  "tensor 'k': the kernel has no buffer of that name");
+  EXPECT_CONTAINS(error({{"in", {{1000}, {}}}}),
+                  "tensor 'in': has 1 dimensions; the kernel takes 2");
+  EXPECT_CONTAINS(error({{"in", {{1000, 128}, {}}}}),
+                  "tensor 'in': dimension 1 is 128; the kernel was compiled for 64");
+  EXPECT_CONTAINS(error({{"in", {{0, 64}, {}}}}),
+                  "tensor 'in': dimension 0 is 0; the kernel needs at least one element");
+  EXPECT_CONTAINS(error({{"in", {{1000, 64}, {128, 1}}}}),
+                  "tensor 'in': strides [128, 1] are not row-major; the kernel "
+                  "takes a dense tensor (row-major strides [64, 1])");
+  EXPECT_CONTAINS(error({{"out", {{1000, 64}, {128, 2}}}}),
+                  "tensor 'out': innermost stride is 2; the kernel needs 1");
+  EXPECT_CONTAINS(error({{"out", {{1000, 64}, {128}}}}),
+                  "tensor 'out': has 1 strides for 2 dimensions");
+  EXPECT_CONTAINS(error({{"out", {{uint64_t(1) << 42, 64}, {}}}}),
+                  "tensor 'out': spans more than 2^48 bytes");
+  // TMA needs 16-byte row strides: the map over a strided view says so.
+  Bundle mapped = b;
+  mapped.params[2].buffer = "out";
+  mapped.params[2].tensorMap = tensorMapOverBuffer(mapped.params[2].tensorMap, mapped.params[1]);
+  ASSERT_TRUE(validateBundle(mapped).ok()) << validateBundle(mapped).message();
+  Expected<Bundle> misaligned = withTensorShapes(mapped, {{"out", {{10, 64}, {65, 1}}}});
+  ASSERT_FALSE(misaligned.ok());
+  EXPECT_CONTAINS(misaligned.message(), "global stride of dimension 1 is 130 bytes; TMA "
+                                        "global strides must be multiples of 16");
+  // A buffer passed as a pointer has the shape it was compiled for.
+  Bundle fixed = sampleBundle();
+  Expected<Bundle> refused = withTensorShapes(fixed, {{"q", {{1, 2, 512, 128}, {}}}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_CONTAINS(refused.message(), "tensor 'q': the kernel was compiled for "
+                                     "shape [1, 2, 1024, 128] only");
 }
