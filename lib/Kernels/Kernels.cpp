@@ -185,6 +185,23 @@ LogicalResult recordLaunchResources(gpu::GPUFuncOp func, rt::Bundle &bundle,
     ArrayRef<int64_t> box = cast<DenseI64ArrayAttr>(info.get("box")).asArrayRef();
     auto swizzle = info.getAs<IntegerAttr>("swizzle");
     auto view = info.getAs<DenseI64ArrayAttr>("shape");
+    rt::TensorMapSwizzle mapSwizzle = swizzle && swizzle.getInt() == 128
+                                          ? rt::TensorMapSwizzle::B128
+                                          : rt::TensorMapSwizzle::None;
+    if (buffer.descriptor) {
+      // The map describes the buffer as the kernel's memref does, from the
+      // sizes and strides given at launch.
+      if (!view || view.size() != int64_t(buffer.shape.size()))
+        return func.emitError()
+               << "internal error: tensor map " << index << " views buffer '"
+               << buffer.name << "', passed as a descriptor, with another rank";
+      mapParams.push_back(kernels::tensorMap(
+          name, buffer.name, buffer.dtype, buffer.shape,
+          std::vector<uint32_t>(box.begin(), box.end()), mapSwizzle));
+      rt::TensorMapSpec &spec = mapParams.back().tensorMap;
+      spec = rt::tensorMapOverBuffer(spec, buffer);
+      continue;
+    }
     if (info.get("strides") ||
         (view && llvm::any_of(view.asArrayRef(), ShapedType::isDynamic)))
       return func.emitError()
@@ -208,9 +225,7 @@ LogicalResult recordLaunchResources(gpu::GPUFuncOp func, rt::Bundle &bundle,
     }
     mapParams.push_back(kernels::tensorMap(
         name, buffer.name, buffer.dtype, shape,
-        std::vector<uint32_t>(box.begin(), box.end()),
-        swizzle && swizzle.getInt() == 128 ? rt::TensorMapSwizzle::B128
-                                           : rt::TensorMapSwizzle::None));
+        std::vector<uint32_t>(box.begin(), box.end()), mapSwizzle));
   }
   for (const rt::BundleParam &map : mapParams)
     args.push_back(map.name);
@@ -263,6 +278,12 @@ LogicalResult sinkattn::lowerKernelToNVGPU(KernelModule &kernel) {
                                bundle.sharedMemoryBytes, "");
 }
 
+bool sinkattn::passesBarePointers(const rt::Bundle &bundle) {
+  return llvm::none_of(bundle.params, [](const rt::BundleParam &param) {
+    return param.descriptor;
+  });
+}
+
 FailureOr<rt::Bundle> sinkattn::compileKernel(MLIRContext &context,
                                               const KernelConfig &config) {
   FailureOr<const KernelEntry *> entry = findEntry(context, config);
@@ -271,10 +292,8 @@ FailureOr<rt::Bundle> sinkattn::compileKernel(MLIRContext &context,
   FailureOr<KernelModule> built = (*entry)->build(context, config);
   if (failed(built) || failed(lowerKernelToNVGPU(*built)))
     return failure();
-  // Every SinkAttn kernel passes statically shaped memrefs as bare pointers,
-  // the ABI its bundle describes.
   PTXTargetOptions target = config.target;
-  target.barePointers = true;
+  target.barePointers = passesBarePointers(built->bundle);
   FailureOr<std::map<std::string, std::string>> ptx =
       compileToPTX(*built->module, target);
   if (failed(ptx))

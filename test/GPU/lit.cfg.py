@@ -39,11 +39,19 @@ runner, bundles, smoke = (os.path.abspath(p) for p in (runner, bundles, smoke))
 # A kernel that never finishes (a barrier nobody completes: the persistent
 # GEMM's setmaxnreg.inc once waited forever) fails its RUN line with exit
 # 124 after this many seconds instead of hanging the whole round (whose
-# device call has 600 s). The longest check takes about 5 s (GEMM 8192³).
+# device call has 600 s). %runner_seed is for the checks of seed-size
+# backward bundles (S 8k and 16k), whose float64 cross-check computes the
+# statistics of every row of a kv head's query heads on the CPU: more than
+# 60 s at S 16384, D 128.
 limit = os.environ.get("SINKATTN_GPU_COMMAND_TIMEOUT", "60")
+seed_limit = os.environ.get("SINKATTN_GPU_SEED_COMMAND_TIMEOUT", "300")
 timeout_tool = shutil.which("timeout")
+runner_seed = runner
 if timeout_tool and limit != "0":
+    runner_seed = f"{timeout_tool} --kill-after=10 {seed_limit} {runner}"
     runner = f"{timeout_tool} --kill-after=10 {limit} {runner}"
+# %runner_seed first: lit substitutes in order, and %runner is its prefix.
+config.substitutions.append(("%runner_seed", runner_seed))
 config.substitutions.append(("%runner", runner))
 config.substitutions.append(("%bundles", bundles))
 config.substitutions.append(("%runtime_smoke", smoke))

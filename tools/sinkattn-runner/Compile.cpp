@@ -106,6 +106,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
                               ? options.dkdvWarpgroups
                               : kAutoWarpgroups;
   config.packGqa = options.packGqa;
+  config.runTimeShapes = options.runTimeShapes;
   config.batch = options.batch;
   config.heads = options.heads;
   config.kvHeads = options.kvHeads;
@@ -175,7 +176,7 @@ int runner::runCompile(const Options &options) {
       built->module->print(os);
     } else {
       PTXTargetOptions target = config->target;
-      target.barePointers = true;
+      target.barePointers = passesBarePointers(built->bundle);
       FailureOr<std::string> llvmIR = compileToLLVMIR(*built->module, target);
       if (failed(llvmIR))
         return fail("lowering kernel '" + options.kernel + "' failed");

@@ -6,6 +6,7 @@
 #include "Options.h"
 
 #include "SinkAttn/Runtime/AttentionReference.h"
+#include "SinkAttn/Runtime/KernelGrids.h"
 #include "SinkAttn/Runtime/Random.h"
 
 #include <algorithm>
@@ -216,6 +217,18 @@ KernelKind sinkBwd() {
 KernelKind tmaCopy() {
   KernelKind kind;
   kind.name = "tma-copy";
+  kind.flags = {"run-time-shapes"};
+  kind.reshape = [](const rt::Bundle &bundle,
+                    const Options &options) -> rt::Expected<rt::Bundle> {
+    int64_t m = options.wasGiven("m") ? options.m : configInt(bundle, "m");
+    int64_t n = options.wasGiven("n") ? options.n : configInt(bundle, "n");
+    rt::Expected<rt::Bundle> shaped =
+        rt::tmaCopyForShape(bundle, uint64_t(m), uint64_t(n));
+    if (!shaped.ok())
+      return shaped.status().withContext("--m " + std::to_string(m) + " --n " +
+                                         std::to_string(n) + ": ");
+    return shaped;
+  };
   kind.randomInput = uniformInput;
   kind.check = &Session::checkTmaCopy;
   kind.countWork = countCopy;

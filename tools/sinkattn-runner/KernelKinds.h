@@ -20,6 +20,7 @@
 namespace sinkattn::runner {
 
 struct CheckReport;
+struct Options;
 struct BenchReport;
 class Session;
 
@@ -52,6 +53,11 @@ struct KernelKind {
   /// The kernel's form beyond schedule and stages, as " key=value" words
   /// for preset tables; null: nothing to add.
   std::string (*describeForm)(const rt::Bundle &bundle) = nullptr;
+  /// check/bench --bundle of a bundle compiled for run-time shapes: the
+  /// bundle for the shape flags given (--m, --n); null: the kind has no
+  /// run-time shapes, and those flags cannot go with --bundle.
+  rt::Expected<rt::Bundle> (*reshape)(const rt::Bundle &bundle,
+                                      const Options &options) = nullptr;
   /// bench --preset seed: the sliding windows of its table (0: causal);
   /// empty: the kind has no seed table.
   std::vector<int64_t> seedWindows;

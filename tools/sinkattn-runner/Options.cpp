@@ -32,8 +32,8 @@ constexpr const char *kAttentionParameter =
 
 const FlagSpec kFlags[] = {
     {"kernel", "NAME", "compile check bench tune", "kernel kind"},
-    {"m", "N", "compile check bench", "rows (gemm: of A and D; tma-copy: of the matrix)"},
-    {"n", "N", "compile check bench", "columns (gemm: of B and D; tma-copy: of the matrix)"},
+    {"m", "N", "compile check bench", "rows (gemm: of A and D; tma-copy: of the matrix, also with --bundle of a --run-time-shapes bundle)"},
+    {"n", "N", "compile check bench", "columns (gemm: of B and D; tma-copy: of the matrix, also with --bundle of a --run-time-shapes bundle)"},
     {"k", "N", "compile check bench", "reduction size (gemm; tma-stream: columns streamed)"},
     {"stages", "S", "compile check bench", "pipeline stages of the main loop (gemm, sink-fwd, sink-bwd, tma-copy, tma-stream; default 2)"},
     {"schedule", "NAME", "compile check bench", "gemm, sink-fwd, sink-bwd: auto (default), ws (gemm, sink-fwd: warp-specialized: TMA producer warpgroup + consumers), overlap (sink-fwd: ws whose consumers also overlap each block's softmax with their GEMMs; auto's choice for D 128 when the longest row sees at least 17 key blocks of 128) or plain",
@@ -52,6 +52,8 @@ const FlagSpec kFlags[] = {
      "only sink-bwd has a dQ kernel"},
     {"dkdv-warpgroups", "N", "compile check bench", "sink-bwd: the dK/dV kernel's consumer warpgroups: 1 (a block of 64 keys, the schedule's) or 2 (a warp-specialized block of 64 keys per warpgroup sharing each Q/dO tile: Q/dO cross L2 once per 128 keys; GQA shares summed by a kernel of their own); with --dq separate one count with --dq-warpgroups's (2 at D 128 only; one flag sets both); --dq atomic needs 2 (its 128-key blocks, at D 64 too); without it, auto, as for --dq-warpgroups",
      "only sink-bwd has a dK/dV kernel"},
+    {"run-time-shapes", nullptr, "compile", "tma-copy: the kernel reads the matrix's sizes at launch (memref descriptors), so one bundle copies any M x N whose rows are a multiple of 16 bytes: check and bench take --m and --n with --bundle (--m and --n here are its default shape)",
+     "only tma-copy takes run-time shapes"},
     {"pack-gqa", nullptr, "compile check bench", "sink-fwd, BHSD, GQA: each block computes rows of all the query heads of one kv head, so K/V tiles serve the whole group (for short query lengths: decoding)",
      "only sink-fwd packs query heads"},
     {"batch", "B", "compile check bench tune", "attention: batch size",
@@ -409,6 +411,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
         options.warmup = *number;
     } else if (name == "pack-gqa") {
       options.packGqa = true;
+    } else if (name == "run-time-shapes") {
+      options.runTimeShapes = true;
     } else if (name == "deterministic") {
       options.deterministic = true;
     } else if (name == "no-l2-flush") {
@@ -597,7 +601,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     }
     if (!options.bundleDir.empty())
       for (const char *flag :
-           {"kernel", "m", "n", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups", "deterministic", "pack-gqa", "persistent", "start-tile",
+           {"kernel", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups", "deterministic", "pack-gqa", "persistent", "start-tile",
             "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
             "layout", "seqlens-q", "seqlens-kv", "tune-cache"})
         if (options.wasGiven(flag))

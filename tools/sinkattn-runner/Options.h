@@ -29,6 +29,7 @@ struct Options {
   int64_t dqWarpgroups = 1;       ///< sink-bwd: the dQ kernel's consumer warpgroups (1 or 2)
   int64_t dkdvWarpgroups = 1;     ///< sink-bwd: the dK/dV kernel's consumer warpgroups (1 or 2)
   bool packGqa = false;           ///< sink-fwd: --pack-gqa
+  bool runTimeShapes = false;     ///< tma-copy: --run-time-shapes
   int64_t persistent = 0;         ///< gemm, sink-fwd: persistent blocks (0: off)
   int64_t stages = 2;
   int64_t startTile = 0;

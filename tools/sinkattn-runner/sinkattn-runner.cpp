@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Harness.h"
+#include "KernelKinds.h"
 #include "Options.h"
 #include "Preset.h"
 #include "Tune.h"
@@ -64,8 +65,20 @@ int runDevices(const Options &options) {
 }
 
 rt::Expected<rt::Bundle> loadBundle(const Options &options) {
-  if (!options.bundleDir.empty())
-    return rt::readBundle(options.bundleDir);
+  if (!options.bundleDir.empty()) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(rt::Bundle bundle,
+                                 rt::readBundle(options.bundleDir));
+    if (!options.wasGiven("m") && !options.wasGiven("n"))
+      return bundle;
+    // Shape flags with a bundle: the same kernel for another shape.
+    const KernelKind *kind = findKernelKind(bundle.kernel);
+    if (!kind || !kind->reshape)
+      return rt::Status::error(
+          std::string("--") + (options.wasGiven("m") ? "m" : "n") +
+          " cannot be combined with --bundle of a " + bundle.kernel +
+          " kernel (the bundle fixes its shape)");
+    return kind->reshape(bundle, options);
+  }
 #if SINKATTN_RUNNER_HAS_COMPILER
   return compileFromOptions(options);
 #else

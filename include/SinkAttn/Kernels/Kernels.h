@@ -114,6 +114,10 @@ struct KernelConfig {
   /// tiles it loads serve the whole group: for short query lengths
   /// (decoding), where a block per head would be mostly empty rows.
   bool packGqa = false;
+  /// tma-copy: the kernel reads its tensors' sizes at launch (memref
+  /// descriptors, bundle format 5), so one bundle copies any M x N with
+  /// 16-byte rows; m and n are then the bundle's default instance.
+  bool runTimeShapes = false;
   PTXTargetOptions target;
 };
 
@@ -140,6 +144,10 @@ mlir::FailureOr<KernelModule> buildKernel(mlir::MLIRContext &context,
 /// completes the bundle from the kernel's attributes (tensor-map params,
 /// dynamic shared memory). A no-op for kernels written in nvgpu ops.
 mlir::LogicalResult lowerKernelToNVGPU(KernelModule &kernel);
+
+/// The calling convention `bundle` describes: bare pointers (one per
+/// memref), unless a buffer is passed as a memref descriptor.
+bool passesBarePointers(const rt::Bundle &bundle);
 
 /// buildKernel() followed by the PTX pipeline: the bundle has its PTX.
 mlir::FailureOr<rt::Bundle> compileKernel(mlir::MLIRContext &context,

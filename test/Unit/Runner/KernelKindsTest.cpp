@@ -94,7 +94,8 @@ TEST(KernelKinds, FlagsOfEachKind) {
   EXPECT_EQ(fwd, (Set{"schedule", "persistent", "pack-gqa", "tune-cache"}));
   EXPECT_EQ(bwd, (Set{"schedule", "dq", "dq-split", "dq-warpgroups",
                       "dkdv-warpgroups", "deterministic"}));
-  for (const char *name : {"tma-copy", "tma-stream", "tma-im2col"})
+  EXPECT_EQ(flags("tma-copy"), (Set{"run-time-shapes"}));
+  for (const char *name : {"tma-stream", "tma-im2col"})
     EXPECT_TRUE(flags(name).empty()) << name;
 }
 
