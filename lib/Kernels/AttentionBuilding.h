@@ -16,13 +16,13 @@
 
 namespace sinkattn::kernels {
 
-/// A block's tile of a causal attention grid (blockGrid): the row or key
+/// A block's tile of a causal attention grid (rt::attentionBlockGrid): the row or key
 /// block and the query head and sequence it belongs to.
 struct AttentionBlockIds {
   mlir::Value block, head, batch;
 };
 
-/// The block indices of a causal attention kernel's grid (blockGrid).
+/// The block indices of a causal attention kernel's grid (rt::attentionBlockGrid).
 /// Heaviest blocks first (`heaviestLast`: block i does more work than block
 /// i - 1, so the blocks are counted down), each block index over the query
 /// heads of one kv head before the next (x: head in the group, y: block, z:

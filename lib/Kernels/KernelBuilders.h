@@ -39,10 +39,6 @@ compileSinkFwdReferencePTX(mlir::MLIRContext &context,
 /// varlen the offsets of its lengths). Not validated.
 rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
 
-/// The grid of a causal attention kernel (buildBlockIds): `blocks` per head
-/// and sequence.
-rt::Dim3 blockGrid(int64_t blocks, const rt::SinkAttentionShape &shape);
-
 /// A persistent kernel's tiles split into `blocks` lists, one per block, so
 /// that the blocks' sums of `costs` (one per tile, positive, in any unit)
 /// stay level:

@@ -79,18 +79,25 @@ Value reference::dotWithBuffer(ImplicitLocOpBuilder &b, const HeadDimLoop &loop,
 
 KernelConstants reference::kernelConstants(ImplicitLocOpBuilder &b,
                                            const rt::SinkAttentionShape &shape,
-                                           bool withLog2e) {
+                                           bool withLog2e,
+                                           std::optional<RunTimeSizes> runTime) {
   KernelConstants k;
   k.c0 = constantIndex(b, 0);
   k.c1 = constantIndex(b, 1);
   k.block = constantIndex(b, rt::kSinkFwdReferenceBlockSize);
-  k.rows = constantIndex(b, shape.rows());
+  k.rows = runTime ? runTime->rows : constantIndex(b, shape.rows());
   k.heads = constantIndex(b, shape.heads);
   k.group = constantIndex(b, shape.heads / shape.kvHeads);
   k.dim = constantIndex(b, shape.headDim);
-  // Without a window the longest SKV: the lower bound of every row's keys
-  // is then 0.
-  k.window = constantIndex(b, shape.window > 0 ? shape.window : shape.seqKv);
+  // Without a window the longest SKV (with run-time lengths, any a 32-bit
+  // position can have): the lower bound of every row's keys is then 0.
+  k.window = constantIndex(b, shape.window > 0 ? shape.window
+                              : runTime        ? int64_t(INT32_MAX)
+                                               : shape.seqKv);
+  if (runTime && shape.varlen()) {
+    k.tokensQ = arith::DivUIOp::create(b, k.rows, k.heads);
+    k.offsetCount = runTime->offsetCount;
+  }
   k.scale = constantF32(b, float(shape.scale));
   if (withLog2e)
     k.log2e = constantF32(b, float(1.44269504088896341));
@@ -121,10 +128,9 @@ SequenceBounds reference::sequenceBounds(ImplicitLocOpBuilder &b, Value cuQ,
 }
 
 Value reference::sequenceOfToken(ImplicitLocOpBuilder &b, Value scanOffsets,
-                                 Value token, int64_t batch, Value c0,
+                                 Value token, Value offsetCount, Value c0,
                                  Value c1) {
-  Value sequences = constantIndex(b, batch + 1);
-  return fold(b, c1, sequences, c1, c0, [&](Value n, Value count) -> Value {
+  return fold(b, c1, offsetCount, c1, c0, [&](Value n, Value count) -> Value {
     Value end32 = load(b, scanOffsets, n);
     Value end = arith::IndexCastUIOp::create(b, b.getIndexType(), end32);
     Value before =
@@ -166,11 +172,13 @@ QueryRow reference::queryRow(ImplicitLocOpBuilder &b,
     return r;
   }
   // Varlen: LSE is [H, TQ]; q is [TQ, H, D] and k/v [TKV, HKV, D].
-  Value tokens = constantIndex(b, s.tokensQ());
+  Value tokens = k.tokensQ ? k.tokensQ : constantIndex(b, s.tokensQ());
   Value token = RemUIOp::create(b, row, tokens);
   r.h = DivUIOp::create(b, row, tokens);
   r.hk = DivUIOp::create(b, r.h, k.group);
-  r.b = sequenceOfToken(b, cuQ, token, s.batch, k.c0, k.c1);
+  Value offsetCount =
+      k.offsetCount ? k.offsetCount : constantIndex(b, s.batch + 1);
+  r.b = sequenceOfToken(b, cuQ, token, offsetCount, k.c0, k.c1);
   SequenceBounds bounds = sequenceBounds(b, cuQ, cuK, r.b, k.c1);
   r.seqQ = bounds.seqQ;
   r.skv = bounds.skv;

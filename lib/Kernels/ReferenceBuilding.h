@@ -20,6 +20,8 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
+
 namespace sinkattn::kernels::reference {
 
 using mlir::ImplicitLocOpBuilder;
@@ -66,11 +68,21 @@ Value dotWithBuffer(ImplicitLocOpBuilder &b, const HeadDimLoop &loop, Value row,
 struct KernelConstants {
   Value c0, c1, block, rows, heads, group, dim, window, scale, log2e, ln2, zero,
       tid, bid, first;
+  /// Varlen with run-time shapes: the query tokens and the count of
+  /// cu_seqlens offsets (B + 1), read from the buffers' sizes; null when
+  /// they are the shape's constants.
+  Value tokensQ, offsetCount;
   HeadDimLoop headDimLoop() const { return {c0, c1, dim, zero}; }
+};
+/// The rows and, for varlen, the offsets of a reference compiled for
+/// run-time shapes: the sizes of its LSE and cu_seqlens_q buffers.
+struct RunTimeSizes {
+  Value rows, offsetCount;
 };
 KernelConstants kernelConstants(ImplicitLocOpBuilder &b,
                                 const rt::SinkAttentionShape &shape,
-                                bool withLog2e);
+                                bool withLog2e,
+                                std::optional<RunTimeSizes> runTime = {});
 
 /// A varlen sequence's token ranges from cu_seqlens_q (`cuQ`) and
 /// cu_seqlens_kv (`cuK`): its first tokens, ends and lengths.
@@ -80,9 +92,10 @@ struct SequenceBounds {
 SequenceBounds sequenceBounds(ImplicitLocOpBuilder &b, Value cuQ, Value cuK,
                               Value sequence, Value c1);
 /// The sequence that owns `token` of the side whose offsets are
-/// `scanOffsets`: the number of offsets [1..batch] at or below it.
+/// `scanOffsets` (`offsetCount` of them, B + 1): the number of offsets
+/// [1..B] at or below it.
 Value sequenceOfToken(ImplicitLocOpBuilder &b, Value scanOffsets, Value token,
-                      int64_t batch, Value c0, Value c1);
+                      Value offsetCount, Value c0, Value c1);
 
 /// A query row of LSE's order: its sequence, head, kv head and position, the
 /// sequence's lengths, the row's offset in q/o/dO (qBase), key 0 of its kv

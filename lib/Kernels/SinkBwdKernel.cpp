@@ -87,6 +87,8 @@
 #include "SinkBwdBuilding.h"
 #include "SinkBwdLayout.h"
 
+#include "SinkAttn/Runtime/KernelGrids.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -303,7 +305,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (sumInKernel)
     dkdvArgs.insert(dkdvArgs.end(), {"dk", "dv", "share_counts"});
   bundle.launches.push_back(
-      launch("sink_bwd_dkdv", blockGrid(dkdvBlocks, shape),
+      launch("sink_bwd_dkdv", rt::attentionBlockGrid(dkdvBlocks, shape),
              uint32_t(128 * dkdvWarpgroups), withSequences(dkdvArgs)));
   rt::BundleLaunch shareSum = launch(
       "sink_bwd_dkdv_sum", {uint32_t((shape.kvElements() + 255) / 256), 1, 1},
@@ -317,7 +319,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         "q", "k", "v", "do", "lse", "delta", "sinks", "dq", "sink_terms"};
     if (sinksInDq)
       dqArgs.insert(dqArgs.end(), {"dsinks", "sink_counts"});
-    bundle.launches.push_back(launch("sink_bwd_dq", blockGrid(dqBlocks, shape),
+    bundle.launches.push_back(launch("sink_bwd_dq", rt::attentionBlockGrid(dqBlocks, shape),
                                      uint32_t(128 * dqWarpgroups),
                                      withSequences(dqArgs)));
   }

@@ -295,7 +295,8 @@ KeyRow keyRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &s,
   Value tokens = constantIndex(b, s.tokensKv());
   Value token = RemUIOp::create(b, keyRow, tokens);
   r.hk = DivUIOp::create(b, keyRow, tokens);
-  Value batch = sequenceOfToken(b, a.cuK, token, s.batch, k.c0, k.c1);
+  Value offsetCount = constantIndex(b, s.batch + 1);
+  Value batch = sequenceOfToken(b, a.cuK, token, offsetCount, k.c0, k.c1);
   SequenceBounds bounds = sequenceBounds(b, a.cuQ, a.cuK, batch, k.c1);
   r.seqQ = bounds.seqQ;
   r.skv = bounds.skv;

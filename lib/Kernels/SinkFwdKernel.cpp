@@ -26,6 +26,8 @@
 #include "AttentionBuilding.h"
 #include "KernelBuilders.h"
 
+#include "SinkAttn/Runtime/KernelGrids.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -132,6 +134,9 @@ struct SinkFwdForm {
   /// --pack-gqa: a block's rows are rows of its kv head's group, the G
   /// query heads' Sq rows one head after another (buildPackedPositions).
   bool packGqa = false;
+  /// --run-time-shapes (varlen): the token counts and the batch are the
+  /// tensors' run-time sizes (memref descriptors), not constants.
+  bool runTimeShapes = false;
 };
 
 /// --pack-gqa: the query positions of a run of a group's rows (row R is
@@ -230,11 +235,15 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     kvShape = {shape.batch, shape.seqKv, shape.kvHeads * d};
     lseShape = {shape.batch, shape.heads, shape.seqQ};
     break;
-  case rt::AttentionLayout::Varlen:
-    qShape = {shape.tokensQ(), shape.heads * d};
-    kvShape = {shape.tokensKv(), shape.kvHeads * d};
-    lseShape = {shape.heads, shape.tokensQ()};
+  case rt::AttentionLayout::Varlen: {
+    int64_t tokensQ = form.runTimeShapes ? ShapedType::kDynamic : shape.tokensQ();
+    int64_t tokensKv =
+        form.runTimeShapes ? ShapedType::kDynamic : shape.tokensKv();
+    qShape = {tokensQ, shape.heads * d};
+    kvShape = {tokensKv, shape.kvHeads * d};
+    lseShape = {shape.heads, tokensQ};
     break;
+  }
   }
   SmallVector<Type> argTypes = {
       MemRefType::get(qShape, element),
@@ -244,7 +253,9 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
       MemRefType::get(qShape, element),
       MemRefType::get(lseShape, f32())};
   if (shape.varlen()) {
-    auto offsets = MemRefType::get({shape.batch + 1}, b.getI32Type());
+    auto offsets = MemRefType::get(
+        {form.runTimeShapes ? ShapedType::kDynamic : shape.batch + 1},
+        b.getI32Type());
     argTypes.append({offsets, offsets});
   }
   SmallVector<int32_t> knownBlockSize;
@@ -268,8 +279,11 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   cBNm1 = constantIndex(b, kBlockN - 1);
   c63 = constantIndex(b, 63);
   group = constantIndex(b, shape.heads / shape.kvHeads);
-  // Without a window the distance test must always pass.
-  window = constantIndex(b, windowed ? shape.window : shape.seqKv + 1);
+  // Without a window the distance test must always pass (with run-time
+  // lengths, for any length a 32-bit position can have).
+  window = constantIndex(b, windowed            ? shape.window
+                            : form.runTimeShapes ? int64_t(INT32_MAX)
+                                                 : shape.seqKv + 1);
   hasWindow = arith::ConstantIntOp::create(b, b.getI1Type(), windowed);
   zero = constantF32(b, 0.0f);
   one = constantF32(b, 1.0f);
@@ -835,7 +849,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   if (config.window < 0)
     return fail() << "--window " << config.window
                   << " must be positive (0: no window)";
-  // Grid dimensions y and z (blockGrid) hold heads or 64-row blocks, and
+  // Grid dimensions y and z (rt::attentionBlockGrid) hold heads or 64-row blocks, and
   // kv heads times batch; CUDA allows at most 65535 in each.
   constexpr int64_t kMaxGridYZ = 65535;
   if (config.heads > kMaxGridYZ)
@@ -865,6 +879,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                     << "): with one query head per kv head there is nothing "
                        "to pack";
   }
+  if (config.runTimeShapes &&
+      (config.kernel != "sink-fwd" || config.layout != rt::AttentionLayout::Varlen))
+    return fail() << "--run-time-shapes supports sink-fwd with --layout "
+                     "varlen only so far (its lengths are read from "
+                     "cu_seqlens at run time already)";
   rt::SinkAttentionShape shape = kernels::sinkAttentionShape(config);
   if (rt::Status valid = rt::validate(shape); !valid.ok())
     return fail() << valid.message();
@@ -996,7 +1015,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                               : std::vector<int32_t>(),
                    config.heads * config.batch,
                    rowBlocks,
-                   config.packGqa};
+                   config.packGqa,
+                   config.runTimeShapes};
   OwningOpRef<ModuleOp> module = SinkFwdBuilder(context, form).build();
   if (!module)
     return failure();
@@ -1009,7 +1029,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
       : config.packGqa
           ? rt::Dim3{uint32_t((groupRows + blockM - 1) / blockM),
                      uint32_t(config.kvHeads), uint32_t(config.batch)}
-          : kernels::blockGrid(rowBlocks, shape);
+          : rt::attentionBlockGrid(rowBlocks, shape);
   // The consumers; warp specialization adds its producer warpgroup.
   bundle.block = {uint32_t(warpgroups * 128), 1, 1};
   bundle.config = {{"layout", std::string(rt::layoutName(shape.layout))},
@@ -1054,15 +1074,24 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
     bundle.params.push_back(kernels::inputBuffer(
         "cu_seqlens_kv", rt::DType::I32, {u(config.batch + 1)}));
   }
+  if (config.runTimeShapes) {
+    // Every buffer a descriptor (the calling convention is the kernel's),
+    // each the kernel's view: tokens and the sequence count at run time.
+    bundle.formatVersion = rt::kBundleDescriptorFormatVersion;
+    bundle.config["block_m"] = blockM;
+    for (rt::BundleParam &buffer : bundle.params) {
+      buffer.descriptor = true;
+      if (buffer.name == "q" || buffer.name == "o")
+        buffer.shape = {u(shape.tokensQ()), u(config.heads * config.headDim)};
+      else if (buffer.name == "k" || buffer.name == "v")
+        buffer.shape = {u(shape.tokensKv()), u(config.kvHeads * config.headDim)};
+      if (buffer.name == "lse")
+        buffer.dynamicDims = {1};
+      else if (buffer.name != "sinks")
+        buffer.dynamicDims = {0};
+    }
+  }
   KernelModule kernel{std::move(module), std::move(bundle)};
   kernel.tileIR = true;
   return kernel;
-}
-
-rt::Dim3 kernels::blockGrid(int64_t blocks,
-                            const rt::SinkAttentionShape &shape) {
-  if (shape.window > 0)
-    return {uint32_t(blocks), uint32_t(shape.heads), uint32_t(shape.batch)};
-  return {uint32_t(shape.heads / shape.kvHeads), uint32_t(blocks),
-          uint32_t(shape.kvHeads * shape.batch)};
 }

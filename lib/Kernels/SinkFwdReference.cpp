@@ -168,23 +168,33 @@ kernels::buildSinkFwdReference(MLIRContext &context,
 
   // The ABI of AttentionReference.h: q, k, v, sinks, o, lse (and the varlen
   // offsets), every buffer flat.
+  // With run-time shapes every size but the heads' is the buffer's.
   Type t = getElementType(&context, config.dtype);
   Type f32 = b.getF32Type();
+  auto sized = [&](int64_t elements) {
+    return config.runTimeShapes ? ShapedType::kDynamic : elements;
+  };
   SmallVector<Type> args = {
-      flatBuffer(shape.qElements(), t),
-      flatBuffer(shape.kvElements(), t),
-      flatBuffer(shape.kvElements(), t),
+      flatBuffer(sized(shape.qElements()), t),
+      flatBuffer(sized(shape.kvElements()), t),
+      flatBuffer(sized(shape.kvElements()), t),
       flatBuffer(shape.heads, getElementType(&context, config.sinkDtype)),
-      flatBuffer(shape.qElements(), f32),
-      flatBuffer(shape.rows(), f32)};
+      flatBuffer(sized(shape.qElements()), f32),
+      flatBuffer(sized(shape.rows()), f32)};
   if (shape.varlen())
-    args.append(2, flatBuffer(shape.batch + 1, b.getI32Type()));
+    args.append(2, flatBuffer(sized(shape.batch + 1), b.getI32Type()));
   auto func = gpu::GPUFuncOp::create(b, rt::kSinkFwdReferenceEntry,
                                      b.getFunctionType(args, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   b.setInsertionPointToStart(&func.getBody().front());
 
-  KernelConstants k = kernelConstants(b, shape, /*withLog2e=*/true);
+  std::optional<RunTimeSizes> runTime;
+  if (config.runTimeShapes) {
+    Value c0 = constantIndex(b, 0);
+    runTime = RunTimeSizes{memref::DimOp::create(b, func.getArgument(5), c0),
+                           memref::DimOp::create(b, func.getArgument(6), c0)};
+  }
+  KernelConstants k = kernelConstants(b, shape, /*withLog2e=*/true, runTime);
   Value row = arith::AddIOp::create(b, k.first, k.tid);
   Value inside =
       arith::CmpIOp::create(b, arith::CmpIPredicate::ult, row, k.rows);
@@ -202,9 +212,10 @@ FailureOr<std::string> kernels::compileSinkFwdReferencePTX(
       buildSinkFwdReference(context, config);
   if (failed(module))
     return failure();
-  // The launch passes one device pointer per buffer (the ABI in
-  // AttentionReference.h), whatever the caller's target says.
-  target.barePointers = true;
+  // The launch passes one device pointer per buffer, or with run-time
+  // shapes one memref descriptor (the ABI in AttentionReference.h),
+  // whatever the caller's target says.
+  target.barePointers = !config.runTimeShapes;
   FailureOr<std::map<std::string, std::string>> ptx =
       compileToPTX(**module, target);
   if (failed(ptx))

@@ -574,6 +574,17 @@ Status sinkAttentionLoss(const SinkAttentionShape &s,
   return Status();
 }
 
+void addReferenceBuffer(KernelArgs &args, CUdeviceptr address,
+                        uint64_t elements, bool descriptor) {
+  args.addPointer(address);
+  if (!descriptor)
+    return;
+  args.addPointer(address);
+  args.addScalar<int64_t>(0);
+  args.addScalar<int64_t>(int64_t(elements));
+  args.addScalar<int64_t>(1);
+}
+
 Expected<LaunchConfig> sinkFwdReferenceLaunch(const SinkAttentionShape &s,
                                               CUstream stream) {
   SINKATTN_RT_TRY(validate(s));

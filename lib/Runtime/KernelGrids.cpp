@@ -2,7 +2,16 @@
 
 #include "SinkAttn/Runtime/KernelGrids.h"
 
+#include <algorithm>
+
 namespace sinkattn::rt {
+
+Dim3 attentionBlockGrid(int64_t blocks, const SinkAttentionShape &shape) {
+  if (shape.window > 0)
+    return {uint32_t(blocks), uint32_t(shape.heads), uint32_t(shape.batch)};
+  return {uint32_t(shape.heads / shape.kvHeads), uint32_t(blocks),
+          uint32_t(shape.kvHeads * shape.batch)};
+}
 
 Dim3 tmaCopyGrid(uint64_t m, uint64_t n, uint64_t tilesPerBlock) {
   uint64_t columnsPerBlock = kTmaCopyTile * tilesPerBlock;
@@ -39,6 +48,62 @@ Expected<Bundle> tmaCopyForShape(const Bundle &bundle, uint64_t m, uint64_t n) {
   shaped.grid = tmaCopyGrid(m, n, uint64_t(tilesPerBlock));
   shaped.config["m"] = int64_t(m);
   shaped.config["n"] = int64_t(n);
+  SINKATTN_RT_TRY(validateBundle(shaped));
+  return shaped;
+}
+
+Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
+                                   const SinkAttentionShape &shape,
+                                   const std::vector<int64_t> &seqlensQ,
+                                   const std::vector<int64_t> &seqlensKv) {
+  const BundleParam *q = findParam(bundle, "q");
+  if (bundle.kernel != "sink-fwd" || !shape.varlen() || !q || !q->descriptor)
+    return Status::error("the " + bundle.kernel +
+                         " bundle was compiled for its own sequence lengths "
+                         "only; compile sink-fwd --layout varlen with "
+                         "--run-time-shapes to run others");
+  if (seqlensQ.empty() || seqlensQ.size() != seqlensKv.size())
+    return Status::error("the query and key lengths must list the same "
+                         "sequences, at least one (got " +
+                         std::to_string(seqlensQ.size()) + " and " +
+                         std::to_string(seqlensKv.size()) + ")");
+  int64_t tokensQ = 0, tokensKv = 0;
+  for (size_t i = 0; i < seqlensQ.size(); ++i) {
+    if (seqlensQ[i] < 0 || seqlensKv[i] < 0)
+      return Status::error("sequence " + std::to_string(i) +
+                           " has a negative length");
+    tokensQ += seqlensQ[i];
+    tokensKv += seqlensKv[i];
+  }
+  if (tokensQ == 0 || tokensKv == 0)
+    return Status::error("the sequences hold no query or no key token");
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM, configInteger(bundle, "block_m"));
+  SinkAttentionShape resized = shape;
+  resized.batch = int64_t(seqlensQ.size());
+  resized.seqQ = *std::max_element(seqlensQ.begin(), seqlensQ.end());
+  resized.seqKv = *std::max_element(seqlensKv.begin(), seqlensKv.end());
+  resized.cuSeqlensQ = offsetsOf(seqlensQ);
+  resized.cuSeqlensKv = offsetsOf(seqlensKv);
+  SINKATTN_RT_TRY(validate(resized));
+  auto u = [](int64_t v) { return uint64_t(v); };
+  const uint64_t qColumns = u(shape.heads * shape.headDim),
+                 kvColumns = u(shape.kvHeads * shape.headDim);
+  std::map<std::string, TensorShape> tensors = {
+      {"q", {{u(tokensQ), qColumns}, {}}},
+      {"o", {{u(tokensQ), qColumns}, {}}},
+      {"k", {{u(tokensKv), kvColumns}, {}}},
+      {"v", {{u(tokensKv), kvColumns}, {}}},
+      {"lse", {{u(shape.heads), u(tokensQ)}, {}}},
+      {"cu_seqlens_q", {{u(resized.batch + 1)}, {}}},
+      {"cu_seqlens_kv", {{u(resized.batch + 1)}, {}}}};
+  SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped, withTensorShapes(bundle, tensors));
+  shaped.grid = attentionBlockGrid(
+      std::max<int64_t>(1, (resized.seqQ + blockM - 1) / blockM), resized);
+  shaped.config["batch"] = resized.batch;
+  shaped.config["seq_q"] = resized.seqQ;
+  shaped.config["seq_kv"] = resized.seqKv;
+  shaped.config["seqlens_q"] = formatLengths(seqlensQ);
+  shaped.config["seqlens_kv"] = formatLengths(seqlensKv);
   SINKATTN_RT_TRY(validateBundle(shaped));
   return shaped;
 }

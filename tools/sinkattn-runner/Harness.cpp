@@ -429,9 +429,14 @@ rt::Expected<rt::SinkAttentionShape> attentionShape(const rt::Bundle &bundle,
     if (p->role != role)
       return rt::Status::error(where + "should be an " +
                                rt::bufferRoleName(role));
-    if (p->shape != dims) {
+    // A descriptor buffer (run-time shapes) has the kernel's view of a
+    // varlen [T, H, D] tensor: [T, H * D].
+    std::vector<uint64_t> expected = dims;
+    if (p->descriptor && shape.varlen() && dims.size() == 3)
+      expected = {dims[0], dims[1] * dims[2]};
+    if (p->shape != expected) {
       std::string text;
-      for (uint64_t d : dims)
+      for (uint64_t d : expected)
         text += (text.empty() ? "[" : ", ") + std::to_string(d);
       return rt::Status::error(where + "does not have the shape " + text +
                                "] that the config implies");
@@ -898,14 +903,22 @@ rt::Expected<CheckReport> Session::checkSinkFwd() {
       rt::DeviceBuffer::allocate(*context_, size_t(shape.rows()) * sizeof(float)));
   SINKATTN_RT_TRY(refO.poison());
   SINKATTN_RT_TRY(refLse.poison());
+  // A bundle for run-time shapes carries a reference that takes memref
+  // descriptors too.
+  const bool descriptors = rt::findParam(bundle(), "q")->descriptor;
   rt::KernelArgs args;
-  for (const char *input : {"q", "k", "v", "sinks"})
-    args.addPointer(buffers_.at(input).address());
-  args.addPointer(refO.address());
-  args.addPointer(refLse.address());
+  for (auto [input, elements] :
+       {std::pair{"q", shape.qElements()}, {"k", shape.kvElements()},
+        {"v", shape.kvElements()}, {"sinks", uint64_t(shape.heads)}})
+    rt::addReferenceBuffer(args, buffers_.at(input).address(), elements,
+                           descriptors);
+  rt::addReferenceBuffer(args, refO.address(), shape.qElements(), descriptors);
+  rt::addReferenceBuffer(args, refLse.address(), uint64_t(shape.rows()),
+                         descriptors);
   if (shape.varlen())
     for (const char *offsets : {"cu_seqlens_q", "cu_seqlens_kv"})
-      args.addPointer(buffers_.at(offsets).address());
+      rt::addReferenceBuffer(args, buffers_.at(offsets).address(),
+                             uint64_t(shape.batch + 1), descriptors);
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::LaunchConfig launch,
                                rt::sinkFwdReferenceLaunch(shape));
   SINKATTN_RT_TRY(rt::launchKernel(*referenceFunction_, launch, args)

@@ -170,8 +170,21 @@ KernelKind sinkFwd() {
   KernelKind kind;
   kind.name = "sink-fwd";
   kind.flags = withAttentionFlags(
-      {"schedule", "persistent", "pack-gqa", "tune-cache"});
+      {"schedule", "persistent", "pack-gqa", "tune-cache", "run-time-shapes"});
   kind.decidesPersistence = true;
+  kind.reshape = [](const rt::Bundle &bundle,
+                    const Options &options) -> rt::Expected<rt::Bundle> {
+    for (const char *flag : {"m", "n"})
+      if (options.wasGiven(flag))
+        return rt::Status::error(std::string("--") + flag +
+                                 " does not apply to a sink-fwd bundle (its "
+                                 "shape flags are --seqlens-q and "
+                                 "--seqlens-kv)");
+    SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
+                                 sinkFwdShape(bundle));
+    return rt::sinkFwdForLengths(bundle, shape, options.seqlensQ,
+                                 options.seqlensKv);
+  };
   kind.randomInput = attentionInput;
   kind.integerInput = attentionIntegerInput;
   kind.validate = [](const rt::Bundle &bundle) {
@@ -220,6 +233,9 @@ KernelKind tmaCopy() {
   kind.flags = {"run-time-shapes"};
   kind.reshape = [](const rt::Bundle &bundle,
                     const Options &options) -> rt::Expected<rt::Bundle> {
+    if (options.wasGiven("seqlens-q"))
+      return rt::Status::error("--seqlens-q does not apply to a tma-copy "
+                               "bundle (its shape flags are --m and --n)");
     int64_t m = options.wasGiven("m") ? options.m : configInt(bundle, "m");
     int64_t n = options.wasGiven("n") ? options.n : configInt(bundle, "n");
     rt::Expected<rt::Bundle> shaped =

@@ -52,8 +52,8 @@ const FlagSpec kFlags[] = {
      "only sink-bwd has a dQ kernel"},
     {"dkdv-warpgroups", "N", "compile check bench", "sink-bwd: the dK/dV kernel's consumer warpgroups: 1 (a block of 64 keys, the schedule's) or 2 (a warp-specialized block of 64 keys per warpgroup sharing each Q/dO tile: Q/dO cross L2 once per 128 keys; GQA shares summed by a kernel of their own); with --dq separate one count with --dq-warpgroups's (2 at D 128 only; one flag sets both); --dq atomic needs 2 (its 128-key blocks, at D 64 too); without it, auto, as for --dq-warpgroups",
      "only sink-bwd has a dK/dV kernel"},
-    {"run-time-shapes", nullptr, "compile", "tma-copy: the kernel reads the matrix's sizes at launch (memref descriptors), so one bundle copies any M x N whose rows are a multiple of 16 bytes: check and bench take --m and --n with --bundle (--m and --n here are its default shape)",
-     "only tma-copy takes run-time shapes"},
+    {"run-time-shapes", nullptr, "compile", "tma-copy, sink-fwd --layout varlen: the kernel reads its tensors' sizes at launch (memref descriptors), so one bundle serves every shape: tma-copy any M x N whose rows are a multiple of 16 bytes, sink-fwd any batch of sequence lengths; check and bench take the shape flags (--m and --n; --seqlens-q and --seqlens-kv) with --bundle (the compile's are its default shape)",
+     "only tma-copy and sink-fwd take run-time shapes"},
     {"pack-gqa", nullptr, "compile check bench", "sink-fwd, BHSD, GQA: each block computes rows of all the query heads of one kv head, so K/V tiles serve the whole group (for short query lengths: decoding)",
      "only sink-fwd packs query heads"},
     {"batch", "B", "compile check bench tune", "attention: batch size",
@@ -74,7 +74,7 @@ const FlagSpec kFlags[] = {
      kAttentionParameter},
     {"layout", "L", "compile check bench tune", "attention: bhsd (default: q/o [B,H,S,D]), bshd (q/o [B,S,H,D]) or varlen (packed sequences, with --seqlens-q)",
      kAttentionParameter},
-    {"seqlens-q", "L,L,..", "compile check bench", "attention, varlen: each sequence's query length (sets --layout varlen; the batch is their count)",
+    {"seqlens-q", "L,L,..", "compile check bench", "attention, varlen: each sequence's query length (sets --layout varlen; the batch is their count; with --bundle of a --run-time-shapes bundle, the lengths to run it for)",
      kAttentionParameter},
     {"seqlens-kv", "L,L,..", "compile check bench", "attention, varlen: each sequence's key/value length (default: --seqlens-q)",
      kAttentionParameter},
@@ -603,7 +603,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       for (const char *flag :
            {"kernel", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups", "deterministic", "pack-gqa", "persistent", "start-tile",
             "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
-            "layout", "seqlens-q", "seqlens-kv", "tune-cache"})
+            "layout", "tune-cache"})
         if (options.wasGiven(flag))
           return rt::Status::error(
               std::string("--") + flag +

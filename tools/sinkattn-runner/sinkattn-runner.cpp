@@ -68,15 +68,19 @@ rt::Expected<rt::Bundle> loadBundle(const Options &options) {
   if (!options.bundleDir.empty()) {
     SINKATTN_RT_ASSIGN_OR_RETURN(rt::Bundle bundle,
                                  rt::readBundle(options.bundleDir));
-    if (!options.wasGiven("m") && !options.wasGiven("n"))
-      return bundle;
     // Shape flags with a bundle: the same kernel for another shape.
+    const char *shapeFlag = nullptr;
+    for (const char *flag : {"m", "n", "seqlens-q", "seqlens-kv"})
+      if (!shapeFlag && options.wasGiven(flag))
+        shapeFlag = flag;
+    if (!shapeFlag)
+      return bundle;
     const KernelKind *kind = findKernelKind(bundle.kernel);
     if (!kind || !kind->reshape)
-      return rt::Status::error(
-          std::string("--") + (options.wasGiven("m") ? "m" : "n") +
-          " cannot be combined with --bundle of a " + bundle.kernel +
-          " kernel (the bundle fixes its shape)");
+      return rt::Status::error(std::string("--") + shapeFlag +
+                               " cannot be combined with --bundle of a " +
+                               bundle.kernel +
+                               " kernel (the bundle fixes its shape)");
     return kind->reshape(bundle, options);
   }
 #if SINKATTN_RUNNER_HAS_COMPILER

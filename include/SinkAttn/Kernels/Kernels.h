@@ -114,9 +114,10 @@ struct KernelConfig {
   /// tiles it loads serve the whole group: for short query lengths
   /// (decoding), where a block per head would be mostly empty rows.
   bool packGqa = false;
-  /// tma-copy: the kernel reads its tensors' sizes at launch (memref
-  /// descriptors, bundle format 5), so one bundle copies any M x N with
-  /// 16-byte rows; m and n are then the bundle's default instance.
+  /// tma-copy, sink-fwd (varlen): the kernel reads its tensors' sizes at
+  /// launch (memref descriptors, bundle format 5), so one bundle serves any
+  /// M x N with 16-byte rows (tma-copy) or any batch of sequence lengths
+  /// (sink-fwd); the shape fields are then the bundle's default instance.
   bool runTimeShapes = false;
   PTXTargetOptions target;
 };

@@ -219,8 +219,17 @@ Status sinkAttentionLoss(const SinkAttentionShape &shape,
 /// reference): entry name, and its fixed ABI and launch shape. Arguments,
 /// all device pointers: q, k, v (input dtype), sinks (f32 or bf16), o (f32,
 /// q's layout), lse (f32), and with varlen cu_seqlens_q and cu_seqlens_kv
-/// (i32). One thread per query row, rows in LSE order.
+/// (i32). One thread per query row, rows in LSE order. A bundle compiled
+/// for run-time shapes (its buffers are memref descriptors) carries a
+/// reference that takes each of these flat buffers as a rank-1 memref
+/// descriptor instead (addFlatDescriptor) and reads the rows and the
+/// sequence count from lse's and cu_seqlens_q's sizes.
 inline constexpr const char *kSinkFwdReferenceEntry = "sink_fwd_reference";
+/// A flat buffer of `elements` as a reference takes it: its address, or
+/// with `descriptor` the rank-1 memref descriptor (address twice, offset 0,
+/// the size, stride 1).
+void addReferenceBuffer(KernelArgs &args, CUdeviceptr address,
+                        uint64_t elements, bool descriptor);
 inline constexpr uint32_t kSinkFwdReferenceBlockSize = 128;
 /// Block (128, 1, 1) and grid (ceil(rows / 128), 1, 1); fails when the grid
 /// would exceed 2^31 - 1 blocks.

@@ -9,12 +9,19 @@
 #ifndef SINKATTN_RUNTIME_KERNELGRIDS_H
 #define SINKATTN_RUNTIME_KERNELGRIDS_H
 
+#include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/Bundle.h"
 #include "SinkAttn/Runtime/Launch.h"
 
 #include <cstdint>
 
 namespace sinkattn::rt {
+
+/// The attention kernels' grid of `blocks` row (or key) blocks per head and
+/// sequence: windowed, (blocks, H, B), a head's blocks in order; causal,
+/// (H / HK, blocks, HK * B), a kv head's query heads side by side so that
+/// the blocks running together share K/V in L2.
+Dim3 attentionBlockGrid(int64_t blocks, const SinkAttentionShape &shape);
 
 /// tma-copy's tiles are 64 x 64 elements.
 inline constexpr uint64_t kTmaCopyTile = 64;
@@ -28,6 +35,18 @@ Dim3 tmaCopyGrid(uint64_t m, uint64_t n, uint64_t tilesPerBlock);
 /// for one shape (naming it), rows that are not a multiple of 16 bytes (the
 /// tensor maps' row stride), or more than 65535 strips of rows.
 Expected<Bundle> tmaCopyForShape(const Bundle &bundle, uint64_t m, uint64_t n);
+
+/// A varlen sink-fwd bundle compiled for run-time shapes (`shape`: its
+/// config's problem), for the sequences of lengths `seqlensQ` and
+/// `seqlensKv` (one each per sequence): tensors, cu_seqlens, grid (from the
+/// longest query sequence and the config's block_m) and config follow.
+/// Errors: a bundle compiled for its lengths only, length lists that differ
+/// in count or are empty, a negative length, no query or no key token at
+/// all, and what rt::validate says of the new problem.
+Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
+                                   const SinkAttentionShape &shape,
+                                   const std::vector<int64_t> &seqlensQ,
+                                   const std::vector<int64_t> &seqlensKv);
 
 } // namespace sinkattn::rt
 

@@ -91,7 +91,8 @@ TEST(KernelKinds, FlagsOfEachKind) {
     fwd.erase(flag);
     bwd.erase(flag);
   }
-  EXPECT_EQ(fwd, (Set{"schedule", "persistent", "pack-gqa", "tune-cache"}));
+  EXPECT_EQ(fwd, (Set{"schedule", "persistent", "pack-gqa", "tune-cache",
+                      "run-time-shapes"}));
   EXPECT_EQ(bwd, (Set{"schedule", "dq", "dq-split", "dq-warpgroups",
                       "dkdv-warpgroups", "deterministic"}));
   EXPECT_EQ(flags("tma-copy"), (Set{"run-time-shapes"}));

@@ -1,0 +1,150 @@
+//===- KernelGridsTest.cpp - Shape-generic bundles for new shapes ---------===//
+
+#include "SinkAttn/Runtime/KernelGrids.h"
+
+#include <gtest/gtest.h>
+
+using namespace sinkattn::rt;
+
+namespace {
+
+#define EXPECT_CONTAINS(haystack, needle)                                      \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)             \
+      << "message: " << (haystack)
+
+const char *kPtx = ".version 8.0\n.target sm_90a\n.address_size 64\n\n"
+                   ".visible .entry k(\n)\n{\n  ret;\n}\n";
+
+BundleParam buffer(const std::string &name, DType dtype,
+                   std::vector<uint64_t> shape, std::vector<uint64_t> dynamic,
+                   BufferRole role = BufferRole::Input) {
+  BundleParam p;
+  p.name = name;
+  p.kind = ParamKind::Buffer;
+  p.dtype = dtype;
+  p.shape = std::move(shape);
+  p.role = role;
+  p.descriptor = true;
+  p.dynamicDims = std::move(dynamic);
+  return p;
+}
+
+/// A tma-copy bundle as `compile --run-time-shapes --m 1000 --n 200` has it.
+Bundle copyBundle() {
+  Bundle b;
+  b.formatVersion = kBundleDescriptorFormatVersion;
+  b.kernel = "tma-copy";
+  b.entry = "k";
+  b.grid = tmaCopyGrid(1000, 200, 8);
+  b.block = {128, 1, 1};
+  b.config = {{"m", int64_t(1000)}, {"n", int64_t(200)},
+              {"tiles_per_block", int64_t(8)}};
+  b.params = {buffer("in", DType::BF16, {1000, 200}, {0, 1}),
+              buffer("out", DType::BF16, {1000, 200}, {0, 1}, BufferRole::Output)};
+  b.ptx = kPtx;
+  return b;
+}
+
+/// A varlen sink-fwd bundle for run-time shapes: H 8, HK 1, D 64, two
+/// sequences of 100 and 7 queries, 200 and 7 keys.
+SinkAttentionShape fwdShape() {
+  SinkAttentionShape s;
+  s.batch = 2;
+  s.heads = 8;
+  s.kvHeads = 1;
+  s.seqQ = 100;
+  s.seqKv = 200;
+  s.headDim = 64;
+  s.scale = 0.125;
+  s.layout = AttentionLayout::Varlen;
+  s.cuSeqlensQ = {0, 100, 107};
+  s.cuSeqlensKv = {0, 200, 207};
+  return s;
+}
+
+Bundle fwdBundle() {
+  Bundle b;
+  b.formatVersion = kBundleDescriptorFormatVersion;
+  b.kernel = "sink-fwd";
+  b.entry = "k";
+  b.block = {128, 1, 1};
+  b.config = {{"block_m", int64_t(64)}, {"batch", int64_t(2)}};
+  b.grid = attentionBlockGrid(2, fwdShape());
+  b.params = {buffer("q", DType::BF16, {107, 512}, {0}),
+              buffer("k", DType::BF16, {207, 64}, {0}),
+              buffer("v", DType::BF16, {207, 64}, {0}),
+              buffer("sinks", DType::F32, {8}, {}),
+              buffer("o", DType::BF16, {107, 512}, {0}, BufferRole::Output),
+              buffer("lse", DType::F32, {8, 107}, {1}, BufferRole::Output),
+              buffer("cu_seqlens_q", DType::I32, {3}, {0}),
+              buffer("cu_seqlens_kv", DType::I32, {3}, {0})};
+  b.ptx = kPtx;
+  return b;
+}
+
+TEST(KernelGrids, AttentionBlockGrid) {
+  SinkAttentionShape s = fwdShape();
+  // Causal: a kv head's query heads side by side, then kv heads x batch.
+  EXPECT_EQ(attentionBlockGrid(5, s), (Dim3{8, 5, 2}));
+  s.window = 128;
+  EXPECT_EQ(attentionBlockGrid(5, s), (Dim3{5, 8, 2}));
+}
+
+TEST(KernelGrids, TmaCopyForShape) {
+  Expected<Bundle> shaped = tmaCopyForShape(copyBundle(), 4100, 1032);
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  // Strips of 64 rows, blocks of 8 64-column tiles, the last ones partial.
+  EXPECT_EQ(shaped->grid, (Dim3{3, 65, 1}));
+  EXPECT_EQ(shaped->params[0].shape, (std::vector<uint64_t>{4100, 1032}));
+  EXPECT_EQ(std::get<int64_t>(shaped->config.at("m")), 4100);
+
+  auto error = [](const Bundle &b, uint64_t m, uint64_t n) {
+    Expected<Bundle> result = tmaCopyForShape(b, m, n);
+    EXPECT_FALSE(result.ok());
+    return result.ok() ? std::string() : result.message();
+  };
+  EXPECT_CONTAINS(error(copyBundle(), 0, 64), "M=0 N=64: the matrix needs at least one element");
+  EXPECT_CONTAINS(error(copyBundle(), 4, 7), "N=7: rows of 14 bytes; the tensor maps need a multiple of 16");
+  EXPECT_CONTAINS(error(copyBundle(), 64 * 65536, 64), "needs more than 65535 blocks in y");
+  Bundle fixed = copyBundle();
+  for (BundleParam &p : fixed.params) {
+    p.descriptor = false;
+    p.dynamicDims.clear();
+  }
+  fixed.formatVersion = 2;
+  EXPECT_CONTAINS(error(fixed, 64, 64), "the tma-copy bundle was compiled for M=1000 N=200 only");
+  EXPECT_CONTAINS(error(fwdBundle(), 64, 64), "the bundle holds a sink-fwd kernel, not tma-copy");
+}
+
+TEST(KernelGrids, SinkFwdForLengths) {
+  Expected<Bundle> shaped =
+      sinkFwdForLengths(fwdBundle(), fwdShape(), {0, 1, 2000, 17}, {3, 1, 2500, 17});
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  EXPECT_EQ(findParam(*shaped, "q")->shape, (std::vector<uint64_t>{2018, 512}));
+  EXPECT_EQ(findParam(*shaped, "k")->shape, (std::vector<uint64_t>{2521, 64}));
+  EXPECT_EQ(findParam(*shaped, "lse")->shape, (std::vector<uint64_t>{8, 2018}));
+  EXPECT_EQ(findParam(*shaped, "cu_seqlens_kv")->shape, (std::vector<uint64_t>{5}));
+  // ceil(2000 / 64) row blocks; 8 query heads per kv head; 1 kv head x 4.
+  EXPECT_EQ(shaped->grid, (Dim3{8, 32, 4}));
+  EXPECT_EQ(std::get<std::string>(shaped->config.at("seqlens_q")), "0,1,2000,17");
+  EXPECT_EQ(std::get<int64_t>(shaped->config.at("seq_kv")), 2500);
+
+  auto error = [](std::vector<int64_t> q, std::vector<int64_t> kv) {
+    Expected<Bundle> result = sinkFwdForLengths(fwdBundle(), fwdShape(), q, kv);
+    EXPECT_FALSE(result.ok());
+    return result.ok() ? std::string() : result.message();
+  };
+  EXPECT_CONTAINS(error({}, {}), "must list the same sequences, at least one (got 0 and 0)");
+  EXPECT_CONTAINS(error({1, 2}, {1}), "(got 2 and 1)");
+  EXPECT_CONTAINS(error({1, -2}, {1, 2}), "sequence 1 has a negative length");
+  EXPECT_CONTAINS(error({0, 0}, {1, 2}), "the sequences hold no query or no key token");
+  EXPECT_CONTAINS(error({1, 2}, {0, 0}), "the sequences hold no query or no key token");
+  Bundle fixed = fwdBundle();
+  fixed.params[0].descriptor = false;
+  fixed.params[0].dynamicDims.clear();
+  Expected<Bundle> refused = sinkFwdForLengths(fixed, fwdShape(), {3}, {3});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_CONTAINS(refused.message(), "compiled for its own sequence lengths only");
+}
+
+} // namespace
