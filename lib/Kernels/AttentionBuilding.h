@@ -16,20 +16,20 @@
 
 namespace sinkattn::kernels {
 
-/// A block's tile of a causal attention grid (rt::attentionBlockGrid): the row or key
-/// block and the query head and sequence it belongs to.
+/// A block's tile of a causal attention grid (rt::attentionBlockGrid): the row
+/// or key block and the query head and sequence it belongs to.
 struct AttentionBlockIds {
   mlir::Value block, head, batch;
 };
 
-/// The block indices of a causal attention kernel's grid (rt::attentionBlockGrid).
-/// Heaviest blocks first (`heaviestLast`: block i does more work than block
-/// i - 1, so the blocks are counted down), each block index over the query
-/// heads of one kv head before the next (x: head in the group, y: block, z:
-/// kv head and sequence): the SMs end on light blocks, and concurrent
-/// blocks share K/V. With a window the blocks of one head go in order (x:
-/// block, y: head): they all do about the same work. `group` is the query
-/// heads per kv head.
+/// The block indices of a causal attention kernel's grid
+/// (rt::attentionBlockGrid). Heaviest blocks first (`heaviestLast`: block i
+/// does more work than block i - 1, so the blocks are counted down), each block
+/// index over the query heads of one kv head before the next (x: head in the
+/// group, y: block, z: kv head and sequence): the SMs end on light blocks, and
+/// concurrent blocks share K/V. With a window the blocks of one head go in
+/// order (x: block, y: head): they all do about the same work. `group` is the
+/// query heads per kv head.
 AttentionBlockIds buildBlockIds(mlir::ImplicitLocOpBuilder &b,
                                 bool heaviestLast,
                                 const rt::SinkAttentionShape &shape,

@@ -77,10 +77,10 @@ Value reference::dotWithBuffer(ImplicitLocOpBuilder &b, const HeadDimLoop &loop,
               });
 }
 
-KernelConstants reference::kernelConstants(ImplicitLocOpBuilder &b,
-                                           const rt::SinkAttentionShape &shape,
-                                           bool withLog2e,
-                                           std::optional<RunTimeSizes> runTime) {
+KernelConstants
+reference::kernelConstants(ImplicitLocOpBuilder &b,
+                           const rt::SinkAttentionShape &shape, bool withLog2e,
+                           std::optional<RunTimeSizes> runTime) {
   KernelConstants k;
   k.c0 = constantIndex(b, 0);
   k.c1 = constantIndex(b, 1);

@@ -319,9 +319,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
         "q", "k", "v", "do", "lse", "delta", "sinks", "dq", "sink_terms"};
     if (sinksInDq)
       dqArgs.insert(dqArgs.end(), {"dsinks", "sink_counts"});
-    bundle.launches.push_back(launch("sink_bwd_dq", rt::attentionBlockGrid(dqBlocks, shape),
-                                     uint32_t(128 * dqWarpgroups),
-                                     withSequences(dqArgs)));
+    bundle.launches.push_back(
+        launch("sink_bwd_dq", rt::attentionBlockGrid(dqBlocks, shape),
+               uint32_t(128 * dqWarpgroups), withSequences(dqArgs)));
   }
   // The dK/dV and dQ kernels read only what the preprocess kernel and the
   // inputs hold and write disjoint buffers: they may run together, each

@@ -236,7 +236,8 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     lseShape = {shape.batch, shape.heads, shape.seqQ};
     break;
   case rt::AttentionLayout::Varlen: {
-    int64_t tokensQ = form.runTimeShapes ? ShapedType::kDynamic : shape.tokensQ();
+    int64_t tokensQ =
+        form.runTimeShapes ? ShapedType::kDynamic : shape.tokensQ();
     int64_t tokensKv =
         form.runTimeShapes ? ShapedType::kDynamic : shape.tokensKv();
     qShape = {tokensQ, shape.heads * d};
@@ -281,7 +282,7 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   group = constantIndex(b, shape.heads / shape.kvHeads);
   // Without a window the distance test must always pass (with run-time
   // lengths, for any length a 32-bit position can have).
-  window = constantIndex(b, windowed            ? shape.window
+  window = constantIndex(b, windowed             ? shape.window
                             : form.runTimeShapes ? int64_t(INT32_MAX)
                                                  : shape.seqKv + 1);
   hasWindow = arith::ConstantIntOp::create(b, b.getI1Type(), windowed);
@@ -849,8 +850,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   if (config.window < 0)
     return fail() << "--window " << config.window
                   << " must be positive (0: no window)";
-  // Grid dimensions y and z (rt::attentionBlockGrid) hold heads or 64-row blocks, and
-  // kv heads times batch; CUDA allows at most 65535 in each.
+  // Grid dimensions y and z (rt::attentionBlockGrid) hold heads or 64-row
+  // blocks, and kv heads times batch; CUDA allows at most 65535 in each.
   constexpr int64_t kMaxGridYZ = 65535;
   if (config.heads > kMaxGridYZ)
     return fail() << "--heads " << config.heads
@@ -879,8 +880,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                     << "): with one query head per kv head there is nothing "
                        "to pack";
   }
-  if (config.runTimeShapes &&
-      (config.kernel != "sink-fwd" || config.layout != rt::AttentionLayout::Varlen))
+  if (config.runTimeShapes && (config.kernel != "sink-fwd" ||
+                               config.layout != rt::AttentionLayout::Varlen))
     return fail() << "--run-time-shapes supports sink-fwd with --layout "
                      "varlen only so far (its lengths are read from "
                      "cu_seqlens at run time already)";
@@ -1024,12 +1025,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   rt::Bundle bundle;
   bundle.kernel = "sink-fwd";
   bundle.entry = "sink_fwd";
-  bundle.grid =
-      persistent ? rt::Dim3{uint32_t(persistentBlocks), 1, 1}
-      : config.packGqa
-          ? rt::Dim3{uint32_t((groupRows + blockM - 1) / blockM),
-                     uint32_t(config.kvHeads), uint32_t(config.batch)}
-          : rt::attentionBlockGrid(rowBlocks, shape);
+  bundle.grid = persistent ? rt::Dim3{uint32_t(persistentBlocks), 1, 1}
+                : config.packGqa
+                    ? rt::Dim3{uint32_t((groupRows + blockM - 1) / blockM),
+                               uint32_t(config.kvHeads), uint32_t(config.batch)}
+                    : rt::attentionBlockGrid(rowBlocks, shape);
   // The consumers; warp specialization adds its producer warpgroup.
   bundle.block = {uint32_t(warpgroups * 128), 1, 1};
   bundle.config = {{"layout", std::string(rt::layoutName(shape.layout))},
@@ -1084,7 +1084,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
       if (buffer.name == "q" || buffer.name == "o")
         buffer.shape = {u(shape.tokensQ()), u(config.heads * config.headDim)};
       else if (buffer.name == "k" || buffer.name == "v")
-        buffer.shape = {u(shape.tokensKv()), u(config.kvHeads * config.headDim)};
+        buffer.shape = {u(shape.tokensKv()),
+                        u(config.kvHeads * config.headDim)};
       if (buffer.name == "lse")
         buffer.dynamicDims = {1};
       else if (buffer.name != "sinks")

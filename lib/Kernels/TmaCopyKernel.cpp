@@ -102,8 +102,8 @@ FailureOr<KernelModule> kernels::buildTmaCopy(MLIRContext &context,
   int64_t m = config.runTimeShapes ? ShapedType::kDynamic : config.m;
   int64_t n = config.runTimeShapes ? ShapedType::kDynamic : config.n;
   OwningOpRef<ModuleOp> module =
-      buildTmaCopyModule(context, getElementType(&context, config.dtype), m,
-                         n, tilesPerBlock, config.stages);
+      buildTmaCopyModule(context, getElementType(&context, config.dtype), m, n,
+                         tilesPerBlock, config.stages);
   if (!module)
     return failure();
 

@@ -51,8 +51,8 @@ struct TensorMapArgPositionsPass
   }
 
   LogicalResult renumber(gpu::GPUFuncOp func) {
-    auto positions =
-        func->getAttrOfType<DenseI64ArrayAttr>(sinkattn::kTensorMapArgsAttrName);
+    auto positions = func->getAttrOfType<DenseI64ArrayAttr>(
+        sinkattn::kTensorMapArgsAttrName);
     if (!positions) {
       if (func->hasAttr(sinkattn::kTensorMapArgsAttrName))
         return func.emitOpError() << "'" << sinkattn::kTensorMapArgsAttrName

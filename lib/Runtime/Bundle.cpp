@@ -35,8 +35,7 @@ bool BundleParam::operator==(const BundleParam &o) const {
          intValue == o.intValue && floatValue == o.floatValue &&
          shape == o.shape && role == o.role && kernelArg == o.kernelArg &&
          descriptor == o.descriptor && dynamicDims == o.dynamicDims &&
-         strides == o.strides && buffer == o.buffer &&
-         tensorMap == o.tensorMap;
+         strides == o.strides && buffer == o.buffer && tensorMap == o.tensorMap;
 }
 
 bool BundleLaunch::operator==(const BundleLaunch &o) const {
@@ -303,8 +302,9 @@ static Status validateDescriptorFields(const Bundle &b, const BundleParam &p) {
   for (size_t k = 0; k < p.dynamicDims.size(); ++k) {
     if (p.dynamicDims[k] >= p.shape.size())
       return Status::error("dynamic_dims[" + std::to_string(k) + "] is " +
-                           std::to_string(p.dynamicDims[k]) + "; the shape has " +
-                           std::to_string(p.shape.size()) + " dimensions");
+                           std::to_string(p.dynamicDims[k]) +
+                           "; the shape has " + std::to_string(p.shape.size()) +
+                           " dimensions");
     if (k > 0 && p.dynamicDims[k] <= p.dynamicDims[k - 1])
       return Status::error("dynamic_dims must be ascending, without repeats");
   }
@@ -446,7 +446,8 @@ Status validateBundle(const Bundle &b) {
         if (p.shape[d] == 0)
           return Status::error(paramWhere(i, p) + "shape dimension " +
                                std::to_string(d) + " is 0");
-      SINKATTN_RT_TRY(validateDescriptorFields(b, p).withContext(paramWhere(i, p)));
+      SINKATTN_RT_TRY(
+          validateDescriptorFields(b, p).withContext(paramWhere(i, p)));
       // 2^48 bytes (256 TiB) is far beyond any GPU and keeps size arithmetic
       // in the runner free of overflow.
       if (bufferBytes(p) > (uint64_t(1) << 48))
@@ -465,9 +466,10 @@ Status validateBundle(const Bundle &b) {
                              "' is not a buffer param of this bundle");
       if (target->descriptor &&
           p.tensorMap != tensorMapOverBuffer(p.tensorMap, *target))
-        return Status::error(paramWhere(i, p) + "tensor map over descriptor "
-                             "buffer '" + p.buffer + "' must have its sizes "
-                             "and strides (global_dims innermost first)");
+        return Status::error(paramWhere(i, p) +
+                             "tensor map over descriptor buffer '" + p.buffer +
+                             "' must have its sizes and strides "
+                             "(global_dims innermost first)");
       uint64_t extent = globalExtentBytes(p.tensorMap);
       uint64_t available = bufferBytes(*target);
       if (extent > available)
@@ -1106,8 +1108,9 @@ LaunchConfig launchConfigFor(const BundleLaunch &launch, CUstream stream) {
   return c;
 }
 
-Expected<Bundle> withTensorShapes(const Bundle &bundle,
-                                  const std::map<std::string, TensorShape> &shapes) {
+Expected<Bundle>
+withTensorShapes(const Bundle &bundle,
+                 const std::map<std::string, TensorShape> &shapes) {
   Bundle shaped = bundle;
   for (const auto &[name, shape] : shapes) {
     auto found = std::find_if(
@@ -1126,15 +1129,15 @@ Expected<Bundle> withTensorShapes(const Bundle &bundle,
                            " dimensions; the kernel takes " +
                            std::to_string(buffer.shape.size()));
     for (size_t d = 0; d < shape.sizes.size(); ++d) {
-      bool dynamic = std::find(buffer.dynamicDims.begin(),
-                               buffer.dynamicDims.end(),
-                               d) != buffer.dynamicDims.end();
+      bool dynamic =
+          std::find(buffer.dynamicDims.begin(), buffer.dynamicDims.end(), d) !=
+          buffer.dynamicDims.end();
       if (shape.sizes[d] == 0)
         return Status::error(where + "dimension " + std::to_string(d) +
                              " is 0; the kernel needs at least one element");
       if (!dynamic && shape.sizes[d] != buffer.shape[d])
-        return Status::error(where + "dimension " + std::to_string(d) +
-                             " is " + std::to_string(shape.sizes[d]) +
+        return Status::error(where + "dimension " + std::to_string(d) + " is " +
+                             std::to_string(shape.sizes[d]) +
                              "; the kernel was compiled for " +
                              std::to_string(buffer.shape[d]));
     }
@@ -1144,11 +1147,10 @@ Expected<Bundle> withTensorShapes(const Bundle &bundle,
     std::vector<uint64_t> dense = bufferStrides(resized);
     if (!shape.strides.empty()) {
       if (shape.strides.size() != shape.sizes.size())
-        return Status::error(where + "has " +
-                             std::to_string(shape.strides.size()) +
-                             " strides for " +
-                             std::to_string(shape.sizes.size()) +
-                             " dimensions");
+        return Status::error(
+            where + "has " + std::to_string(shape.strides.size()) +
+            " strides for " + std::to_string(shape.sizes.size()) +
+            " dimensions");
       if (shape.strides.back() != 1)
         return Status::error(where + "innermost stride is " +
                              std::to_string(shape.strides.back()) +

@@ -27,8 +27,8 @@ Expected<Bundle> tmaCopyForShape(const Bundle &bundle, uint64_t m, uint64_t n) {
   if (!in || !in->descriptor)
     return Status::error(
         "the tma-copy bundle was compiled for M=" +
-        std::to_string(in ? in->shape.at(0) : 0) + " N=" +
-        std::to_string(in ? in->shape.at(1) : 0) +
+        std::to_string(in ? in->shape.at(0) : 0) +
+        " N=" + std::to_string(in ? in->shape.at(1) : 0) +
         " only; compile it with --run-time-shapes to copy other shapes");
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t tilesPerBlock,
                                configInteger(bundle, "tiles_per_block"));
@@ -77,7 +77,8 @@ Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
   }
   if (tokensQ == 0 || tokensKv == 0)
     return Status::error("the sequences hold no query or no key token");
-  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM, configInteger(bundle, "block_m"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
+                               configInteger(bundle, "block_m"));
   SinkAttentionShape resized = shape;
   resized.batch = int64_t(seqlensQ.size());
   resized.seqQ = *std::max_element(seqlensQ.begin(), seqlensQ.end());
@@ -96,7 +97,8 @@ Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
       {"lse", {{u(shape.heads), u(tokensQ)}, {}}},
       {"cu_seqlens_q", {{u(resized.batch + 1)}, {}}},
       {"cu_seqlens_kv", {{u(resized.batch + 1)}, {}}}};
-  SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped, withTensorShapes(bundle, tensors));
+  SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped,
+                               withTensorShapes(bundle, tensors));
   shaped.grid = attentionBlockGrid(
       std::max<int64_t>(1, (resized.seqQ + blockM - 1) / blockM), resized);
   shaped.config["batch"] = resized.batch;

@@ -68,10 +68,9 @@ Status LoadedBundle::run(const Bundle &shaped,
   SINKATTN_RT_TRY(validateBundle(shaped));
   std::vector<BundleLaunch> launches = launchesOf(shaped);
   if (launches.size() != launches_.size())
-    return Status::error("the shaped bundle has " +
-                         std::to_string(launches.size()) +
-                         " launches; the loaded one " +
-                         std::to_string(launches_.size()));
+    return Status::error(
+        "the shaped bundle has " + std::to_string(launches.size()) +
+        " launches; the loaded one " + std::to_string(launches_.size()));
   for (size_t i = 0; i < launches.size(); ++i) {
     BundleLaunch same = launches[i];
     same.grid = launches_[i].grid;
@@ -95,10 +94,12 @@ Status LoadedBundle::run(const Bundle &shaped,
                      addresses, stream, phase);
 }
 
-Status LoadedBundle::runLaunches(
-    const Bundle &bundle, const std::vector<BundleLaunch> &launches,
-    uint32_t launchedBlocks, const std::map<std::string, CUdeviceptr> &addresses,
-    CUstream stream, LaunchPhase phase) const {
+Status
+LoadedBundle::runLaunches(const Bundle &bundle,
+                          const std::vector<BundleLaunch> &launches,
+                          uint32_t launchedBlocks,
+                          const std::map<std::string, CUdeviceptr> &addresses,
+                          CUstream stream, LaunchPhase phase) const {
   bool setup = phase == LaunchPhase::Setup;
   // An overlapping pair (validateBundle: launch i overlapsNext, i + 1 not,
   // both in the same phase): i on the side stream after the work before

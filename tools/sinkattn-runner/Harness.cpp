@@ -907,9 +907,10 @@ rt::Expected<CheckReport> Session::checkSinkFwd() {
   // descriptors too.
   const bool descriptors = rt::findParam(bundle(), "q")->descriptor;
   rt::KernelArgs args;
-  for (auto [input, elements] :
-       {std::pair{"q", shape.qElements()}, {"k", shape.kvElements()},
-        {"v", shape.kvElements()}, {"sinks", uint64_t(shape.heads)}})
+  for (auto [input, elements] : {std::pair{"q", shape.qElements()},
+                                 {"k", shape.kvElements()},
+                                 {"v", shape.kvElements()},
+                                 {"sinks", uint64_t(shape.heads)}})
     rt::addReferenceBuffer(args, buffers_.at(input).address(), elements,
                            descriptors);
   rt::addReferenceBuffer(args, refO.address(), shape.qElements(), descriptors);

@@ -203,8 +203,9 @@ struct TensorShape {
 /// row-major, an innermost stride other than 1, or a tensor beyond 2^48
 /// bytes. Launch grids stay as they are: the caller, which knows the kernel
 /// kind, sets them for the new shapes.
-Expected<Bundle> withTensorShapes(const Bundle &bundle,
-                                  const std::map<std::string, TensorShape> &shapes);
+Expected<Bundle>
+withTensorShapes(const Bundle &bundle,
+                 const std::map<std::string, TensorShape> &shapes);
 /// The param called `name`, or nullptr.
 const BundleParam *findParam(const Bundle &bundle, std::string_view name);
 

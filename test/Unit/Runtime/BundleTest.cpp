@@ -240,12 +240,12 @@ TEST(Bundle, MalformedManifests) {
                       [](JsonValue &m) { m = without(m, "format_version"); })),
                   "missing required field 'format_version'");
   EXPECT_CONTAINS(
-      manifestError(editedManifest(
-          [](JsonValue &m) { m.set("format_version", 6); })),
+      manifestError(
+          editedManifest([](JsonValue &m) { m.set("format_version", 6); })),
       "unsupported format_version 6; this runtime reads versions 1 to 5");
   EXPECT_CONTAINS(
-      manifestError(editedManifest(
-          [](JsonValue &m) { m.set("format_version", 0); })),
+      manifestError(
+          editedManifest([](JsonValue &m) { m.set("format_version", 0); })),
       "unsupported format_version 0; this runtime reads versions 1 to 5");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
@@ -901,10 +901,12 @@ Bundle descriptorBundle() {
   b.entry = "attn_fwd";
   b.grid = {4, 1, 1};
   b.block = {128, 1, 1};
-  b.params.push_back(bufferParam("in", DType::BF16, {256, 64}, BufferRole::Input));
+  b.params.push_back(
+      bufferParam("in", DType::BF16, {256, 64}, BufferRole::Input));
   b.params.back().descriptor = true;
   b.params.back().dynamicDims = {0};
-  b.params.push_back(bufferParam("out", DType::BF16, {256, 64}, BufferRole::Output));
+  b.params.push_back(
+      bufferParam("out", DType::BF16, {256, 64}, BufferRole::Output));
   b.params.back().descriptor = true;
   b.params.back().dynamicDims = {0};
   b.params.back().strides = {192, 1};
@@ -949,11 +951,15 @@ TEST(Bundle, MalformedDescriptorBuffers) {
                   "dynamic_dims and strides need \"descriptor\": true");
   EXPECT_CONTAINS(error([](Bundle &b) { b.params[0].dynamicDims = {2}; }),
                   "dynamic_dims[0] is 2; the shape has 2 dimensions");
-  EXPECT_CONTAINS(error([](Bundle &b) { b.params[0].dynamicDims = {1, 0}; }),
+  EXPECT_CONTAINS(error([](Bundle &b) {
+                    b.params[0].dynamicDims = {1, 0};
+                  }),
                   "dynamic_dims must be ascending, without repeats");
   EXPECT_CONTAINS(error([](Bundle &b) { b.params[1].strides = {192}; }),
                   "strides has 1 entries for 2 dimensions");
-  EXPECT_CONTAINS(error([](Bundle &b) { b.params[1].strides = {192, 2}; }),
+  EXPECT_CONTAINS(error([](Bundle &b) {
+                    b.params[1].strides = {192, 2};
+                  }),
                   "the innermost stride is 2; it must be 1");
   EXPECT_CONTAINS(error([](Bundle &b) { b.params[0].kernelArg = false; }),
                   "descriptor: a buffer with kernel_arg false is no argument");
@@ -965,8 +971,10 @@ TEST(Bundle, MalformedDescriptorBuffers) {
   // The manifest reader: fields of the right types only.
   std::string text = writeJson(manifestToJson(descriptorBundle()));
   std::string wrong = text;
-  wrong.replace(wrong.find("\"dynamic_dims\": [0]"), 19, "\"dynamic_dims\": [8]");
-  EXPECT_CONTAINS(manifestError(wrong), "dynamic_dims[0]: value 8 is out of range [0, 7]");
+  wrong.replace(wrong.find("\"dynamic_dims\": [0]"), 19,
+                "\"dynamic_dims\": [8]");
+  EXPECT_CONTAINS(manifestError(wrong),
+                  "dynamic_dims[0]: value 8 is out of range [0, 7]");
 }
 
 TEST(Bundle, DescriptorKernelArgs) {
@@ -992,14 +1000,16 @@ TEST(Bundle, DescriptorKernelArgs) {
 
 TEST(Bundle, WithTensorShapes) {
   Bundle b = descriptorBundle();
-  Expected<Bundle> shaped =
-      withTensorShapes(b, {{"in", {{1000, 64}, {}}}, {"out", {{1000, 64}, {320, 1}}}});
+  Expected<Bundle> shaped = withTensorShapes(
+      b, {{"in", {{1000, 64}, {}}}, {"out", {{1000, 64}, {320, 1}}}});
   ASSERT_TRUE(shaped.ok()) << shaped.message();
   EXPECT_EQ(shaped->params[0].shape, (std::vector<uint64_t>{1000, 64}));
   EXPECT_EQ(shaped->params[1].strides, (std::vector<uint64_t>{320, 1}));
   // The map over `in` follows its rows (innermost first), the box stays.
-  EXPECT_EQ(shaped->params[2].tensorMap.globalDims, (std::vector<uint64_t>{64, 1000}));
-  EXPECT_EQ(shaped->params[2].tensorMap.globalStridesBytes, (std::vector<uint64_t>{128}));
+  EXPECT_EQ(shaped->params[2].tensorMap.globalDims,
+            (std::vector<uint64_t>{64, 1000}));
+  EXPECT_EQ(shaped->params[2].tensorMap.globalStridesBytes,
+            (std::vector<uint64_t>{128}));
   EXPECT_EQ(shaped->params[2].tensorMap.boxDims, b.params[2].tensorMap.boxDims);
   // A strided view given no strides is dense.
   Expected<Bundle> dense = withTensorShapes(b, {{"out", {{3, 64}, {}}}});
@@ -1016,10 +1026,12 @@ TEST(Bundle, WithTensorShapes) {
                   "tensor 'k': the kernel has no buffer of that name");
   EXPECT_CONTAINS(error({{"in", {{1000}, {}}}}),
                   "tensor 'in': has 1 dimensions; the kernel takes 2");
-  EXPECT_CONTAINS(error({{"in", {{1000, 128}, {}}}}),
-                  "tensor 'in': dimension 1 is 128; the kernel was compiled for 64");
-  EXPECT_CONTAINS(error({{"in", {{0, 64}, {}}}}),
-                  "tensor 'in': dimension 0 is 0; the kernel needs at least one element");
+  EXPECT_CONTAINS(
+      error({{"in", {{1000, 128}, {}}}}),
+      "tensor 'in': dimension 1 is 128; the kernel was compiled for 64");
+  EXPECT_CONTAINS(
+      error({{"in", {{0, 64}, {}}}}),
+      "tensor 'in': dimension 0 is 0; the kernel needs at least one element");
   EXPECT_CONTAINS(error({{"in", {{1000, 64}, {128, 1}}}}),
                   "tensor 'in': strides [128, 1] are not row-major; the kernel "
                   "takes a dense tensor (row-major strides [64, 1])");
@@ -1032,15 +1044,19 @@ TEST(Bundle, WithTensorShapes) {
   // TMA needs 16-byte row strides: the map over a strided view says so.
   Bundle mapped = b;
   mapped.params[2].buffer = "out";
-  mapped.params[2].tensorMap = tensorMapOverBuffer(mapped.params[2].tensorMap, mapped.params[1]);
+  mapped.params[2].tensorMap =
+      tensorMapOverBuffer(mapped.params[2].tensorMap, mapped.params[1]);
   ASSERT_TRUE(validateBundle(mapped).ok()) << validateBundle(mapped).message();
-  Expected<Bundle> misaligned = withTensorShapes(mapped, {{"out", {{10, 64}, {65, 1}}}});
+  Expected<Bundle> misaligned =
+      withTensorShapes(mapped, {{"out", {{10, 64}, {65, 1}}}});
   ASSERT_FALSE(misaligned.ok());
-  EXPECT_CONTAINS(misaligned.message(), "global stride of dimension 1 is 130 bytes; TMA "
-                                        "global strides must be multiples of 16");
+  EXPECT_CONTAINS(misaligned.message(),
+                  "global stride of dimension 1 is 130 bytes; TMA "
+                  "global strides must be multiples of 16");
   // A buffer passed as a pointer has the shape it was compiled for.
   Bundle fixed = sampleBundle();
-  Expected<Bundle> refused = withTensorShapes(fixed, {{"q", {{1, 2, 512, 128}, {}}}});
+  Expected<Bundle> refused =
+      withTensorShapes(fixed, {{"q", {{1, 2, 512, 128}, {}}}});
   ASSERT_FALSE(refused.ok());
   EXPECT_CONTAINS(refused.message(), "tensor 'q': the kernel was compiled for "
                                      "shape [1, 2, 1024, 128] only");

@@ -37,10 +37,12 @@ Bundle copyBundle() {
   b.entry = "k";
   b.grid = tmaCopyGrid(1000, 200, 8);
   b.block = {128, 1, 1};
-  b.config = {{"m", int64_t(1000)}, {"n", int64_t(200)},
+  b.config = {{"m", int64_t(1000)},
+              {"n", int64_t(200)},
               {"tiles_per_block", int64_t(8)}};
-  b.params = {buffer("in", DType::BF16, {1000, 200}, {0, 1}),
-              buffer("out", DType::BF16, {1000, 200}, {0, 1}, BufferRole::Output)};
+  b.params = {
+      buffer("in", DType::BF16, {1000, 200}, {0, 1}),
+      buffer("out", DType::BF16, {1000, 200}, {0, 1}, BufferRole::Output)};
   b.ptx = kPtx;
   return b;
 }
@@ -103,30 +105,38 @@ TEST(KernelGrids, TmaCopyForShape) {
     EXPECT_FALSE(result.ok());
     return result.ok() ? std::string() : result.message();
   };
-  EXPECT_CONTAINS(error(copyBundle(), 0, 64), "M=0 N=64: the matrix needs at least one element");
-  EXPECT_CONTAINS(error(copyBundle(), 4, 7), "N=7: rows of 14 bytes; the tensor maps need a multiple of 16");
-  EXPECT_CONTAINS(error(copyBundle(), 64 * 65536, 64), "needs more than 65535 blocks in y");
+  EXPECT_CONTAINS(error(copyBundle(), 0, 64),
+                  "M=0 N=64: the matrix needs at least one element");
+  EXPECT_CONTAINS(
+      error(copyBundle(), 4, 7),
+      "N=7: rows of 14 bytes; the tensor maps need a multiple of 16");
+  EXPECT_CONTAINS(error(copyBundle(), 64 * 65536, 64),
+                  "needs more than 65535 blocks in y");
   Bundle fixed = copyBundle();
   for (BundleParam &p : fixed.params) {
     p.descriptor = false;
     p.dynamicDims.clear();
   }
   fixed.formatVersion = 2;
-  EXPECT_CONTAINS(error(fixed, 64, 64), "the tma-copy bundle was compiled for M=1000 N=200 only");
-  EXPECT_CONTAINS(error(fwdBundle(), 64, 64), "the bundle holds a sink-fwd kernel, not tma-copy");
+  EXPECT_CONTAINS(error(fixed, 64, 64),
+                  "the tma-copy bundle was compiled for M=1000 N=200 only");
+  EXPECT_CONTAINS(error(fwdBundle(), 64, 64),
+                  "the bundle holds a sink-fwd kernel, not tma-copy");
 }
 
 TEST(KernelGrids, SinkFwdForLengths) {
-  Expected<Bundle> shaped =
-      sinkFwdForLengths(fwdBundle(), fwdShape(), {0, 1, 2000, 17}, {3, 1, 2500, 17});
+  Expected<Bundle> shaped = sinkFwdForLengths(
+      fwdBundle(), fwdShape(), {0, 1, 2000, 17}, {3, 1, 2500, 17});
   ASSERT_TRUE(shaped.ok()) << shaped.message();
   EXPECT_EQ(findParam(*shaped, "q")->shape, (std::vector<uint64_t>{2018, 512}));
   EXPECT_EQ(findParam(*shaped, "k")->shape, (std::vector<uint64_t>{2521, 64}));
   EXPECT_EQ(findParam(*shaped, "lse")->shape, (std::vector<uint64_t>{8, 2018}));
-  EXPECT_EQ(findParam(*shaped, "cu_seqlens_kv")->shape, (std::vector<uint64_t>{5}));
+  EXPECT_EQ(findParam(*shaped, "cu_seqlens_kv")->shape,
+            (std::vector<uint64_t>{5}));
   // ceil(2000 / 64) row blocks; 8 query heads per kv head; 1 kv head x 4.
   EXPECT_EQ(shaped->grid, (Dim3{8, 32, 4}));
-  EXPECT_EQ(std::get<std::string>(shaped->config.at("seqlens_q")), "0,1,2000,17");
+  EXPECT_EQ(std::get<std::string>(shaped->config.at("seqlens_q")),
+            "0,1,2000,17");
   EXPECT_EQ(std::get<int64_t>(shaped->config.at("seq_kv")), 2500);
 
   auto error = [](std::vector<int64_t> q, std::vector<int64_t> kv) {
@@ -134,17 +144,21 @@ TEST(KernelGrids, SinkFwdForLengths) {
     EXPECT_FALSE(result.ok());
     return result.ok() ? std::string() : result.message();
   };
-  EXPECT_CONTAINS(error({}, {}), "must list the same sequences, at least one (got 0 and 0)");
+  EXPECT_CONTAINS(error({}, {}),
+                  "must list the same sequences, at least one (got 0 and 0)");
   EXPECT_CONTAINS(error({1, 2}, {1}), "(got 2 and 1)");
   EXPECT_CONTAINS(error({1, -2}, {1, 2}), "sequence 1 has a negative length");
-  EXPECT_CONTAINS(error({0, 0}, {1, 2}), "the sequences hold no query or no key token");
-  EXPECT_CONTAINS(error({1, 2}, {0, 0}), "the sequences hold no query or no key token");
+  EXPECT_CONTAINS(error({0, 0}, {1, 2}),
+                  "the sequences hold no query or no key token");
+  EXPECT_CONTAINS(error({1, 2}, {0, 0}),
+                  "the sequences hold no query or no key token");
   Bundle fixed = fwdBundle();
   fixed.params[0].descriptor = false;
   fixed.params[0].dynamicDims.clear();
   Expected<Bundle> refused = sinkFwdForLengths(fixed, fwdShape(), {3}, {3});
   ASSERT_FALSE(refused.ok());
-  EXPECT_CONTAINS(refused.message(), "compiled for its own sequence lengths only");
+  EXPECT_CONTAINS(refused.message(),
+                  "compiled for its own sequence lengths only");
 }
 
 } // namespace
