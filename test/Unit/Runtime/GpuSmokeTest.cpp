@@ -5,8 +5,9 @@
 // cluster launches with >48 KB dynamic shared memory, device buffers, TMA
 // descriptor encoding consumed by a hand-written cp.async.bulk.tensor
 // kernel, CUDA-event benchmarking with L2 flushing, a bundle round trip
-// launched the way sinkattn-runner does, and LoadedBundle's launch sequence
-// (setup phase; an overlapping pair's fork and joins).
+// launched the way sinkattn-runner does, LoadedBundle's launch sequence
+// (setup phase; an overlapping pair's fork and joins), and a bundle for
+// run-time shapes run for another size on its loaded kernel.
 //
 // Without libcuda it prints SKIP and exits 0 (so it can live in CTest on
 // GPU-less CI); `--require-gpu` turns that into exit code 2.
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <unistd.h>
 
 using namespace sinkattn::rt;
@@ -91,6 +93,61 @@ $L_done:
 //       v = *in; spin; *end_time = now; *out = v + addend
 //   stamp(time):  *time = now
 //   copy(out, in):  *out = *in
+// y = a * x + y over the first n elements, x and y memref descriptors
+// whose size n is read at run time (sinkattn-opt --sinkattn-gpu-to-ptx of a
+// gpu.func taking memref<?xf32>).
+const char *kAxpyDescriptorPtx = R"(
+.version 8.0
+.target sm_90a
+.address_size 64
+
+	// .globl	axpy_desc
+
+.visible .entry axpy_desc(
+	.param .u64 .ptr .align 1 axpy_desc_param_0,
+	.param .u64 .ptr .align 1 axpy_desc_param_1,
+	.param .u64 axpy_desc_param_2,
+	.param .u64 axpy_desc_param_3,
+	.param .u64 axpy_desc_param_4,
+	.param .u64 .ptr .align 1 axpy_desc_param_5,
+	.param .u64 .ptr .align 1 axpy_desc_param_6,
+	.param .u64 axpy_desc_param_7,
+	.param .u64 axpy_desc_param_8,
+	.param .u64 axpy_desc_param_9,
+	.param .f32 axpy_desc_param_10
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<12>;
+
+	ld.param.b64 	%rd4, [axpy_desc_param_6];
+	cvta.to.global.u64 	%rd1, %rd4;
+	ld.param.b64 	%rd5, [axpy_desc_param_1];
+	cvta.to.global.u64 	%rd2, %rd5;
+	ld.param.b64 	%rd6, [axpy_desc_param_3];
+	mov.u32 	%r2, %ctaid.x;
+	mov.u32 	%r3, %ntid.x;
+	mov.u32 	%r4, %tid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	mul.wide.u32 	%rd8, %r2, %r3;
+	add.s64 	%rd3, %rd8, %rd7;
+	setp.ge.u64 	%p1, %rd3, %rd6;
+	@%p1 bra 	$L__BB0_2;
+	ld.param.b32 	%r1, [axpy_desc_param_10];
+	shl.b64 	%rd9, %rd3, 2;
+	add.s64 	%rd10, %rd1, %rd9;
+	ld.global.b32 	%r5, [%rd10];
+	add.s64 	%rd11, %rd2, %rd9;
+	ld.global.b32 	%r6, [%rd11];
+	fma.rn.f32 	%r7, %r1, %r5, %r6;
+	st.global.b32 	[%rd11], %r7;
+$L__BB0_2:
+	ret;
+
+}
+)";
+
 const char *kSequencePtx = R"(
 .version 8.0
 .target sm_90a
@@ -696,6 +753,70 @@ void testLaunchSequence(const Context &ctx) {
         "c=" + std::to_string(read("c")) + ", expected 42");
 }
 
+// A bundle compiled for run-time shapes: loaded once, then run for a
+// smaller tensor through LoadedBundle::run(shaped), its buffers passed as
+// memref descriptors whose size the kernel reads.
+void testRunTimeShapes(const Context &ctx) {
+  const uint32_t n = 4096, shapedN = 1000;
+  Bundle b;
+  b.formatVersion = kBundleDescriptorFormatVersion;
+  b.kernel = "axpy";
+  b.entry = "axpy_desc";
+  b.grid = {n / 128, 1, 1};
+  b.block = {128, 1, 1};
+  BundleParam y, x, a;
+  y.name = "y";
+  y.kind = ParamKind::Buffer;
+  y.shape = {n};
+  y.role = BufferRole::Output;
+  y.descriptor = true;
+  y.dynamicDims = {0};
+  x = y;
+  x.name = "x";
+  x.role = BufferRole::Input;
+  a.name = "a";
+  a.kind = ParamKind::Scalar;
+  a.floatValue = -0.5;
+  b.params = {y, x, a};
+  b.ptx = kAxpyDescriptorPtx;
+  Expected<LoadedBundle> loaded = LoadedBundle::load(ctx, b);
+  if (!loaded.ok())
+    return checkStatus(loaded.status(), "load a run-time-shape bundle");
+  Expected<Bundle> shaped = withTensorShapes(
+      b, {{"y", {{shapedN}, {}}}, {"x", {{shapedN}, {}}}});
+  if (!shaped.ok())
+    return checkStatus(shaped.status(), "withTensorShapes");
+  shaped->grid = {(shapedN + 127) / 128, 1, 1};
+
+  std::vector<float> hx = randomUniform(n, 11), hy = randomUniform(n, 12);
+  Expected<DeviceBuffer> dx = DeviceBuffer::allocate(ctx, n * 4);
+  Expected<DeviceBuffer> dy = DeviceBuffer::allocate(ctx, n * 4);
+  if (!dx.ok() || !dy.ok())
+    return check(false, "allocate run-time-shape buffers");
+  checkStatus(dx->upload(hx), "upload");
+  checkStatus(dy->upload(hy), "upload");
+  std::map<std::string, CUdeviceptr> addresses = {{"x", dx->address()},
+                                                  {"y", dy->address()}};
+  checkStatus(loaded->run(*shaped, addresses, nullptr),
+              "run the loaded kernel for a shaped bundle");
+  checkStatus(ctx.synchronize(), "synchronize after the shaped run");
+  Expected<std::vector<float>> out = dy->download<float>();
+  bool ok = out.ok();
+  for (uint32_t i = 0; ok && i < n; ++i)
+    ok = (*out)[i] == (i < shapedN ? std::fma(-0.5f, hx[i], hy[i]) : hy[i]);
+  check(ok, "the kernel reads the shaped size: the first 1000 elements "
+            "updated, the rest untouched");
+
+  // Only the grid and the params' values may differ from the loaded bundle.
+  Bundle otherBlock = *shaped;
+  otherBlock.block = {256, 1, 1};
+  Status refused = loaded->run(otherBlock, addresses, nullptr);
+  check(!refused.ok() &&
+            refused.message().find("differs from the loaded one in more "
+                                   "than its grid") != std::string::npos,
+        "run refuses a bundle with another block", refused.message());
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -729,6 +850,7 @@ int main(int argc, char **argv) {
   testBundle(*ctx);
   testTmaBundle(*ctx);
   testLaunchSequence(*ctx);
+  testRunTimeShapes(*ctx);
   std::printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
   return failures ? 1 : 0;
 }
