@@ -1,0 +1,125 @@
+//===- Attention.h - Attention with sinks on device tensors ------*- C++ -*-===//
+//
+// The library's entry point for the attention kernels (issue 45): a call
+// takes device tensors with their sizes and strides, as FlashAttention's
+// flash_attn_varlen_func does, validates every argument (an error names the
+// argument and what was expected), finds the kernel compiled for the call's
+// variant in a kernel library (a directory of bundles compiled for run-time
+// shapes), and launches it for the call's sizes without compiling: the
+// kernels are JIT-compiled once per process and variant.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SINKATTN_RUNTIME_ATTENTION_H
+#define SINKATTN_RUNTIME_ATTENTION_H
+
+#include "SinkAttn/Runtime/Bundle.h"
+#include "SinkAttn/Runtime/Context.h"
+#include "SinkAttn/Runtime/DType.h"
+#include "SinkAttn/Runtime/DeviceBuffer.h"
+#include "SinkAttn/Runtime/LoadedBundle.h"
+#include "SinkAttn/Runtime/Status.h"
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sinkattn::rt {
+
+/// A tensor in GPU memory: its address, element type, sizes and element
+/// strides (outermost first; strides empty: dense row-major).
+struct DeviceTensor {
+  CUdeviceptr data = 0;
+  DType dtype = DType::BF16;
+  std::vector<int64_t> sizes, strides;
+};
+
+/// The attention-sink forward over packed sequences (GPT-OSS sinks: O =
+/// softmax([Q Kᵀ · scale, sink]) V without the sink's column), causal,
+/// right-aligned per sequence.
+struct VarlenForwardArgs {
+  DeviceTensor q, k, v; ///< [Tq, H, D] and [Tkv, HK, D], bf16 or fp16.
+  DeviceTensor out;     ///< [Tq, H, D], q's dtype: written.
+  DeviceTensor lse;     ///< [H, Tq] f32: written (natural log, sink included).
+  /// [H] f32 or bf16 sink logits; none: no sink.
+  std::optional<DeviceTensor> sinks;
+  DeviceTensor cuSeqlensQ, cuSeqlensKv; ///< [B + 1] i32 offsets.
+  /// The longest query sequence (the launch grid covers it) and key
+  /// sequence; at least 1 and at most the token counts.
+  int64_t maxSeqlenQ = 0, maxSeqlenKv = 0;
+  bool causal = true;
+  int64_t window = 0; ///< Keys per row at most (0: no window).
+  /// Default 1 / sqrt(D).
+  std::optional<double> softmaxScale;
+};
+
+/// What a kernel is compiled for: everything but the sizes a call gives.
+struct SinkFwdVariant {
+  DType dtype = DType::BF16, sinkDtype = DType::F32;
+  int64_t headDim = 0, heads = 0, kvHeads = 0, window = 0;
+  bool operator==(const SinkFwdVariant &o) const;
+  /// "bf16 D=64 H=8 HK=1 window=0 f32 sinks".
+  std::string describe() const;
+};
+
+/// A validated call: its variant and sizes.
+struct VarlenForwardProblem {
+  SinkFwdVariant variant;
+  int64_t tokensQ = 0, tokensKv = 0, batch = 0, maxSeqlenQ = 0;
+};
+
+/// Checks every argument of a call; errors name the argument ("q", "lse",
+/// "cu_seqlens_q", "softmax_scale", ...) and what was expected. Refuses what
+/// the kernels do not compute yet (non-causal attention, another softmax
+/// scale, strided tensors) saying so. Needs no GPU.
+Expected<VarlenForwardProblem> validateVarlenForward(const VarlenForwardArgs &args);
+
+/// The variant a kernel library's bundle serves: a varlen sink-fwd bundle
+/// compiled for run-time shapes; an error says why another one does not.
+Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle);
+
+/// The bundle for a call's sizes: tensors, tensor maps and grid (the
+/// compiled lengths in its config are left as they are).
+Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
+                                   const VarlenForwardProblem &problem);
+
+/// The kernels of a directory of bundles (`sinkattn-runner compile
+/// --run-time-shapes --emit bundle`), launched for calls of any size.
+class AttentionLibrary {
+public:
+  /// Reads every bundle directly under `directory` that a call can use (a
+  /// varlen sink-fwd bundle for run-time shapes); an error when there is
+  /// none or a bundle cannot be read. `ctx` must outlive the library.
+  static Expected<AttentionLibrary> open(const Context &ctx,
+                                         const std::string &directory);
+
+  /// The variants it holds.
+  std::vector<SinkFwdVariant> variants() const;
+
+  /// Validates `args`, finds the kernel of their variant (an error names
+  /// the variant and how to compile it when there is none), JIT-compiles it
+  /// on its first use, and launches it on `stream` (asynchronously).
+  Status forwardVarlen(const VarlenForwardArgs &args, CUstream stream);
+
+private:
+  struct Kernel {
+    std::string directory;
+    Bundle bundle;
+    std::shared_ptr<LoadedBundle> loaded;
+  };
+  explicit AttentionLibrary(const Context &ctx) : ctx_(&ctx) {}
+
+  const Context *ctx_;
+  std::vector<std::pair<SinkFwdVariant, Kernel>> kernels_;
+  /// -inf sink logits per (heads, sink dtype), for calls without sinks.
+  std::map<std::pair<int64_t, DType>, std::shared_ptr<DeviceBuffer>> noSinks_;
+};
+
+} // namespace sinkattn::rt
+
+#endif // SINKATTN_RUNTIME_ATTENTION_H

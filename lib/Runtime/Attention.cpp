@@ -1,0 +1,329 @@
+//===- Attention.cpp - Attention with sinks on device tensors -------------===//
+
+#include "SinkAttn/Runtime/Attention.h"
+
+#include "SinkAttn/Runtime/AttentionReference.h"
+#include "SinkAttn/Runtime/Float16.h"
+#include "SinkAttn/Runtime/KernelGrids.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+namespace sinkattn::rt {
+
+bool SinkFwdVariant::operator==(const SinkFwdVariant &o) const {
+  return dtype == o.dtype && sinkDtype == o.sinkDtype &&
+         headDim == o.headDim && heads == o.heads && kvHeads == o.kvHeads &&
+         window == o.window;
+}
+
+std::string SinkFwdVariant::describe() const {
+  return std::string(dtypeName(dtype)) + " D=" + std::to_string(headDim) +
+         " H=" + std::to_string(heads) + " HK=" + std::to_string(kvHeads) +
+         " window=" + std::to_string(window) + " " + dtypeName(sinkDtype) +
+         " sinks";
+}
+
+namespace {
+std::string formatSizes(const std::vector<int64_t> &sizes) {
+  std::string text = "[";
+  for (size_t d = 0; d < sizes.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(sizes[d]);
+  return text + "]";
+}
+
+/// A tensor of `rank` positive sizes (a size of 0 only where `emptyOk`) at
+/// a non-null address, of one of `dtypes`.
+Status checkTensor(const char *name, const DeviceTensor &t, size_t rank,
+                   std::initializer_list<DType> dtypes) {
+  std::string where = std::string(name) + ": ";
+  if (t.data == 0)
+    return Status::error(where + "the device address is null");
+  if (t.sizes.size() != rank)
+    return Status::error(where + "has " + std::to_string(t.sizes.size()) +
+                         " dimensions " + formatSizes(t.sizes) + "; expected " +
+                         std::to_string(rank));
+  for (int64_t size : t.sizes)
+    if (size < 0)
+      return Status::error(where + "has a negative size " +
+                           formatSizes(t.sizes));
+  if (std::find(dtypes.begin(), dtypes.end(), t.dtype) == dtypes.end()) {
+    std::string expected;
+    for (DType d : dtypes)
+      expected += (expected.empty() ? "" : " or ") + std::string(dtypeName(d));
+    return Status::error(where + "has dtype " + dtypeName(t.dtype) +
+                         "; expected " + expected);
+  }
+  if (!t.strides.empty()) {
+    if (t.strides.size() != rank)
+      return Status::error(where + "has " + std::to_string(t.strides.size()) +
+                           " strides for " + std::to_string(rank) +
+                           " dimensions");
+    // Dense row-major strides are the only ones the kernels take so far.
+    int64_t expected = 1;
+    for (size_t d = rank; d-- > 0;) {
+      if (t.strides[d] != expected && t.sizes[d] > 1)
+        return Status::error(
+            where + "strides " + formatSizes(t.strides) +
+            " are not those of a dense row-major tensor of sizes " +
+            formatSizes(t.sizes) +
+            "; the kernels take dense tensors only so far (copy it with "
+            ".contiguous())");
+      expected *= std::max<int64_t>(t.sizes[d], 1);
+    }
+  }
+  return Status();
+}
+
+Status sameSizes(const char *name, const DeviceTensor &t, const char *other,
+                 const std::vector<int64_t> &sizes) {
+  if (t.sizes != sizes)
+    return Status::error(std::string(name) + ": sizes " +
+                         formatSizes(t.sizes) + " differ from " + other +
+                         "'s " + formatSizes(sizes));
+  return Status();
+}
+} // namespace
+
+Expected<VarlenForwardProblem>
+validateVarlenForward(const VarlenForwardArgs &args) {
+  SINKATTN_RT_TRY(checkTensor("q", args.q, 3, {DType::BF16, DType::F16}));
+  SINKATTN_RT_TRY(checkTensor("k", args.k, 3, {args.q.dtype}));
+  SINKATTN_RT_TRY(checkTensor("v", args.v, 3, {args.q.dtype}));
+  SINKATTN_RT_TRY(checkTensor("out", args.out, 3, {args.q.dtype}));
+  SINKATTN_RT_TRY(checkTensor("lse", args.lse, 2, {DType::F32}));
+  SINKATTN_RT_TRY(checkTensor("cu_seqlens_q", args.cuSeqlensQ, 1, {DType::I32}));
+  SINKATTN_RT_TRY(
+      checkTensor("cu_seqlens_k", args.cuSeqlensKv, 1, {DType::I32}));
+  const int64_t tokensQ = args.q.sizes[0], heads = args.q.sizes[1],
+                headDim = args.q.sizes[2], tokensKv = args.k.sizes[0],
+                kvHeads = args.k.sizes[1];
+  if (headDim != 64 && headDim != 128)
+    return Status::error("q: head dimension " + std::to_string(headDim) +
+                         " is not compiled; the kernels take 64 or 128");
+  if (heads < 1 || kvHeads < 1)
+    return Status::error("q, k: need at least one head, got H=" +
+                         std::to_string(heads) +
+                         " HK=" + std::to_string(kvHeads));
+  if (heads % kvHeads != 0)
+    return Status::error("k: " + std::to_string(kvHeads) +
+                         " kv heads do not divide q's " +
+                         std::to_string(heads) + " heads");
+  if (args.k.sizes[2] != headDim)
+    return Status::error("k: head dimension " +
+                         std::to_string(args.k.sizes[2]) + " differs from q's " +
+                         std::to_string(headDim));
+  SINKATTN_RT_TRY(sameSizes("v", args.v, "k", args.k.sizes));
+  SINKATTN_RT_TRY(sameSizes("out", args.out, "q", args.q.sizes));
+  SINKATTN_RT_TRY(sameSizes("lse", args.lse, "[H, Tq] of q", {heads, tokensQ}));
+  if (tokensQ < 1 || tokensKv < 1)
+    return Status::error("q, k: need at least one query and one key token, "
+                         "got Tq=" + std::to_string(tokensQ) +
+                         " Tkv=" + std::to_string(tokensKv));
+  // The offsets are i32 and the kernels' TMA coordinates 32-bit.
+  if (tokensQ > INT32_MAX || tokensKv > INT32_MAX)
+    return Status::error("q, k: more than 2^31-1 tokens");
+  const int64_t offsets = args.cuSeqlensQ.sizes[0];
+  if (offsets < 2)
+    return Status::error("cu_seqlens_q: " + std::to_string(offsets) +
+                         " offsets; B sequences need B + 1, at least 2");
+  SINKATTN_RT_TRY(sameSizes("cu_seqlens_k", args.cuSeqlensKv, "cu_seqlens_q",
+                            args.cuSeqlensQ.sizes));
+  if (offsets - 1 > 65535 / kvHeads)
+    return Status::error("cu_seqlens_q: " + std::to_string(offsets - 1) +
+                         " sequences x " + std::to_string(kvHeads) +
+                         " kv heads exceed the 65535 blocks of a grid "
+                         "dimension");
+  SinkFwdVariant variant;
+  variant.dtype = args.q.dtype;
+  variant.headDim = headDim;
+  variant.heads = heads;
+  variant.kvHeads = kvHeads;
+  if (args.sinks) {
+    SINKATTN_RT_TRY(
+        checkTensor("sinks", *args.sinks, 1, {DType::F32, DType::BF16}));
+    SINKATTN_RT_TRY(sameSizes("sinks", *args.sinks, "[H] of q", {heads}));
+    variant.sinkDtype = args.sinks->dtype;
+  }
+  if (args.maxSeqlenQ < 1 || args.maxSeqlenQ > tokensQ)
+    return Status::error("max_seqlen_q: " + std::to_string(args.maxSeqlenQ) +
+                         " is not in [1, Tq = " + std::to_string(tokensQ) +
+                         "]");
+  if (args.maxSeqlenKv < 1 || args.maxSeqlenKv > tokensKv)
+    return Status::error("max_seqlen_k: " + std::to_string(args.maxSeqlenKv) +
+                         " is not in [1, Tkv = " + std::to_string(tokensKv) +
+                         "]");
+  if (!args.causal)
+    return Status::error("causal: non-causal attention is not compiled yet; "
+                         "the kernels are causal (right-aligned per "
+                         "sequence)");
+  if (args.window < 0)
+    return Status::error("window: " + std::to_string(args.window) +
+                         " is negative (0: no window)");
+  variant.window = args.window;
+  if (args.softmaxScale) {
+    double standard = 1.0 / std::sqrt(double(headDim));
+    if (!std::isfinite(*args.softmaxScale) ||
+        std::fabs(*args.softmaxScale - standard) > 1e-7 * standard)
+      return Status::error("softmax_scale: only 1/sqrt(head_dim) = " +
+                           std::to_string(standard) +
+                           " is compiled so far, got " +
+                           std::to_string(*args.softmaxScale));
+  }
+  return VarlenForwardProblem{variant, tokensQ, tokensKv, offsets - 1,
+                              args.maxSeqlenQ};
+}
+
+Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle) {
+  const BundleParam *q = findParam(bundle, "q");
+  if (bundle.kernel != "sink-fwd")
+    return Status::error("holds a " + bundle.kernel + " kernel, not sink-fwd");
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::string layout, configText(bundle, "layout"));
+  if (layout != "varlen" || !q || !q->descriptor)
+    return Status::error("is not a varlen sink-fwd bundle for run-time shapes "
+                         "(compile it with --layout varlen "
+                         "--run-time-shapes)");
+  SinkFwdVariant variant;
+  variant.dtype = q->dtype;
+  const BundleParam *sinks = findParam(bundle, "sinks");
+  if (!sinks)
+    return Status::error("has no sinks buffer");
+  variant.sinkDtype = sinks->dtype;
+  SINKATTN_RT_ASSIGN_OR_RETURN(variant.headDim, configInteger(bundle, "head_dim"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(variant.heads, configInteger(bundle, "heads"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(variant.kvHeads, configInteger(bundle, "kv_heads"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(variant.window, configInteger(bundle, "window"));
+  return variant;
+}
+
+Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
+                                   const VarlenForwardProblem &problem) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(SinkFwdVariant variant, sinkFwdVariantOf(bundle));
+  if (!(variant == problem.variant))
+    return Status::error("the bundle serves " + variant.describe() +
+                         ", the call needs " + problem.variant.describe());
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM, configInteger(bundle, "block_m"));
+  auto u = [](int64_t v) { return uint64_t(v); };
+  const uint64_t qColumns = u(variant.heads * variant.headDim),
+                 kvColumns = u(variant.kvHeads * variant.headDim);
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      Bundle shaped,
+      withTensorShapes(
+          bundle, {{"q", {{u(problem.tokensQ), qColumns}, {}}},
+                   {"o", {{u(problem.tokensQ), qColumns}, {}}},
+                   {"k", {{u(problem.tokensKv), kvColumns}, {}}},
+                   {"v", {{u(problem.tokensKv), kvColumns}, {}}},
+                   {"lse", {{u(variant.heads), u(problem.tokensQ)}, {}}},
+                   {"cu_seqlens_q", {{u(problem.batch + 1)}, {}}},
+                   {"cu_seqlens_kv", {{u(problem.batch + 1)}, {}}}}));
+  SinkAttentionShape grid;
+  grid.batch = problem.batch;
+  grid.heads = variant.heads;
+  grid.kvHeads = variant.kvHeads;
+  grid.window = variant.window;
+  shaped.grid = attentionBlockGrid(
+      (problem.maxSeqlenQ + blockM - 1) / blockM, grid);
+  SINKATTN_RT_TRY(validateBundle(shaped));
+  return shaped;
+}
+
+Expected<AttentionLibrary> AttentionLibrary::open(const Context &ctx,
+                                                  const std::string &directory) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> entries;
+  for (const auto &entry : std::filesystem::directory_iterator(directory, ec))
+    if (entry.is_directory() &&
+        std::filesystem::exists(entry.path() / kBundleManifestFile))
+      entries.push_back(entry.path());
+  if (ec)
+    return Status::error("kernel library '" + directory +
+                         "': cannot list it: " + ec.message());
+  std::sort(entries.begin(), entries.end());
+  AttentionLibrary library(ctx);
+  for (const std::filesystem::path &path : entries) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(Bundle bundle, readBundle(path.string()));
+    Expected<SinkFwdVariant> variant = sinkFwdVariantOf(bundle);
+    if (!variant.ok())
+      continue;
+    library.kernels_.push_back(
+        {*variant, Kernel{path.string(), std::move(bundle), nullptr}});
+  }
+  if (library.kernels_.empty())
+    return Status::error("kernel library '" + directory +
+                         "' holds no varlen sink-fwd bundle compiled for "
+                         "run-time shapes");
+  return library;
+}
+
+std::vector<SinkFwdVariant> AttentionLibrary::variants() const {
+  std::vector<SinkFwdVariant> variants;
+  for (const auto &[variant, kernel] : kernels_)
+    variants.push_back(variant);
+  return variants;
+}
+
+Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
+                                       CUstream stream) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
+                               validateVarlenForward(args));
+  auto found = std::find_if(kernels_.begin(), kernels_.end(), [&](auto &entry) {
+    return entry.first == problem.variant;
+  });
+  if (found == kernels_.end())
+    return Status::error(
+        "no kernel for " + problem.variant.describe() +
+        " in the kernel library; compile one with `sinkattn-runner compile "
+        "--kernel sink-fwd --layout varlen --run-time-shapes --heads " +
+        std::to_string(problem.variant.heads) + " --kv-heads " +
+        std::to_string(problem.variant.kvHeads) + " --head-dim " +
+        std::to_string(problem.variant.headDim) +
+        (problem.variant.window ? " --window " +
+                                      std::to_string(problem.variant.window)
+                                : std::string()) +
+        " --seqlens-q 128 --emit bundle -o DIR`");
+  Kernel &kernel = found->second;
+  if (!kernel.loaded) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(LoadedBundle loaded,
+                                 LoadedBundle::load(*ctx_, kernel.bundle));
+    kernel.loaded = std::make_shared<LoadedBundle>(std::move(loaded));
+  }
+  SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped,
+                               sinkFwdForProblem(kernel.bundle, problem));
+  CUdeviceptr sinks = 0;
+  if (args.sinks) {
+    sinks = args.sinks->data;
+  } else {
+    // No sink: a logit of -inf, whose weight exp(-inf) is 0.
+    auto key = std::make_pair(problem.variant.heads, problem.variant.sinkDtype);
+    std::shared_ptr<DeviceBuffer> &none = noSinks_[key];
+    if (!none) {
+      size_t heads = size_t(problem.variant.heads);
+      SINKATTN_RT_ASSIGN_OR_RETURN(
+          DeviceBuffer buffer,
+          DeviceBuffer::allocate(*ctx_, heads * dtypeSize(key.second)));
+      float minusInf = -std::numeric_limits<float>::infinity();
+      if (key.second == DType::F32) {
+        SINKATTN_RT_TRY(buffer.upload(std::vector<float>(heads, minusInf)));
+      } else {
+        SINKATTN_RT_TRY(buffer.upload(
+            std::vector<uint16_t>(heads, floatToBf16(minusInf))));
+      }
+      none = std::make_shared<DeviceBuffer>(std::move(buffer));
+    }
+    sinks = none->address();
+  }
+  return kernel.loaded->run(shaped,
+                            {{"q", args.q.data},
+                             {"k", args.k.data},
+                             {"v", args.v.data},
+                             {"sinks", sinks},
+                             {"o", args.out.data},
+                             {"lse", args.lse.data},
+                             {"cu_seqlens_q", args.cuSeqlensQ.data},
+                             {"cu_seqlens_kv", args.cuSeqlensKv.data}},
+                            stream);
+}
+
+} // namespace sinkattn::rt

@@ -1,0 +1,199 @@
+//===- AttentionTest.cpp - The library's argument checks -----------------===//
+
+#include "SinkAttn/Runtime/Attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace sinkattn::rt;
+
+namespace {
+
+#define EXPECT_CONTAINS(haystack, needle)                                      \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)             \
+      << "message: " << (haystack)
+
+DeviceTensor tensor(CUdeviceptr data, DType dtype, std::vector<int64_t> sizes) {
+  return {data, dtype, std::move(sizes), {}};
+}
+
+/// Two sequences, 300 query and 500 key tokens, H 8, HK 2, D 64.
+VarlenForwardArgs validArgs() {
+  VarlenForwardArgs a;
+  a.q = tensor(0x1000, DType::BF16, {300, 8, 64});
+  a.k = tensor(0x2000, DType::BF16, {500, 2, 64});
+  a.v = tensor(0x3000, DType::BF16, {500, 2, 64});
+  a.out = tensor(0x4000, DType::BF16, {300, 8, 64});
+  a.lse = tensor(0x5000, DType::F32, {8, 300});
+  a.sinks = tensor(0x6000, DType::F32, {8});
+  a.cuSeqlensQ = tensor(0x7000, DType::I32, {3});
+  a.cuSeqlensKv = tensor(0x8000, DType::I32, {3});
+  a.maxSeqlenQ = 200;
+  a.maxSeqlenKv = 400;
+  return a;
+}
+
+std::string error(void (*edit)(VarlenForwardArgs &)) {
+  VarlenForwardArgs a = validArgs();
+  edit(a);
+  Expected<VarlenForwardProblem> p = validateVarlenForward(a);
+  EXPECT_FALSE(p.ok());
+  return p.ok() ? std::string() : p.message();
+}
+
+TEST(Attention, ValidCall) {
+  Expected<VarlenForwardProblem> p = validateVarlenForward(validArgs());
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->tokensQ, 300);
+  EXPECT_EQ(p->tokensKv, 500);
+  EXPECT_EQ(p->batch, 2);
+  EXPECT_EQ(p->variant.describe(), "bf16 D=64 H=8 HK=2 window=0 f32 sinks");
+  // Dense strides given explicitly, a window, the standard scale, no sinks.
+  VarlenForwardArgs a = validArgs();
+  a.q.strides = {512, 64, 1};
+  a.window = 128;
+  a.softmaxScale = 0.125;
+  a.sinks.reset();
+  p = validateVarlenForward(a);
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->variant.window, 128);
+}
+
+TEST(Attention, EveryRefusal) {
+  EXPECT_CONTAINS(error([](auto &a) { a.q.data = 0; }), "q: the device address is null");
+  EXPECT_CONTAINS(error([](auto &a) { a.q.sizes = {300, 512}; }),
+                  "q: has 2 dimensions [300, 512]; expected 3");
+  EXPECT_CONTAINS(error([](auto &a) { a.q.dtype = DType::F32; }),
+                  "q: has dtype f32; expected bf16 or f16");
+  EXPECT_CONTAINS(error([](auto &a) { a.k.dtype = DType::F16; }),
+                  "k: has dtype f16; expected bf16");
+  EXPECT_CONTAINS(error([](auto &a) { a.v.sizes[0] = -1; }), "v: has a negative size");
+  EXPECT_CONTAINS(error([](auto &a) { a.out.dtype = DType::F32; }),
+                  "out: has dtype f32; expected bf16");
+  EXPECT_CONTAINS(error([](auto &a) { a.lse.dtype = DType::BF16; }),
+                  "lse: has dtype bf16; expected f32");
+  EXPECT_CONTAINS(error([](auto &a) { a.cuSeqlensQ.dtype = DType::I64; }),
+                  "cu_seqlens_q: has dtype i64; expected i32");
+  EXPECT_CONTAINS(error([](auto &a) { a.cuSeqlensKv.sizes = {3, 1}; }),
+                  "cu_seqlens_k: has 2 dimensions");
+  EXPECT_CONTAINS(error([](auto &a) { a.q.strides = {1024, 64, 1}; }),
+                  "q: strides [1024, 64, 1] are not those of a dense row-major "
+                  "tensor of sizes [300, 8, 64]");
+  EXPECT_CONTAINS(error([](auto &a) { a.k.strides = {128, 64}; }),
+                  "k: has 2 strides for 3 dimensions");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.q.sizes[2] = a.k.sizes[2] = a.v.sizes[2] = 96;
+                    a.out.sizes[2] = 96;
+                  }),
+                  "q: head dimension 96 is not compiled; the kernels take 64 or 128");
+  EXPECT_CONTAINS(error([](auto &a) { a.k.sizes[1] = a.v.sizes[1] = 3; }),
+                  "k: 3 kv heads do not divide q's 8 heads");
+  EXPECT_CONTAINS(error([](auto &a) { a.k.sizes[1] = a.v.sizes[1] = 0; }),
+                  "q, k: need at least one head, got H=8 HK=0");
+  EXPECT_CONTAINS(error([](auto &a) { a.k.sizes[2] = a.v.sizes[2] = 128; }),
+                  "k: head dimension 128 differs from q's 64");
+  EXPECT_CONTAINS(error([](auto &a) { a.v.sizes[0] = 499; }),
+                  "v: sizes [499, 2, 64] differ from k's [500, 2, 64]");
+  EXPECT_CONTAINS(error([](auto &a) { a.out.sizes[0] = 299; }),
+                  "out: sizes [299, 8, 64] differ from q's [300, 8, 64]");
+  EXPECT_CONTAINS(error([](auto &a) { a.lse.sizes = {300, 8}; }),
+                  "lse: sizes [300, 8] differ from [H, Tq] of q's [8, 300]");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.q.sizes[0] = a.out.sizes[0] = a.lse.sizes[1] = 0;
+                  }),
+                  "q, k: need at least one query and one key token, got Tq=0 Tkv=500");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.q.sizes[0] = a.out.sizes[0] = a.lse.sizes[1] = int64_t(1) << 31;
+                  }),
+                  "q, k: more than 2^31-1 tokens");
+  EXPECT_CONTAINS(error([](auto &a) { a.cuSeqlensQ.sizes = a.cuSeqlensKv.sizes = {1}; }),
+                  "cu_seqlens_q: 1 offsets; B sequences need B + 1, at least 2");
+  EXPECT_CONTAINS(error([](auto &a) { a.cuSeqlensKv.sizes = {4}; }),
+                  "cu_seqlens_k: sizes [4] differ from cu_seqlens_q's [3]");
+  EXPECT_CONTAINS(error([](auto &a) { a.cuSeqlensQ.sizes = a.cuSeqlensKv.sizes = {40000}; }),
+                  "cu_seqlens_q: 39999 sequences x 2 kv heads exceed the 65535 blocks");
+  EXPECT_CONTAINS(error([](auto &a) { a.sinks->dtype = DType::F16; }),
+                  "sinks: has dtype f16; expected f32 or bf16");
+  EXPECT_CONTAINS(error([](auto &a) { a.sinks->sizes = {2}; }),
+                  "sinks: sizes [2] differ from [H] of q's [8]");
+  EXPECT_CONTAINS(error([](auto &a) { a.maxSeqlenQ = 0; }),
+                  "max_seqlen_q: 0 is not in [1, Tq = 300]");
+  EXPECT_CONTAINS(error([](auto &a) { a.maxSeqlenKv = 501; }),
+                  "max_seqlen_k: 501 is not in [1, Tkv = 500]");
+  EXPECT_CONTAINS(error([](auto &a) { a.causal = false; }),
+                  "causal: non-causal attention is not compiled yet");
+  EXPECT_CONTAINS(error([](auto &a) { a.window = -1; }),
+                  "window: -1 is negative (0: no window)");
+  EXPECT_CONTAINS(error([](auto &a) { a.softmaxScale = 0.1; }),
+                  "softmax_scale: only 1/sqrt(head_dim) = 0.125000 is compiled so far, got 0.100000");
+  EXPECT_CONTAINS(error([](auto &a) { a.softmaxScale = NAN; }), "softmax_scale:");
+}
+
+/// A varlen sink-fwd bundle for run-time shapes as the compiler writes it
+/// (H 8, HK 2, D 64, plain: 64-row blocks).
+Bundle fwdBundle() {
+  auto buffer = [](const char *name, DType dtype, std::vector<uint64_t> shape,
+                   std::vector<uint64_t> dynamic) {
+    BundleParam p;
+    p.name = name;
+    p.kind = ParamKind::Buffer;
+    p.dtype = dtype;
+    p.shape = std::move(shape);
+    p.descriptor = true;
+    p.dynamicDims = std::move(dynamic);
+    return p;
+  };
+  Bundle b;
+  b.formatVersion = kBundleDescriptorFormatVersion;
+  b.kernel = "sink-fwd";
+  b.entry = "sink_fwd";
+  b.grid = {4, 2, 4};
+  b.block = {128, 1, 1};
+  b.config = {{"layout", std::string("varlen")}, {"head_dim", int64_t(64)},
+              {"heads", int64_t(8)},            {"kv_heads", int64_t(2)},
+              {"window", int64_t(0)},           {"block_m", int64_t(64)}};
+  b.params = {buffer("q", DType::BF16, {100, 512}, {0}),
+              buffer("k", DType::BF16, {100, 128}, {0}),
+              buffer("v", DType::BF16, {100, 128}, {0}),
+              buffer("sinks", DType::F32, {8}, {}),
+              buffer("o", DType::BF16, {100, 512}, {0}),
+              buffer("lse", DType::F32, {8, 100}, {1}),
+              buffer("cu_seqlens_q", DType::I32, {3}, {0}),
+              buffer("cu_seqlens_kv", DType::I32, {3}, {0})};
+  b.params[4].role = b.params[5].role = BufferRole::Output;
+  return b;
+}
+
+TEST(Attention, BundleForACall) {
+  Expected<SinkFwdVariant> variant = sinkFwdVariantOf(fwdBundle());
+  ASSERT_TRUE(variant.ok()) << variant.message();
+  EXPECT_EQ(variant->describe(), "bf16 D=64 H=8 HK=2 window=0 f32 sinks");
+  Expected<VarlenForwardProblem> problem = validateVarlenForward(validArgs());
+  ASSERT_TRUE(problem.ok());
+  Expected<Bundle> shaped = sinkFwdForProblem(fwdBundle(), *problem);
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  EXPECT_EQ(findParam(*shaped, "q")->shape, (std::vector<uint64_t>{300, 512}));
+  EXPECT_EQ(findParam(*shaped, "v")->shape, (std::vector<uint64_t>{500, 128}));
+  EXPECT_EQ(findParam(*shaped, "lse")->shape, (std::vector<uint64_t>{8, 300}));
+  // (H / HK, ceil(200 / 64), HK x B).
+  EXPECT_EQ(shaped->grid, (Dim3{4, 4, 4}));
+
+  VarlenForwardProblem other = *problem;
+  other.variant.window = 128;
+  Expected<Bundle> refused = sinkFwdForProblem(fwdBundle(), other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_CONTAINS(refused.message(), "the bundle serves bf16 D=64 H=8 HK=2 window=0 "
+                                     "f32 sinks, the call needs bf16 D=64 H=8 HK=2 "
+                                     "window=128 f32 sinks");
+  Bundle fixed = fwdBundle();
+  fixed.params[0].descriptor = false;
+  fixed.params[0].dynamicDims.clear();
+  EXPECT_CONTAINS(sinkFwdVariantOf(fixed).message(),
+                  "is not a varlen sink-fwd bundle for run-time shapes");
+  Bundle copy = fwdBundle();
+  copy.kernel = "tma-copy";
+  EXPECT_CONTAINS(sinkFwdVariantOf(copy).message(), "holds a tma-copy kernel, not sink-fwd");
+}
+
+} // namespace
