@@ -189,6 +189,7 @@ if want tests; then
     --upgrade --target /tmp/sinkattn-site .carry/wheels/lit-*.whl
   SINKATTN_RUNNER=$runner SINKATTN_BUNDLES=$bundles SINKATTN_BUILD_DIR=$build \
   SINKATTN_RUNTIME_SMOKE=$build/bin/SinkAttnRuntimeGpuSmoke \
+  SINKATTN_ATTENTION_GPU=$build/bin/SinkAttnAttentionGpuTest \
   PYTHONPATH=/tmp/sinkattn-site${PYTHONPATH:+:$PYTHONPATH} \
     python3 -c 'import sys; from lit.main import main; sys.argv[0] = "lit"; main()' \
     -a test/GPU >"$out/gpu-tests.log" 2>&1

@@ -264,6 +264,13 @@ std::vector<SinkFwdVariant> AttentionLibrary::variants() const {
   return variants;
 }
 
+size_t AttentionLibrary::compiledKernels() const {
+  return size_t(std::count_if(kernels_.begin(), kernels_.end(),
+                              [](const auto &entry) {
+                                return entry.second.loaded != nullptr;
+                              }));
+}
+
 Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
                                        CUstream stream) {
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,

@@ -33,9 +33,13 @@ bundles = os.environ.get("SINKATTN_BUNDLES", os.path.join(build, "bundles"))
 smoke = os.environ.get(
     "SINKATTN_RUNTIME_SMOKE",
     os.path.join(build, "test", "Unit", "Runtime", "SinkAttnRuntimeGpuSmoke"))
+attention = os.environ.get(
+    "SINKATTN_ATTENTION_GPU",
+    os.path.join(build, "test", "Unit", "Runtime", "SinkAttnAttentionGpuTest"))
 # Tests run in their own directories: relative paths are taken from the
 # directory lit was started in.
-runner, bundles, smoke = (os.path.abspath(p) for p in (runner, bundles, smoke))
+runner, bundles, smoke, attention = (
+    os.path.abspath(p) for p in (runner, bundles, smoke, attention))
 # A kernel that never finishes (a barrier nobody completes: the persistent
 # GEMM's setmaxnreg.inc once waited forever) fails its RUN line with exit
 # 124 after this many seconds instead of hanging the whole round (whose
@@ -55,6 +59,7 @@ config.substitutions.append(("%runner_seed", runner_seed))
 config.substitutions.append(("%runner", runner))
 config.substitutions.append(("%bundles", bundles))
 config.substitutions.append(("%runtime_smoke", smoke))
+config.substitutions.append(("%attention_gpu", attention))
 config.environment["PATH"] = os.environ.get("PATH", "")
 
 

@@ -100,6 +100,9 @@ public:
 
   /// The variants it holds.
   std::vector<SinkFwdVariant> variants() const;
+  /// How many of its kernels have been JIT-compiled (once each, on their
+  /// first call).
+  size_t compiledKernels() const;
 
   /// Validates `args`, finds the kernel of their variant (an error names
   /// the variant and how to compile it when there is none), JIT-compiles it
