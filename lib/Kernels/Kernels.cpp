@@ -191,10 +191,15 @@ LogicalResult recordLaunchResources(gpu::GPUFuncOp func, rt::Bundle &bundle,
     if (buffer.descriptor) {
       // The map describes the buffer as the kernel's memref does, from the
       // sizes and strides given at launch.
-      if (!view || view.size() != int64_t(buffer.shape.size()))
+      bool sameView = view && view.size() == int64_t(buffer.shape.size());
+      for (int64_t d = 0; sameView && d < view.size(); ++d)
+        sameView = ShapedType::isDynamic(view[d]) ||
+                   uint64_t(view[d]) == buffer.shape[d];
+      if (!sameView)
         return func.emitError()
                << "internal error: tensor map " << index << " views buffer '"
-               << buffer.name << "', passed as a descriptor, with another rank";
+               << buffer.name
+               << "', passed as a descriptor, with another shape";
       mapParams.push_back(kernels::tensorMap(
           name, buffer.name, buffer.dtype, buffer.shape,
           std::vector<uint32_t>(box.begin(), box.end()), mapSwizzle));

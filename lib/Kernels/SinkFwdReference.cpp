@@ -189,6 +189,8 @@ kernels::buildSinkFwdReference(MLIRContext &context,
   b.setInsertionPointToStart(&func.getBody().front());
 
   std::optional<RunTimeSizes> runTime;
+  if (config.runTimeShapes && !shape.varlen())
+    return fail() << "run-time shapes need --layout varlen";
   if (config.runTimeShapes) {
     Value c0 = constantIndex(b, 0);
     runTime = RunTimeSizes{memref::DimOp::create(b, func.getArgument(5), c0),

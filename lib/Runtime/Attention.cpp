@@ -122,9 +122,17 @@ validateVarlenForward(const VarlenForwardArgs &args) {
     return Status::error("q, k: need at least one query and one key token, "
                          "got Tq=" + std::to_string(tokensQ) +
                          " Tkv=" + std::to_string(tokensKv));
-  // The offsets are i32 and the kernels' TMA coordinates 32-bit.
+  // The offsets are i32 and the kernels' index math 32-bit.
   if (tokensQ > INT32_MAX || tokensKv > INT32_MAX)
     return Status::error("q, k: more than 2^31-1 tokens");
+  {
+    SinkAttentionShape sizes;
+    sizes.heads = heads;
+    sizes.kvHeads = kvHeads;
+    sizes.headDim = headDim;
+    SINKATTN_RT_TRY(
+        attentionTensorsFit(tokensQ, tokensKv, sizes).withContext("q, k: "));
+  }
   const int64_t offsets = args.cuSeqlensQ.sizes[0];
   if (offsets < 2)
     return Status::error("cu_seqlens_q: " + std::to_string(offsets) +
@@ -222,9 +230,12 @@ Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
   grid.batch = problem.batch;
   grid.heads = variant.heads;
   grid.kvHeads = variant.kvHeads;
+  grid.headDim = variant.headDim;
   grid.window = variant.window;
-  shaped.grid = attentionBlockGrid(
-      (problem.maxSeqlenQ + blockM - 1) / blockM, grid);
+  const int64_t blocks = (problem.maxSeqlenQ + blockM - 1) / blockM;
+  SINKATTN_RT_TRY(attentionGridFits(blocks, grid).withContext(
+      "max_seqlen_q " + std::to_string(problem.maxSeqlenQ) + ": "));
+  shaped.grid = attentionBlockGrid(blocks, grid);
   SINKATTN_RT_TRY(validateBundle(shaped));
   return shaped;
 }
@@ -233,10 +244,12 @@ Expected<AttentionLibrary> AttentionLibrary::open(const Context &ctx,
                                                   const std::string &directory) {
   std::error_code ec;
   std::vector<std::filesystem::path> entries;
-  for (const auto &entry : std::filesystem::directory_iterator(directory, ec))
-    if (entry.is_directory() &&
-        std::filesystem::exists(entry.path() / kBundleManifestFile))
+  for (const auto &entry : std::filesystem::directory_iterator(directory, ec)) {
+    std::error_code statError;
+    if (entry.is_directory(statError) &&
+        std::filesystem::exists(entry.path() / kBundleManifestFile, statError))
       entries.push_back(entry.path());
+  }
   if (ec)
     return Status::error("kernel library '" + directory +
                          "': cannot list it: " + ec.message());
@@ -247,6 +260,11 @@ Expected<AttentionLibrary> AttentionLibrary::open(const Context &ctx,
     Expected<SinkFwdVariant> variant = sinkFwdVariantOf(bundle);
     if (!variant.ok())
       continue;
+    for (const auto &[held, kernel] : library.kernels_)
+      if (held == *variant)
+        return Status::error("kernel library '" + directory + "' holds two "
+                             "bundles for " + variant->describe() + ": " +
+                             kernel.directory + " and " + path.string());
     library.kernels_.push_back(
         {*variant, Kernel{path.string(), std::move(bundle), nullptr}});
   }
@@ -275,8 +293,12 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
                                        CUstream stream) {
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
                                validateVarlenForward(args));
+  // A call without sinks takes a kernel of either sink dtype.
   auto found = std::find_if(kernels_.begin(), kernels_.end(), [&](auto &entry) {
-    return entry.first == problem.variant;
+    SinkFwdVariant wanted = problem.variant;
+    if (!args.sinks)
+      wanted.sinkDtype = entry.first.sinkDtype;
+    return entry.first == wanted;
   });
   if (found == kernels_.end())
     return Status::error(
@@ -296,6 +318,7 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
                                  LoadedBundle::load(*ctx_, kernel.bundle));
     kernel.loaded = std::make_shared<LoadedBundle>(std::move(loaded));
   }
+  problem.variant.sinkDtype = found->first.sinkDtype;
   SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped,
                                sinkFwdForProblem(kernel.bundle, problem));
   CUdeviceptr sinks = 0;

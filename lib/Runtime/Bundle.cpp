@@ -110,7 +110,7 @@ TensorMapSpec tensorMapOverBuffer(const TensorMapSpec &spec,
   over.globalDims.assign(buffer.shape.rbegin(), buffer.shape.rend());
   over.globalStridesBytes.clear();
   // Innermost first; the innermost dimension's stride is the element's.
-  for (size_t d = strides.size() - 1; d-- > 0;)
+  for (size_t d = strides.empty() ? 0 : strides.size() - 1; d-- > 0;)
     over.globalStridesBytes.push_back(strides[d] * dtypeSize(buffer.dtype));
   return over;
 }
@@ -419,6 +419,17 @@ Status validateBundle(const Bundle &b) {
                            "' (the manifest's reference.entry)");
   }
 
+  // The calling convention is the kernel's: every memref argument a
+  // descriptor, or none.
+  const BundleParam *descriptor = nullptr, *pointer = nullptr;
+  for (const BundleParam &p : b.params)
+    if (p.kind == ParamKind::Buffer && p.kernelArg)
+      (p.descriptor ? descriptor : pointer) = &p;
+  if (descriptor && pointer)
+    return Status::error("params: buffer '" + descriptor->name +
+                         "' is passed as a descriptor and buffer '" +
+                         pointer->name + "' as a pointer; a kernel takes "
+                         "all its buffers one way");
   std::set<std::string> names;
   for (size_t i = 0; i < b.params.size(); ++i) {
     const BundleParam &p = b.params[i];

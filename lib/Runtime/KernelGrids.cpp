@@ -13,6 +13,38 @@ Dim3 attentionBlockGrid(int64_t blocks, const SinkAttentionShape &shape) {
           uint32_t(shape.kvHeads * shape.batch)};
 }
 
+Status attentionGridFits(int64_t blocks, const SinkAttentionShape &shape) {
+  constexpr int64_t kMaxGridYZ = 65535;
+  const bool windowed = shape.window > 0;
+  if (blocks > (windowed ? int64_t(INT32_MAX) : kMaxGridYZ))
+    return Status::error("the longest query sequence needs " +
+                         std::to_string(blocks) +
+                         " row blocks, more than a grid dimension holds (" +
+                         std::to_string(windowed ? int64_t(INT32_MAX)
+                                                 : kMaxGridYZ) +
+                         ")");
+  if (windowed ? shape.batch > kMaxGridYZ
+               : shape.kvHeads * shape.batch > kMaxGridYZ)
+    return Status::error(std::to_string(shape.batch) + " sequences" +
+                         (windowed ? std::string()
+                                   : " x " + std::to_string(shape.kvHeads) +
+                                         " kv heads") +
+                         " exceed the 65535 blocks of a grid dimension");
+  return Status();
+}
+
+Status attentionTensorsFit(int64_t tokensQ, int64_t tokensKv,
+                           const SinkAttentionShape &shape) {
+  if (double(tokensQ) * double(shape.heads * shape.headDim) > double(INT32_MAX) ||
+      double(tokensKv) * double(shape.kvHeads * shape.headDim) >
+          double(INT32_MAX))
+    return Status::error("the tensors have more than 2^31-1 elements (" +
+                         std::to_string(tokensQ) + " query and " +
+                         std::to_string(tokensKv) +
+                         " key tokens): the kernels index them in 32 bits");
+  return Status();
+}
+
 Dim3 tmaCopyGrid(uint64_t m, uint64_t n, uint64_t tilesPerBlock) {
   uint64_t columnsPerBlock = kTmaCopyTile * tilesPerBlock;
   return {uint32_t((n + columnsPerBlock - 1) / columnsPerBlock),
@@ -24,6 +56,8 @@ Expected<Bundle> tmaCopyForShape(const Bundle &bundle, uint64_t m, uint64_t n) {
     return Status::error("the bundle holds a " + bundle.kernel +
                          " kernel, not tma-copy");
   const BundleParam *in = findParam(bundle, "in");
+  if (in && in->shape.size() != 2)
+    return Status::error("the tma-copy bundle's 'in' is not a matrix");
   if (!in || !in->descriptor)
     return Status::error(
         "the tma-copy bundle was compiled for M=" +
@@ -72,8 +106,11 @@ Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
     if (seqlensQ[i] < 0 || seqlensKv[i] < 0)
       return Status::error("sequence " + std::to_string(i) +
                            " has a negative length");
-    tokensQ += seqlensQ[i];
-    tokensKv += seqlensKv[i];
+    if (__builtin_add_overflow(tokensQ, seqlensQ[i], &tokensQ) ||
+        __builtin_add_overflow(tokensKv, seqlensKv[i], &tokensKv) ||
+        tokensQ > INT32_MAX || tokensKv > INT32_MAX)
+      return Status::error("the sequences hold more than 2^31-1 tokens (the "
+                           "offsets are i32)");
   }
   if (tokensQ == 0 || tokensKv == 0)
     return Status::error("the sequences hold no query or no key token");
@@ -86,6 +123,9 @@ Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
   resized.cuSeqlensQ = offsetsOf(seqlensQ);
   resized.cuSeqlensKv = offsetsOf(seqlensKv);
   SINKATTN_RT_TRY(validate(resized));
+  const int64_t blocks = std::max<int64_t>(1, (resized.seqQ + blockM - 1) / blockM);
+  SINKATTN_RT_TRY(attentionGridFits(blocks, resized));
+  SINKATTN_RT_TRY(attentionTensorsFit(tokensQ, tokensKv, resized));
   auto u = [](int64_t v) { return uint64_t(v); };
   const uint64_t qColumns = u(shape.heads * shape.headDim),
                  kvColumns = u(shape.kvHeads * shape.headDim);
@@ -99,8 +139,7 @@ Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
       {"cu_seqlens_kv", {{u(resized.batch + 1)}, {}}}};
   SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped,
                                withTensorShapes(bundle, tensors));
-  shaped.grid = attentionBlockGrid(
-      std::max<int64_t>(1, (resized.seqQ + blockM - 1) / blockM), resized);
+  shaped.grid = attentionBlockGrid(blocks, resized);
   shaped.config["batch"] = resized.batch;
   shaped.config["seq_q"] = resized.seqQ;
   shaped.config["seq_kv"] = resized.seqKv;

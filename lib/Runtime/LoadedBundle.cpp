@@ -4,6 +4,37 @@
 
 namespace sinkattn::rt {
 
+namespace {
+/// What a shaped bundle must share with the loaded one of `param`: all but
+/// a descriptor buffer's run-time sizes and strides, the global sizes and
+/// strides of a tensor map over one, and scalar values.
+BundleParam compiledPart(BundleParam param, const Bundle &bundle) {
+  switch (param.kind) {
+  case ParamKind::Buffer:
+    if (param.descriptor) {
+      for (uint64_t d : param.dynamicDims)
+        if (d < param.shape.size())
+          param.shape[d] = 0;
+      if (!param.strides.empty())
+        param.strides.assign(param.strides.size(), 0);
+    }
+    break;
+  case ParamKind::Scalar:
+    param.intValue = 0;
+    param.floatValue = 0;
+    break;
+  case ParamKind::TensorMap:
+    if (const BundleParam *buffer = findParam(bundle, param.buffer);
+        buffer && buffer->descriptor) {
+      param.tensorMap.globalDims.clear();
+      param.tensorMap.globalStridesBytes.clear();
+    }
+    break;
+  }
+  return param;
+}
+} // namespace
+
 Expected<LoadedBundle> LoadedBundle::load(const Context &ctx, Bundle bundle,
                                           const JitOptions &options) {
   // run() relies on the launch rules (setup launches first, an
@@ -83,13 +114,14 @@ Status LoadedBundle::run(const Bundle &shaped,
   if (shaped.params.size() != bundle_.params.size())
     return Status::error("the shaped bundle has other params than the loaded "
                          "one");
-  for (size_t i = 0; i < shaped.params.size(); ++i) {
-    const BundleParam &param = shaped.params[i], &loaded = bundle_.params[i];
-    if (param.name != loaded.name || param.kind != loaded.kind ||
-        param.dtype != loaded.dtype || param.descriptor != loaded.descriptor)
-      return Status::error("param " + std::to_string(i) + " ('" + param.name +
-                           "') of the shaped bundle is not the loaded one's");
-  }
+  for (size_t i = 0; i < shaped.params.size(); ++i)
+    if (compiledPart(shaped.params[i], shaped) !=
+        compiledPart(bundle_.params[i], bundle_))
+      return Status::error(
+          "param " + std::to_string(i) + " ('" + shaped.params[i].name +
+          "') of the shaped bundle differs from the loaded one's in what the "
+          "kernel compiled in (only run-time sizes, strides and values may "
+          "change)");
   return runLaunches(shaped, launches, rt::launchedBlocks(shaped, smCount_),
                      addresses, stream, phase);
 }

@@ -22,6 +22,13 @@ namespace sinkattn::rt {
 /// (H / HK, blocks, HK * B), a kv head's query heads side by side so that
 /// the blocks running together share K/V in L2.
 Dim3 attentionBlockGrid(int64_t blocks, const SinkAttentionShape &shape);
+/// Whether that grid fits CUDA's limits (y and z at most 65535, x below
+/// 2^31); the error says which size is too large.
+Status attentionGridFits(int64_t blocks, const SinkAttentionShape &shape);
+/// Whether the attention tensors of `tokensQ` and `tokensKv` tokens fit the
+/// kernels' 32-bit index math (fewer than 2^31 elements each).
+Status attentionTensorsFit(int64_t tokensQ, int64_t tokensKv,
+                           const SinkAttentionShape &shape);
 
 /// tma-copy's tiles are 64 x 64 elements.
 inline constexpr uint64_t kTmaCopyTile = 64;

@@ -107,6 +107,11 @@ TEST(Attention, EveryRefusal) {
                     a.q.sizes[0] = a.out.sizes[0] = a.lse.sizes[1] = int64_t(1) << 31;
                   }),
                   "q, k: more than 2^31-1 tokens");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.q.sizes[0] = a.out.sizes[0] = a.lse.sizes[1] = 1 << 22;
+                  }),
+                  "q, k: the tensors have more than 2^31-1 elements (4194304 "
+                  "query and 500 key tokens)");
   EXPECT_CONTAINS(error([](auto &a) { a.cuSeqlensQ.sizes = a.cuSeqlensKv.sizes = {1}; }),
                   "cu_seqlens_q: 1 offsets; B sequences need B + 1, at least 2");
   EXPECT_CONTAINS(error([](auto &a) { a.cuSeqlensKv.sizes = {4}; }),
@@ -178,6 +183,12 @@ TEST(Attention, BundleForACall) {
   EXPECT_EQ(findParam(*shaped, "lse")->shape, (std::vector<uint64_t>{8, 300}));
   // (H / HK, ceil(200 / 64), HK x B).
   EXPECT_EQ(shaped->grid, (Dim3{4, 4, 4}));
+  VarlenForwardProblem tall = *problem;
+  tall.maxSeqlenQ = 64 * 65536;
+  Expected<Bundle> tooTall = sinkFwdForProblem(fwdBundle(), tall);
+  ASSERT_FALSE(tooTall.ok());
+  EXPECT_CONTAINS(tooTall.message(), "max_seqlen_q 4194304: the longest query "
+                                     "sequence needs 65536 row blocks");
 
   VarlenForwardProblem other = *problem;
   other.variant.window = 128;

@@ -947,7 +947,9 @@ TEST(Bundle, MalformedDescriptorBuffers) {
   };
   EXPECT_CONTAINS(error([](Bundle &b) { b.formatVersion = 4; }),
                   "descriptor: needs format_version 5");
-  EXPECT_CONTAINS(error([](Bundle &b) { b.params[0].descriptor = false; }),
+  EXPECT_CONTAINS(error([](Bundle &b) {
+                    b.params[0].descriptor = b.params[1].descriptor = false;
+                  }),
                   "dynamic_dims and strides need \"descriptor\": true");
   EXPECT_CONTAINS(error([](Bundle &b) { b.params[0].dynamicDims = {2}; }),
                   "dynamic_dims[0] is 2; the shape has 2 dimensions");
@@ -963,6 +965,21 @@ TEST(Bundle, MalformedDescriptorBuffers) {
                   "the innermost stride is 2; it must be 1");
   EXPECT_CONTAINS(error([](Bundle &b) { b.params[0].kernelArg = false; }),
                   "descriptor: a buffer with kernel_arg false is no argument");
+  EXPECT_CONTAINS(error([](Bundle &b) {
+                    b.params[1].descriptor = false;
+                    b.params[1].dynamicDims.clear();
+                    b.params[1].strides.clear();
+                  }),
+                  "params: buffer 'in' is passed as a descriptor and buffer "
+                  "'out' as a pointer; a kernel takes all its buffers one way");
+  // A map before its descriptor buffer, whose shape is empty: an error, no
+  // out-of-bounds read.
+  EXPECT_CONTAINS(error([](Bundle &b) {
+                    std::swap(b.params[0], b.params[2]);
+                    b.params[2].shape.clear();
+                    b.params[2].dynamicDims.clear();
+                  }),
+                  "tensor map over descriptor buffer 'in' must have its sizes");
   EXPECT_CONTAINS(error([](Bundle &b) {
                     b.params[2].tensorMap.globalDims = {64, 128};
                   }),

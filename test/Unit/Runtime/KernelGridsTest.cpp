@@ -152,6 +152,16 @@ TEST(KernelGrids, SinkFwdForLengths) {
                   "the sequences hold no query or no key token");
   EXPECT_CONTAINS(error({1, 2}, {0, 0}),
                   "the sequences hold no query or no key token");
+  EXPECT_CONTAINS(error({INT32_MAX, 1}, {1, 1}),
+                  "the sequences hold more than 2^31-1 tokens");
+  EXPECT_CONTAINS(error({64 * 65536}, {1}),
+                  "the longest query sequence needs 65536 row blocks, more than "
+                  "a grid dimension holds (65535)");
+  EXPECT_CONTAINS(error(std::vector<int64_t>(65536, 1), std::vector<int64_t>(65536, 1)),
+                  "65536 sequences x 1 kv heads exceed the 65535 blocks");
+  EXPECT_CONTAINS(error(std::vector<int64_t>(64, 65536), std::vector<int64_t>(64, 1)),
+                  "the tensors have more than 2^31-1 elements (4194304 query and 64 "
+                  "key tokens)");
   Bundle fixed = fwdBundle();
   fixed.params[0].descriptor = false;
   fixed.params[0].dynamicDims.clear();
