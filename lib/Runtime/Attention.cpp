@@ -212,32 +212,16 @@ Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
   if (!(variant == problem.variant))
     return Status::error("the bundle serves " + variant.describe() +
                          ", the call needs " + problem.variant.describe());
-  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM, configInteger(bundle, "block_m"));
-  auto u = [](int64_t v) { return uint64_t(v); };
-  const uint64_t qColumns = u(variant.heads * variant.headDim),
-                 kvColumns = u(variant.kvHeads * variant.headDim);
-  SINKATTN_RT_ASSIGN_OR_RETURN(
-      Bundle shaped,
-      withTensorShapes(
-          bundle, {{"q", {{u(problem.tokensQ), qColumns}, {}}},
-                   {"o", {{u(problem.tokensQ), qColumns}, {}}},
-                   {"k", {{u(problem.tokensKv), kvColumns}, {}}},
-                   {"v", {{u(problem.tokensKv), kvColumns}, {}}},
-                   {"lse", {{u(variant.heads), u(problem.tokensQ)}, {}}},
-                   {"cu_seqlens_q", {{u(problem.batch + 1)}, {}}},
-                   {"cu_seqlens_kv", {{u(problem.batch + 1)}, {}}}}));
-  SinkAttentionShape grid;
-  grid.batch = problem.batch;
-  grid.heads = variant.heads;
-  grid.kvHeads = variant.kvHeads;
-  grid.headDim = variant.headDim;
-  grid.window = variant.window;
-  const int64_t blocks = (problem.maxSeqlenQ + blockM - 1) / blockM;
-  SINKATTN_RT_TRY(attentionGridFits(blocks, grid).withContext(
-      "max_seqlen_q " + std::to_string(problem.maxSeqlenQ) + ": "));
-  shaped.grid = attentionBlockGrid(blocks, grid);
-  SINKATTN_RT_TRY(validateBundle(shaped));
-  return shaped;
+  SinkAttentionShape sizes;
+  sizes.batch = problem.batch;
+  sizes.heads = variant.heads;
+  sizes.kvHeads = variant.kvHeads;
+  sizes.headDim = variant.headDim;
+  sizes.window = variant.window;
+  return sinkFwdForSizes(bundle, sizes, problem.tokensQ, problem.tokensKv,
+                         problem.maxSeqlenQ,
+                         "max_seqlen_q " + std::to_string(problem.maxSeqlenQ) +
+                             ": ");
 }
 
 Expected<AttentionLibrary> AttentionLibrary::open(const Context &ctx,
@@ -317,6 +301,10 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
     SINKATTN_RT_ASSIGN_OR_RETURN(LoadedBundle loaded,
                                  LoadedBundle::load(*ctx_, kernel.bundle));
     kernel.loaded = std::make_shared<LoadedBundle>(std::move(loaded));
+    // The loaded kernels hold the PTX; each call re-shapes a copy of the
+    // manifest only.
+    kernel.bundle.ptx.clear();
+    kernel.bundle.reference.reset();
   }
   problem.variant.sinkDtype = found->first.sinkDtype;
   SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped,

@@ -86,6 +86,32 @@ Expected<Bundle> tmaCopyForShape(const Bundle &bundle, uint64_t m, uint64_t n) {
   return shaped;
 }
 
+Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
+                                 const SinkAttentionShape &shape,
+                                 int64_t tokensQ, int64_t tokensKv,
+                                 int64_t maxSeqlenQ,
+                                 const std::string &gridContext) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
+                               configInteger(bundle, "block_m"));
+  const int64_t blocks = std::max<int64_t>(1, (maxSeqlenQ + blockM - 1) / blockM);
+  SINKATTN_RT_TRY(attentionGridFits(blocks, shape).withContext(gridContext));
+  SINKATTN_RT_TRY(attentionTensorsFit(tokensQ, tokensKv, shape));
+  auto u = [](int64_t v) { return uint64_t(v); };
+  const uint64_t qColumns = u(shape.heads * shape.headDim),
+                 kvColumns = u(shape.kvHeads * shape.headDim);
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      Bundle shaped,
+      withTensorShapes(bundle, {{"q", {{u(tokensQ), qColumns}, {}}},
+                                {"o", {{u(tokensQ), qColumns}, {}}},
+                                {"k", {{u(tokensKv), kvColumns}, {}}},
+                                {"v", {{u(tokensKv), kvColumns}, {}}},
+                                {"lse", {{u(shape.heads), u(tokensQ)}, {}}},
+                                {"cu_seqlens_q", {{u(shape.batch + 1)}, {}}},
+                                {"cu_seqlens_kv", {{u(shape.batch + 1)}, {}}}}));
+  shaped.grid = attentionBlockGrid(blocks, shape);
+  return shaped;
+}
+
 Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
                                    const SinkAttentionShape &shape,
                                    const std::vector<int64_t> &seqlensQ,
@@ -114,8 +140,6 @@ Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
   }
   if (tokensQ == 0 || tokensKv == 0)
     return Status::error("the sequences hold no query or no key token");
-  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
-                               configInteger(bundle, "block_m"));
   SinkAttentionShape resized = shape;
   resized.batch = int64_t(seqlensQ.size());
   resized.seqQ = *std::max_element(seqlensQ.begin(), seqlensQ.end());
@@ -123,23 +147,9 @@ Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
   resized.cuSeqlensQ = offsetsOf(seqlensQ);
   resized.cuSeqlensKv = offsetsOf(seqlensKv);
   SINKATTN_RT_TRY(validate(resized));
-  const int64_t blocks = std::max<int64_t>(1, (resized.seqQ + blockM - 1) / blockM);
-  SINKATTN_RT_TRY(attentionGridFits(blocks, resized));
-  SINKATTN_RT_TRY(attentionTensorsFit(tokensQ, tokensKv, resized));
-  auto u = [](int64_t v) { return uint64_t(v); };
-  const uint64_t qColumns = u(shape.heads * shape.headDim),
-                 kvColumns = u(shape.kvHeads * shape.headDim);
-  std::map<std::string, TensorShape> tensors = {
-      {"q", {{u(tokensQ), qColumns}, {}}},
-      {"o", {{u(tokensQ), qColumns}, {}}},
-      {"k", {{u(tokensKv), kvColumns}, {}}},
-      {"v", {{u(tokensKv), kvColumns}, {}}},
-      {"lse", {{u(shape.heads), u(tokensQ)}, {}}},
-      {"cu_seqlens_q", {{u(resized.batch + 1)}, {}}},
-      {"cu_seqlens_kv", {{u(resized.batch + 1)}, {}}}};
-  SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped,
-                               withTensorShapes(bundle, tensors));
-  shaped.grid = attentionBlockGrid(blocks, resized);
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      Bundle shaped,
+      sinkFwdForSizes(bundle, resized, tokensQ, tokensKv, resized.seqQ));
   shaped.config["batch"] = resized.batch;
   shaped.config["seq_q"] = resized.seqQ;
   shaped.config["seq_kv"] = resized.seqKv;

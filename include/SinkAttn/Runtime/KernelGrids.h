@@ -43,6 +43,18 @@ Dim3 tmaCopyGrid(uint64_t m, uint64_t n, uint64_t tilesPerBlock);
 /// tensor maps' row stride), or more than 65535 strips of rows.
 Expected<Bundle> tmaCopyForShape(const Bundle &bundle, uint64_t m, uint64_t n);
 
+/// A varlen sink-fwd bundle for run-time shapes, for `tokensQ` query and
+/// `tokensKv` key tokens in `shape.batch` sequences whose longest query
+/// sequence has `maxSeqlenQ` rows (heads, head dim and window from `shape`):
+/// its tensors, tensor maps and grid. Errors: a grid past CUDA's limits
+/// (after `gridContext`), tensors past 32-bit indexing, what
+/// withTensorShapes refuses.
+Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
+                                 const SinkAttentionShape &shape,
+                                 int64_t tokensQ, int64_t tokensKv,
+                                 int64_t maxSeqlenQ,
+                                 const std::string &gridContext = "");
+
 /// A varlen sink-fwd bundle compiled for run-time shapes (`shape`: its
 /// config's problem), for the sequences of lengths `seqlensQ` and
 /// `seqlensKv` (one each per sequence): tensors, cu_seqlens, grid (from the
