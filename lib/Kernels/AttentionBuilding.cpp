@@ -13,8 +13,8 @@ using namespace sinkattn::kernels;
 
 AttentionBlockIds
 sinkattn::kernels::buildBlockIds(ImplicitLocOpBuilder &b, bool heaviestLast,
-                                 const rt::SinkAttentionShape &shape,
-                                 Value c1, Value group) {
+                                 const rt::SinkAttentionShape &shape, Value c1,
+                                 Value group, Value kvHeadCount) {
   // Windowed blocks all do about the same work, and neighbouring blocks of
   // one head share most of their keys: one head's blocks in order.
   if (shape.window > 0) {
@@ -32,7 +32,8 @@ sinkattn::kernels::buildBlockIds(ImplicitLocOpBuilder &b, bool heaviestLast,
   }
   Value inGroup = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value kvAndBatch = gpu::BlockIdOp::create(b, gpu::Dimension::z);
-  Value kvHeadCount = constantIndex(b, shape.kvHeads);
+  if (!kvHeadCount)
+    kvHeadCount = constantIndex(b, shape.kvHeads);
   Value batch = arith::DivUIOp::create(b, kvAndBatch, kvHeadCount);
   Value kvHead = arith::RemUIOp::create(b, kvAndBatch, kvHeadCount);
   Value groupBase = arith::MulIOp::create(b, kvHead, group);

@@ -29,11 +29,13 @@ struct AttentionBlockIds {
 /// group, y: block, z: kv head and sequence): the SMs end on light blocks, and
 /// concurrent blocks share K/V. With a window the blocks of one head go in
 /// order (x: block, y: head): they all do about the same work. `group` is the
-/// query heads per kv head.
+/// query heads per kv head, `kvHeadCount` the kv heads (null: the
+/// shape's, as a constant).
 AttentionBlockIds buildBlockIds(mlir::ImplicitLocOpBuilder &b,
                                 bool heaviestLast,
                                 const rt::SinkAttentionShape &shape,
-                                mlir::Value c1, mlir::Value group);
+                                mlir::Value c1, mlir::Value group,
+                                mlir::Value kvHeadCount = {});
 
 /// Whether key `key` is kept for the query
 /// at key position `position` (causal: key <= position; within the window:

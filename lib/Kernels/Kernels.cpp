@@ -135,7 +135,7 @@ namespace {
 /// size (warp specialization adds a producer warpgroup), the dynamic shared
 /// memory and the tensor maps, which become params named
 /// `<mapPrefix><buffer>_map<i>` appended to `args`. Before lowering, kernel
-/// argument i is the buffer param named args[i].
+/// argument i is the buffer or scalar param named args[i].
 LogicalResult recordLaunchResources(gpu::GPUFuncOp func, rt::Bundle &bundle,
                                     std::vector<std::string> &args,
                                     rt::Dim3 &block, uint32_t &sharedMemoryBytes,
@@ -151,16 +151,17 @@ LogicalResult recordLaunchResources(gpu::GPUFuncOp func, rt::Bundle &bundle,
   std::vector<rt::BundleParam> arguments;
   for (const std::string &name : args) {
     const rt::BundleParam *param = rt::findParam(bundle, name);
-    if (!param || param->kind != rt::ParamKind::Buffer)
+    if (!param || param->kind == rt::ParamKind::TensorMap)
       return func.emitError() << "internal error: kernel argument '" << name
-                              << "' is not a buffer of the bundle";
+                              << "' is not a buffer or scalar of the bundle";
     arguments.push_back(*param);
   }
   std::vector<rt::BundleParam> mapParams;
   for (auto [index, attr] : llvm::enumerate(maps)) {
     auto info = cast<DictionaryAttr>(attr);
     int64_t source = cast<IntegerAttr>(info.get("source")).getInt();
-    if (source < 0 || source >= int64_t(arguments.size()))
+    if (source < 0 || source >= int64_t(arguments.size()) ||
+        arguments[source].kind != rt::ParamKind::Buffer)
       return func.emitError() << "internal error: tensor map " << index
                               << " reads argument " << source
                               << ", which is not a buffer of the bundle";
@@ -354,6 +355,19 @@ rt::BundleParam kernels::outputBuffer(std::string name, rt::DType dtype,
   return param;
 }
 
+rt::BundleParam kernels::scalarParam(std::string name, rt::DType dtype,
+                                     double value) {
+  rt::BundleParam param;
+  param.name = std::move(name);
+  param.kind = rt::ParamKind::Scalar;
+  param.dtype = dtype;
+  if (rt::isFloatingPoint(dtype))
+    param.floatValue = value;
+  else
+    param.intValue = int64_t(value);
+  return param;
+}
+
 rt::SinkAttentionShape kernels::sinkAttentionShape(const KernelConfig &config) {
   rt::SinkAttentionShape shape;
   shape.batch = config.batch;
@@ -363,6 +377,7 @@ rt::SinkAttentionShape kernels::sinkAttentionShape(const KernelConfig &config) {
   shape.seqKv = config.seqKv;
   shape.headDim = config.headDim;
   shape.window = config.window;
+  shape.causal = config.causal;
   shape.scale = config.headDim > 0 ? 1.0 / std::sqrt(double(config.headDim)) : 0;
   shape.layout = config.layout;
   if (!config.seqlensQ.empty() || !config.seqlensKv.empty() ||

@@ -86,19 +86,30 @@ reference::kernelConstants(ImplicitLocOpBuilder &b,
   k.c1 = constantIndex(b, 1);
   k.block = constantIndex(b, rt::kSinkFwdReferenceBlockSize);
   k.rows = runTime ? runTime->rows : constantIndex(b, shape.rows());
-  k.heads = constantIndex(b, shape.heads);
-  k.group = constantIndex(b, shape.heads / shape.kvHeads);
   k.dim = constantIndex(b, shape.headDim);
-  // Without a window the longest SKV (with run-time lengths, any a 32-bit
-  // position can have): the lower bound of every row's keys is then 0.
-  k.window = constantIndex(b, shape.window > 0 ? shape.window
-                              : runTime        ? int64_t(INT32_MAX)
-                                               : shape.seqKv);
+  if (runTime) {
+    k.heads = runTime->heads;
+    k.kvHeads = runTime->kvHeads;
+    k.group = arith::DivUIOp::create(b, k.heads, k.kvHeads);
+    // Window 0 (none): any distance a 32-bit position can have.
+    Value none = constantIndex(b, INT32_MAX);
+    Value noWindow = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                           runTime->window, k.c0);
+    k.window = arith::SelectOp::create(b, noWindow, none, runTime->window);
+    k.causal = runTime->causal;
+    k.scale = runTime->scale;
+  } else {
+    k.heads = constantIndex(b, shape.heads);
+    k.group = constantIndex(b, shape.heads / shape.kvHeads);
+    // Without a window the longest SKV: the lower bound of every row's
+    // keys is then 0.
+    k.window = constantIndex(b, shape.window > 0 ? shape.window : shape.seqKv);
+    k.scale = constantF32(b, float(shape.scale));
+  }
   if (runTime && shape.varlen()) {
     k.tokensQ = arith::DivUIOp::create(b, k.rows, k.heads);
     k.offsetCount = runTime->offsetCount;
   }
-  k.scale = constantF32(b, float(shape.scale));
   if (withLog2e)
     k.log2e = constantF32(b, float(1.44269504088896341));
   k.ln2 = constantF32(b, float(0.693147180559945309));
@@ -184,8 +195,14 @@ QueryRow reference::queryRow(ImplicitLocOpBuilder &b,
   r.skv = bounds.skv;
   r.i = arith::SubIOp::create(b, token, bounds.qStart);
   Value dim = constantIndex(b, s.headDim);
-  Value qPos = constantIndex(b, s.heads * s.headDim);
-  r.kStride = constantIndex(b, s.kvHeads * s.headDim);
+  Value qPos;
+  if (k.kvHeads) {
+    qPos = MulIOp::create(b, k.heads, dim);
+    r.kStride = MulIOp::create(b, k.kvHeads, dim);
+  } else {
+    qPos = constantIndex(b, s.heads * s.headDim);
+    r.kStride = constantIndex(b, s.kvHeads * s.headDim);
+  }
   Value qt = MulIOp::create(b, token, qPos);
   Value qh = MulIOp::create(b, r.h, dim);
   r.qBase = AddIOp::create(b, qt, qh);
@@ -200,6 +217,11 @@ AttendedKeys reference::attendedKeys(ImplicitLocOpBuilder &b,
                                      const QueryRow &row) {
   Value offset = arith::SubIOp::create(b, row.skv, row.seqQ);
   Value p = arith::AddIOp::create(b, row.i, offset);
+  // Without the causal mask every row sits at the last key.
+  if (k.causal) {
+    Value lastKey = arith::SubIOp::create(b, row.skv, k.c1);
+    p = arith::SelectOp::create(b, k.causal, p, lastKey);
+  }
   AttendedKeys keys;
   keys.hi = arith::AddIOp::create(b, p, k.c1);
   Value loRaw = arith::SubIOp::create(b, keys.hi, k.window);

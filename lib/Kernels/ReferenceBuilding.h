@@ -69,15 +69,18 @@ struct KernelConstants {
   Value c0, c1, block, rows, heads, group, dim, window, scale, log2e, ln2, zero,
       tid, bid, first;
   /// Varlen with run-time shapes: the query tokens and the count of
-  /// cu_seqlens offsets (B + 1), read from the buffers' sizes; null when
-  /// they are the shape's constants.
-  Value tokensQ, offsetCount;
+  /// cu_seqlens offsets (B + 1), read from the buffers' sizes, the kv
+  /// heads (an argument) and whether the rows mask causally (i1); null
+  /// when they are the shape's constants.
+  Value tokensQ, offsetCount, kvHeads, causal;
   HeadDimLoop headDimLoop() const { return {c0, c1, dim, zero}; }
 };
-/// The rows and, for varlen, the offsets of a reference compiled for
-/// run-time shapes: the sizes of its LSE and cu_seqlens_q buffers.
+/// What a reference compiled for run-time shapes reads at run time: the
+/// rows and, for varlen, the offsets (the sizes of its LSE and cu_seqlens_q
+/// buffers), and its arguments heads, kvHeads (index), window (index, 0:
+/// none), causal (i1) and scale (f32).
 struct RunTimeSizes {
-  Value rows, offsetCount;
+  Value rows, offsetCount, heads, kvHeads, window, causal, scale;
 };
 KernelConstants kernelConstants(ImplicitLocOpBuilder &b,
                                 const rt::SinkAttentionShape &shape,

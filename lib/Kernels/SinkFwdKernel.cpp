@@ -134,8 +134,11 @@ struct SinkFwdForm {
   /// --pack-gqa: a block's rows are rows of its kv head's group, the G
   /// query heads' Sq rows one head after another (buildPackedPositions).
   bool packGqa = false;
-  /// --run-time-shapes (varlen): the token counts and the batch are the
-  /// tensors' run-time sizes (memref descriptors), not constants.
+  /// --run-time-shapes (varlen): the token counts, the batch and the heads
+  /// are the tensors' run-time sizes (memref descriptors), the softmax
+  /// scale and the window size kernel arguments; only whether it masks
+  /// causally (shape.causal) and has a window (shape.window > 0) are
+  /// compiled in.
   bool runTimeShapes = false;
 };
 
@@ -198,6 +201,9 @@ private:
   Type element;
   Value Q, K, V, sinks, O, LSE, cuQ, cuK;
   Value c0, c1, c64, c128, cBM, cBN, cBNm1, c63, group, window, hasWindow;
+  /// The query and kv heads: constants, or with run-time shapes the views'
+  /// columns / D.
+  Value headCount, kvHeadCount;
   Value zero, one, negInf, log2e, ln2, scaleLog2, rescaleMargin;
   Value qb, h, bIdx, hk, seqQ, skv, hD, hkD, qStart, kStart, past, mBlock;
   Value wg, wgRow, m0, pBlock, p0, sQ, sK, sV, sQw, n0;
@@ -236,21 +242,22 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     lseShape = {shape.batch, shape.heads, shape.seqQ};
     break;
   case rt::AttentionLayout::Varlen: {
-    int64_t tokensQ =
-        form.runTimeShapes ? ShapedType::kDynamic : shape.tokensQ();
-    int64_t tokensKv =
-        form.runTimeShapes ? ShapedType::kDynamic : shape.tokensKv();
-    qShape = {tokensQ, shape.heads * d};
-    kvShape = {tokensKv, shape.kvHeads * d};
-    lseShape = {shape.heads, tokensQ};
+    auto sized = [&](int64_t size) {
+      return form.runTimeShapes ? ShapedType::kDynamic : size;
+    };
+    qShape = {sized(shape.tokensQ()), sized(shape.heads * d)};
+    kvShape = {sized(shape.tokensKv()), sized(shape.kvHeads * d)};
+    lseShape = {sized(shape.heads), sized(shape.tokensQ())};
     break;
   }
   }
+  const int64_t sinkCount =
+      form.runTimeShapes ? ShapedType::kDynamic : shape.heads;
   SmallVector<Type> argTypes = {
       MemRefType::get(qShape, element),
       MemRefType::get(kvShape, element),
       MemRefType::get(kvShape, element),
-      MemRefType::get({shape.heads}, getElementType(context, form.sinkDtype)),
+      MemRefType::get({sinkCount}, getElementType(context, form.sinkDtype)),
       MemRefType::get(qShape, element),
       MemRefType::get(lseShape, f32())};
   if (shape.varlen()) {
@@ -258,6 +265,13 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
         {form.runTimeShapes ? ShapedType::kDynamic : shape.batch + 1},
         b.getI32Type());
     argTypes.append({offsets, offsets});
+  }
+  const bool windowed = shape.window > 0;
+  // Run-time shapes: the softmax scale in log2 units, and the window size.
+  if (form.runTimeShapes) {
+    argTypes.push_back(f32());
+    if (windowed)
+      argTypes.push_back(b.getI32Type());
   }
   SmallVector<int32_t> knownBlockSize;
   if (form.warpSpecialized)
@@ -270,7 +284,6 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     cuQ = args[6], cuK = args[7];
 
   const int64_t blockM = form.warpgroups * kRowsPerWarpgroup;
-  const bool windowed = shape.window > 0;
   c0 = constantIndex(b, 0);
   c1 = constantIndex(b, 1);
   c64 = constantIndex(b, 64);
@@ -279,19 +292,32 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   cBN = constantIndex(b, kBlockN);
   cBNm1 = constantIndex(b, kBlockN - 1);
   c63 = constantIndex(b, 63);
-  group = constantIndex(b, shape.heads / shape.kvHeads);
+  if (form.runTimeShapes) {
+    Value cD = constantIndex(b, shape.headDim);
+    Value qColumns = memref::DimOp::create(b, Q, c1);
+    Value kvColumns = memref::DimOp::create(b, K, c1);
+    headCount = arith::DivUIOp::create(b, qColumns, cD);
+    kvHeadCount = arith::DivUIOp::create(b, kvColumns, cD);
+    group = arith::DivUIOp::create(b, headCount, kvHeadCount);
+  } else {
+    group = constantIndex(b, shape.heads / shape.kvHeads);
+  }
   // Without a window the distance test must always pass (with run-time
   // lengths, for any length a 32-bit position can have).
-  window = constantIndex(b, windowed             ? shape.window
-                            : form.runTimeShapes ? int64_t(INT32_MAX)
-                                                 : shape.seqKv + 1);
+  if (form.runTimeShapes && windowed)
+    window = arith::IndexCastUIOp::create(b, b.getIndexType(), args[9]);
+  else
+    window = constantIndex(b, windowed             ? shape.window
+                              : form.runTimeShapes ? int64_t(INT32_MAX)
+                                                   : shape.seqKv + 1);
   hasWindow = arith::ConstantIntOp::create(b, b.getI1Type(), windowed);
   zero = constantF32(b, 0.0f);
   one = constantF32(b, 1.0f);
   negInf = constantF32(b, -std::numeric_limits<float>::infinity());
   log2e = constantF32(b, float(1.44269504088896340736));
   ln2 = constantF32(b, float(0.693147180559945309417));
-  scaleLog2 = constantF32(b, form.scaleLog2);
+  scaleLog2 =
+      form.runTimeShapes ? Value(args[8]) : constantF32(b, form.scaleLog2);
   // The overlapped loop rescales O conditionally (FA4): most blocks leave
   // the running max, hence alpha = 1, and tile.scale_rows skips them.
   if (form.overlap)
@@ -307,7 +333,7 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     buildTile();
   } else if (form.tileTable.empty()) {
     AttentionBlockIds ids =
-        buildBlockIds(b, /*heaviestLast=*/true, shape, c1, group);
+        buildBlockIds(b, /*heaviestLast=*/true, shape, c1, group, kvHeadCount);
     qb = ids.block, h = ids.head, bIdx = ids.batch;
     buildTile();
   } else {
@@ -395,6 +421,11 @@ void SinkFwdBuilder::buildTile() {
   m0 = arith::AddIOp::create(b, mBlock, wgRow);
   if (form.packGqa) {
     buildPackedPositions();
+  } else if (!shape.causal) {
+    // Without the causal mask every row sits at the sequence's last key:
+    // the mask then hides only the keys past its end.
+    pBlock = arith::SubIOp::create(b, skv, c1);
+    p0 = pBlock;
   } else {
     pBlock = arith::AddIOp::create(b, mBlock, past);
     p0 = arith::AddIOp::create(b, m0, past);
@@ -590,6 +621,8 @@ Value SinkFwdBuilder::maskScores(Value scores) {
       Value packedRow = arith::AddIOp::create(b, m0, idx[0]);
       Value inHead = arith::RemUIOp::create(b, packedRow, seqQ);
       position = arith::AddIOp::create(b, inHead, past);
+    } else if (!shape.causal) {
+      position = p0;
     } else {
       position = arith::AddIOp::create(b, p0, idx[0]);
     }
@@ -742,15 +775,20 @@ void SinkFwdBuilder::storeOutput(Value out, Value lse) {
   }
   if (shape.varlen()) {
     // Stores go through views that end with the sequence.
-    const int64_t hd = shape.heads * shape.headDim;
+    OpFoldResult hd = b.getIndexAttr(shape.heads * shape.headDim);
+    OpFoldResult heads = b.getIndexAttr(shape.heads);
+    if (form.runTimeShapes) {
+      hd = memref::DimOp::create(b, O, c1).getResult();
+      heads = headCount;
+    }
     SmallVector<OpFoldResult> unit(2, b.getIndexAttr(1));
     Value oSeq = memref::SubViewOp::create(
         b, O, ArrayRef<OpFoldResult>{qStart, b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{seqQ, b.getIndexAttr(hd)}, unit);
+        ArrayRef<OpFoldResult>{seqQ, hd}, unit);
     tile::StoreOp::create(b, out, oSeq, ValueRange{m0, hD});
     Value lseSeq = memref::SubViewOp::create(
         b, LSE, ArrayRef<OpFoldResult>{b.getIndexAttr(0), qStart},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(shape.heads), seqQ}, unit);
+        ArrayRef<OpFoldResult>{heads, seqQ}, unit);
     tile::StoreOp::create(b, lse, lseSeq, ValueRange{h, m0});
     return;
   }
@@ -885,6 +923,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
     return fail() << "--run-time-shapes supports sink-fwd with --layout "
                      "varlen only so far (its lengths are read from "
                      "cu_seqlens at run time already)";
+  if (!config.causal && !config.runTimeShapes)
+    return fail() << "--non-causal needs --run-time-shapes (--layout varlen) "
+                     "so far";
   rt::SinkAttentionShape shape = kernels::sinkAttentionShape(config);
   if (rt::Status valid = rt::validate(shape); !valid.ok())
     return fail() << valid.message();
@@ -1076,9 +1117,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   }
   if (config.runTimeShapes) {
     // Every buffer a descriptor (the calling convention is the kernel's),
-    // each the kernel's view: tokens and the sequence count at run time.
+    // each the kernel's view, every size at run time: tokens, the sequence
+    // count and the heads.
     bundle.formatVersion = rt::kBundleDescriptorFormatVersion;
     bundle.config["block_m"] = blockM;
+    bundle.config["causal"] = int64_t(config.causal);
     for (rt::BundleParam &buffer : bundle.params) {
       buffer.descriptor = true;
       if (buffer.name == "q" || buffer.name == "o")
@@ -1086,11 +1129,14 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
       else if (buffer.name == "k" || buffer.name == "v")
         buffer.shape = {u(shape.tokensKv()),
                         u(config.kvHeads * config.headDim)};
-      if (buffer.name == "lse")
-        buffer.dynamicDims = {1};
-      else if (buffer.name != "sinks")
-        buffer.dynamicDims = {0};
+      for (uint64_t d = 0; d < buffer.shape.size(); ++d)
+        buffer.dynamicDims.push_back(d);
     }
+    bundle.params.push_back(kernels::scalarParam(
+        "scale_log2", rt::DType::F32, std::strtod(scaleLog2, nullptr)));
+    if (config.window > 0)
+      bundle.params.push_back(
+          kernels::scalarParam("window", rt::DType::I32, config.window));
   }
   KernelModule kernel{std::move(module), std::move(bundle)};
   kernel.tileIR = true;

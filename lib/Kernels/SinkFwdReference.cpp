@@ -167,8 +167,8 @@ kernels::buildSinkFwdReference(MLIRContext &context,
   b.setInsertionPointToStart(gpuModule.getBody());
 
   // The ABI of AttentionReference.h: q, k, v, sinks, o, lse (and the varlen
-  // offsets), every buffer flat.
-  // With run-time shapes every size but the heads' is the buffer's.
+  // offsets), every buffer flat; with run-time shapes every size is the
+  // buffer's and the attention's parameters follow as scalars.
   Type t = getElementType(&context, config.dtype);
   Type f32 = b.getF32Type();
   auto sized = [&](int64_t elements) {
@@ -178,11 +178,16 @@ kernels::buildSinkFwdReference(MLIRContext &context,
       flatBuffer(sized(shape.qElements()), t),
       flatBuffer(sized(shape.kvElements()), t),
       flatBuffer(sized(shape.kvElements()), t),
-      flatBuffer(shape.heads, getElementType(&context, config.sinkDtype)),
+      flatBuffer(sized(shape.heads),
+                 getElementType(&context, config.sinkDtype)),
       flatBuffer(sized(shape.qElements()), f32),
       flatBuffer(sized(shape.rows()), f32)};
   if (shape.varlen())
     args.append(2, flatBuffer(sized(shape.batch + 1), b.getI32Type()));
+  // heads, kv_heads, window, causal, scale.
+  if (config.runTimeShapes)
+    args.append(
+        {b.getI32Type(), b.getI32Type(), b.getI32Type(), b.getI32Type(), f32});
   auto func = gpu::GPUFuncOp::create(b, rt::kSinkFwdReferenceEntry,
                                      b.getFunctionType(args, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -193,8 +198,20 @@ kernels::buildSinkFwdReference(MLIRContext &context,
     return fail() << "run-time shapes need --layout varlen";
   if (config.runTimeShapes) {
     Value c0 = constantIndex(b, 0);
+    auto index = [&](unsigned arg) -> Value {
+      return arith::IndexCastUIOp::create(b, b.getIndexType(),
+                                          func.getArgument(arg));
+    };
+    Value zero32 = arith::ConstantIntOp::create(b, b.getI32Type(), 0);
+    Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ne,
+                                         func.getArgument(11), zero32);
     runTime = RunTimeSizes{memref::DimOp::create(b, func.getArgument(5), c0),
-                           memref::DimOp::create(b, func.getArgument(6), c0)};
+                           memref::DimOp::create(b, func.getArgument(6), c0),
+                           index(8),
+                           index(9),
+                           index(10),
+                           causal,
+                           func.getArgument(12)};
   }
   KernelConstants k = kernelConstants(b, shape, /*withLog2e=*/true, runTime);
   Value row = arith::AddIOp::create(b, k.first, k.tid);

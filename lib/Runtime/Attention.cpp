@@ -14,15 +14,14 @@
 namespace sinkattn::rt {
 
 bool SinkFwdVariant::operator==(const SinkFwdVariant &o) const {
-  return dtype == o.dtype && sinkDtype == o.sinkDtype &&
-         headDim == o.headDim && heads == o.heads && kvHeads == o.kvHeads &&
-         window == o.window;
+  return dtype == o.dtype && sinkDtype == o.sinkDtype && headDim == o.headDim &&
+         causal == o.causal && windowed == o.windowed;
 }
 
 std::string SinkFwdVariant::describe() const {
   return std::string(dtypeName(dtype)) + " D=" + std::to_string(headDim) +
-         " H=" + std::to_string(heads) + " HK=" + std::to_string(kvHeads) +
-         " window=" + std::to_string(window) + " " + dtypeName(sinkDtype) +
+         (causal ? " causal" : " non-causal") +
+         (windowed ? " sliding-window " : " ") + dtypeName(sinkDtype) +
          " sinks";
 }
 
@@ -144,11 +143,10 @@ validateVarlenForward(const VarlenForwardArgs &args) {
                          " sequences x " + std::to_string(kvHeads) +
                          " kv heads exceed the 65535 blocks of a grid "
                          "dimension");
-  SinkFwdVariant variant;
+  VarlenForwardProblem problem;
+  SinkFwdVariant &variant = problem.variant;
   variant.dtype = args.q.dtype;
   variant.headDim = headDim;
-  variant.heads = heads;
-  variant.kvHeads = kvHeads;
   if (args.sinks) {
     SINKATTN_RT_TRY(
         checkTensor("sinks", *args.sinks, 1, {DType::F32, DType::BF16}));
@@ -163,25 +161,32 @@ validateVarlenForward(const VarlenForwardArgs &args) {
     return Status::error("max_seqlen_k: " + std::to_string(args.maxSeqlenKv) +
                          " is not in [1, Tkv = " + std::to_string(tokensKv) +
                          "]");
-  if (!args.causal)
-    return Status::error("causal: non-causal attention is not compiled yet; "
-                         "the kernels are causal (right-aligned per "
-                         "sequence)");
-  if (args.window < 0)
+  if (args.window < 0 || args.window > INT32_MAX)
     return Status::error("window: " + std::to_string(args.window) +
-                         " is negative (0: no window)");
-  variant.window = args.window;
+                         " is not in [0, 2^31-1] (0: no window)");
+  if (args.window > 0 && !args.causal)
+    return Status::error("window: a sliding window of " +
+                         std::to_string(args.window) +
+                         " keys needs causal=true (it ends at each query's "
+                         "position)");
+  variant.causal = args.causal;
+  variant.windowed = args.window > 0;
+  problem.softmaxScale = 1.0 / std::sqrt(double(headDim));
   if (args.softmaxScale) {
-    double standard = 1.0 / std::sqrt(double(headDim));
-    if (!std::isfinite(*args.softmaxScale) ||
-        std::fabs(*args.softmaxScale - standard) > 1e-7 * standard)
-      return Status::error("softmax_scale: only 1/sqrt(head_dim) = " +
-                           std::to_string(standard) +
-                           " is compiled so far, got " +
-                           std::to_string(*args.softmaxScale));
+    if (!std::isfinite(*args.softmaxScale) || *args.softmaxScale <= 0)
+      return Status::error(
+          "softmax_scale: " + std::to_string(*args.softmaxScale) +
+          " is not a positive finite number");
+    problem.softmaxScale = *args.softmaxScale;
   }
-  return VarlenForwardProblem{variant, tokensQ, tokensKv, offsets - 1,
-                              args.maxSeqlenQ};
+  problem.heads = heads;
+  problem.kvHeads = kvHeads;
+  problem.window = args.window;
+  problem.tokensQ = tokensQ;
+  problem.tokensKv = tokensKv;
+  problem.batch = offsets - 1;
+  problem.maxSeqlenQ = args.maxSeqlenQ;
+  return problem;
 }
 
 Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle) {
@@ -200,9 +205,13 @@ Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle) {
     return Status::error("has no sinks buffer");
   variant.sinkDtype = sinks->dtype;
   SINKATTN_RT_ASSIGN_OR_RETURN(variant.headDim, configInteger(bundle, "head_dim"));
-  SINKATTN_RT_ASSIGN_OR_RETURN(variant.heads, configInteger(bundle, "heads"));
-  SINKATTN_RT_ASSIGN_OR_RETURN(variant.kvHeads, configInteger(bundle, "kv_heads"));
-  SINKATTN_RT_ASSIGN_OR_RETURN(variant.window, configInteger(bundle, "window"));
+  if (!findParam(bundle, "scale_log2"))
+    return Status::error("takes no softmax scale: compiled by an older "
+                         "SinkAttn (heads, window and scale were compiled "
+                         "in); recompile it");
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t causal, configInteger(bundle, "causal"));
+  variant.causal = causal != 0;
+  variant.windowed = findParam(bundle, "window") != nullptr;
   return variant;
 }
 
@@ -213,11 +222,14 @@ Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
     return Status::error("the bundle serves " + variant.describe() +
                          ", the call needs " + problem.variant.describe());
   SinkAttentionShape sizes;
+  sizes.layout = AttentionLayout::Varlen;
   sizes.batch = problem.batch;
-  sizes.heads = variant.heads;
-  sizes.kvHeads = variant.kvHeads;
+  sizes.heads = problem.heads;
+  sizes.kvHeads = problem.kvHeads;
   sizes.headDim = variant.headDim;
-  sizes.window = variant.window;
+  sizes.window = problem.window;
+  sizes.scale = problem.softmaxScale;
+  sizes.causal = variant.causal;
   return sinkFwdForSizes(bundle, sizes, problem.tokensQ, problem.tokensKv,
                          problem.maxSeqlenQ,
                          "max_seqlen_q " + std::to_string(problem.maxSeqlenQ) +
@@ -284,18 +296,17 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
       wanted.sinkDtype = entry.first.sinkDtype;
     return entry.first == wanted;
   });
-  if (found == kernels_.end())
+  if (found == kernels_.end()) {
+    const SinkFwdVariant &wanted = problem.variant;
     return Status::error(
-        "no kernel for " + problem.variant.describe() +
+        "no kernel for " + wanted.describe() +
         " in the kernel library; compile one with `sinkattn-runner compile "
-        "--kernel sink-fwd --layout varlen --run-time-shapes --heads " +
-        std::to_string(problem.variant.heads) + " --kv-heads " +
-        std::to_string(problem.variant.kvHeads) + " --head-dim " +
-        std::to_string(problem.variant.headDim) +
-        (problem.variant.window ? " --window " +
-                                      std::to_string(problem.variant.window)
-                                : std::string()) +
-        " --seqlens-q 128 --emit bundle -o DIR`");
+        "--kernel sink-fwd --run-time-shapes --seqlens-q 128 --head-dim " +
+        std::to_string(wanted.headDim) + " --dtype " + dtypeName(wanted.dtype) +
+        " --sink-dtype " + dtypeName(wanted.sinkDtype) +
+        (wanted.windowed ? " --window 128" : "") +
+        (wanted.causal ? "" : " --non-causal") + " --emit bundle -o DIR`");
+  }
   Kernel &kernel = found->second;
   if (!kernel.loaded) {
     SINKATTN_RT_ASSIGN_OR_RETURN(LoadedBundle loaded,
@@ -314,10 +325,10 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
     sinks = args.sinks->data;
   } else {
     // No sink: a logit of -inf, whose weight exp(-inf) is 0.
-    auto key = std::make_pair(problem.variant.heads, problem.variant.sinkDtype);
+    auto key = std::make_pair(problem.heads, problem.variant.sinkDtype);
     std::shared_ptr<DeviceBuffer> &none = noSinks_[key];
     if (!none) {
-      size_t heads = size_t(problem.variant.heads);
+      size_t heads = size_t(problem.heads);
       SINKATTN_RT_ASSIGN_OR_RETURN(
           DeviceBuffer buffer,
           DeviceBuffer::allocate(*ctx_, heads * dtypeSize(key.second)));

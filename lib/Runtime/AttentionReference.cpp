@@ -210,6 +210,9 @@ Status validate(const SinkAttentionShape &s) {
   if (s.window < 0)
     return Status::error("window must be 0 (none) or positive, got " +
                          std::to_string(s.window));
+  if (s.window > 0 && !s.causal)
+    return Status::error("a sliding window needs the causal mask (window " +
+                         std::to_string(s.window) + " without causal)");
   if (!std::isfinite(s.scale))
     return Status::error("scale is not a finite number");
   if (s.varlen()) {
@@ -242,8 +245,12 @@ Status validate(const SinkAttentionShape &s) {
 
 KeyRange attendedKeys(const SinkAttentionShape &s, int64_t b, int64_t i) {
   int64_t seqKv = s.seqKvOf(b);
-  int64_t p = i + (seqKv - s.seqQOf(b));
   KeyRange range;
+  if (!s.causal) {
+    range.end = seqKv;
+    return range;
+  }
+  int64_t p = i + (seqKv - s.seqQOf(b));
   range.end = std::max<int64_t>(std::min(p, seqKv - 1) + 1, 0);
   range.begin = s.window > 0 ? std::max<int64_t>(0, p - s.window + 1) : 0;
   if (range.end < range.begin)
@@ -265,6 +272,8 @@ uint64_t attendedPairs(const SinkAttentionShape &s) {
     return w * (w + 1) / 2 + (count - w) * w;
   };
   auto sequencePairs = [&](int64_t seqQ, int64_t seqKv) {
+    if (!s.causal)
+      return Wide(seqQ) * Wide(seqKv);
     return g(seqKv) - g(std::max<int64_t>(seqKv - seqQ, 0));
   };
   Wide pairs = 0;
@@ -528,9 +537,10 @@ void sinkAttentionDkvRow(
   std::fill(dk, dk + d, 0.0);
   std::fill(dv, dv + d, 0.0);
   // Row i sits at position i + past and attends j iff j <= i + past and,
-  // with a window, j > i + past - W (attendedKeys' condition solved for i).
+  // with a window, j > i + past - W (attendedKeys' condition solved for i);
+  // without the causal mask every row attends j.
   const int64_t seqQ = s.seqQOf(b), past = s.seqKvOf(b) - seqQ;
-  const int64_t first = std::max<int64_t>(0, j - past);
+  const int64_t first = s.causal ? std::max<int64_t>(0, j - past) : 0;
   const int64_t end =
       s.window > 0 ? std::min<int64_t>(seqQ, j - past + s.window) : seqQ;
   for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
@@ -583,6 +593,14 @@ void addReferenceBuffer(KernelArgs &args, CUdeviceptr address,
   args.addScalar<int64_t>(0);
   args.addScalar<int64_t>(int64_t(elements));
   args.addScalar<int64_t>(1);
+}
+
+void addReferenceParameters(KernelArgs &args, const SinkAttentionShape &s) {
+  args.addScalar<int32_t>(int32_t(s.heads));
+  args.addScalar<int32_t>(int32_t(s.kvHeads));
+  args.addScalar<int32_t>(int32_t(s.window));
+  args.addScalar<int32_t>(s.causal ? 1 : 0);
+  args.addScalar<float>(float(s.scale));
 }
 
 Expected<LaunchConfig> sinkFwdReferenceLaunch(const SinkAttentionShape &s,

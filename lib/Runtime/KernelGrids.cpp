@@ -3,6 +3,7 @@
 #include "SinkAttn/Runtime/KernelGrids.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace sinkattn::rt {
 
@@ -23,6 +24,9 @@ Status attentionGridFits(int64_t blocks, const SinkAttentionShape &shape) {
                          std::to_string(windowed ? int64_t(INT32_MAX)
                                                  : kMaxGridYZ) +
                          ")");
+  if (windowed && shape.heads > kMaxGridYZ)
+    return Status::error(std::to_string(shape.heads) +
+                         " heads exceed the 65535 blocks of a grid dimension");
   if (windowed ? shape.batch > kMaxGridYZ
                : shape.kvHeads * shape.batch > kMaxGridYZ)
     return Status::error(std::to_string(shape.batch) + " sequences" +
@@ -93,6 +97,30 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                                  const std::string &gridContext) {
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
                                configInteger(bundle, "block_m"));
+  // What the kernel compiled in: whether it masks causally and whether it
+  // has a window (whose size it takes).
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t causal, configInteger(bundle, "causal"));
+  if (shape.causal != (causal != 0))
+    return Status::error(
+        std::string("the sink-fwd bundle is compiled ") +
+        (causal ? "causal" : "without the causal mask (--non-causal)") +
+        "; the call asks for " +
+        (shape.causal ? "causal attention" : "attention without it"));
+  const bool windowed = findParam(bundle, "window") != nullptr;
+  if (windowed != (shape.window > 0))
+    return Status::error(
+        windowed ? "the sink-fwd bundle is compiled with a sliding window; "
+                   "give a window of at least 1 key (or use a bundle "
+                   "compiled without --window)"
+                 : "the sink-fwd bundle is compiled without a sliding window "
+                   "(window " +
+                       std::to_string(shape.window) +
+                       " needs one compiled with --window)");
+  if (shape.window > INT32_MAX)
+    return Status::error("window " + std::to_string(shape.window) +
+                         " is above 2^31-1");
+  if (!std::isfinite(shape.scale))
+    return Status::error("the softmax scale is not a finite number");
   const int64_t blocks = std::max<int64_t>(1, (maxSeqlenQ + blockM - 1) / blockM);
   SINKATTN_RT_TRY(attentionGridFits(blocks, shape).withContext(gridContext));
   SINKATTN_RT_TRY(attentionTensorsFit(tokensQ, tokensKv, shape));
@@ -101,14 +129,27 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                  kvColumns = u(shape.kvHeads * shape.headDim);
   SINKATTN_RT_ASSIGN_OR_RETURN(
       Bundle shaped,
-      withTensorShapes(bundle, {{"q", {{u(tokensQ), qColumns}, {}}},
-                                {"o", {{u(tokensQ), qColumns}, {}}},
-                                {"k", {{u(tokensKv), kvColumns}, {}}},
-                                {"v", {{u(tokensKv), kvColumns}, {}}},
-                                {"lse", {{u(shape.heads), u(tokensQ)}, {}}},
-                                {"cu_seqlens_q", {{u(shape.batch + 1)}, {}}},
-                                {"cu_seqlens_kv", {{u(shape.batch + 1)}, {}}}}));
+      withTensorShapes(bundle,
+                       {{"q", {{u(tokensQ), qColumns}, {}}},
+                        {"o", {{u(tokensQ), qColumns}, {}}},
+                        {"k", {{u(tokensKv), kvColumns}, {}}},
+                        {"v", {{u(tokensKv), kvColumns}, {}}},
+                        {"sinks", {{u(shape.heads)}, {}}},
+                        {"lse", {{u(shape.heads), u(tokensQ)}, {}}},
+                        {"cu_seqlens_q", {{u(shape.batch + 1)}, {}}},
+                        {"cu_seqlens_kv", {{u(shape.batch + 1)}, {}}}}));
   shaped.grid = attentionBlockGrid(blocks, shape);
+  for (BundleParam &param : shaped.params) {
+    // The softmax scale in log2 units, as the kernel's exp2 takes it.
+    if (param.name == "scale_log2")
+      param.floatValue = double(float(shape.scale * 1.4426950408889634));
+    else if (param.name == "window")
+      param.intValue = shape.window;
+  }
+  shaped.config["heads"] = shape.heads;
+  shaped.config["kv_heads"] = shape.kvHeads;
+  shaped.config["window"] = shape.window;
+  shaped.config["scale"] = shape.scale;
   return shaped;
 }
 

@@ -107,6 +107,7 @@ rt::Expected<KernelConfig> configFromOptions(const Options &options) {
                               : kAutoWarpgroups;
   config.packGqa = options.packGqa;
   config.runTimeShapes = options.runTimeShapes;
+  config.causal = options.causal;
   config.batch = options.batch;
   config.heads = options.heads;
   config.kvHeads = options.kvHeads;

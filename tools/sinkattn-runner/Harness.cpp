@@ -377,6 +377,11 @@ rt::Expected<rt::SinkAttentionShape> attentionShape(const rt::Bundle &bundle,
   SINKATTN_RT_ASSIGN_OR_RETURN(shape.seqKv, integer("seq_kv"));
   SINKATTN_RT_ASSIGN_OR_RETURN(shape.headDim, integer("head_dim"));
   SINKATTN_RT_ASSIGN_OR_RETURN(shape.window, integer("window"));
+  // Bundles from before non-causal kernels were causal.
+  if (bundle.config.count("causal")) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(int64_t causal, integer("causal"));
+    shape.causal = causal != 0;
+  }
   shape.scale = shape.headDim > 0 ? 1.0 / std::sqrt(double(shape.headDim)) : 0;
   if (auto it = bundle.config.find("scale"); it != bundle.config.end()) {
     if (const double *value = std::get_if<double>(&it->second))
@@ -893,7 +898,11 @@ rt::Expected<CheckReport> Session::checkSinkFwd() {
   // inputs, into outputs of its own, poisoned like the kernel's.
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
                                sinkFwdShape(bundle()));
-  SINKATTN_RT_TRY(checkReferenceScale(shape, bundle().kernel));
+  // A bundle for run-time shapes carries a reference that takes memref
+  // descriptors too, and the attention's parameters (the scale among them).
+  const bool descriptors = rt::findParam(bundle(), "q")->descriptor;
+  if (!descriptors)
+    SINKATTN_RT_TRY(checkReferenceScale(shape, bundle().kernel));
   SINKATTN_RT_TRY(loadReference());
   SINKATTN_RT_ASSIGN_OR_RETURN(
       rt::DeviceBuffer refO,
@@ -903,9 +912,6 @@ rt::Expected<CheckReport> Session::checkSinkFwd() {
       rt::DeviceBuffer::allocate(*context_, size_t(shape.rows()) * sizeof(float)));
   SINKATTN_RT_TRY(refO.poison());
   SINKATTN_RT_TRY(refLse.poison());
-  // A bundle for run-time shapes carries a reference that takes memref
-  // descriptors too.
-  const bool descriptors = rt::findParam(bundle(), "q")->descriptor;
   rt::KernelArgs args;
   for (auto [input, elements] : {std::pair{"q", shape.qElements()},
                                  {"k", shape.kvElements()},
@@ -920,6 +926,8 @@ rt::Expected<CheckReport> Session::checkSinkFwd() {
     for (const char *offsets : {"cu_seqlens_q", "cu_seqlens_kv"})
       rt::addReferenceBuffer(args, buffers_.at(offsets).address(),
                              uint64_t(shape.batch + 1), descriptors);
+  if (descriptors)
+    rt::addReferenceParameters(args, shape);
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::LaunchConfig launch,
                                rt::sinkFwdReferenceLaunch(shape));
   SINKATTN_RT_TRY(rt::launchKernel(*referenceFunction_, launch, args)

@@ -169,8 +169,9 @@ KernelKind gemm() {
 KernelKind sinkFwd() {
   KernelKind kind;
   kind.name = "sink-fwd";
-  kind.flags = withAttentionFlags(
-      {"schedule", "persistent", "pack-gqa", "tune-cache", "run-time-shapes"});
+  kind.flags =
+      withAttentionFlags({"schedule", "persistent", "pack-gqa", "tune-cache",
+                          "run-time-shapes", "non-causal", "softmax-scale"});
   kind.decidesPersistence = true;
   kind.reshape = [](const rt::Bundle &bundle,
                     const Options &options) -> rt::Expected<rt::Bundle> {
@@ -178,12 +179,27 @@ KernelKind sinkFwd() {
       if (options.wasGiven(flag))
         return rt::Status::error(std::string("--") + flag +
                                  " does not apply to a sink-fwd bundle (its "
-                                 "shape flags are --seqlens-q and "
-                                 "--seqlens-kv)");
+                                 "shape flags are --seqlens-q, --seqlens-kv, "
+                                 "--heads, --kv-heads, --window and "
+                                 "--softmax-scale)");
     SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
                                  sinkFwdShape(bundle));
-    return rt::sinkFwdForLengths(bundle, shape, options.seqlensQ,
-                                 options.seqlensKv);
+    // The flags given replace the bundle's default instance.
+    if (options.wasGiven("heads"))
+      shape.heads = options.heads;
+    if (options.wasGiven("kv-heads"))
+      shape.kvHeads = options.kvHeads;
+    if (options.wasGiven("window"))
+      shape.window = options.window;
+    if (options.wasGiven("softmax-scale"))
+      shape.scale = options.softmaxScale;
+    std::vector<int64_t> seqlensQ = rt::lengthsOf(shape.cuSeqlensQ),
+                         seqlensKv = rt::lengthsOf(shape.cuSeqlensKv);
+    if (options.wasGiven("seqlens-q")) {
+      seqlensQ = options.seqlensQ;
+      seqlensKv = options.seqlensKv;
+    }
+    return rt::sinkFwdForLengths(bundle, shape, seqlensQ, seqlensKv);
   };
   kind.randomInput = attentionInput;
   kind.integerInput = attentionIntegerInput;
@@ -233,9 +249,6 @@ KernelKind tmaCopy() {
   kind.flags = {"run-time-shapes"};
   kind.reshape = [](const rt::Bundle &bundle,
                     const Options &options) -> rt::Expected<rt::Bundle> {
-    if (options.wasGiven("seqlens-q"))
-      return rt::Status::error("--seqlens-q does not apply to a tma-copy "
-                               "bundle (its shape flags are --m and --n)");
     int64_t m = options.wasGiven("m") ? options.m : configInt(bundle, "m");
     int64_t n = options.wasGiven("n") ? options.n : configInt(bundle, "n");
     rt::Expected<rt::Bundle> shaped =

@@ -52,8 +52,12 @@ const FlagSpec kFlags[] = {
      "only sink-bwd has a dQ kernel"},
     {"dkdv-warpgroups", "N", "compile check bench", "sink-bwd: the dK/dV kernel's consumer warpgroups: 1 (a block of 64 keys, the schedule's) or 2 (a warp-specialized block of 64 keys per warpgroup sharing each Q/dO tile: Q/dO cross L2 once per 128 keys; GQA shares summed by a kernel of their own); with --dq separate one count with --dq-warpgroups's (2 at D 128 only; one flag sets both); --dq atomic needs 2 (its 128-key blocks, at D 64 too); without it, auto, as for --dq-warpgroups",
      "only sink-bwd has a dK/dV kernel"},
-    {"run-time-shapes", nullptr, "compile", "tma-copy, sink-fwd --layout varlen: the kernel reads its tensors' sizes at launch (memref descriptors), so one bundle serves every shape: tma-copy any M x N whose rows are a multiple of 16 bytes, sink-fwd any batch of sequence lengths; check and bench take the shape flags (--m and --n; --seqlens-q and --seqlens-kv) with --bundle (the compile's are its default shape)",
+    {"run-time-shapes", nullptr, "compile", "tma-copy, sink-fwd --layout varlen: the kernel reads its tensors' sizes at launch (memref descriptors), so one bundle serves every shape: tma-copy any M x N whose rows are a multiple of 16 bytes, sink-fwd any batch of sequence lengths, heads, window size (compiled with --window: any >= 1; without: none) and softmax scale; check and bench take the shape flags (--m and --n; --seqlens-q, --seqlens-kv, --heads, --kv-heads, --window, --softmax-scale) with --bundle (the compile's are its default shape)",
      "only tma-copy and sink-fwd take run-time shapes"},
+    {"non-causal", nullptr, "compile", "sink-fwd --run-time-shapes: no causal mask, every query attends every key of its sequence (no window)",
+     "only sink-fwd compiles attention without the causal mask"},
+    {"softmax-scale", "X", "check bench", "sink-fwd, with --bundle of a --run-time-shapes bundle: the softmax scale (default 1/sqrt(head dim))",
+     "only sink-fwd takes a softmax scale"},
     {"pack-gqa", nullptr, "compile check bench", "sink-fwd, BHSD, GQA: each block computes rows of all the query heads of one kv head, so K/V tiles serve the whole group (for short query lengths: decoding)",
      "only sink-fwd packs query heads"},
     {"batch", "B", "compile check bench tune", "attention: batch size",
@@ -413,6 +417,17 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       options.packGqa = true;
     } else if (name == "run-time-shapes") {
       options.runTimeShapes = true;
+    } else if (name == "non-causal") {
+      options.causal = false;
+    } else if (name == "softmax-scale") {
+      char *end = nullptr;
+      double scale = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !std::isfinite(scale) ||
+          scale <= 0)
+        return rt::Status::error(
+            "--softmax-scale must be a positive finite number, got '" +
+            value + "'");
+      options.softmaxScale = scale;
     } else if (name == "deterministic") {
       options.deterministic = true;
     } else if (name == "no-l2-flush") {
@@ -464,7 +479,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     return rt::Status::error("--layout varlen needs --seqlens-q (each "
                              "sequence's length)");
   }
-  if (options.heads % options.kvHeads != 0)
+  // With --bundle the heads not given are the bundle's (its reshape checks).
+  if (options.bundleDir.empty() && options.heads % options.kvHeads != 0)
     return rt::Status::error("--kv-heads " + std::to_string(options.kvHeads) +
                              " must divide --heads " +
                              std::to_string(options.heads));
@@ -555,7 +571,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
          {"bundle", "m", "n", "k", "dtype", "chip", "stages", "schedule",
           "copy-engine", "pack-gqa", "persistent", "start-tile", "batch", "heads",
           "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
-          "layout", "seqlens-q", "seqlens-kv", "save-io", "sinks"})
+          "layout", "seqlens-q", "seqlens-kv", "save-io", "sinks",
+          "softmax-scale"})
       if (options.wasGiven(flag))
         return rt::Status::error(std::string("--") + flag +
                                  " cannot be combined with --preset (the "
@@ -602,13 +619,18 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     if (!options.bundleDir.empty())
       for (const char *flag :
            {"kernel", "k", "dtype", "chip", "stages", "schedule", "copy-engine", "dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups", "deterministic", "pack-gqa", "persistent", "start-tile",
-            "batch", "heads", "kv-heads", "seq-q", "seq-kv", "head-dim", "window", "sink-dtype",
+            "batch", "seq-q", "seq-kv", "head-dim", "sink-dtype",
             "layout", "tune-cache"})
         if (options.wasGiven(flag))
           return rt::Status::error(
               std::string("--") + flag +
               " cannot be combined with --bundle (the bundle fixes the "
               "kernel and its configuration)");
+    if (options.wasGiven("softmax-scale") && options.bundleDir.empty())
+      return rt::Status::error(
+          "--softmax-scale goes with --bundle of a sink-fwd "
+          "--run-time-shapes bundle (a kernel compiled for one problem "
+          "computes with 1/sqrt(head dim))");
   }
   return options;
 }

@@ -29,7 +29,11 @@ struct Options {
   int64_t dqWarpgroups = 1;       ///< sink-bwd: the dQ kernel's consumer warpgroups (1 or 2)
   int64_t dkdvWarpgroups = 1;     ///< sink-bwd: the dK/dV kernel's consumer warpgroups (1 or 2)
   bool packGqa = false;           ///< sink-fwd: --pack-gqa
-  bool runTimeShapes = false;     ///< tma-copy: --run-time-shapes
+  bool runTimeShapes = false;     ///< tma-copy, sink-fwd: --run-time-shapes
+  bool causal = true;             ///< sink-fwd: false with --non-causal
+  /// sink-fwd with --bundle of a run-time-shapes bundle: --softmax-scale
+  /// (0: the default, 1/sqrt(D)).
+  double softmaxScale = 0;
   int64_t persistent = 0;         ///< gemm, sink-fwd: persistent blocks (0: off)
   int64_t stages = 2;
   int64_t startTile = 0;

@@ -70,7 +70,8 @@ rt::Expected<rt::Bundle> loadBundle(const Options &options) {
                                  rt::readBundle(options.bundleDir));
     // Shape flags with a bundle: the same kernel for another shape.
     const char *shapeFlag = nullptr;
-    for (const char *flag : {"m", "n", "seqlens-q", "seqlens-kv"})
+    for (const char *flag : {"m", "n", "seqlens-q", "seqlens-kv", "heads",
+                             "kv-heads", "window", "softmax-scale"})
       if (!shapeFlag && options.wasGiven(flag))
         shapeFlag = flag;
     if (!shapeFlag)
@@ -81,6 +82,9 @@ rt::Expected<rt::Bundle> loadBundle(const Options &options) {
                                " cannot be combined with --bundle of a " +
                                bundle.kernel +
                                " kernel (the bundle fixes its shape)");
+    // The attention's shape flags, given for a kind without them.
+    if (rt::Status applies = checkFlagsApply(options, *kind); !applies.ok())
+      return applies;
     return kind->reshape(bundle, options);
   }
 #if SINKATTN_RUNNER_HAS_COMPILER

@@ -74,6 +74,9 @@ struct KernelConfig {
   /// are then their count and maxima).
   rt::AttentionLayout layout = rt::AttentionLayout::BHSD;
   std::vector<int64_t> seqlensQ, seqlensKv;
+  /// sink-fwd with runTimeShapes: false compiles the kernel without the
+  /// causal mask (every query attends every key of its sequence).
+  bool causal = true;
   /// sink-bwd: "separate" (deterministic: a dQ kernel of its own, which
   /// recomputes S and dP), "atomic" (the dK/dV kernel adds dQ's shares
   /// to an fp32 dQ by TMA reduce-add: fewer GEMMs, not bit-reproducible;
@@ -116,8 +119,10 @@ struct KernelConfig {
   bool packGqa = false;
   /// tma-copy, sink-fwd (varlen): the kernel reads its tensors' sizes at
   /// launch (memref descriptors, bundle format 5), so one bundle serves any
-  /// M x N with 16-byte rows (tma-copy) or any batch of sequence lengths
-  /// (sink-fwd); the shape fields are then the bundle's default instance.
+  /// M x N with 16-byte rows (tma-copy) or any batch of sequence lengths,
+  /// heads, window size and softmax scale (sink-fwd, which compiles in
+  /// only whether it masks causally and whether it has a window); the
+  /// shape fields are then the bundle's default instance.
   bool runTimeShapes = false;
   PTXTargetOptions target;
 };

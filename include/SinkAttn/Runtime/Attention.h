@@ -40,8 +40,9 @@ struct DeviceTensor {
 };
 
 /// The attention-sink forward over packed sequences (GPT-OSS sinks: O =
-/// softmax([Q Kᵀ · scale, sink]) V without the sink's column), causal,
-/// right-aligned per sequence.
+/// softmax([Q Kᵀ · scale, sink]) V without the sink's column), causal
+/// (right-aligned per sequence, optionally within a sliding window) or
+/// not.
 struct VarlenForwardArgs {
   DeviceTensor q, k, v; ///< [Tq, H, D] and [Tkv, HK, D], bf16 or fp16.
   DeviceTensor out;     ///< [Tq, H, D], q's dtype: written.
@@ -53,30 +54,37 @@ struct VarlenForwardArgs {
   /// sequence; at least 1 and at most the token counts.
   int64_t maxSeqlenQ = 0, maxSeqlenKv = 0;
   bool causal = true;
-  int64_t window = 0; ///< Keys per row at most (0: no window).
+  int64_t window = 0; ///< Keys per row at most (0: no window; causal only).
   /// Default 1 / sqrt(D).
   std::optional<double> softmaxScale;
 };
 
-/// What a kernel is compiled for: everything but the sizes a call gives.
+/// What a kernel is compiled for: everything a call does not give at run
+/// time (its sizes, heads, window size and softmax scale).
 struct SinkFwdVariant {
   DType dtype = DType::BF16, sinkDtype = DType::F32;
-  int64_t headDim = 0, heads = 0, kvHeads = 0, window = 0;
+  int64_t headDim = 0;
+  bool causal = true;
+  /// Causal within a sliding window (its size is the call's).
+  bool windowed = false;
   bool operator==(const SinkFwdVariant &o) const;
-  /// "bf16 D=64 H=8 HK=1 window=0 f32 sinks".
+  /// "bf16 D=64 causal f32 sinks", "... causal sliding-window ...",
+  /// "... non-causal ...".
   std::string describe() const;
 };
 
-/// A validated call: its variant and sizes.
+/// A validated call: its variant and what it gives at run time.
 struct VarlenForwardProblem {
   SinkFwdVariant variant;
+  int64_t heads = 0, kvHeads = 0, window = 0;
+  double softmaxScale = 0;
   int64_t tokensQ = 0, tokensKv = 0, batch = 0, maxSeqlenQ = 0;
 };
 
 /// Checks every argument of a call; errors name the argument ("q", "lse",
 /// "cu_seqlens_q", "softmax_scale", ...) and what was expected. Refuses what
-/// the kernels do not compute yet (non-causal attention, another softmax
-/// scale, strided tensors) saying so. Needs no GPU.
+/// the kernels do not compute yet (strided tensors) saying so. Needs no
+/// GPU.
 Expected<VarlenForwardProblem> validateVarlenForward(const VarlenForwardArgs &args);
 
 /// The variant a kernel library's bundle serves: a varlen sink-fwd bundle

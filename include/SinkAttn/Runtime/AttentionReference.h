@@ -16,7 +16,8 @@
 // side may be empty as a whole). Sinks are [H] (f32 or bf16 in memory).
 // In sequence b with lengths SQ_b and SKV_b, query row i sits at position
 // p = i + (SKV_b - SQ_b) (right-aligned causal); key j is attended iff
-// 0 <= j <= p and (W == 0 or j > p - W). Head h reads kv head
+// 0 <= j <= p and (W == 0 or j > p - W); without the causal mask
+// (`causal` false, no window) every key 0 <= j < SKV_b. Head h reads kv head
 // h / (H / HK). With s_j = scale * dot(q_i, k_j) and the sink logit
 // t = sinks[h]:
 //   M = max(t, max_j s_j),  L = exp(t - M) + sum_j exp(s_j - M),
@@ -55,6 +56,8 @@ struct SinkAttentionShape {
   int64_t headDim = 64;
   int64_t window = 0; ///< 0: no sliding window.
   double scale = 0;   ///< Softmax scale (the kernels use 1/sqrt(headDim)).
+  /// False: every query attends every key of its sequence (no window).
+  bool causal = true;
   AttentionLayout layout = AttentionLayout::BHSD;
   /// Varlen only: B + 1 token offsets each, starting at 0, non-decreasing.
   std::vector<int64_t> cuSeqlensQ, cuSeqlensKv;
@@ -114,7 +117,8 @@ std::string formatLengths(const std::vector<int64_t> &lengths);
 std::vector<int64_t> offsetsOf(const std::vector<int64_t> &lengths);
 std::vector<int64_t> lengthsOf(const std::vector<int64_t> &offsets);
 
-/// Positive sizes, kvHeads dividing heads, window >= 0, a finite scale, and
+/// Positive sizes, kvHeads dividing heads, window >= 0 (0 without the
+/// causal mask), a finite scale, and
 /// every tensor below 2^40 elements (so that index arithmetic cannot
 /// overflow); varlen offsets as described above, within seqQ and seqKv.
 /// SQ > SKV is allowed here (leading rows then attend nothing).
@@ -222,14 +226,18 @@ Status sinkAttentionLoss(const SinkAttentionShape &shape,
 /// (i32). One thread per query row, rows in LSE order. A bundle compiled
 /// for run-time shapes (its buffers are memref descriptors) carries a
 /// reference that takes each of these flat buffers as a rank-1 memref
-/// descriptor instead (addFlatDescriptor) and reads the rows and the
-/// sequence count from lse's and cu_seqlens_q's sizes.
+/// descriptor instead (addReferenceBuffer) and reads the rows and the
+/// sequence count from lse's and cu_seqlens_q's sizes; the attention's
+/// parameters follow as scalars: heads, kv heads, window (0: none), causal
+/// (0 or 1), all i32, and the softmax scale (f32): addReferenceParameters.
 inline constexpr const char *kSinkFwdReferenceEntry = "sink_fwd_reference";
 /// A flat buffer of `elements` as a reference takes it: its address, or
 /// with `descriptor` the rank-1 memref descriptor (address twice, offset 0,
 /// the size, stride 1).
 void addReferenceBuffer(KernelArgs &args, CUdeviceptr address,
                         uint64_t elements, bool descriptor);
+/// The scalars that follow the buffers of a reference for run-time shapes.
+void addReferenceParameters(KernelArgs &args, const SinkAttentionShape &shape);
 inline constexpr uint32_t kSinkFwdReferenceBlockSize = 128;
 /// Block (128, 1, 1) and grid (ceil(rows / 128), 1, 1); fails when the grid
 /// would exceed 2^31 - 1 blocks.

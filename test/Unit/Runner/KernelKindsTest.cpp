@@ -92,7 +92,7 @@ TEST(KernelKinds, FlagsOfEachKind) {
     bwd.erase(flag);
   }
   EXPECT_EQ(fwd, (Set{"schedule", "persistent", "pack-gqa", "tune-cache",
-                      "run-time-shapes"}));
+                      "run-time-shapes", "non-causal", "softmax-scale"}));
   EXPECT_EQ(bwd, (Set{"schedule", "dq", "dq-split", "dq-warpgroups",
                       "dkdv-warpgroups", "deterministic"}));
   EXPECT_EQ(flags("tma-copy"), (Set{"run-time-shapes"}));

@@ -3,9 +3,11 @@
 // The library's forward over packed sequences, from a kernel library of
 // bundles compiled for run-time shapes (test/GPU/bundles.txt's
 // sink-fwd-run-time-shapes-*), against the float64 CPU forward on fresh
-// random data: several batches of lengths per kernel (empty and one-token
-// sequences, sequences longer than the bundle was compiled for), with and
-// without sinks; two calls of one variant compile it once; a variant the
+// random data: per kernel several calls with their own heads (GQA 3:1 and
+// 64:8 among them), window sizes, softmax scales and lengths (empty and
+// one-token sequences, sequences longer than the bundle was compiled for),
+// with and without sinks; causal, sliding-window and non-causal kernels,
+// bf16 and f16; calls of one variant compile it once; a variant the
 // library lacks is refused naming it.
 //
 // usage: SinkAttnAttentionGpuTest [--require-gpu] --library DIR
@@ -18,9 +20,11 @@
 #include "SinkAttn/Runtime/Float16.h"
 #include "SinkAttn/Runtime/Random.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,12 +39,15 @@ void check(bool ok, const std::string &what, const std::string &detail = "") {
   failures += ok ? 0 : 1;
 }
 
-/// bf16 values of `values`, and the floats they round to.
-std::vector<uint16_t> toBf16(std::vector<float> &values) {
+/// `values` rounded to `dtype` (bf16 or f16): the bits, and `values`
+/// replaced by what they hold.
+std::vector<uint16_t> round16(std::vector<float> &values, DType dtype) {
   std::vector<uint16_t> bits(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
-    bits[i] = floatToBf16(values[i]);
-    values[i] = bf16ToFloat(bits[i]);
+    bits[i] =
+        dtype == DType::BF16 ? floatToBf16(values[i]) : floatToHalf(values[i]);
+    values[i] =
+        dtype == DType::BF16 ? bf16ToFloat(bits[i]) : halfToFloat(bits[i]);
   }
   return bits;
 }
@@ -53,27 +60,46 @@ Expected<DeviceBuffer> upload(const Context &ctx, const void *data,
   return buffer;
 }
 
-/// One call of the library for `variant` and the lengths, compared with the
-/// float64 forward.
-void runCase(const Context &ctx, AttentionLibrary &library,
-             const SinkFwdVariant &variant, const std::vector<int64_t> &lengthsQ,
-             const std::vector<int64_t> &lengthsKv, bool withSinks,
+/// One call: what it computes (its kernel's variant, and the heads,
+/// window, scale and lengths it gives at run time).
+struct Case {
+  DType dtype, sinkDtype;
+  int64_t headDim;
+  bool causal;
+  int64_t heads, kvHeads, window;
+  std::optional<double> scale; ///< none: the default 1/sqrt(D)
+  std::vector<int64_t> lengthsQ, lengthsKv;
+  bool withSinks;
+};
+
+/// One call of the library, compared with the float64 forward.
+void runCase(const Context &ctx, AttentionLibrary &library, const Case &c,
              uint64_t seed) {
   SinkAttentionShape shape;
   shape.layout = AttentionLayout::Varlen;
-  shape.batch = int64_t(lengthsQ.size());
-  shape.heads = variant.heads;
-  shape.kvHeads = variant.kvHeads;
-  shape.headDim = variant.headDim;
-  shape.window = variant.window;
-  shape.scale = 1.0 / std::sqrt(double(variant.headDim));
-  shape.cuSeqlensQ = offsetsOf(lengthsQ);
-  shape.cuSeqlensKv = offsetsOf(lengthsKv);
-  shape.seqQ = std::max<int64_t>(1, *std::max_element(lengthsQ.begin(), lengthsQ.end()));
-  shape.seqKv = std::max<int64_t>(1, *std::max_element(lengthsKv.begin(), lengthsKv.end()));
-  std::string what = variant.describe() + ", lengths " + formatLengths(lengthsQ) +
-                     " / " + formatLengths(lengthsKv) +
-                     (withSinks ? "" : ", no sinks");
+  shape.batch = int64_t(c.lengthsQ.size());
+  shape.heads = c.heads;
+  shape.kvHeads = c.kvHeads;
+  shape.headDim = c.headDim;
+  shape.window = c.window;
+  shape.causal = c.causal;
+  shape.scale = c.scale ? *c.scale : 1.0 / std::sqrt(double(c.headDim));
+  shape.cuSeqlensQ = offsetsOf(c.lengthsQ);
+  shape.cuSeqlensKv = offsetsOf(c.lengthsKv);
+  shape.seqQ = std::max<int64_t>(
+      1, *std::max_element(c.lengthsQ.begin(), c.lengthsQ.end()));
+  shape.seqKv = std::max<int64_t>(
+      1, *std::max_element(c.lengthsKv.begin(), c.lengthsKv.end()));
+  char scale[32];
+  std::snprintf(scale, sizeof(scale), "%.4g", shape.scale);
+  std::string what =
+      std::string(dtypeName(c.dtype)) + " D=" + std::to_string(c.headDim) +
+      (c.causal ? " causal" : " non-causal") + " H=" + std::to_string(c.heads) +
+      " HK=" + std::to_string(c.kvHeads) +
+      " window=" + std::to_string(c.window) + " scale=" + scale + ", lengths " +
+      formatLengths(c.lengthsQ) + " / " + formatLengths(c.lengthsKv) +
+      (c.withSinks ? std::string(", ") + dtypeName(c.sinkDtype) + " sinks"
+                   : ", no sinks");
   if (Status valid = validate(shape); !valid.ok())
     return check(false, what, valid.message());
 
@@ -81,17 +107,28 @@ void runCase(const Context &ctx, AttentionLibrary &library,
                      k = randomNormal(shape.kvElements(), seed + 1, 0.f, 1.5f),
                      v = randomUniform(shape.kvElements(), seed + 2),
                      sinks = randomUniform(size_t(shape.heads), seed + 3, -1.f, 3.f);
-  std::vector<uint16_t> qBits = toBf16(q), kBits = toBf16(k), vBits = toBf16(v);
+  std::vector<uint16_t> qBits = round16(q, c.dtype),
+                        kBits = round16(k, c.dtype),
+                        vBits = round16(v, c.dtype);
+  // Sinks as the kernel reads them: f32, or bf16 bits.
+  std::vector<uint16_t> sinkBits;
+  if (c.sinkDtype == DType::BF16)
+    sinkBits = round16(sinks, DType::BF16);
+  const void *sinkData = c.sinkDtype == DType::BF16
+                             ? static_cast<const void *>(sinkBits.data())
+                             : static_cast<const void *>(sinks.data());
   std::vector<int32_t> cuQ(shape.cuSeqlensQ.begin(), shape.cuSeqlensQ.end()),
       cuKv(shape.cuSeqlensKv.begin(), shape.cuSeqlensKv.end());
   Expected<DeviceBuffer> dq = upload(ctx, qBits.data(), qBits.size() * 2),
                          dk = upload(ctx, kBits.data(), kBits.size() * 2),
                          dv = upload(ctx, vBits.data(), vBits.size() * 2),
-                         dsinks = upload(ctx, sinks.data(), sinks.size() * 4),
+                         dsinks = upload(ctx, sinkData,
+                                         sinks.size() * dtypeSize(c.sinkDtype)),
                          dcuQ = upload(ctx, cuQ.data(), cuQ.size() * 4),
                          dcuKv = upload(ctx, cuKv.data(), cuKv.size() * 4),
                          dout = DeviceBuffer::allocate(ctx, qBits.size() * 2),
-                         dlse = DeviceBuffer::allocate(ctx, size_t(shape.rows()) * 4);
+                         dlse = DeviceBuffer::allocate(
+                             ctx, size_t(shape.rows()) * 4);
   for (auto *buffer : {&dq, &dk, &dv, &dsinks, &dcuQ, &dcuKv, &dout, &dlse})
     if (!buffer->ok())
       return check(false, what, "device buffers: " + buffer->message());
@@ -104,25 +141,27 @@ void runCase(const Context &ctx, AttentionLibrary &library,
   const int64_t tq = shape.tokensQ(), tkv = shape.tokensKv(), h = shape.heads,
                 hk = shape.kvHeads, d = shape.headDim;
   VarlenForwardArgs args;
-  args.q = t(*dq, DType::BF16, {tq, h, d});
-  args.k = t(*dk, DType::BF16, {tkv, hk, d});
-  args.v = t(*dv, DType::BF16, {tkv, hk, d});
-  args.out = t(*dout, DType::BF16, {tq, h, d});
+  args.q = t(*dq, c.dtype, {tq, h, d});
+  args.k = t(*dk, c.dtype, {tkv, hk, d});
+  args.v = t(*dv, c.dtype, {tkv, hk, d});
+  args.out = t(*dout, c.dtype, {tq, h, d});
   args.lse = t(*dlse, DType::F32, {h, tq});
-  if (withSinks)
-    args.sinks = t(*dsinks, DType::F32, {h});
+  if (c.withSinks)
+    args.sinks = t(*dsinks, c.sinkDtype, {h});
   args.cuSeqlensQ = t(*dcuQ, DType::I32, {shape.batch + 1});
   args.cuSeqlensKv = t(*dcuKv, DType::I32, {shape.batch + 1});
   args.maxSeqlenQ = shape.seqQ;
   args.maxSeqlenKv = shape.seqKv;
-  args.window = variant.window;
+  args.causal = c.causal;
+  args.window = c.window;
+  args.softmaxScale = c.scale;
   Status ran = library.forwardVarlen(args, nullptr);
   if (!ran.ok())
     return check(false, what, ran.message());
   if (Status synced = ctx.synchronize(); !synced.ok())
     return check(false, what, synced.message());
 
-  if (!withSinks)
+  if (!c.withSinks)
     sinks.assign(sinks.size(), -INFINITY);
   std::vector<double> refO, refLse;
   if (Status reference = sinkAttentionForward(shape, q, k, v, sinks, refO, refLse);
@@ -135,7 +174,9 @@ void runCase(const Context &ctx, AttentionLibrary &library,
   size_t bad = 0;
   double worst = 0;
   for (size_t i = 0; i < refO.size(); ++i) {
-    double got = bf16ToFloat((*outBits)[i]), err = std::fabs(got - refO[i]);
+    double got = c.dtype == DType::BF16 ? bf16ToFloat((*outBits)[i])
+                                        : halfToFloat((*outBits)[i]);
+    double err = std::fabs(got - refO[i]);
     worst = std::max(worst, err);
     bad += !(err <= 1e-2 + 1e-2 * std::fabs(refO[i]));
   }
@@ -180,29 +221,42 @@ int main(int argc, char **argv) {
     std::printf("FAIL: %s\n", library.message().c_str());
     return 1;
   }
-  SinkFwdVariant d64{DType::BF16, DType::F32, 64, 8, 1, 0};
-  SinkFwdVariant d128{DType::BF16, DType::F32, 128, 6, 2, 128};
-  runCase(*ctx, *library, d64, {100, 0, 513, 1000}, {200, 5, 513, 1000}, true, 1);
-  runCase(*ctx, *library, d64, {0, 1, 2000, 17}, {3, 1, 2500, 17}, true, 2);
-  runCase(*ctx, *library, d64, {1}, {1}, false, 3);
-  runCase(*ctx, *library, d128, {4096, 3}, {4096, 300}, true, 4);
-  runCase(*ctx, *library, d128, {64, 0, 129}, {64, 7, 1000}, false, 5);
-  check(library->compiledKernels() == 2,
-        "two variants, each JIT-compiled once over five calls",
+  // The kernels of test/GPU/bundles.txt's sink-fwd-run-time-shapes-*:
+  // bf16 D 64 causal, bf16 D 128 sliding-window, bf16 D 64 non-causal, f16
+  // D 128 causal with bf16 sinks. Heads, window size, scale and lengths are
+  // each call's: none is what the bundle was compiled for.
+  const DType bf16 = DType::BF16, f16 = DType::F16, f32 = DType::F32;
+  // clang-format off
+  const std::vector<Case> cases = {
+      {bf16, f32, 64, true, 8, 1, 0, {}, {100, 0, 513, 1000}, {200, 5, 513, 1000}, true},
+      {bf16, f32, 64, true, 64, 8, 0, 0.3, {0, 1, 300, 17}, {3, 1, 500, 17}, true},
+      {bf16, f32, 64, true, 3, 1, 0, {}, {1}, {1}, false},
+      {bf16, f32, 128, true, 6, 2, 128, {}, {4096, 3}, {4096, 300}, true},
+      {bf16, f32, 128, true, 6, 2, 1, {}, {64, 0, 129}, {64, 7, 1000}, false},
+      {bf16, f32, 128, true, 16, 16, 517, 0.05, {777, 1000}, {900, 1000}, true},
+      {bf16, f32, 64, false, 4, 4, 0, {}, {100, 7, 0}, {50, 300, 9}, true},
+      {bf16, f32, 64, false, 12, 4, 0, 0.05, {1, 333}, {1000, 1}, false},
+      {f16, DType::BF16, 128, true, 8, 2, 0, {}, {300, 5}, {300, 700}, true},
+  };
+  // clang-format on
+  uint64_t seed = 1;
+  for (const Case &c : cases)
+    runCase(*ctx, *library, c, seed++);
+  check(library->compiledKernels() == 4,
+        "four variants, each JIT-compiled once over nine calls",
         std::to_string(library->compiledKernels()) + " compiled");
 
-  SinkFwdVariant missing{DType::BF16, DType::F32, 64, 8, 1, 64};
+  // f16 D 64 is not in the library.
   VarlenForwardArgs args;
-  args.q = {1, DType::BF16, {10, 8, 64}, {}};
-  args.k = args.v = {1, DType::BF16, {10, 1, 64}, {}};
+  args.q = {1, f16, {10, 8, 64}, {}};
+  args.k = args.v = {1, f16, {10, 1, 64}, {}};
   args.out = args.q;
-  args.lse = {1, DType::F32, {8, 10}, {}};
+  args.lse = {1, f32, {8, 10}, {}};
   args.cuSeqlensQ = args.cuSeqlensKv = {1, DType::I32, {2}, {}};
   args.maxSeqlenQ = args.maxSeqlenKv = 10;
-  args.window = missing.window;
   Status refused = library->forwardVarlen(args, nullptr);
   check(!refused.ok() &&
-            refused.message().find("no kernel for " + missing.describe()) !=
+            refused.message().find("no kernel for f16 D=64 causal f32 sinks") !=
                 std::string::npos,
         "a variant the library lacks is refused, naming it", refused.message());
   std::printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);

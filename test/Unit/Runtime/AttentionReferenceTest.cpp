@@ -120,6 +120,41 @@ TEST(AttentionReference, CausalAndWindowMasks) {
   EXPECT_EQ(attendedKeys(decode, 0, 0).end, 4);
 }
 
+TEST(AttentionReference, WithoutTheCausalMask) {
+  // Every row attends all five keys: O is their mean 2, LSE ln 5; with more
+  // queries than keys too, and in each varlen sequence its own keys.
+  SinkAttentionShape full = shapeOf(1, 1, 2, 5, 1);
+  full.causal = false;
+  Result r =
+      run(full, {0, 0}, std::vector<float>(5, 0), {0, 1, 2, 3, 4}, {-1000});
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_NEAR(r.o[i], 2.0, 1e-14) << "row " << i;
+    EXPECT_NEAR(r.lse[i], std::log(5.0), 1e-14) << "row " << i;
+    EXPECT_EQ(attendedKeys(full, 0, i).begin, 0);
+    EXPECT_EQ(attendedKeys(full, 0, i).end, 5);
+  }
+  EXPECT_EQ(attendedPairs(full), 10u);
+  SinkAttentionShape tall = shapeOf(1, 1, 7, 3, 1);
+  tall.causal = false;
+  r = run(tall, std::vector<float>(7, 0), {0, 0, 0}, {3, 6, 9}, {-1000});
+  for (int i = 0; i < 7; ++i)
+    EXPECT_NEAR(r.o[i], 6.0, 1e-14) << "row " << i;
+  EXPECT_EQ(attendedPairs(tall), 21u);
+  SinkAttentionShape varlen = shapeOf(1, 1, 3, 4, 1);
+  varlen.causal = false;
+  varlen.batch = 3;
+  varlen.layout = AttentionLayout::Varlen;
+  varlen.cuSeqlensQ = offsetsOf({2, 3, 0});
+  varlen.cuSeqlensKv = offsetsOf({4, 0, 2});
+  EXPECT_EQ(attendedPairs(varlen), 8u);
+  EXPECT_EQ(attendedKeys(varlen, 1, 0).size(), 0);
+  EXPECT_EQ(validate(shapeOf(1, 1, 1, 1, 64, 0, 0.1)).ok(), true);
+  SinkAttentionShape windowed = shapeOf(1, 1, 4, 4, 1, 2);
+  windowed.causal = false;
+  EXPECT_EQ(validate(windowed).message(),
+            "a sliding window needs the causal mask (window 2 without causal)");
+}
+
 TEST(AttentionReference, GroupedQueryHeads) {
   // H = 4 query heads over HK = 2 kv heads: heads 0, 1 read kv head 0 and
   // heads 2, 3 kv head 1. One key per kv head, score 0, sink 0: O = v / 2.
@@ -455,6 +490,10 @@ TEST(AttentionReferenceBackward, MatchesFiniteDifferences) {
   varlen.cuSeqlensQ = offsetsOf({2, 0, 3});
   varlen.cuSeqlensKv = offsetsOf({4, 1, 3});
   expectGradientsMatchFiniteDifferences(varlen, 4);
+  // Without the causal mask, more queries than keys, GQA.
+  SinkAttentionShape full = shapeOf(4, 2, 4, 3, 2, 0, 0.7);
+  full.causal = false;
+  expectGradientsMatchFiniteDifferences(full, 6);
 }
 
 TEST(AttentionReferenceBackward, InfiniteSinkOnRowsWithoutKeys) {

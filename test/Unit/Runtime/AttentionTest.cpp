@@ -48,16 +48,28 @@ TEST(Attention, ValidCall) {
   EXPECT_EQ(p->tokensQ, 300);
   EXPECT_EQ(p->tokensKv, 500);
   EXPECT_EQ(p->batch, 2);
-  EXPECT_EQ(p->variant.describe(), "bf16 D=64 H=8 HK=2 window=0 f32 sinks");
-  // Dense strides given explicitly, a window, the standard scale, no sinks.
+  EXPECT_EQ(p->variant.describe(), "bf16 D=64 causal f32 sinks");
+  EXPECT_EQ(p->heads, 8);
+  EXPECT_EQ(p->kvHeads, 2);
+  EXPECT_EQ(p->softmaxScale, 0.125);
+  // Dense strides given explicitly, a window, another scale, no sinks.
   VarlenForwardArgs a = validArgs();
   a.q.strides = {512, 64, 1};
   a.window = 128;
-  a.softmaxScale = 0.125;
+  a.softmaxScale = 0.1;
   a.sinks.reset();
   p = validateVarlenForward(a);
   ASSERT_TRUE(p.ok()) << p.message();
-  EXPECT_EQ(p->variant.window, 128);
+  EXPECT_EQ(p->window, 128);
+  EXPECT_EQ(p->softmaxScale, 0.1);
+  EXPECT_EQ(p->variant.describe(), "bf16 D=64 causal sliding-window f32 sinks");
+  // Without the causal mask.
+  a = validArgs();
+  a.causal = false;
+  a.q.dtype = a.k.dtype = a.v.dtype = a.out.dtype = DType::F16;
+  p = validateVarlenForward(a);
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->variant.describe(), "f16 D=64 non-causal f32 sinks");
 }
 
 TEST(Attention, EveryRefusal) {
@@ -126,18 +138,25 @@ TEST(Attention, EveryRefusal) {
                   "max_seqlen_q: 0 is not in [1, Tq = 300]");
   EXPECT_CONTAINS(error([](auto &a) { a.maxSeqlenKv = 501; }),
                   "max_seqlen_k: 501 is not in [1, Tkv = 500]");
-  EXPECT_CONTAINS(error([](auto &a) { a.causal = false; }),
-                  "causal: non-causal attention is not compiled yet");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.causal = false;
+                    a.window = 128;
+                  }),
+                  "window: a sliding window of 128 keys needs causal=true");
   EXPECT_CONTAINS(error([](auto &a) { a.window = -1; }),
-                  "window: -1 is negative (0: no window)");
-  EXPECT_CONTAINS(error([](auto &a) { a.softmaxScale = 0.1; }),
-                  "softmax_scale: only 1/sqrt(head_dim) = 0.125000 is compiled so far, got 0.100000");
-  EXPECT_CONTAINS(error([](auto &a) { a.softmaxScale = NAN; }), "softmax_scale:");
+                  "window: -1 is not in [0, 2^31-1] (0: no window)");
+  EXPECT_CONTAINS(error([](auto &a) { a.window = int64_t(1) << 31; }),
+                  "window: 2147483648 is not in [0, 2^31-1]");
+  EXPECT_CONTAINS(error([](auto &a) { a.softmaxScale = -0.1; }),
+                  "softmax_scale: -0.100000 is not a positive finite number");
+  EXPECT_CONTAINS(error([](auto &a) { a.softmaxScale = NAN; }),
+                  "softmax_scale: nan is not a positive finite number");
 }
 
 /// A varlen sink-fwd bundle for run-time shapes as the compiler writes it
-/// (H 8, HK 2, D 64, plain: 64-row blocks).
-Bundle fwdBundle() {
+/// (causal, D 64, plain: 64-row blocks; its default instance H 8, HK 2);
+/// with `windowed` one that takes a window size.
+Bundle fwdBundle(bool windowed = false) {
   auto buffer = [](const char *name, DType dtype, std::vector<uint64_t> shape,
                    std::vector<uint64_t> dynamic) {
     BundleParam p;
@@ -155,25 +174,41 @@ Bundle fwdBundle() {
   b.entry = "sink_fwd";
   b.grid = {4, 2, 4};
   b.block = {128, 1, 1};
-  b.config = {{"layout", std::string("varlen")}, {"head_dim", int64_t(64)},
-              {"heads", int64_t(8)},            {"kv_heads", int64_t(2)},
-              {"window", int64_t(0)},           {"block_m", int64_t(64)}};
-  b.params = {buffer("q", DType::BF16, {100, 512}, {0}),
-              buffer("k", DType::BF16, {100, 128}, {0}),
-              buffer("v", DType::BF16, {100, 128}, {0}),
-              buffer("sinks", DType::F32, {8}, {}),
-              buffer("o", DType::BF16, {100, 512}, {0}),
-              buffer("lse", DType::F32, {8, 100}, {1}),
+  b.config = {{"layout", std::string("varlen")},
+              {"head_dim", int64_t(64)},
+              {"heads", int64_t(8)},
+              {"kv_heads", int64_t(2)},
+              {"window", int64_t(windowed ? 128 : 0)},
+              {"block_m", int64_t(64)},
+              {"causal", int64_t(1)}};
+  b.params = {buffer("q", DType::BF16, {100, 512}, {0, 1}),
+              buffer("k", DType::BF16, {100, 128}, {0, 1}),
+              buffer("v", DType::BF16, {100, 128}, {0, 1}),
+              buffer("sinks", DType::F32, {8}, {0}),
+              buffer("o", DType::BF16, {100, 512}, {0, 1}),
+              buffer("lse", DType::F32, {8, 100}, {0, 1}),
               buffer("cu_seqlens_q", DType::I32, {3}, {0}),
               buffer("cu_seqlens_kv", DType::I32, {3}, {0})};
   b.params[4].role = b.params[5].role = BufferRole::Output;
+  BundleParam scale;
+  scale.name = "scale_log2";
+  scale.dtype = DType::F32;
+  scale.floatValue = 0.125 * 1.4426950408889634;
+  b.params.push_back(scale);
+  if (windowed) {
+    BundleParam window;
+    window.name = "window";
+    window.dtype = DType::I32;
+    window.intValue = 128;
+    b.params.push_back(window);
+  }
   return b;
 }
 
 TEST(Attention, BundleForACall) {
   Expected<SinkFwdVariant> variant = sinkFwdVariantOf(fwdBundle());
   ASSERT_TRUE(variant.ok()) << variant.message();
-  EXPECT_EQ(variant->describe(), "bf16 D=64 H=8 HK=2 window=0 f32 sinks");
+  EXPECT_EQ(variant->describe(), "bf16 D=64 causal f32 sinks");
   Expected<VarlenForwardProblem> problem = validateVarlenForward(validArgs());
   ASSERT_TRUE(problem.ok());
   Expected<Bundle> shaped = sinkFwdForProblem(fwdBundle(), *problem);
@@ -183,6 +218,34 @@ TEST(Attention, BundleForACall) {
   EXPECT_EQ(findParam(*shaped, "lse")->shape, (std::vector<uint64_t>{8, 300}));
   // (H / HK, ceil(200 / 64), HK x B).
   EXPECT_EQ(shaped->grid, (Dim3{4, 4, 4}));
+  // Other heads, and another scale, from the same bundle.
+  VarlenForwardArgs gqa = validArgs();
+  gqa.q.sizes = gqa.out.sizes = {300, 64, 64};
+  gqa.lse.sizes = {64, 300};
+  gqa.sinks->sizes = {64};
+  gqa.k.sizes = gqa.v.sizes = {500, 8, 64};
+  gqa.softmaxScale = 0.5;
+  Expected<VarlenForwardProblem> wide = validateVarlenForward(gqa);
+  ASSERT_TRUE(wide.ok()) << wide.message();
+  shaped = sinkFwdForProblem(fwdBundle(), *wide);
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  EXPECT_EQ(findParam(*shaped, "q")->shape, (std::vector<uint64_t>{300, 4096}));
+  EXPECT_EQ(findParam(*shaped, "k")->shape, (std::vector<uint64_t>{500, 512}));
+  EXPECT_EQ(findParam(*shaped, "sinks")->shape, (std::vector<uint64_t>{64}));
+  EXPECT_EQ(findParam(*shaped, "lse")->shape, (std::vector<uint64_t>{64, 300}));
+  EXPECT_FLOAT_EQ(float(findParam(*shaped, "scale_log2")->floatValue),
+                  float(0.5 * 1.4426950408889634));
+  EXPECT_EQ(shaped->grid, (Dim3{8, 4, 16}));
+  // A windowed kernel takes the call's window; (blocks, H, B).
+  VarlenForwardArgs windowedArgs = validArgs();
+  windowedArgs.window = 517;
+  Expected<VarlenForwardProblem> windowProblem =
+      validateVarlenForward(windowedArgs);
+  ASSERT_TRUE(windowProblem.ok()) << windowProblem.message();
+  shaped = sinkFwdForProblem(fwdBundle(/*windowed=*/true), *windowProblem);
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  EXPECT_EQ(findParam(*shaped, "window")->intValue, 517);
+  EXPECT_EQ(shaped->grid, (Dim3{4, 8, 2}));
   VarlenForwardProblem tall = *problem;
   tall.maxSeqlenQ = 64 * 65536;
   Expected<Bundle> tooTall = sinkFwdForProblem(fwdBundle(), tall);
@@ -190,13 +253,19 @@ TEST(Attention, BundleForACall) {
   EXPECT_CONTAINS(tooTall.message(), "max_seqlen_q 4194304: the longest query "
                                      "sequence needs 65536 row blocks");
 
-  VarlenForwardProblem other = *problem;
-  other.variant.window = 128;
-  Expected<Bundle> refused = sinkFwdForProblem(fwdBundle(), other);
+  Expected<Bundle> refused = sinkFwdForProblem(fwdBundle(), *windowProblem);
   ASSERT_FALSE(refused.ok());
-  EXPECT_CONTAINS(refused.message(), "the bundle serves bf16 D=64 H=8 HK=2 window=0 "
-                                     "f32 sinks, the call needs bf16 D=64 H=8 HK=2 "
-                                     "window=128 f32 sinks");
+  EXPECT_CONTAINS(refused.message(), "the bundle serves bf16 D=64 causal f32 "
+                                     "sinks, the call needs bf16 D=64 causal "
+                                     "sliding-window f32 sinks");
+  VarlenForwardProblem full = *problem;
+  full.variant.causal = false;
+  EXPECT_CONTAINS(sinkFwdForProblem(fwdBundle(), full).message(),
+                  "the call needs bf16 D=64 non-causal f32 sinks");
+  Bundle older = fwdBundle();
+  older.params.pop_back();
+  EXPECT_CONTAINS(sinkFwdVariantOf(older).message(),
+                  "takes no softmax scale: compiled by an older SinkAttn");
   Bundle fixed = fwdBundle();
   fixed.params[0].descriptor = false;
   fixed.params[0].dynamicDims.clear();

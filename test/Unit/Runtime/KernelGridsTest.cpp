@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 using namespace sinkattn::rt;
 
 namespace {
@@ -64,22 +66,36 @@ SinkAttentionShape fwdShape() {
   return s;
 }
 
-Bundle fwdBundle() {
+/// Its bundle: causal, or with `windowed` one that takes a window size.
+Bundle fwdBundle(bool windowed = false) {
   Bundle b;
   b.formatVersion = kBundleDescriptorFormatVersion;
   b.kernel = "sink-fwd";
   b.entry = "k";
   b.block = {128, 1, 1};
-  b.config = {{"block_m", int64_t(64)}, {"batch", int64_t(2)}};
+  b.config = {
+      {"block_m", int64_t(64)}, {"batch", int64_t(2)}, {"causal", int64_t(1)}};
   b.grid = attentionBlockGrid(2, fwdShape());
-  b.params = {buffer("q", DType::BF16, {107, 512}, {0}),
-              buffer("k", DType::BF16, {207, 64}, {0}),
-              buffer("v", DType::BF16, {207, 64}, {0}),
-              buffer("sinks", DType::F32, {8}, {}),
-              buffer("o", DType::BF16, {107, 512}, {0}, BufferRole::Output),
-              buffer("lse", DType::F32, {8, 107}, {1}, BufferRole::Output),
+  b.params = {buffer("q", DType::BF16, {107, 512}, {0, 1}),
+              buffer("k", DType::BF16, {207, 64}, {0, 1}),
+              buffer("v", DType::BF16, {207, 64}, {0, 1}),
+              buffer("sinks", DType::F32, {8}, {0}),
+              buffer("o", DType::BF16, {107, 512}, {0, 1}, BufferRole::Output),
+              buffer("lse", DType::F32, {8, 107}, {0, 1}, BufferRole::Output),
               buffer("cu_seqlens_q", DType::I32, {3}, {0}),
               buffer("cu_seqlens_kv", DType::I32, {3}, {0})};
+  BundleParam scale;
+  scale.name = "scale_log2";
+  scale.dtype = DType::F32;
+  scale.floatValue = 0.125 * 1.4426950408889634;
+  b.params.push_back(scale);
+  if (windowed) {
+    BundleParam window;
+    window.name = "window";
+    window.dtype = DType::I32;
+    window.intValue = 128;
+    b.params.push_back(window);
+  }
   b.ptx = kPtx;
   return b;
 }
@@ -139,6 +155,27 @@ TEST(KernelGrids, SinkFwdForLengths) {
             "0,1,2000,17");
   EXPECT_EQ(std::get<int64_t>(shaped->config.at("seq_kv")), 2500);
 
+  // Other heads, scale and window from the same kernel; the grid follows.
+  SinkAttentionShape other = fwdShape();
+  other.heads = 64;
+  other.kvHeads = 8;
+  other.scale = 0.5;
+  shaped = sinkFwdForLengths(fwdBundle(), other, {300}, {400});
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  EXPECT_EQ(findParam(*shaped, "q")->shape, (std::vector<uint64_t>{300, 4096}));
+  EXPECT_EQ(findParam(*shaped, "k")->shape, (std::vector<uint64_t>{400, 512}));
+  EXPECT_EQ(findParam(*shaped, "sinks")->shape, (std::vector<uint64_t>{64}));
+  EXPECT_EQ(findParam(*shaped, "scale_log2")->floatValue,
+            double(float(0.5 * 1.4426950408889634)));
+  EXPECT_EQ(std::get<int64_t>(shaped->config.at("heads")), 64);
+  EXPECT_EQ(std::get<double>(shaped->config.at("scale")), 0.5);
+  EXPECT_EQ(shaped->grid, (Dim3{8, 5, 8}));
+  other.window = 517;
+  shaped = sinkFwdForLengths(fwdBundle(/*windowed=*/true), other, {300}, {400});
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  EXPECT_EQ(findParam(*shaped, "window")->intValue, 517);
+  EXPECT_EQ(shaped->grid, (Dim3{5, 64, 1}));
+
   auto error = [](std::vector<int64_t> q, std::vector<int64_t> kv) {
     Expected<Bundle> result = sinkFwdForLengths(fwdBundle(), fwdShape(), q, kv);
     EXPECT_FALSE(result.ok());
@@ -162,6 +199,46 @@ TEST(KernelGrids, SinkFwdForLengths) {
   EXPECT_CONTAINS(error(std::vector<int64_t>(64, 65536), std::vector<int64_t>(64, 1)),
                   "the tensors have more than 2^31-1 elements (4194304 query and 64 "
                   "key tokens)");
+  // What the kernel compiled in: its causality and whether it has a window.
+  auto refusal = [](const Bundle &bundle, SinkAttentionShape shape) {
+    Expected<Bundle> result = sinkFwdForLengths(bundle, shape, {3}, {3});
+    EXPECT_FALSE(result.ok());
+    return result.ok() ? std::string() : result.message();
+  };
+  SinkAttentionShape windowed = fwdShape();
+  windowed.window = 128;
+  EXPECT_CONTAINS(refusal(fwdBundle(), windowed),
+                  "the sink-fwd bundle is compiled without a sliding window "
+                  "(window 128 needs one compiled with --window)");
+  EXPECT_CONTAINS(refusal(fwdBundle(/*windowed=*/true), fwdShape()),
+                  "the sink-fwd bundle is compiled with a sliding window; give "
+                  "a window of at least 1 key");
+  SinkAttentionShape full = fwdShape();
+  full.causal = false;
+  EXPECT_CONTAINS(refusal(fwdBundle(), full),
+                  "the sink-fwd bundle is compiled causal; the call asks for "
+                  "attention without it");
+  Bundle nonCausal = fwdBundle();
+  nonCausal.config["causal"] = int64_t(0);
+  EXPECT_CONTAINS(refusal(nonCausal, fwdShape()),
+                  "the sink-fwd bundle is compiled without the causal mask "
+                  "(--non-causal); the call asks for causal attention");
+  EXPECT_TRUE(sinkFwdForLengths(nonCausal, full, {3}, {3}).ok());
+  windowed.window = int64_t(1) << 31;
+  EXPECT_CONTAINS(refusal(fwdBundle(/*windowed=*/true), windowed),
+                  "window 2147483648 is above 2^31-1");
+  SinkAttentionShape nanScale = fwdShape();
+  nanScale.scale = NAN;
+  EXPECT_CONTAINS(refusal(fwdBundle(), nanScale),
+                  "scale is not a finite number");
+  EXPECT_CONTAINS(sinkFwdForSizes(fwdBundle(), nanScale, 3, 3, 3).message(),
+                  "the softmax scale is not a finite number");
+  SinkAttentionShape manyHeads = fwdShape();
+  manyHeads.window = 128;
+  manyHeads.heads = manyHeads.kvHeads = 65536;
+  EXPECT_CONTAINS(refusal(fwdBundle(/*windowed=*/true), manyHeads),
+                  "65536 heads exceed the 65535 blocks of a grid dimension");
+
   Bundle fixed = fwdBundle();
   fixed.params[0].descriptor = false;
   fixed.params[0].dynamicDims.clear();

@@ -50,6 +50,16 @@ bool isReadOnlyLoad(Operation *op) {
                       [](Operation *user) { return isa<memref::LoadOp>(user); });
 }
 
+/// An op of the kernel's entry block without memory effects that is not
+/// speculatable only for its operands (a division by a run-time size):
+/// every thread runs it once, unconditionally, so the producer computing it
+/// too computes what the consumers do.
+bool isEntryComputation(Operation *op) {
+  Block *block = op->getBlock();
+  return isa<gpu::GPUFuncOp>(op->getParentOp()) && block->isEntryBlock() &&
+         isMemoryEffectFree(op);
+}
+
 /// The `tile.gemm_wait` that completes an async gemm: the user of its
 /// result in its block (following async gemms that take it as their
 /// accumulator), provided the wait's `pending` count is at most the number
@@ -87,8 +97,8 @@ GemmWaitOp completingWait(GemmOp gemm) {
 /// Collects, in program order, the ops of `block` that `roots` depend on
 /// (transitively, through operands), stopping at values defined outside the
 /// block. Fails with `why` if one is not a pure op without regions (or a
-/// read-only argument load) or reads a value `forbidden` rejects (a
-/// loop-carried value).
+/// read-only argument load, or an entry-block computation) or reads a value
+/// `forbidden` rejects (a loop-carried value).
 LogicalResult collectSlice(Block &block, ArrayRef<Value> roots,
                            function_ref<bool(Value)> forbidden,
                            llvm::SetVector<Operation *> &slice,
@@ -118,7 +128,7 @@ LogicalResult collectSlice(Block &block, ArrayRef<Value> roots,
             "(the producer's threads are not the consumers')";
       return failure();
     }
-    if ((!isPure(def) && !isReadOnlyLoad(def)) ||
+    if ((!isPure(def) && !isReadOnlyLoad(def) && !isEntryComputation(def)) ||
         def->getNumRegions() != 0) {
       why = "a copy index or loop bound is computed by '" +
             def->getName().getStringRef().str() +

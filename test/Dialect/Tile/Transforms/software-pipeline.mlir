@@ -382,3 +382,67 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A copy index divided by a run-time size in the kernel's entry block (a
+// shape-generic kernel's kv head): every thread computes it once, so the
+// prologue that prefetches may compute it too, though a division is not
+// speculatable.
+// CHECK-LABEL: gpu.func @entry_division
+// CHECK-SAME: (%[[A:.*]]: memref<256x?xbf16>, %{{.*}}: memref<64x64xf32>, %[[H:.*]]: index, %[[G:.*]]: index)
+// CHECK:   %[[KV:.*]] = arith.divui %[[H]], %[[G]] : index
+// CHECK:   %[[COL:.*]] = arith.muli %[[KV]], %c64 : index
+// CHECK:   tile.tma_copy %[[A]][%{{.*}}, %[[COL]]]
+// CHECK:   scf.for
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @entry_division(%A: memref<256x?xbf16>, %out: memref<64x64xf32>, %head: index, %group: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %kvHead = arith.divui %head, %group : index
+      %col = arith.muli %kvHead, %c64 : index
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %init = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %k = %c0 to %c4 step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+        %row = arith.muli %k, %c64 : index
+        tile.copy %A[%row, %col], %s : memref<256x?xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        scf.yield %d : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      tile.store %r, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// The same division in the loop: prefetching would compute it for an
+// iteration ahead, where it may divide by zero before the loop gets there.
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{software pipelining declined: a copy index or loop bound is computed by 'arith.divui', which is not a pure op the producer could repeat}}
+    gpu.func @loop_division(%A: memref<256x?xbf16>, %out: memref<64x64xf32>, %head: index) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %init = tile.fill %zero : !tile.fragment<64x64xf32>
+      %r = scf.for %k = %c0 to %c4 step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+        %kvHead = arith.divui %head, %k : index
+        %col = arith.muli %kvHead, %c64 : index
+        tile.copy %A[%c0, %col], %s : memref<256x?xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %d = tile.gemm %s, %s, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+        scf.yield %d : !tile.fragment<64x64xf32>
+      } {tile.num_stages = 2}
+      tile.store %r, %out[%c0, %c0] : !tile.fragment<64x64xf32>, memref<64x64xf32>
+      gpu.return
+    }
+  }
+}
