@@ -3,7 +3,8 @@
 // O = softmax([Q Kᵀ · scale, sink]) V without the sink's column, per head
 // (GPT-OSS attention sinks): the sink logit only enlarges the softmax
 // denominator. Causal, right-aligned (query row i sits at key position
-// i + SKV - SQ), optionally limited to a sliding window of W keys; GQA maps
+// i + SKV - SQ), optionally limited to a sliding window of W keys, or
+// (--non-causal, run-time shapes) over every key of the sequence; GQA maps
 // query head h to key/value head h / (H / HK). Also writes the natural-log
 // LSE of each row including the sink, which the backward pass needs.
 //

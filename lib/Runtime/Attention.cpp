@@ -138,11 +138,18 @@ validateVarlenForward(const VarlenForwardArgs &args) {
                          " offsets; B sequences need B + 1, at least 2");
   SINKATTN_RT_TRY(sameSizes("cu_seqlens_k", args.cuSeqlensKv, "cu_seqlens_q",
                             args.cuSeqlensQ.sizes));
-  if (offsets - 1 > 65535 / kvHeads)
-    return Status::error("cu_seqlens_q: " + std::to_string(offsets - 1) +
-                         " sequences x " + std::to_string(kvHeads) +
-                         " kv heads exceed the 65535 blocks of a grid "
-                         "dimension");
+  // The grid (rt::attentionBlockGrid): windowed, heads in y and sequences
+  // in z; otherwise sequences x kv heads in z.
+  if (args.window > 0 ? offsets - 1 > 65535 : offsets - 1 > 65535 / kvHeads)
+    return Status::error(
+        "cu_seqlens_q: " + std::to_string(offsets - 1) + " sequences" +
+        (args.window > 0 ? std::string()
+                         : " x " + std::to_string(kvHeads) + " kv heads") +
+        " exceed the 65535 blocks of a grid dimension");
+  if (args.window > 0 && heads > 65535)
+    return Status::error("q: " + std::to_string(heads) +
+                         " heads with a window exceed the 65535 blocks of a "
+                         "grid dimension");
   VarlenForwardProblem problem;
   SinkFwdVariant &variant = problem.variant;
   variant.dtype = args.q.dtype;
@@ -177,6 +184,12 @@ validateVarlenForward(const VarlenForwardArgs &args) {
       return Status::error(
           "softmax_scale: " + std::to_string(*args.softmaxScale) +
           " is not a positive finite number");
+    // The kernels take it in log2 units, as an f32.
+    if (*args.softmaxScale * 1.4426950408889634 >
+        double(std::numeric_limits<float>::max()))
+      return Status::error(
+          "softmax_scale: " + std::to_string(*args.softmaxScale) +
+          " is too large for the kernels' f32");
     problem.softmaxScale = *args.softmaxScale;
   }
   problem.heads = heads;
@@ -251,11 +264,16 @@ Expected<AttentionLibrary> AttentionLibrary::open(const Context &ctx,
                          "': cannot list it: " + ec.message());
   std::sort(entries.begin(), entries.end());
   AttentionLibrary library(ctx);
+  // Why the sink-fwd bundles that a call cannot use were passed over.
+  std::string skipped;
   for (const std::filesystem::path &path : entries) {
     SINKATTN_RT_ASSIGN_OR_RETURN(Bundle bundle, readBundle(path.string()));
     Expected<SinkFwdVariant> variant = sinkFwdVariantOf(bundle);
-    if (!variant.ok())
+    if (!variant.ok()) {
+      if (bundle.kernel == "sink-fwd")
+        skipped += "; " + path.filename().string() + " " + variant.message();
       continue;
+    }
     for (const auto &[held, kernel] : library.kernels_)
       if (held == *variant)
         return Status::error("kernel library '" + directory + "' holds two "
@@ -265,9 +283,11 @@ Expected<AttentionLibrary> AttentionLibrary::open(const Context &ctx,
         {*variant, Kernel{path.string(), std::move(bundle), nullptr}});
   }
   if (library.kernels_.empty())
-    return Status::error("kernel library '" + directory +
-                         "' holds no varlen sink-fwd bundle compiled for "
-                         "run-time shapes");
+    return Status::error(
+        "kernel library '" + directory +
+        "' holds no varlen sink-fwd bundle compiled for "
+        "run-time shapes" +
+        (skipped.empty() ? std::string() : " (passed over" + skipped + ")"));
   return library;
 }
 

@@ -99,6 +99,11 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                                configInteger(bundle, "block_m"));
   // What the kernel compiled in: whether it masks causally and whether it
   // has a window (whose size it takes).
+  if (!bundle.config.count("causal"))
+    return Status::error(
+        "the sink-fwd bundle was compiled by an older SinkAttn "
+        "(heads, window and scale compiled in); recompile "
+        "it");
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t causal, configInteger(bundle, "causal"));
   if (shape.causal != (causal != 0))
     return Status::error(
@@ -116,6 +121,10 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                    "(window " +
                        std::to_string(shape.window) +
                        " needs one compiled with --window)");
+  if (shape.heads < 1 || shape.kvHeads < 1 || shape.heads % shape.kvHeads)
+    return Status::error(std::to_string(shape.kvHeads) +
+                         " kv heads do not divide " +
+                         std::to_string(shape.heads) + " heads");
   if (shape.window > INT32_MAX)
     return Status::error("window " + std::to_string(shape.window) +
                          " is above 2^31-1");

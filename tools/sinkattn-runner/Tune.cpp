@@ -51,7 +51,8 @@ std::string makeKey(const std::string &dtype, int64_t batch, int64_t heads,
                     int64_t kvHeads, int64_t seqQ, int64_t seqKv,
                     int64_t headDim, int64_t window,
                     const std::string &sinkDtype, const std::string &layout,
-                    const std::string &seqlensQ, const std::string &seqlensKv) {
+                    const std::string &seqlensQ, const std::string &seqlensKv,
+                    bool causal) {
   std::string key =
       "sink-fwd dtype=" + dtype + " batch=" + std::to_string(batch) +
       " heads=" + std::to_string(heads) + " kv_heads=" +
@@ -63,6 +64,8 @@ std::string makeKey(const std::string &dtype, int64_t batch, int64_t heads,
     key += " layout=" + layout;
   if (layout == "varlen")
     key += " seqlens_q=" + seqlensQ + " seqlens_kv=" + seqlensKv;
+  if (!causal)
+    key += " causal=0";
   return key;
 }
 
@@ -100,7 +103,7 @@ std::string runner::tuneKey(const Options &options) {
                  options.heads, options.kvHeads, options.seqQ, options.seqKV,
                  options.headDim, options.window, options.sinkDtype,
                  options.layout, rt::formatLengths(options.seqlensQ),
-                 rt::formatLengths(options.seqlensKv));
+                 rt::formatLengths(options.seqlensKv), options.causal);
 }
 
 rt::Expected<std::string> runner::tuneKey(const rt::Bundle &bundle) {
@@ -118,8 +121,13 @@ rt::Expected<std::string> runner::tuneKey(const rt::Bundle &bundle) {
   SINKATTN_RT_ASSIGN_OR_RETURN(std::string layout, rt::configTextOr(bundle, "layout", "bhsd"));
   SINKATTN_RT_ASSIGN_OR_RETURN(std::string seqlensQ, rt::configTextOr(bundle, "seqlens_q", ""));
   SINKATTN_RT_ASSIGN_OR_RETURN(std::string seqlensKv, rt::configTextOr(bundle, "seqlens_kv", ""));
+  // Bundles from before non-causal kernels: causal.
+  auto causal = bundle.config.find("causal");
+  bool isCausal = causal == bundle.config.end() ||
+                  std::get_if<int64_t>(&causal->second) == nullptr ||
+                  std::get<int64_t>(causal->second) != 0;
   return makeKey(dtype, batch, heads, kvHeads, seqQ, seqKv, headDim, window,
-                 sinkDtype, layout, seqlensQ, seqlensKv);
+                 sinkDtype, layout, seqlensQ, seqlensKv, isCausal);
 }
 
 rt::Expected<std::optional<TunedChoice>>

@@ -91,8 +91,9 @@ Expected<VarlenForwardProblem> validateVarlenForward(const VarlenForwardArgs &ar
 /// compiled for run-time shapes; an error says why another one does not.
 Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle);
 
-/// The bundle for a call's sizes: tensors, tensor maps and grid (the
-/// compiled lengths in its config are left as they are).
+/// The bundle for a call: tensors, tensor maps, scalars (scale, window) and
+/// grid (sinkFwdForSizes; the compiled lengths in its config are left as
+/// they are).
 Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
                                    const VarlenForwardProblem &problem);
 

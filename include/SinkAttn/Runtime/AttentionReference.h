@@ -55,7 +55,9 @@ struct SinkAttentionShape {
   int64_t batch = 1, heads = 1, kvHeads = 1, seqQ = 1, seqKv = 1;
   int64_t headDim = 64;
   int64_t window = 0; ///< 0: no sliding window.
-  double scale = 0;   ///< Softmax scale (the kernels use 1/sqrt(headDim)).
+  /// Softmax scale (kernels compiled for one problem use 1/sqrt(headDim);
+  /// those for run-time shapes take it).
+  double scale = 0;
   /// False: every query attends every key of its sequence (no window).
   bool causal = true;
   AttentionLayout layout = AttentionLayout::BHSD;

@@ -18,9 +18,9 @@
 namespace sinkattn::rt {
 
 /// The attention kernels' grid of `blocks` row (or key) blocks per head and
-/// sequence: windowed, (blocks, H, B), a head's blocks in order; causal,
-/// (H / HK, blocks, HK * B), a kv head's query heads side by side so that
-/// the blocks running together share K/V in L2.
+/// sequence: windowed, (blocks, H, B), a head's blocks in order; without a
+/// window, (H / HK, blocks, HK * B), a kv head's query heads side by side
+/// so that the blocks running together share K/V in L2.
 Dim3 attentionBlockGrid(int64_t blocks, const SinkAttentionShape &shape);
 /// Whether that grid fits CUDA's limits (y and z at most 65535, x below
 /// 2^31); the error says which size is too large.
@@ -45,10 +45,14 @@ Expected<Bundle> tmaCopyForShape(const Bundle &bundle, uint64_t m, uint64_t n);
 
 /// A varlen sink-fwd bundle for run-time shapes, for `tokensQ` query and
 /// `tokensKv` key tokens in `shape.batch` sequences whose longest query
-/// sequence has `maxSeqlenQ` rows (heads, head dim and window from `shape`):
-/// its tensors, tensor maps and grid. Errors: a grid past CUDA's limits
-/// (after `gridContext`), tensors past 32-bit indexing, what
-/// withTensorShapes refuses.
+/// sequence has `maxSeqlenQ` rows (heads, head dim, window, scale and
+/// causality from `shape`): its tensors, tensor maps, scalars (scale_log2,
+/// window), grid and config's heads, window and scale. Errors: a bundle
+/// from before these were arguments, a causality or window kind the kernel
+/// did not compile, kv heads that do not divide the heads, a window past
+/// 2^31-1, a non-finite scale, a grid past CUDA's limits (after
+/// `gridContext`), tensors past 32-bit indexing, what withTensorShapes
+/// refuses.
 Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                                  const SinkAttentionShape &shape,
                                  int64_t tokensQ, int64_t tokensKv,

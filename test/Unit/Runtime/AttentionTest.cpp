@@ -70,6 +70,11 @@ TEST(Attention, ValidCall) {
   p = validateVarlenForward(a);
   ASSERT_TRUE(p.ok()) << p.message();
   EXPECT_EQ(p->variant.describe(), "f16 D=64 non-causal f32 sinks");
+  // Windowed calls put the sequences alone in a grid dimension.
+  a = validArgs();
+  a.window = 128;
+  a.cuSeqlensQ.sizes = a.cuSeqlensKv.sizes = {40000};
+  EXPECT_TRUE(validateVarlenForward(a).ok());
 }
 
 TEST(Attention, EveryRefusal) {
@@ -151,6 +156,23 @@ TEST(Attention, EveryRefusal) {
                   "softmax_scale: -0.100000 is not a positive finite number");
   EXPECT_CONTAINS(error([](auto &a) { a.softmaxScale = NAN; }),
                   "softmax_scale: nan is not a positive finite number");
+  EXPECT_CONTAINS(error([](auto &a) { a.softmaxScale = 3e38; }),
+                  "is too large for the kernels' f32");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.window = 128;
+                    a.cuSeqlensQ.sizes = a.cuSeqlensKv.sizes = {65537};
+                  }),
+                  "cu_seqlens_q: 65536 sequences exceed the 65535 blocks");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.window = 128;
+                    a.q.sizes[1] = a.out.sizes[1] = a.lse.sizes[0] = 65536;
+                    a.k.sizes[1] = a.v.sizes[1] = 65536;
+                    a.sinks.reset();
+                    a.q.sizes[0] = a.out.sizes[0] = a.lse.sizes[1] = 1;
+                    a.k.sizes[0] = a.v.sizes[0] = 1;
+                    a.maxSeqlenQ = a.maxSeqlenKv = 1;
+                  }),
+                  "q: 65536 heads with a window exceed the 65535 blocks");
 }
 
 /// A varlen sink-fwd bundle for run-time shapes as the compiler writes it

@@ -233,6 +233,15 @@ TEST(KernelGrids, SinkFwdForLengths) {
                   "scale is not a finite number");
   EXPECT_CONTAINS(sinkFwdForSizes(fwdBundle(), nanScale, 3, 3, 3).message(),
                   "the softmax scale is not a finite number");
+  Bundle older = fwdBundle();
+  older.config.erase("causal");
+  EXPECT_CONTAINS(refusal(older, fwdShape()),
+                  "the sink-fwd bundle was compiled by an older SinkAttn");
+  SinkAttentionShape uneven = fwdShape();
+  uneven.heads = 6;
+  uneven.kvHeads = 4;
+  EXPECT_CONTAINS(sinkFwdForSizes(fwdBundle(), uneven, 3, 3, 3).message(),
+                  "4 kv heads do not divide 6 heads");
   SinkAttentionShape manyHeads = fwdShape();
   manyHeads.window = 128;
   manyHeads.heads = manyHeads.kvHeads = 65536;

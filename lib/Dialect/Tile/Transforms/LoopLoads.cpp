@@ -50,14 +50,14 @@ bool isReadOnlyLoad(Operation *op) {
                       [](Operation *user) { return isa<memref::LoadOp>(user); });
 }
 
-/// An op of the kernel's entry block without memory effects that is not
-/// speculatable only for its operands (a division by a run-time size):
-/// every thread runs it once, unconditionally, so the producer computing it
-/// too computes what the consumers do.
+/// An integer division of the kernel's entry block (by a run-time size, so
+/// not speculatable): every thread runs it once, unconditionally, so the
+/// producer computing it too computes what the consumers do.
 bool isEntryComputation(Operation *op) {
   Block *block = op->getBlock();
   return isa<gpu::GPUFuncOp>(op->getParentOp()) && block->isEntryBlock() &&
-         isMemoryEffectFree(op);
+         isa<arith::DivUIOp, arith::DivSIOp, arith::RemUIOp, arith::RemSIOp,
+             arith::CeilDivUIOp, arith::CeilDivSIOp, arith::FloorDivSIOp>(op);
 }
 
 /// The `tile.gemm_wait` that completes an async gemm: the user of its
