@@ -305,29 +305,44 @@ size_t AttentionLibrary::compiledKernels() const {
                               }));
 }
 
+std::optional<size_t>
+AttentionLibrary::findKernel(const SinkFwdVariant &variant,
+                             bool withSinks) const {
+  for (size_t i = 0; i < kernels_.size(); ++i) {
+    SinkFwdVariant wanted = variant;
+    if (!withSinks)
+      wanted.sinkDtype = kernels_[i].first.sinkDtype;
+    if (kernels_[i].first == wanted)
+      return i;
+  }
+  return std::nullopt;
+}
+
+bool AttentionLibrary::serves(const SinkFwdVariant &variant,
+                              bool withSinks) const {
+  return findKernel(variant, withSinks).has_value();
+}
+
+std::string AttentionLibrary::noKernelMessage(const SinkFwdVariant &wanted) {
+  return "no kernel for " + wanted.describe() +
+         " in the kernel library; compile one with `sinkattn-runner compile "
+         "--kernel sink-fwd --run-time-shapes --seqlens-q 128 --head-dim " +
+         std::to_string(wanted.headDim) + " --dtype " +
+         dtypeName(wanted.dtype) + " --sink-dtype " +
+         dtypeName(wanted.sinkDtype) +
+         (wanted.windowed ? " --window 128" : "") +
+         (wanted.causal ? "" : " --non-causal") + " --emit bundle -o DIR`";
+}
+
 Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
                                        CUstream stream) {
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
                                validateVarlenForward(args));
-  // A call without sinks takes a kernel of either sink dtype.
-  auto found = std::find_if(kernels_.begin(), kernels_.end(), [&](auto &entry) {
-    SinkFwdVariant wanted = problem.variant;
-    if (!args.sinks)
-      wanted.sinkDtype = entry.first.sinkDtype;
-    return entry.first == wanted;
-  });
-  if (found == kernels_.end()) {
-    const SinkFwdVariant &wanted = problem.variant;
-    return Status::error(
-        "no kernel for " + wanted.describe() +
-        " in the kernel library; compile one with `sinkattn-runner compile "
-        "--kernel sink-fwd --run-time-shapes --seqlens-q 128 --head-dim " +
-        std::to_string(wanted.headDim) + " --dtype " + dtypeName(wanted.dtype) +
-        " --sink-dtype " + dtypeName(wanted.sinkDtype) +
-        (wanted.windowed ? " --window 128" : "") +
-        (wanted.causal ? "" : " --non-causal") + " --emit bundle -o DIR`");
-  }
-  Kernel &kernel = found->second;
+  std::optional<size_t> found =
+      findKernel(problem.variant, args.sinks.has_value());
+  if (!found)
+    return Status::error(noKernelMessage(problem.variant));
+  Kernel &kernel = kernels_[*found].second;
   if (!kernel.loaded) {
     SINKATTN_RT_ASSIGN_OR_RETURN(LoadedBundle loaded,
                                  LoadedBundle::load(*ctx_, kernel.bundle));
@@ -337,7 +352,7 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
     kernel.bundle.ptx.clear();
     kernel.bundle.reference.reset();
   }
-  problem.variant.sinkDtype = found->first.sinkDtype;
+  problem.variant.sinkDtype = kernels_[*found].first.sinkDtype;
   SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped,
                                sinkFwdForProblem(kernel.bundle, problem));
   CUdeviceptr sinks = 0;

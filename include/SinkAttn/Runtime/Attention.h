@@ -112,6 +112,12 @@ public:
   /// How many of its kernels have been JIT-compiled (once each, on their
   /// first call).
   size_t compiledKernels() const;
+  /// Whether it holds a kernel for `variant` (a call without sinks takes a
+  /// kernel of either sink dtype).
+  bool serves(const SinkFwdVariant &variant, bool withSinks) const;
+  /// The error of a call whose variant it does not serve: which variant,
+  /// and the command that compiles a kernel for it.
+  static std::string noKernelMessage(const SinkFwdVariant &variant);
 
   /// Validates `args`, finds the kernel of their variant (an error names
   /// the variant and how to compile it when there is none), JIT-compiles it
@@ -125,6 +131,9 @@ private:
     std::shared_ptr<LoadedBundle> loaded;
   };
   explicit AttentionLibrary(const Context &ctx) : ctx_(&ctx) {}
+  /// The index in kernels_ of the kernel serves() finds.
+  std::optional<size_t> findKernel(const SinkFwdVariant &variant,
+                                   bool withSinks) const;
 
   const Context *ctx_;
   std::vector<std::pair<SinkFwdVariant, Kernel>> kernels_;

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SinkAttn-c/Attention.h"
 #include "SinkAttn/Runtime/Attention.h"
 #include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/Float16.h"
@@ -72,9 +73,24 @@ struct Case {
   bool withSinks;
 };
 
-/// One call of the library, compared with the float64 forward.
-void runCase(const Context &ctx, AttentionLibrary &library, const Case &c,
-             uint64_t seed) {
+/// The C ABI's tensor for `t`.
+SinkAttnTensor cTensor(const DeviceTensor &t) {
+  SinkAttnTensor c = {};
+  c.data = t.data;
+  c.dtype = t.dtype == DType::BF16  ? SINKATTN_DTYPE_BF16
+            : t.dtype == DType::F16 ? SINKATTN_DTYPE_F16
+            : t.dtype == DType::F32 ? SINKATTN_DTYPE_F32
+                                    : SINKATTN_DTYPE_I32;
+  c.rank = int32_t(t.sizes.size());
+  for (size_t d = 0; d < t.sizes.size(); ++d)
+    c.sizes[d] = t.sizes[d];
+  return c;
+}
+
+/// One call of the library (through the C ABI where `cLibrary` is given),
+/// compared with the float64 forward.
+void runCase(const Context &ctx, AttentionLibrary &library,
+             SinkAttnLibrary *cLibrary, const Case &c, uint64_t seed) {
   SinkAttentionShape shape;
   shape.layout = AttentionLayout::Varlen;
   shape.batch = int64_t(c.lengthsQ.size());
@@ -155,7 +171,30 @@ void runCase(const Context &ctx, AttentionLibrary &library, const Case &c,
   args.causal = c.causal;
   args.window = c.window;
   args.softmaxScale = c.scale;
-  Status ran = library.forwardVarlen(args, nullptr);
+  Status ran;
+  if (!cLibrary) {
+    ran = library.forwardVarlen(args, nullptr);
+  } else {
+    what += ", through the C ABI";
+    SinkAttnVarlenForwardArgs cArgs = {};
+    cArgs.q = cTensor(args.q);
+    cArgs.k = cTensor(args.k);
+    cArgs.v = cTensor(args.v);
+    cArgs.out = cTensor(args.out);
+    cArgs.lse = cTensor(args.lse);
+    if (args.sinks)
+      cArgs.sinks = cTensor(*args.sinks);
+    cArgs.cu_seqlens_q = cTensor(args.cuSeqlensQ);
+    cArgs.cu_seqlens_k = cTensor(args.cuSeqlensKv);
+    cArgs.max_seqlen_q = args.maxSeqlenQ;
+    cArgs.max_seqlen_k = args.maxSeqlenKv;
+    cArgs.causal = args.causal;
+    cArgs.window = args.window;
+    cArgs.softmax_scale = c.scale ? *c.scale : 0;
+    ran = sinkattnVarlenForward(cLibrary, &cArgs, nullptr) == SINKATTN_SUCCESS
+              ? Status()
+              : Status::error(sinkattnLastError());
+  }
   if (!ran.ok())
     return check(false, what, ran.message());
   if (Status synced = ctx.synchronize(); !synced.ok())
@@ -241,10 +280,39 @@ int main(int argc, char **argv) {
   // clang-format on
   uint64_t seed = 1;
   for (const Case &c : cases)
-    runCase(*ctx, *library, c, seed++);
+    runCase(*ctx, *library, nullptr, c, seed++);
   check(library->compiledKernels() == 4,
         "four variants, each JIT-compiled once over nine calls",
         std::to_string(library->compiledKernels()) + " compiled");
+
+  // The C ABI (libsinkattn.so) over the same kernels: a library of its own.
+  SinkAttnLibrary *cLibrary = nullptr;
+  if (sinkattnLibraryOpen(directory.c_str(), 0, &cLibrary) !=
+      SINKATTN_SUCCESS) {
+    check(false, "the C ABI opens the kernel library", sinkattnLastError());
+  } else {
+    // bf16 D 64 causal, with sinks and without: one kernel.
+    runCase(*ctx, *library, cLibrary, cases[1], seed++);
+    runCase(*ctx, *library, cLibrary, cases[2], seed++);
+    check(sinkattnLibraryCompiledKernels(cLibrary) == 1,
+          "the C ABI's library compiled one kernel for two calls",
+          std::to_string(sinkattnLibraryCompiledKernels(cLibrary)));
+    SinkAttnVarlenForwardArgs missing = {};
+    missing.q = {1, SINKATTN_DTYPE_F16, 3, {10, 8, 64}, {}};
+    missing.k = missing.v = {1, SINKATTN_DTYPE_F16, 3, {10, 1, 64}, {}};
+    missing.out = missing.q;
+    missing.lse = {1, SINKATTN_DTYPE_F32, 2, {8, 10}, {}};
+    missing.cu_seqlens_q =
+        missing.cu_seqlens_k = {1, SINKATTN_DTYPE_I32, 1, {2}, {}};
+    missing.max_seqlen_q = missing.max_seqlen_k = 10;
+    missing.causal = 1;
+    check(sinkattnVarlenForward(cLibrary, &missing, nullptr) ==
+                  SINKATTN_ERROR_NOT_SUPPORTED &&
+              std::string(sinkattnLastError()).find("no kernel for f16 D=64") !=
+                  std::string::npos,
+          "the C ABI says a variant is not supported", sinkattnLastError());
+    sinkattnLibraryClose(cLibrary);
+  }
 
   // f16 D 64 is not in the library.
   VarlenForwardArgs args;

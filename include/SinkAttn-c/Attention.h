@@ -1,0 +1,119 @@
+//===- Attention.h - C ABI of the attention kernel library --------*- C -*-===//
+//
+// Attention with sinks on device tensors, from a kernel library (a directory
+// of bundles compiled for run-time shapes), for programs and language
+// bindings that cannot use the C++ API (SinkAttn/Runtime/Attention.h):
+// libsinkattn.so exports only these functions and needs neither MLIR nor a
+// CUDA toolkit (it loads the driver, libcuda.so.1, when a library opens).
+//
+//   SinkAttnLibrary *library;
+//   if (sinkattnLibraryOpen("/path/to/kernels", 0, &library))
+//     fprintf(stderr, "%s\n", sinkattnLastError());
+//   SinkAttnVarlenForwardArgs args = {...};
+//   SinkAttnStatus status = sinkattnVarlenForward(library, &args, stream);
+//   sinkattnLibraryClose(library);
+//
+// Every function returns a status and, when it is not SINKATTN_SUCCESS,
+// leaves a message naming the argument and what was expected in
+// sinkattnLastError() (per thread). Calls on one library may come from any
+// thread; the library serializes them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SINKATTN_C_ATTENTION_H
+#define SINKATTN_C_ATTENTION_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this ABI: the structs' layouts and the functions. A binding
+   compares sinkattnApiVersion() with the version it was written for. */
+#define SINKATTN_C_API_VERSION 1
+
+typedef enum SinkAttnStatus {
+  SINKATTN_SUCCESS = 0,
+  /* The call's arguments are not valid; nothing ran. */
+  SINKATTN_ERROR_INVALID_ARGUMENT = 1,
+  /* The arguments are valid, but the library holds no kernel for the
+     call's variant (the message says how to compile one). */
+  SINKATTN_ERROR_NOT_SUPPORTED = 2,
+  /* The driver, the GPU or the kernel library's files failed. */
+  SINKATTN_ERROR_RUNTIME = 3
+} SinkAttnStatus;
+
+typedef enum SinkAttnDType {
+  SINKATTN_DTYPE_BF16 = 0,
+  SINKATTN_DTYPE_F16 = 1,
+  SINKATTN_DTYPE_F32 = 2,
+  SINKATTN_DTYPE_I32 = 3
+} SinkAttnDType;
+
+#define SINKATTN_MAX_RANK 4
+
+/* A tensor in GPU memory. `strides` are in elements, outermost first; all
+   zero means dense row-major. */
+typedef struct SinkAttnTensor {
+  uint64_t data; /* device address */
+  int32_t dtype; /* a SinkAttnDType */
+  int32_t rank;  /* 0 to SINKATTN_MAX_RANK */
+  int64_t sizes[SINKATTN_MAX_RANK];
+  int64_t strides[SINKATTN_MAX_RANK];
+} SinkAttnTensor;
+
+/* The forward over packed sequences, as flash_attn_varlen_func takes it:
+   O = softmax([Q K^T * scale, sink]) V without the sink's column. */
+typedef struct SinkAttnVarlenForwardArgs {
+  SinkAttnTensor q, k, v; /* [Tq, H, D], [Tkv, HK, D], bf16 or f16 */
+  SinkAttnTensor out;     /* [Tq, H, D], q's dtype: written */
+  SinkAttnTensor lse;     /* [H, Tq] f32: written (natural log, sink in) */
+  SinkAttnTensor sinks;   /* [H] f32 or bf16; data 0 and rank 0: no sink */
+  SinkAttnTensor cu_seqlens_q, cu_seqlens_k; /* [B + 1] i32 offsets */
+  int64_t max_seqlen_q, max_seqlen_k;        /* longest sequences */
+  int32_t causal;       /* nonzero: causal, right-aligned per sequence */
+  int64_t window;       /* keys per row at most, causal only; 0: none */
+  double softmax_scale; /* 0: 1 / sqrt(D) */
+} SinkAttnVarlenForwardArgs;
+
+typedef struct SinkAttnLibrary SinkAttnLibrary;
+
+/* SINKATTN_C_API_VERSION of the loaded library. */
+int32_t sinkattnApiVersion(void);
+
+/* The message of the last call on this thread that did not succeed (""
+   before any). Valid until this thread's next call. */
+const char *sinkattnLastError(void);
+
+/* Opens the kernel library in `directory` on GPU `device` (its primary
+   context) and stores it in `*library`. Errors: a null pointer, no driver
+   or GPU, a directory without kernels compiled for run-time shapes. */
+SinkAttnStatus sinkattnLibraryOpen(const char *directory, int32_t device,
+                                   SinkAttnLibrary **library);
+
+/* Releases the library (a null library is ignored). The caller must not
+   use it, or have work of it queued that it still needs, after this. */
+void sinkattnLibraryClose(SinkAttnLibrary *library);
+
+/* Checks `args` without a GPU: SINKATTN_SUCCESS or
+   SINKATTN_ERROR_INVALID_ARGUMENT. */
+SinkAttnStatus
+sinkattnValidateVarlenForward(const SinkAttnVarlenForwardArgs *args);
+
+/* Validates `args` and queues the forward on `stream` (a CUstream; null:
+   the legacy default stream), asynchronously; the variant's kernel is
+   JIT-compiled on its first call. */
+SinkAttnStatus sinkattnVarlenForward(SinkAttnLibrary *library,
+                                     const SinkAttnVarlenForwardArgs *args,
+                                     void *stream);
+
+/* How many of the library's kernels have been JIT-compiled so far (-1 for
+   a null library). */
+int64_t sinkattnLibraryCompiledKernels(const SinkAttnLibrary *library);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SINKATTN_C_ATTENTION_H */

@@ -1,0 +1,154 @@
+//===- AttentionCApiTest.cpp - The C ABI's checks, without a GPU ----------===//
+
+#include "SinkAttn-c/Attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <thread>
+
+extern "C" int sinkattnHeaderCompilesAsC(void);
+
+namespace {
+
+#define EXPECT_CONTAINS(haystack, needle)                                      \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)             \
+      << "message: " << (haystack)
+
+SinkAttnTensor tensor(uint64_t data, SinkAttnDType dtype,
+                      std::initializer_list<int64_t> sizes) {
+  SinkAttnTensor t = {};
+  t.data = data;
+  t.dtype = dtype;
+  t.rank = int32_t(sizes.size());
+  int32_t d = 0;
+  for (int64_t size : sizes)
+    t.sizes[d++] = size;
+  return t;
+}
+
+/// Two sequences, 300 query and 500 key tokens, H 8, HK 2, D 64, f32 sinks.
+SinkAttnVarlenForwardArgs validArgs() {
+  SinkAttnVarlenForwardArgs a = {};
+  a.q = tensor(0x1000, SINKATTN_DTYPE_BF16, {300, 8, 64});
+  a.k = tensor(0x2000, SINKATTN_DTYPE_BF16, {500, 2, 64});
+  a.v = tensor(0x3000, SINKATTN_DTYPE_BF16, {500, 2, 64});
+  a.out = tensor(0x4000, SINKATTN_DTYPE_BF16, {300, 8, 64});
+  a.lse = tensor(0x5000, SINKATTN_DTYPE_F32, {8, 300});
+  a.sinks = tensor(0x6000, SINKATTN_DTYPE_F32, {8});
+  a.cu_seqlens_q = tensor(0x7000, SINKATTN_DTYPE_I32, {3});
+  a.cu_seqlens_k = tensor(0x8000, SINKATTN_DTYPE_I32, {3});
+  a.max_seqlen_q = 200;
+  a.max_seqlen_k = 400;
+  a.causal = 1;
+  return a;
+}
+
+/// The message of validating `args` after `edit`, which must be refused.
+std::string refusal(void (*edit)(SinkAttnVarlenForwardArgs &)) {
+  SinkAttnVarlenForwardArgs a = validArgs();
+  edit(a);
+  EXPECT_EQ(sinkattnValidateVarlenForward(&a), SINKATTN_ERROR_INVALID_ARGUMENT);
+  return sinkattnLastError();
+}
+
+TEST(AttentionCApi, Version) {
+  EXPECT_EQ(sinkattnApiVersion(), SINKATTN_C_API_VERSION);
+  EXPECT_EQ(sinkattnHeaderCompilesAsC(), SINKATTN_C_API_VERSION);
+}
+
+TEST(AttentionCApi, ValidatesWithoutAGpu) {
+  SinkAttnVarlenForwardArgs a = validArgs();
+  EXPECT_EQ(sinkattnValidateVarlenForward(&a), SINKATTN_SUCCESS)
+      << sinkattnLastError();
+  // No sinks, explicit dense strides, another scale, non-causal.
+  a.sinks = SinkAttnTensor{};
+  a.q.strides[0] = 512;
+  a.q.strides[1] = 64;
+  a.q.strides[2] = 1;
+  a.softmax_scale = 0.1;
+  a.causal = 0;
+  EXPECT_EQ(sinkattnValidateVarlenForward(&a), SINKATTN_SUCCESS)
+      << sinkattnLastError();
+
+  EXPECT_EQ(sinkattnValidateVarlenForward(nullptr),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(), "args: the pointer is null");
+  EXPECT_CONTAINS(refusal([](auto &a) { a.q.dtype = 7; }),
+                  "q: dtype 7 is not a SinkAttnDType (0 to 3)");
+  EXPECT_CONTAINS(refusal([](auto &a) { a.k.rank = 5; }),
+                  "k: rank 5 is not in [0, 4]");
+  EXPECT_CONTAINS(refusal([](auto &a) { a.v.rank = -1; }),
+                  "v: rank -1 is not in [0, 4]");
+  EXPECT_CONTAINS(refusal([](auto &a) { a.sinks.data = 0; }),
+                  "sinks: the device address is null");
+  EXPECT_CONTAINS(refusal([](auto &a) { a.lse.dtype = SINKATTN_DTYPE_BF16; }),
+                  "lse: has dtype bf16; expected f32");
+  EXPECT_CONTAINS(refusal([](auto &a) {
+                    a.q.strides[0] = 1024;
+                    a.q.strides[1] = 64;
+                    a.q.strides[2] = 1;
+                  }),
+                  "q: strides [1024, 64, 1] are not those of a dense "
+                  "row-major tensor");
+  EXPECT_CONTAINS(refusal([](auto &a) { a.softmax_scale = -1; }),
+                  "softmax_scale: -1.000000 is not a positive finite number");
+  EXPECT_CONTAINS(refusal([](auto &a) { a.softmax_scale = NAN; }),
+                  "softmax_scale: nan is not a positive finite number");
+  EXPECT_CONTAINS(refusal([](auto &a) {
+                    a.causal = 0;
+                    a.window = 128;
+                  }),
+                  "window: a sliding window of 128 keys needs causal=true");
+  EXPECT_CONTAINS(refusal([](auto &a) { a.max_seqlen_q = 301; }),
+                  "max_seqlen_q: 301 is not in [1, Tq = 300]");
+  EXPECT_CONTAINS(
+      refusal([](auto &a) { a.cu_seqlens_k.dtype = SINKATTN_DTYPE_F32; }),
+      "cu_seqlens_k: has dtype f32; expected i32");
+}
+
+TEST(AttentionCApi, LastErrorIsPerThread) {
+  EXPECT_EQ(sinkattnValidateVarlenForward(nullptr),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  std::string seenByOther = "unset";
+  std::thread other([&] {
+    seenByOther = sinkattnLastError();
+    SinkAttnVarlenForwardArgs a = validArgs();
+    a.k.rank = 9;
+    (void)sinkattnValidateVarlenForward(&a);
+  });
+  other.join();
+  EXPECT_EQ(seenByOther, "");
+  EXPECT_CONTAINS(sinkattnLastError(), "args: the pointer is null");
+}
+
+TEST(AttentionCApi, LibraryErrors) {
+  SinkAttnLibrary *library = reinterpret_cast<SinkAttnLibrary *>(0x1);
+  EXPECT_EQ(sinkattnLibraryOpen(nullptr, 0, &library),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(library, nullptr);
+  EXPECT_CONTAINS(sinkattnLastError(), "directory: the pointer is null");
+  EXPECT_EQ(sinkattnLibraryOpen("/nonexistent", -1, &library),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(), "device: -1 is negative");
+  EXPECT_EQ(sinkattnLibraryOpen("/nonexistent", 0, nullptr),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(),
+                  "library: the pointer to store it in is null");
+  // Without a driver (this machine) or without the directory (a GPU
+  // machine): a runtime error with a message, no library.
+  EXPECT_EQ(sinkattnLibraryOpen("/nonexistent/kernels", 0, &library),
+            SINKATTN_ERROR_RUNTIME);
+  EXPECT_EQ(library, nullptr);
+  EXPECT_STRNE(sinkattnLastError(), "");
+
+  SinkAttnVarlenForwardArgs a = validArgs();
+  EXPECT_EQ(sinkattnVarlenForward(nullptr, &a, nullptr),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(), "library: the pointer is null");
+  EXPECT_EQ(sinkattnLibraryCompiledKernels(nullptr), -1);
+  sinkattnLibraryClose(nullptr);
+}
+
+} // namespace
