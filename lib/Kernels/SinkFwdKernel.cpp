@@ -254,12 +254,17 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   }
   const int64_t sinkCount =
       form.runTimeShapes ? ShapedType::kDynamic : shape.heads;
+  // With run-time shapes Q, K, V and O are strided views (any token stride:
+  // q, k and v may be views of one fused QKV tensor).
+  MemRefLayoutAttrInterface tokenRows;
+  if (form.runTimeShapes)
+    tokenRows = StridedLayoutAttr::get(context, 0, {ShapedType::kDynamic, 1});
   SmallVector<Type> argTypes = {
-      MemRefType::get(qShape, element),
-      MemRefType::get(kvShape, element),
-      MemRefType::get(kvShape, element),
+      MemRefType::get(qShape, element, tokenRows),
+      MemRefType::get(kvShape, element, tokenRows),
+      MemRefType::get(kvShape, element, tokenRows),
       MemRefType::get({sinkCount}, getElementType(context, form.sinkDtype)),
-      MemRefType::get(qShape, element),
+      MemRefType::get(qShape, element, tokenRows),
       MemRefType::get(lseShape, f32())};
   if (shape.varlen()) {
     auto offsets = MemRefType::get(
@@ -1132,6 +1137,10 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                         u(config.kvHeads * config.headDim)};
       for (uint64_t d = 0; d < buffer.shape.size(); ++d)
         buffer.dynamicDims.push_back(d);
+      // Token rows at any stride.
+      if (buffer.name == "q" || buffer.name == "k" || buffer.name == "v" ||
+          buffer.name == "o")
+        buffer.strides = {buffer.shape[1], 1};
     }
     bundle.params.push_back(kernels::scalarParam(
         "scale_log2", rt::DType::F32, std::strtod(scaleLog2, nullptr)));

@@ -33,10 +33,15 @@ std::string formatSizes(const std::vector<int64_t> &sizes) {
   return text + "]";
 }
 
-/// A tensor of `rank` positive sizes (a size of 0 only where `emptyOk`) at
-/// a non-null address, of one of `dtypes`.
+/// A tensor of `rank` non-negative sizes at a non-null address, of one of
+/// `dtypes`, dense, or with `tokenRows` (q, k, v, out: [T, H, D]) whose
+/// tokens may be any stride apart that keeps them from overlapping (views
+/// of a fused QKV tensor) while each token's heads stay dense. Tensors the
+/// kernels read or write by TMA rows need 16-byte aligned addresses and
+/// token strides.
 Status checkTensor(const char *name, const DeviceTensor &t, size_t rank,
-                   std::initializer_list<DType> dtypes) {
+                   std::initializer_list<DType> dtypes,
+                   bool tokenRows = false) {
   std::string where = std::string(name) + ": ";
   if (t.data == 0)
     return Status::error(where + "the device address is null");
@@ -55,21 +60,40 @@ Status checkTensor(const char *name, const DeviceTensor &t, size_t rank,
     return Status::error(where + "has dtype " + dtypeName(t.dtype) +
                          "; expected " + expected);
   }
+  if (tokenRows && t.data % 16 != 0)
+    return Status::error(where + "the address is not 16-byte aligned (the "
+                                 "kernels read and write it in 16-byte rows)");
   if (!t.strides.empty()) {
     if (t.strides.size() != rank)
       return Status::error(where + "has " + std::to_string(t.strides.size()) +
                            " strides for " + std::to_string(rank) +
                            " dimensions");
-    // Dense row-major strides are the only ones the kernels take so far.
+    // With token rows, the tokens' stride is checked apart; the rest must
+    // be dense.
+    size_t denseFrom = tokenRows ? 1 : 0;
+    if (tokenRows && t.sizes[0] > 1) {
+      const int64_t row = t.sizes[1] * t.sizes[2];
+      if (t.strides[0] < row)
+        return Status::error(where + "token stride " +
+                             std::to_string(t.strides[0]) +
+                             " is below a token's " + std::to_string(row) +
+                             " elements (tokens would overlap)");
+      if (t.strides[0] * int64_t(dtypeSize(t.dtype)) % 16 != 0)
+        return Status::error(where + "token stride " +
+                             std::to_string(t.strides[0]) +
+                             " is not a multiple of 16 bytes (the kernels' "
+                             "tensor maps need one)");
+    }
     int64_t expected = 1;
-    for (size_t d = rank; d-- > 0;) {
+    for (size_t d = rank; d-- > denseFrom;) {
       if (t.strides[d] != expected && t.sizes[d] > 1)
         return Status::error(
             where + "strides " + formatSizes(t.strides) +
-            " are not those of a dense row-major tensor of sizes " +
-            formatSizes(t.sizes) +
-            "; the kernels take dense tensors only so far (copy it with "
-            ".contiguous())");
+            (tokenRows ? " are not dense within a token (heads and "
+                         "elements) for sizes "
+                       : " are not those of a dense row-major tensor of "
+                         "sizes ") +
+            formatSizes(t.sizes) + "; copy it with .contiguous()");
       expected *= std::max<int64_t>(t.sizes[d], 1);
     }
   }
@@ -88,10 +112,10 @@ Status sameSizes(const char *name, const DeviceTensor &t, const char *other,
 
 Expected<VarlenForwardProblem>
 validateVarlenForward(const VarlenForwardArgs &args) {
-  SINKATTN_RT_TRY(checkTensor("q", args.q, 3, {DType::BF16, DType::F16}));
-  SINKATTN_RT_TRY(checkTensor("k", args.k, 3, {args.q.dtype}));
-  SINKATTN_RT_TRY(checkTensor("v", args.v, 3, {args.q.dtype}));
-  SINKATTN_RT_TRY(checkTensor("out", args.out, 3, {args.q.dtype}));
+  SINKATTN_RT_TRY(checkTensor("q", args.q, 3, {DType::BF16, DType::F16}, true));
+  SINKATTN_RT_TRY(checkTensor("k", args.k, 3, {args.q.dtype}, true));
+  SINKATTN_RT_TRY(checkTensor("v", args.v, 3, {args.q.dtype}, true));
+  SINKATTN_RT_TRY(checkTensor("out", args.out, 3, {args.q.dtype}, true));
   SINKATTN_RT_TRY(checkTensor("lse", args.lse, 2, {DType::F32}));
   SINKATTN_RT_TRY(checkTensor("cu_seqlens_q", args.cuSeqlensQ, 1, {DType::I32}));
   SINKATTN_RT_TRY(
@@ -197,6 +221,11 @@ validateVarlenForward(const VarlenForwardArgs &args) {
   problem.window = args.window;
   problem.tokensQ = tokensQ;
   problem.tokensKv = tokensKv;
+  auto tokenStride = [](const DeviceTensor &t) -> int64_t {
+    return t.strides.empty() || t.sizes[0] <= 1 ? 0 : t.strides[0];
+  };
+  problem.tokenStrides = {tokenStride(args.q), tokenStride(args.k),
+                          tokenStride(args.v), tokenStride(args.out)};
   problem.batch = offsets - 1;
   problem.maxSeqlenQ = args.maxSeqlenQ;
   return problem;
@@ -243,10 +272,10 @@ Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
   sizes.window = problem.window;
   sizes.scale = problem.softmaxScale;
   sizes.causal = variant.causal;
-  return sinkFwdForSizes(bundle, sizes, problem.tokensQ, problem.tokensKv,
-                         problem.maxSeqlenQ,
-                         "max_seqlen_q " + std::to_string(problem.maxSeqlenQ) +
-                             ": ");
+  return sinkFwdForSizes(
+      bundle, sizes, problem.tokensQ, problem.tokensKv, problem.maxSeqlenQ,
+      "max_seqlen_q " + std::to_string(problem.maxSeqlenQ) + ": ",
+      problem.tokenStrides);
 }
 
 Expected<AttentionLibrary> AttentionLibrary::open(const Context &ctx,

@@ -94,7 +94,8 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                                  const SinkAttentionShape &shape,
                                  int64_t tokensQ, int64_t tokensKv,
                                  int64_t maxSeqlenQ,
-                                 const std::string &gridContext) {
+                                 const std::string &gridContext,
+                                 const VarlenTokenStrides &strides) {
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
                                configInteger(bundle, "block_m"));
   // What the kernel compiled in: whether it masks causally and whether it
@@ -136,13 +137,17 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
   auto u = [](int64_t v) { return uint64_t(v); };
   const uint64_t qColumns = u(shape.heads * shape.headDim),
                  kvColumns = u(shape.kvHeads * shape.headDim);
+  auto rows = [&](int64_t stride) {
+    return stride ? std::vector<uint64_t>{u(stride), 1}
+                  : std::vector<uint64_t>();
+  };
   SINKATTN_RT_ASSIGN_OR_RETURN(
       Bundle shaped,
       withTensorShapes(bundle,
-                       {{"q", {{u(tokensQ), qColumns}, {}}},
-                        {"o", {{u(tokensQ), qColumns}, {}}},
-                        {"k", {{u(tokensKv), kvColumns}, {}}},
-                        {"v", {{u(tokensKv), kvColumns}, {}}},
+                       {{"q", {{u(tokensQ), qColumns}, rows(strides.q)}},
+                        {"o", {{u(tokensQ), qColumns}, rows(strides.out)}},
+                        {"k", {{u(tokensKv), kvColumns}, rows(strides.k)}},
+                        {"v", {{u(tokensKv), kvColumns}, rows(strides.v)}},
                         {"sinks", {{u(shape.heads)}, {}}},
                         {"lse", {{u(shape.heads), u(tokensQ)}, {}}},
                         {"cu_seqlens_q", {{u(shape.batch + 1)}, {}}},

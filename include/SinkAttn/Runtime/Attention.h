@@ -17,6 +17,7 @@
 #include "SinkAttn/Runtime/Context.h"
 #include "SinkAttn/Runtime/DType.h"
 #include "SinkAttn/Runtime/DeviceBuffer.h"
+#include "SinkAttn/Runtime/KernelGrids.h"
 #include "SinkAttn/Runtime/LoadedBundle.h"
 #include "SinkAttn/Runtime/Status.h"
 
@@ -44,8 +45,10 @@ struct DeviceTensor {
 /// (right-aligned per sequence, optionally within a sliding window) or
 /// not.
 struct VarlenForwardArgs {
-  DeviceTensor q, k, v; ///< [Tq, H, D] and [Tkv, HK, D], bf16 or fp16.
-  DeviceTensor out;     ///< [Tq, H, D], q's dtype: written.
+  /// [Tq, H, D] and [Tkv, HK, D], bf16 or fp16; tokens at any stride
+  /// (views of a fused QKV tensor), each token's heads dense.
+  DeviceTensor q, k, v;
+  DeviceTensor out;     ///< [Tq, H, D], q's dtype, strided like q: written.
   DeviceTensor lse;     ///< [H, Tq] f32: written (natural log, sink included).
   /// [H] f32 or bf16 sink logits; none: no sink.
   std::optional<DeviceTensor> sinks;
@@ -79,11 +82,11 @@ struct VarlenForwardProblem {
   int64_t heads = 0, kvHeads = 0, window = 0;
   double softmaxScale = 0;
   int64_t tokensQ = 0, tokensKv = 0, batch = 0, maxSeqlenQ = 0;
+  VarlenTokenStrides tokenStrides;
 };
 
 /// Checks every argument of a call; errors name the argument ("q", "lse",
-/// "cu_seqlens_q", "softmax_scale", ...) and what was expected. Refuses what
-/// the kernels do not compute yet (strided tensors) saying so. Needs no
+/// "cu_seqlens_q", "softmax_scale", ...) and what was expected. Needs no
 /// GPU.
 Expected<VarlenForwardProblem> validateVarlenForward(const VarlenForwardArgs &args);
 

@@ -43,6 +43,12 @@ Dim3 tmaCopyGrid(uint64_t m, uint64_t n, uint64_t tilesPerBlock);
 /// tensor maps' row stride), or more than 65535 strips of rows.
 Expected<Bundle> tmaCopyForShape(const Bundle &bundle, uint64_t m, uint64_t n);
 
+/// Element strides between consecutive tokens of q, k, v and o, views of
+/// [T, H * D] rows (0: dense, the row's length).
+struct VarlenTokenStrides {
+  int64_t q = 0, k = 0, v = 0, out = 0;
+};
+
 /// A varlen sink-fwd bundle for run-time shapes, for `tokensQ` query and
 /// `tokensKv` key tokens in `shape.batch` sequences whose longest query
 /// sequence has `maxSeqlenQ` rows (heads, head dim, window, scale and
@@ -52,12 +58,13 @@ Expected<Bundle> tmaCopyForShape(const Bundle &bundle, uint64_t m, uint64_t n);
 /// did not compile, kv heads that do not divide the heads, a window past
 /// 2^31-1, a non-finite scale, a grid past CUDA's limits (after
 /// `gridContext`), tensors past 32-bit indexing, what withTensorShapes
-/// refuses.
+/// refuses (token strides for a kernel that takes dense tensors among it).
 Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                                  const SinkAttentionShape &shape,
                                  int64_t tokensQ, int64_t tokensKv,
                                  int64_t maxSeqlenQ,
-                                 const std::string &gridContext = "");
+                                 const std::string &gridContext = "",
+                                 const VarlenTokenStrides &strides = {});
 
 /// A varlen sink-fwd bundle compiled for run-time shapes (`shape`: its
 /// config's problem), for the sequences of lengths `seqlensQ` and

@@ -87,11 +87,10 @@ TEST(AttentionCApi, ValidatesWithoutAGpu) {
                   "lse: has dtype bf16; expected f32");
   EXPECT_CONTAINS(refusal([](auto &a) {
                     a.q.strides[0] = 1024;
-                    a.q.strides[1] = 64;
+                    a.q.strides[1] = 128;
                     a.q.strides[2] = 1;
                   }),
-                  "q: strides [1024, 64, 1] are not those of a dense "
-                  "row-major tensor");
+                  "q: strides [1024, 128, 1] are not dense within a token");
   EXPECT_CONTAINS(refusal([](auto &a) { a.softmax_scale = -1; }),
                   "softmax_scale: -1.000000 is not a positive finite number");
   EXPECT_CONTAINS(refusal([](auto &a) { a.softmax_scale = NAN; }),

@@ -71,6 +71,8 @@ struct Case {
   std::optional<double> scale; ///< none: the default 1/sqrt(D)
   std::vector<int64_t> lengthsQ, lengthsKv;
   bool withSinks;
+  /// q, k and v as views of one [T, H + 2 HK, D] tensor (equal lengths).
+  bool fusedQkv = false;
 };
 
 /// The C ABI's tensor for `t`.
@@ -84,6 +86,8 @@ SinkAttnTensor cTensor(const DeviceTensor &t) {
   c.rank = int32_t(t.sizes.size());
   for (size_t d = 0; d < t.sizes.size(); ++d)
     c.sizes[d] = t.sizes[d];
+  for (size_t d = 0; d < t.strides.size(); ++d)
+    c.strides[d] = t.strides[d];
   return c;
 }
 
@@ -122,7 +126,8 @@ void runCase(const Context &ctx, AttentionLibrary &library,
   std::vector<float> q = randomNormal(shape.qElements(), seed, 0.f, 1.5f),
                      k = randomNormal(shape.kvElements(), seed + 1, 0.f, 1.5f),
                      v = randomUniform(shape.kvElements(), seed + 2),
-                     sinks = randomUniform(size_t(shape.heads), seed + 3, -1.f, 3.f);
+                     sinks = randomUniform(size_t(shape.heads), seed + 3, -1.f,
+                                           3.f);
   std::vector<uint16_t> qBits = round16(q, c.dtype),
                         kBits = round16(k, c.dtype),
                         vBits = round16(v, c.dtype);
@@ -145,7 +150,28 @@ void runCase(const Context &ctx, AttentionLibrary &library,
                          dout = DeviceBuffer::allocate(ctx, qBits.size() * 2),
                          dlse = DeviceBuffer::allocate(
                              ctx, size_t(shape.rows()) * 4);
-  for (auto *buffer : {&dq, &dk, &dv, &dsinks, &dcuQ, &dcuKv, &dout, &dlse})
+  // The fused tensor: each token's q heads, then its k and v heads.
+  const int64_t fusedRow = (shape.heads + 2 * shape.kvHeads) * shape.headDim;
+  std::vector<uint16_t> fusedBits;
+  if (c.fusedQkv) {
+    const size_t qRow = size_t(shape.heads * shape.headDim),
+                 kvRow = size_t(shape.kvHeads * shape.headDim);
+    for (int64_t token = 0; token < shape.tokensQ(); ++token) {
+      auto append = [&](const std::vector<uint16_t> &bits, size_t row) {
+        fusedBits.insert(fusedBits.end(), bits.begin() + token * row,
+                         bits.begin() + (token + 1) * row);
+      };
+      append(qBits, qRow);
+      append(kBits, kvRow);
+      append(vBits, kvRow);
+    }
+    what += ", q/k/v views of one fused tensor";
+  }
+  Expected<DeviceBuffer> dqkv =
+      c.fusedQkv ? upload(ctx, fusedBits.data(), fusedBits.size() * 2)
+                 : DeviceBuffer::allocate(ctx, 16);
+  for (auto *buffer :
+       {&dq, &dk, &dv, &dsinks, &dcuQ, &dcuKv, &dout, &dlse, &dqkv})
     if (!buffer->ok())
       return check(false, what, "device buffers: " + buffer->message());
   (void)dout->poison();
@@ -160,6 +186,16 @@ void runCase(const Context &ctx, AttentionLibrary &library,
   args.q = t(*dq, c.dtype, {tq, h, d});
   args.k = t(*dk, c.dtype, {tkv, hk, d});
   args.v = t(*dv, c.dtype, {tkv, hk, d});
+  if (c.fusedQkv) {
+    CUdeviceptr base = dqkv->address();
+    args.q = {base, c.dtype, {tq, h, d}, {fusedRow, d, 1}};
+    args.k = {
+        base + uint64_t(h * d * 2), c.dtype, {tkv, hk, d}, {fusedRow, d, 1}};
+    args.v = {base + uint64_t((h + hk) * d * 2),
+              c.dtype,
+              {tkv, hk, d},
+              {fusedRow, d, 1}};
+  }
   args.out = t(*dout, c.dtype, {tq, h, d});
   args.lse = t(*dlse, DType::F32, {h, tq});
   if (c.withSinks)
@@ -203,7 +239,8 @@ void runCase(const Context &ctx, AttentionLibrary &library,
   if (!c.withSinks)
     sinks.assign(sinks.size(), -INFINITY);
   std::vector<double> refO, refLse;
-  if (Status reference = sinkAttentionForward(shape, q, k, v, sinks, refO, refLse);
+  if (Status reference =
+          sinkAttentionForward(shape, q, k, v, sinks, refO, refLse);
       !reference.ok())
     return check(false, what, reference.message());
   Expected<std::vector<uint16_t>> outBits = dout->download<uint16_t>();
@@ -226,9 +263,11 @@ void runCase(const Context &ctx, AttentionLibrary &library,
     bad += !same;
   }
   check(bad == 0, what,
-        std::to_string(bad) + " elements outside tolerance (o: 1e-2 + 1e-2|ref|, "
-        "lse: 1e-3) of " + std::to_string(refO.size() + refLse.size()) +
-        ", o max-abs " + std::to_string(worst));
+        std::to_string(bad) +
+            " elements outside tolerance (o: 1e-2 + 1e-2|ref|, "
+            "lse: 1e-3) of " +
+            std::to_string(refO.size() + refLse.size()) + ", o max-abs " +
+            std::to_string(worst));
 }
 } // namespace
 
@@ -276,13 +315,15 @@ int main(int argc, char **argv) {
       {bf16, f32, 64, false, 4, 4, 0, {}, {100, 7, 0}, {50, 300, 9}, true},
       {bf16, f32, 64, false, 12, 4, 0, 0.05, {1, 333}, {1000, 1}, false},
       {f16, DType::BF16, 128, true, 8, 2, 0, {}, {300, 5}, {300, 700}, true},
+      {bf16, f32, 64, true, 8, 2, 0, {}, {300, 0, 77}, {300, 0, 77}, true, true},
+      {bf16, f32, 128, true, 6, 2, 300, {}, {1000, 1}, {1000, 1}, true, true},
   };
   // clang-format on
   uint64_t seed = 1;
   for (const Case &c : cases)
     runCase(*ctx, *library, nullptr, c, seed++);
   check(library->compiledKernels() == 4,
-        "four variants, each JIT-compiled once over nine calls",
+        "four variants, each JIT-compiled once over eleven calls",
         std::to_string(library->compiledKernels()) + " compiled");
 
   // The C ABI (libsinkattn.so) over the same kernels: a library of its own.
@@ -291,11 +332,12 @@ int main(int argc, char **argv) {
       SINKATTN_SUCCESS) {
     check(false, "the C ABI opens the kernel library", sinkattnLastError());
   } else {
-    // bf16 D 64 causal, with sinks and without: one kernel.
+    // bf16 D 64 causal, with sinks and without, fused q/k/v: one kernel.
     runCase(*ctx, *library, cLibrary, cases[1], seed++);
     runCase(*ctx, *library, cLibrary, cases[2], seed++);
+    runCase(*ctx, *library, cLibrary, cases[9], seed++);
     check(sinkattnLibraryCompiledKernels(cLibrary) == 1,
-          "the C ABI's library compiled one kernel for two calls",
+          "the C ABI's library compiled one kernel for three calls",
           std::to_string(sinkattnLibraryCompiledKernels(cLibrary)));
     SinkAttnVarlenForwardArgs missing = {};
     missing.q = {1, SINKATTN_DTYPE_F16, 3, {10, 8, 64}, {}};

@@ -70,6 +70,15 @@ TEST(Attention, ValidCall) {
   p = validateVarlenForward(a);
   ASSERT_TRUE(p.ok()) << p.message();
   EXPECT_EQ(p->variant.describe(), "f16 D=64 non-causal f32 sinks");
+  // q, k and v as views of one fused [T, H + 2 HK, D] tensor.
+  a = validArgs();
+  a.q.sizes[0] = a.out.sizes[0] = a.lse.sizes[1] = 500;
+  a.q.strides = a.k.strides = a.v.strides = {768, 64, 1};
+  p = validateVarlenForward(a);
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->tokenStrides.q, 768);
+  EXPECT_EQ(p->tokenStrides.k, 768);
+  EXPECT_EQ(p->tokenStrides.out, 0);
   // Windowed calls put the sequences alone in a grid dimension.
   a = validArgs();
   a.window = 128;
@@ -94,9 +103,30 @@ TEST(Attention, EveryRefusal) {
                   "cu_seqlens_q: has dtype i64; expected i32");
   EXPECT_CONTAINS(error([](auto &a) { a.cuSeqlensKv.sizes = {3, 1}; }),
                   "cu_seqlens_k: has 2 dimensions");
-  EXPECT_CONTAINS(error([](auto &a) { a.q.strides = {1024, 64, 1}; }),
-                  "q: strides [1024, 64, 1] are not those of a dense row-major "
-                  "tensor of sizes [300, 8, 64]");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.q.strides = {256, 64, 1};
+                  }),
+                  "q: token stride 256 is below a token's 512 elements");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.k.strides = {132, 64, 1};
+                  }),
+                  "k: token stride 132 is not a multiple of 16 bytes");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.v.strides = {1024, 128, 1};
+                  }),
+                  "v: strides [1024, 128, 1] are not dense within a token "
+                  "(heads and elements) for sizes [500, 2, 64]");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.out.strides = {512, 1, 8};
+                  }),
+                  "out: strides [512, 1, 8] are not dense within a token");
+  EXPECT_CONTAINS(error([](auto &a) { a.q.data = 0x1008; }),
+                  "q: the address is not 16-byte aligned");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.lse.strides = {600, 1};
+                  }),
+                  "lse: strides [600, 1] are not those of a dense row-major "
+                  "tensor of sizes [8, 300]");
   EXPECT_CONTAINS(error([](auto &a) { a.k.strides = {128, 64}; }),
                   "k: has 2 strides for 3 dimensions");
   EXPECT_CONTAINS(error([](auto &a) {
@@ -180,7 +210,8 @@ TEST(Attention, EveryRefusal) {
 /// with `windowed` one that takes a window size.
 Bundle fwdBundle(bool windowed = false) {
   auto buffer = [](const char *name, DType dtype, std::vector<uint64_t> shape,
-                   std::vector<uint64_t> dynamic) {
+                   std::vector<uint64_t> dynamic,
+                   std::vector<uint64_t> strides = {}) {
     BundleParam p;
     p.name = name;
     p.kind = ParamKind::Buffer;
@@ -188,6 +219,7 @@ Bundle fwdBundle(bool windowed = false) {
     p.shape = std::move(shape);
     p.descriptor = true;
     p.dynamicDims = std::move(dynamic);
+    p.strides = std::move(strides);
     return p;
   };
   Bundle b;
@@ -203,11 +235,11 @@ Bundle fwdBundle(bool windowed = false) {
               {"window", int64_t(windowed ? 128 : 0)},
               {"block_m", int64_t(64)},
               {"causal", int64_t(1)}};
-  b.params = {buffer("q", DType::BF16, {100, 512}, {0, 1}),
-              buffer("k", DType::BF16, {100, 128}, {0, 1}),
-              buffer("v", DType::BF16, {100, 128}, {0, 1}),
+  b.params = {buffer("q", DType::BF16, {100, 512}, {0, 1}, {512, 1}),
+              buffer("k", DType::BF16, {100, 128}, {0, 1}, {128, 1}),
+              buffer("v", DType::BF16, {100, 128}, {0, 1}, {128, 1}),
               buffer("sinks", DType::F32, {8}, {0}),
-              buffer("o", DType::BF16, {100, 512}, {0, 1}),
+              buffer("o", DType::BF16, {100, 512}, {0, 1}, {512, 1}),
               buffer("lse", DType::F32, {8, 100}, {0, 1}),
               buffer("cu_seqlens_q", DType::I32, {3}, {0}),
               buffer("cu_seqlens_kv", DType::I32, {3}, {0})};
@@ -240,6 +272,22 @@ TEST(Attention, BundleForACall) {
   EXPECT_EQ(findParam(*shaped, "lse")->shape, (std::vector<uint64_t>{8, 300}));
   // (H / HK, ceil(200 / 64), HK x B).
   EXPECT_EQ(shaped->grid, (Dim3{4, 4, 4}));
+  // Token strides reach the descriptors and the tensor maps.
+  VarlenForwardArgs fused = validArgs();
+  fused.q.sizes[0] = fused.out.sizes[0] = fused.lse.sizes[1] = 500;
+  fused.q.strides = fused.k.strides = fused.v.strides = {768, 64, 1};
+  Expected<VarlenForwardProblem> fusedProblem = validateVarlenForward(fused);
+  ASSERT_TRUE(fusedProblem.ok()) << fusedProblem.message();
+  Expected<Bundle> strided = sinkFwdForProblem(fwdBundle(), *fusedProblem);
+  ASSERT_TRUE(strided.ok()) << strided.message();
+  EXPECT_EQ(findParam(*strided, "k")->strides, (std::vector<uint64_t>{768, 1}));
+  EXPECT_EQ(findParam(*strided, "o")->strides, (std::vector<uint64_t>{512, 1}));
+  Bundle dense = fwdBundle();
+  for (BundleParam &p : dense.params)
+    p.strides.clear();
+  EXPECT_CONTAINS(sinkFwdForProblem(dense, *fusedProblem).message(),
+                  "strides [768, 1] are not row-major; the kernel takes a "
+                  "dense tensor");
   // Other heads, and another scale, from the same bundle.
   VarlenForwardArgs gqa = validArgs();
   gqa.q.sizes = gqa.out.sizes = {300, 64, 64};
