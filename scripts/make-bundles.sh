@@ -31,6 +31,9 @@ python3 scripts/tutorial-commands.py docs/tutorial.md --dir "$tutorial" --tag tu
 }
 rm -rf "$out/tutorial-gemm" && mv "$tutorial/gemm-bundle" "$out/tutorial-gemm"
 rm -rf "$tutorial"
+# The installed kernel library, which test/GPU/attention-library.test runs
+# the library's calls over too.
+scripts/make-kernel-library.sh "$runner" "$out/kernel-library"
 # The commit the bundles were compiled from (the GPU machine's checkout may
 # not know it): gpu-round.sh reports it.
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)

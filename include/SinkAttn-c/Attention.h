@@ -86,9 +86,14 @@ int32_t sinkattnApiVersion(void);
    before any). Valid until this thread's next call. */
 const char *sinkattnLastError(void);
 
-/* Opens the kernel library in `directory` on GPU `device` (its primary
-   context) and stores it in `*library`. Errors: a null pointer, no driver
-   or GPU, a directory without kernels compiled for run-time shapes. */
+/* The kernel library installed with libsinkattn.so (its share/sinkattn/
+   kernels): one kernel per supported variant and form. */
+const char *sinkattnDefaultKernelLibrary(void);
+
+/* Opens the kernel library in `directory` (null: the installed one) on GPU
+   `device` (its primary context) and stores it in `*library`. Errors: a
+   null pointer to store it in, no driver or GPU, a directory without
+   kernels compiled for run-time shapes. */
 SinkAttnStatus sinkattnLibraryOpen(const char *directory, int32_t device,
                                    SinkAttnLibrary **library);
 

@@ -49,15 +49,6 @@ namespace {
 /// Query rows per warpgroup.
 constexpr int64_t kRowsPerWarpgroup = 64;
 constexpr int64_t kBlockN = 128;
-/// Auto's overlapped schedule needs rows that see this many key blocks to
-/// repay its extra iteration (below it ws was ahead; docs/PERF.md).
-constexpr int64_t kOverlapMinKeyBlocks = 17;
-/// Auto runs D = 64 warp-specialized (three consumer warpgroups) when the
-/// longest row sees at least this many key blocks, else plain: on long rows
-/// the GPU sits at its power limit, and ws, reading a third of plain's K/V
-/// bytes from L2 per row, keeps higher clocks; on shorter ones plain's
-/// lower overhead wins (docs/PERF.md).
-constexpr int64_t kWarpSpecializedD64MinKeyBlocks = 128;
 /// Auto makes the forward persistent while its longest row sees at most
 /// this many key blocks: past it the tiles are long enough that one block
 /// per tile was level or ahead (docs/PERF.md).
@@ -949,25 +940,21 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   // share each K/V tile and a TMA producer feeds them. plain: one
   // warpgroup of 64 rows per block, which with its few registers and
   // little shared memory runs three blocks per SM — faster for D = 64 up
-  // to rows of kWarpSpecializedD64MinKeyBlocks key blocks (measured,
+  // to rows of rt::kWarpSpecializedD64MinKeyBlocks key blocks (measured,
   // docs/PERF.md).
   // overlap: ws whose warpgroups also overlap each block's softmax with
   // their own GEMMs (buildOverlapLoop), at the cost of one more iteration
   // (an S GEMM and a P V GEMM with P = 0). Auto picks it for D = 128 when
-  // the longest row sees at least kOverlapMinKeyBlocks key blocks, where
-  // the extra iteration is repaid (docs/PERF.md).
-  int64_t rowKeyBlocks = (config.seqKv + kBlockN - 1) / kBlockN;
-  if (config.window > 0)
-    rowKeyBlocks = std::min(rowKeyBlocks,
-                            (config.window + kBlockN - 1) / kBlockN + 1);
+  // the longest row sees at least rt::kOverlapMinKeyBlocks key blocks,
+  // where the extra iteration is repaid (docs/PERF.md).
+  const int64_t rowKeyBlocks =
+      rt::sinkFwdRowKeyBlocks(config.seqKv, config.window);
+  const std::string autoSchedule =
+      rt::sinkFwdAutoSchedule(config.headDim, rowKeyBlocks);
   bool overlap = config.schedule == "overlap" ||
-                 (config.schedule == "auto" && config.headDim == 128 &&
-                  rowKeyBlocks >= kOverlapMinKeyBlocks);
-  bool warpSpecialized =
-      config.schedule == "ws" || overlap ||
-      (config.schedule == "auto" &&
-       (config.headDim == 128 ||
-        rowKeyBlocks >= kWarpSpecializedD64MinKeyBlocks));
+                 (config.schedule == "auto" && autoSchedule == "overlap");
+  bool warpSpecialized = config.schedule == "ws" || overlap ||
+                         (config.schedule == "auto" && autoSchedule != "plain");
   // Three at D = 64, as FA3 has it: tile-warp-specialize gives each of
   // them 160 registers (two would take 240 each and leave the SM's third
   // warpgroup slot empty: 168 registers x 384 threads fill the register

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <tuple>
 
 namespace sinkattn::rt {
 
@@ -278,8 +279,8 @@ Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
       problem.tokenStrides);
 }
 
-Expected<AttentionLibrary> AttentionLibrary::open(const Context &ctx,
-                                                  const std::string &directory) {
+Expected<std::vector<KernelLibraryEntry>>
+scanKernelLibrary(const std::string &directory) {
   std::error_code ec;
   std::vector<std::filesystem::path> entries;
   for (const auto &entry : std::filesystem::directory_iterator(directory, ec)) {
@@ -292,7 +293,7 @@ Expected<AttentionLibrary> AttentionLibrary::open(const Context &ctx,
     return Status::error("kernel library '" + directory +
                          "': cannot list it: " + ec.message());
   std::sort(entries.begin(), entries.end());
-  AttentionLibrary library(ctx);
+  std::vector<KernelLibraryEntry> kernels;
   // Why the sink-fwd bundles that a call cannot use were passed over.
   std::string skipped;
   for (const std::filesystem::path &path : entries) {
@@ -303,48 +304,74 @@ Expected<AttentionLibrary> AttentionLibrary::open(const Context &ctx,
         skipped += "; " + path.filename().string() + " " + variant.message();
       continue;
     }
-    for (const auto &[held, kernel] : library.kernels_)
-      if (held == *variant)
-        return Status::error("kernel library '" + directory + "' holds two "
-                             "bundles for " + variant->describe() + ": " +
-                             kernel.directory + " and " + path.string());
-    library.kernels_.push_back(
-        {*variant, Kernel{path.string(), std::move(bundle), nullptr}});
+    SINKATTN_RT_ASSIGN_OR_RETURN(std::string schedule,
+                                 configText(bundle, "schedule"));
+    for (const KernelLibraryEntry &held : kernels)
+      if (held.variant == *variant && held.schedule == schedule)
+        return Status::error("kernel library '" + directory + "' holds two " +
+                             schedule + " bundles for " + variant->describe() +
+                             ": " + held.directory + " and " + path.string());
+    kernels.push_back({path.string(), *variant, schedule, std::move(bundle)});
   }
-  if (library.kernels_.empty())
+  if (kernels.empty())
     return Status::error(
         "kernel library '" + directory +
         "' holds no varlen sink-fwd bundle compiled for "
         "run-time shapes" +
         (skipped.empty() ? std::string() : " (passed over" + skipped + ")"));
+  return kernels;
+}
+
+Expected<AttentionLibrary>
+AttentionLibrary::open(const Context &ctx, const std::string &directory) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<KernelLibraryEntry> entries,
+                               scanKernelLibrary(directory));
+  AttentionLibrary library(ctx);
+  for (KernelLibraryEntry &entry : entries)
+    library.kernels_.push_back({std::move(entry), nullptr});
   return library;
 }
 
 std::vector<SinkFwdVariant> AttentionLibrary::variants() const {
   std::vector<SinkFwdVariant> variants;
-  for (const auto &[variant, kernel] : kernels_)
-    variants.push_back(variant);
+  for (const Kernel &kernel : kernels_)
+    if (std::find(variants.begin(), variants.end(), kernel.entry.variant) ==
+        variants.end())
+      variants.push_back(kernel.entry.variant);
   return variants;
 }
 
 size_t AttentionLibrary::compiledKernels() const {
-  return size_t(std::count_if(kernels_.begin(), kernels_.end(),
-                              [](const auto &entry) {
-                                return entry.second.loaded != nullptr;
-                              }));
+  return size_t(
+      std::count_if(kernels_.begin(), kernels_.end(), [](const Kernel &kernel) {
+        return kernel.loaded != nullptr;
+      }));
 }
 
 std::optional<size_t>
-AttentionLibrary::findKernel(const SinkFwdVariant &variant,
-                             bool withSinks) const {
+AttentionLibrary::findKernel(const SinkFwdVariant &variant, bool withSinks,
+                             const std::string &schedule) const {
+  // Among the kernels of the variant: the form asked for first, then one
+  // compiled already (a call without sinks takes either sink dtype), then
+  // f32 sinks.
+  std::optional<size_t> found;
+  std::tuple<bool, bool, bool> best;
   for (size_t i = 0; i < kernels_.size(); ++i) {
+    const KernelLibraryEntry &entry = kernels_[i].entry;
     SinkFwdVariant wanted = variant;
     if (!withSinks)
-      wanted.sinkDtype = kernels_[i].first.sinkDtype;
-    if (kernels_[i].first == wanted)
-      return i;
+      wanted.sinkDtype = entry.variant.sinkDtype;
+    if (!(entry.variant == wanted))
+      continue;
+    std::tuple<bool, bool, bool> rank = {entry.schedule == schedule,
+                                         kernels_[i].loaded != nullptr,
+                                         entry.variant.sinkDtype == DType::F32};
+    if (!found || rank > best) {
+      found = i;
+      best = rank;
+    }
   }
-  return std::nullopt;
+  return found;
 }
 
 bool AttentionLibrary::serves(const SinkFwdVariant &variant,
@@ -367,23 +394,28 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
                                        CUstream stream) {
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
                                validateVarlenForward(args));
+  // The form auto would compile for the call's longest rows, where the
+  // library has it.
+  const std::string schedule = sinkFwdAutoSchedule(
+      problem.variant.headDim,
+      sinkFwdRowKeyBlocks(args.maxSeqlenKv, problem.window));
   std::optional<size_t> found =
-      findKernel(problem.variant, args.sinks.has_value());
+      findKernel(problem.variant, args.sinks.has_value(), schedule);
   if (!found)
     return Status::error(noKernelMessage(problem.variant));
-  Kernel &kernel = kernels_[*found].second;
+  Kernel &kernel = kernels_[*found];
   if (!kernel.loaded) {
-    SINKATTN_RT_ASSIGN_OR_RETURN(LoadedBundle loaded,
-                                 LoadedBundle::load(*ctx_, kernel.bundle));
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        LoadedBundle loaded, LoadedBundle::load(*ctx_, kernel.entry.bundle));
     kernel.loaded = std::make_shared<LoadedBundle>(std::move(loaded));
     // The loaded kernels hold the PTX; each call re-shapes a copy of the
     // manifest only.
-    kernel.bundle.ptx.clear();
-    kernel.bundle.reference.reset();
+    kernel.entry.bundle.ptx.clear();
+    kernel.entry.bundle.reference.reset();
   }
-  problem.variant.sinkDtype = kernels_[*found].first.sinkDtype;
+  problem.variant.sinkDtype = kernel.entry.variant.sinkDtype;
   SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped,
-                               sinkFwdForProblem(kernel.bundle, problem));
+                               sinkFwdForProblem(kernel.entry.bundle, problem));
   CUdeviceptr sinks = 0;
   if (args.sinks) {
     sinks = args.sinks->data;

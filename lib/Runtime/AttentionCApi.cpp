@@ -10,7 +10,10 @@
 
 #include "SinkAttn/Runtime/Attention.h"
 
+#include <dlfcn.h>
+
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -96,6 +99,19 @@ int32_t sinkattnApiVersion(void) { return SINKATTN_C_API_VERSION; }
 
 const char *sinkattnLastError(void) { return lastError.c_str(); }
 
+const char *sinkattnDefaultKernelLibrary(void) {
+  static const std::string path = [] {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void *>(&sinkattnApiVersion), &info) ||
+        !info.dli_fname)
+      return std::string(SINKATTN_KERNELS_FROM_LIBDIR);
+    std::filesystem::path libdir =
+        std::filesystem::path(info.dli_fname).parent_path();
+    return (libdir / SINKATTN_KERNELS_FROM_LIBDIR).lexically_normal().string();
+  }();
+  return path.c_str();
+}
+
 SinkAttnStatus sinkattnLibraryOpen(const char *directory, int32_t device,
                                    SinkAttnLibrary **library) {
   if (!library)
@@ -103,8 +119,7 @@ SinkAttnStatus sinkattnLibraryOpen(const char *directory, int32_t device,
                 "library: the pointer to store it in is null");
   *library = nullptr;
   if (!directory)
-    return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
-                "directory: the pointer is null");
+    directory = sinkattnDefaultKernelLibrary();
   if (device < 0)
     return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
                 "device: " + std::to_string(device) + " is negative");

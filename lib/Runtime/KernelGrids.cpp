@@ -49,6 +49,20 @@ Status attentionTensorsFit(int64_t tokensQ, int64_t tokensKv,
   return Status();
 }
 
+int64_t sinkFwdRowKeyBlocks(int64_t seqKv, int64_t window) {
+  constexpr int64_t kBlockN = 128;
+  int64_t blocks = (seqKv + kBlockN - 1) / kBlockN;
+  if (window > 0)
+    blocks = std::min(blocks, (window + kBlockN - 1) / kBlockN + 1);
+  return blocks;
+}
+
+const char *sinkFwdAutoSchedule(int64_t headDim, int64_t rowKeyBlocks) {
+  if (headDim == 128)
+    return rowKeyBlocks >= kOverlapMinKeyBlocks ? "overlap" : "ws";
+  return rowKeyBlocks >= kWarpSpecializedD64MinKeyBlocks ? "ws" : "plain";
+}
+
 Dim3 tmaCopyGrid(uint64_t m, uint64_t n, uint64_t tilesPerBlock) {
   uint64_t columnsPerBlock = kTmaCopyTile * tilesPerBlock;
   return {uint32_t((n + columnsPerBlock - 1) / columnsPerBlock),

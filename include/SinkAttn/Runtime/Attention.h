@@ -100,13 +100,32 @@ Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle);
 Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
                                    const VarlenForwardProblem &problem);
 
+/// A bundle of a kernel library: its directory, the variant it serves and
+/// its form (config `schedule`: plain, ws or overlap).
+struct KernelLibraryEntry {
+  std::string directory;
+  SinkFwdVariant variant;
+  std::string schedule;
+  Bundle bundle;
+};
+
+/// The bundles directly under `directory` that a call can use (varlen
+/// sink-fwd bundles compiled for run-time shapes), in name order; errors:
+/// a directory that cannot be listed or holds none of them (saying why it
+/// passed over the sink-fwd bundles it holds), a bundle that cannot be
+/// read, two bundles of one variant and form. Needs no GPU.
+Expected<std::vector<KernelLibraryEntry>>
+scanKernelLibrary(const std::string &directory);
+
 /// The kernels of a directory of bundles (`sinkattn-runner compile
-/// --run-time-shapes --emit bundle`), launched for calls of any size.
+/// --run-time-shapes --emit bundle`), launched for calls of any size. A
+/// variant may come in several forms: a call takes the one `auto` would
+/// compile for its longest rows (rt::sinkFwdAutoSchedule), or another of
+/// the variant's where the library lacks it.
 class AttentionLibrary {
 public:
-  /// Reads every bundle directly under `directory` that a call can use (a
-  /// varlen sink-fwd bundle for run-time shapes); an error when there is
-  /// none or a bundle cannot be read. `ctx` must outlive the library.
+  /// The library of scanKernelLibrary(directory) (its errors too). `ctx`
+  /// must outlive the library.
   static Expected<AttentionLibrary> open(const Context &ctx,
                                          const std::string &directory);
 
@@ -129,17 +148,18 @@ public:
 
 private:
   struct Kernel {
-    std::string directory;
-    Bundle bundle;
+    KernelLibraryEntry entry;
     std::shared_ptr<LoadedBundle> loaded;
   };
   explicit AttentionLibrary(const Context &ctx) : ctx_(&ctx) {}
-  /// The index in kernels_ of the kernel serves() finds.
+  /// The index in kernels_ of a kernel for `variant`: the one of form
+  /// `schedule` where there is one.
   std::optional<size_t> findKernel(const SinkFwdVariant &variant,
-                                   bool withSinks) const;
+                                   bool withSinks,
+                                   const std::string &schedule = "") const;
 
   const Context *ctx_;
-  std::vector<std::pair<SinkFwdVariant, Kernel>> kernels_;
+  std::vector<Kernel> kernels_;
   /// -inf sink logits per (heads, sink dtype), for calls without sinks.
   std::map<std::pair<int64_t, DType>, std::shared_ptr<DeviceBuffer>> noSinks_;
 };

@@ -30,6 +30,25 @@ Status attentionGridFits(int64_t blocks, const SinkAttentionShape &shape);
 Status attentionTensorsFit(int64_t tokensQ, int64_t tokensKv,
                            const SinkAttentionShape &shape);
 
+/// Blocks of 128 keys the longest row of a sink-fwd problem sees: its keys
+/// (seqKv), with a window W at most ceil(W / 128) + 1.
+int64_t sinkFwdRowKeyBlocks(int64_t seqKv, int64_t window);
+/// The sink-fwd schedule `auto` picks for rows of `rowKeyBlocks` key
+/// blocks: "overlap" at D 128 from kOverlapMinKeyBlocks, "ws" at D 128
+/// below it and at D 64 from kWarpSpecializedD64MinKeyBlocks, "plain" at
+/// D 64 below that. The compiler's auto and the kernel library's choice
+/// among a variant's forms both ask here.
+const char *sinkFwdAutoSchedule(int64_t headDim, int64_t rowKeyBlocks);
+/// Rows that see this many key blocks repay the overlapped schedule's
+/// extra iteration (below it ws was ahead; docs/PERF.md).
+inline constexpr int64_t kOverlapMinKeyBlocks = 17;
+/// D 64 runs warp-specialized (three consumer warpgroups) from this many
+/// key blocks, else plain: on long rows the GPU sits at its power limit,
+/// and ws, reading a third of plain's K/V bytes from L2 per row, keeps
+/// higher clocks; on shorter ones plain's lower overhead wins
+/// (docs/PERF.md).
+inline constexpr int64_t kWarpSpecializedD64MinKeyBlocks = 128;
+
 /// tma-copy's tiles are 64 x 64 elements.
 inline constexpr uint64_t kTmaCopyTile = 64;
 

@@ -2,13 +2,19 @@
 
 #include "SinkAttn-c/Attention.h"
 
+#include "SinkAttn/Runtime/Attention.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <set>
 #include <string>
 #include <thread>
 
 extern "C" int sinkattnHeaderCompilesAsC(void);
+
+using namespace sinkattn::rt;
 
 namespace {
 
@@ -124,10 +130,10 @@ TEST(AttentionCApi, LastErrorIsPerThread) {
 
 TEST(AttentionCApi, LibraryErrors) {
   SinkAttnLibrary *library = reinterpret_cast<SinkAttnLibrary *>(0x1);
-  EXPECT_EQ(sinkattnLibraryOpen(nullptr, 0, &library),
+  EXPECT_EQ(sinkattnLibraryOpen(nullptr, -1, &library),
             SINKATTN_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(library, nullptr);
-  EXPECT_CONTAINS(sinkattnLastError(), "directory: the pointer is null");
+  EXPECT_CONTAINS(sinkattnLastError(), "device: -1 is negative");
   EXPECT_EQ(sinkattnLibraryOpen("/nonexistent", -1, &library),
             SINKATTN_ERROR_INVALID_ARGUMENT);
   EXPECT_CONTAINS(sinkattnLastError(), "device: -1 is negative");
@@ -148,6 +154,32 @@ TEST(AttentionCApi, LibraryErrors) {
   EXPECT_CONTAINS(sinkattnLastError(), "library: the pointer is null");
   EXPECT_EQ(sinkattnLibraryCompiledKernels(nullptr), -1);
   sinkattnLibraryClose(nullptr);
+}
+
+/// The kernel library built (and installed) with libsinkattn.so: every
+/// variant in the forms auto picks between.
+TEST(AttentionCApi, InstalledKernelLibrary) {
+  std::string path = sinkattnDefaultKernelLibrary();
+  EXPECT_CONTAINS(path, "share/sinkattn/kernels");
+#ifdef SINKATTN_HAS_KERNEL_LIBRARY
+  Expected<std::vector<KernelLibraryEntry>> entries = scanKernelLibrary(path);
+  ASSERT_TRUE(entries.ok()) << entries.message();
+  // bf16/f16 x D 64/128 x causal/window/non-causal x f32/bf16 sinks, two
+  // forms each.
+  EXPECT_EQ(entries->size(), 48u);
+  std::map<std::string, std::set<std::string>> forms;
+  for (const KernelLibraryEntry &entry : *entries)
+    forms[entry.variant.describe()].insert(entry.schedule);
+  EXPECT_EQ(forms.size(), 24u);
+  for (const auto &[variant, schedules] : forms) {
+    bool d64 = variant.find("D=64") != std::string::npos;
+    EXPECT_EQ(schedules, (d64 ? std::set<std::string>{"plain", "ws"}
+                              : std::set<std::string>{"ws", "overlap"}))
+        << variant;
+  }
+  EXPECT_EQ(forms.count("f16 D=128 non-causal bf16 sinks"), 1u);
+  EXPECT_EQ(forms.count("bf16 D=64 causal sliding-window f32 sinks"), 1u);
+#endif
 }
 
 } // namespace

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 
 using namespace sinkattn::rt;
 
@@ -344,6 +347,45 @@ TEST(Attention, BundleForACall) {
   Bundle copy = fwdBundle();
   copy.kernel = "tma-copy";
   EXPECT_CONTAINS(sinkFwdVariantOf(copy).message(), "holds a tma-copy kernel, not sink-fwd");
+}
+
+/// A directory of bundles: the ones a call can use, each with its form;
+/// two of one variant and form refused; why others were passed over.
+TEST(Attention, ScanKernelLibrary) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() /
+                 ("sinkattn-scan-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto write = [&](const std::string &name, Bundle b, const char *schedule) {
+    b.config["schedule"] = std::string(schedule);
+    b.ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n\n"
+            ".visible .entry sink_fwd(\n)\n{\n  ret;\n}\n";
+    Status written = writeBundle((dir / name).string(), b);
+    ASSERT_TRUE(written.ok()) << written.message();
+  };
+  write("a", fwdBundle(), "plain");
+  write("b", fwdBundle(), "ws");
+  write("c", fwdBundle(/*windowed=*/true), "plain");
+  Bundle older = fwdBundle();
+  older.params.erase(older.params.begin() + 8);
+  write("d", older, "plain");
+  Expected<std::vector<KernelLibraryEntry>> entries =
+      scanKernelLibrary(dir.string());
+  ASSERT_TRUE(entries.ok()) << entries.message();
+  ASSERT_EQ(entries->size(), 3u);
+  EXPECT_EQ((*entries)[0].schedule, "plain");
+  EXPECT_EQ((*entries)[1].schedule, "ws");
+  EXPECT_TRUE((*entries)[2].variant.windowed);
+  write("e", fwdBundle(), "ws");
+  EXPECT_CONTAINS(scanKernelLibrary(dir.string()).message(),
+                  "holds two ws bundles for bf16 D=64 causal f32 sinks");
+  for (const char *name : {"a", "b", "c", "e"})
+    fs::remove_all(dir / name);
+  EXPECT_CONTAINS(scanKernelLibrary(dir.string()).message(),
+                  "holds no varlen sink-fwd bundle compiled for run-time "
+                  "shapes (passed over; d takes no softmax scale");
+  fs::remove_all(dir);
+  EXPECT_CONTAINS(scanKernelLibrary(dir.string()).message(), "cannot list it");
 }
 
 } // namespace

@@ -108,6 +108,19 @@ TEST(KernelGrids, AttentionBlockGrid) {
   EXPECT_EQ(attentionBlockGrid(5, s), (Dim3{5, 8, 2}));
 }
 
+TEST(KernelGrids, SinkFwdAutoSchedule) {
+  EXPECT_EQ(sinkFwdRowKeyBlocks(128, 0), 1);
+  EXPECT_EQ(sinkFwdRowKeyBlocks(129, 0), 2);
+  EXPECT_EQ(sinkFwdRowKeyBlocks(16384, 128), 2);
+  EXPECT_EQ(sinkFwdRowKeyBlocks(16384, 129), 3);
+  EXPECT_EQ(sinkFwdRowKeyBlocks(100, 4096), 1);
+  EXPECT_STREQ(sinkFwdAutoSchedule(128, kOverlapMinKeyBlocks - 1), "ws");
+  EXPECT_STREQ(sinkFwdAutoSchedule(128, kOverlapMinKeyBlocks), "overlap");
+  EXPECT_STREQ(sinkFwdAutoSchedule(64, kWarpSpecializedD64MinKeyBlocks - 1),
+               "plain");
+  EXPECT_STREQ(sinkFwdAutoSchedule(64, kWarpSpecializedD64MinKeyBlocks), "ws");
+}
+
 TEST(KernelGrids, TmaCopyForShape) {
   Expected<Bundle> shaped = tmaCopyForShape(copyBundle(), 4100, 1032);
   ASSERT_TRUE(shaped.ok()) << shaped.message();

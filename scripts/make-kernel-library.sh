@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Compiles the kernel library the attention API opens by default: one
+# sink-fwd bundle for run-time shapes per variant (dtype, head dim, masking,
+# sink dtype) and form (the schedules auto picks between by row length:
+# rt::sinkFwdAutoSchedule), into OUTPUT_DIR (docs/library.md).
+# usage: scripts/make-kernel-library.sh RUNNER OUTPUT_DIR
+set -euo pipefail
+runner=$1
+out=$2
+rm -rf "$out.tmp"
+mkdir -p "$out.tmp"
+for dtype in bf16 f16; do
+  for dim in 64 128; do
+    if [[ $dim == 64 ]]; then forms="plain ws"; else forms="ws overlap"; fi
+    for mask in causal window non-causal; do
+      case $mask in
+        causal) mask_flags="" ;;
+        window) mask_flags="--window 128" ;;
+        non-causal) mask_flags="--non-causal" ;;
+      esac
+      for sinks in f32 bf16; do
+        for form in $forms; do
+          name="fwd-$dtype-d$dim-$mask-$sinks-sinks-$form"
+          # shellcheck disable=SC2086 # the mask's flags are words on purpose
+          if ! log=$("$runner" compile --kernel sink-fwd --run-time-shapes \
+              --seqlens-q 128 --heads 8 --kv-heads 8 --head-dim "$dim" \
+              --dtype "$dtype" --sink-dtype "$sinks" --schedule "$form" \
+              $mask_flags --emit bundle -o "$out.tmp/$name" 2>&1); then
+            echo "error: compiling the kernel library's $name failed:" >&2
+            echo "$log" >&2
+            exit 1
+          fi
+        done
+      done
+    done
+  done
+done
+rm -rf "$out"
+mv "$out.tmp" "$out"
