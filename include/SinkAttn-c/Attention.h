@@ -54,7 +54,10 @@ typedef enum SinkAttnDType {
 #define SINKATTN_MAX_RANK 4
 
 /* A tensor in GPU memory. `strides` are in elements, outermost first; all
-   zero means dense row-major. */
+   zero means dense row-major. Only q, k, v and out may be strided, and only
+   between tokens (any stride of a multiple of 16 bytes that keeps tokens
+   apart: views of a fused QKV tensor); their addresses must be 16-byte
+   aligned, and out and lse may not share memory with another tensor. */
 typedef struct SinkAttnTensor {
   uint64_t data; /* device address */
   int32_t dtype; /* a SinkAttnDType */
@@ -86,8 +89,10 @@ int32_t sinkattnApiVersion(void);
    before any). Valid until this thread's next call. */
 const char *sinkattnLastError(void);
 
-/* The kernel library installed with libsinkattn.so (its share/sinkattn/
-   kernels): one kernel per supported variant and form. */
+/* The kernel library built and installed with libsinkattn.so (share/
+   sinkattn/kernels beside its lib/): one kernel per supported variant and
+   form; "" where it cannot tell its own path. A runtime-only build has
+   none (it cannot compile): give a directory. */
 const char *sinkattnDefaultKernelLibrary(void);
 
 /* Opens the kernel library in `directory` (null: the installed one) on GPU
@@ -106,9 +111,10 @@ void sinkattnLibraryClose(SinkAttnLibrary *library);
 SinkAttnStatus
 sinkattnValidateVarlenForward(const SinkAttnVarlenForwardArgs *args);
 
-/* Validates `args` and queues the forward on `stream` (a CUstream; null:
-   the legacy default stream), asynchronously; the variant's kernel is
-   JIT-compiled on its first call. */
+/* Validates `args` and queues the forward on `stream` (a CUstream of the
+   library's device; null: its legacy default stream), asynchronously; the
+   variant's kernel is JIT-compiled on its first call. The calling thread's
+   current context is left as it was. */
 SinkAttnStatus sinkattnVarlenForward(SinkAttnLibrary *library,
                                      const SinkAttnVarlenForwardArgs *args,
                                      void *stream);

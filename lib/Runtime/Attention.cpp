@@ -34,7 +34,8 @@ std::string formatSizes(const std::vector<int64_t> &sizes) {
   return text + "]";
 }
 
-/// A tensor of `rank` non-negative sizes at a non-null address, of one of
+/// A tensor of `rank` sizes in [0, 2^31) (the offsets are i32, the
+/// kernels' index math 32-bit) at a non-null address, of one of
 /// `dtypes`, dense, or with `tokenRows` (q, k, v, out: [T, H, D]) whose
 /// tokens may be any stride apart that keeps them from overlapping (views
 /// of a fused QKV tensor) while each token's heads stay dense. Tensors the
@@ -51,9 +52,13 @@ Status checkTensor(const char *name, const DeviceTensor &t, size_t rank,
                          " dimensions " + formatSizes(t.sizes) + "; expected " +
                          std::to_string(rank));
   for (int64_t size : t.sizes)
-    if (size < 0)
-      return Status::error(where + "has a negative size " +
+    if (size < 0 || size > INT32_MAX)
+      return Status::error(where + "has a size outside [0, 2^31-1] in " +
                            formatSizes(t.sizes));
+  for (int64_t stride : t.strides)
+    if (stride < 0 || stride > (int64_t(1) << 40))
+      return Status::error(where + "has a stride outside [0, 2^40] in " +
+                           formatSizes(t.strides));
   if (std::find(dtypes.begin(), dtypes.end(), t.dtype) == dtypes.end()) {
     std::string expected;
     for (DType d : dtypes)
@@ -87,6 +92,10 @@ Status checkTensor(const char *name, const DeviceTensor &t, size_t rank,
     }
     int64_t expected = 1;
     for (size_t d = rank; d-- > denseFrom;) {
+      // Sizes past 2^31 were refused, strides past 2^40: an expected stride
+      // past that cannot match.
+      if (expected > (int64_t(1) << 40))
+        expected = -1;
       if (t.strides[d] != expected && t.sizes[d] > 1)
         return Status::error(
             where + "strides " + formatSizes(t.strides) +
@@ -95,9 +104,42 @@ Status checkTensor(const char *name, const DeviceTensor &t, size_t rank,
                        : " are not those of a dense row-major tensor of "
                          "sizes ") +
             formatSizes(t.sizes) + "; copy it with .contiguous()");
-      expected *= std::max<int64_t>(t.sizes[d], 1);
+      if (expected > 0)
+        expected *= std::max<int64_t>(t.sizes[d], 1);
     }
   }
+  return Status();
+}
+
+/// The bytes [begin, end) a checked tensor reaches.
+std::pair<unsigned __int128, unsigned __int128>
+byteRange(const DeviceTensor &t) {
+  using Wide = unsigned __int128;
+  Wide last = 0;
+  for (size_t d = 0; d < t.sizes.size(); ++d) {
+    if (t.sizes[d] == 0)
+      return {t.data, t.data};
+    Wide stride = 1;
+    if (!t.strides.empty()) {
+      stride = Wide(t.strides[d]);
+    } else {
+      for (size_t e = d + 1; e < t.sizes.size(); ++e)
+        stride *= Wide(t.sizes[e]);
+    }
+    last += Wide(t.sizes[d] - 1) * stride;
+  }
+  return {t.data, t.data + (last + 1) * dtypeSize(t.dtype)};
+}
+
+/// An output must not share memory with another tensor of the call: the
+/// kernel would read what it writes, or two outputs race.
+Status disjoint(const char *name, const DeviceTensor &t, const char *other,
+                const DeviceTensor &u) {
+  auto [begin, end] = byteRange(t);
+  auto [otherBegin, otherEnd] = byteRange(u);
+  if (begin < otherEnd && otherBegin < end)
+    return Status::error(std::string(name) + ": overlaps " + other +
+                         " in memory (an output needs memory of its own)");
   return Status();
 }
 
@@ -140,15 +182,26 @@ validateVarlenForward(const VarlenForwardArgs &args) {
                          std::to_string(args.k.sizes[2]) + " differs from q's " +
                          std::to_string(headDim));
   SINKATTN_RT_TRY(sameSizes("v", args.v, "k", args.k.sizes));
+  for (auto [name, input] : {std::pair{"q", &args.q},
+                             {"k", &args.k},
+                             {"v", &args.v},
+                             {"cu_seqlens_q", &args.cuSeqlensQ},
+                             {"cu_seqlens_k", &args.cuSeqlensKv}}) {
+    SINKATTN_RT_TRY(disjoint("out", args.out, name, *input));
+    SINKATTN_RT_TRY(disjoint("lse", args.lse, name, *input));
+  }
+  if (args.sinks) {
+    SINKATTN_RT_TRY(disjoint("out", args.out, "sinks", *args.sinks));
+    SINKATTN_RT_TRY(disjoint("lse", args.lse, "sinks", *args.sinks));
+  }
+  SINKATTN_RT_TRY(disjoint("lse", args.lse, "out", args.out));
   SINKATTN_RT_TRY(sameSizes("out", args.out, "q", args.q.sizes));
   SINKATTN_RT_TRY(sameSizes("lse", args.lse, "[H, Tq] of q", {heads, tokensQ}));
   if (tokensQ < 1 || tokensKv < 1)
     return Status::error("q, k: need at least one query and one key token, "
-                         "got Tq=" + std::to_string(tokensQ) +
+                         "got Tq=" +
+                         std::to_string(tokensQ) +
                          " Tkv=" + std::to_string(tokensKv));
-  // The offsets are i32 and the kernels' index math 32-bit.
-  if (tokensQ > INT32_MAX || tokensKv > INT32_MAX)
-    return Status::error("q, k: more than 2^31-1 tokens");
   {
     SinkAttentionShape sizes;
     sizes.heads = heads;
@@ -283,11 +336,13 @@ Expected<std::vector<KernelLibraryEntry>>
 scanKernelLibrary(const std::string &directory) {
   std::error_code ec;
   std::vector<std::filesystem::path> entries;
-  for (const auto &entry : std::filesystem::directory_iterator(directory, ec)) {
+  // Incremented with an error code: a range-for's increment would throw.
+  for (std::filesystem::directory_iterator it(directory, ec), end;
+       !ec && it != end; it.increment(ec)) {
     std::error_code statError;
-    if (entry.is_directory(statError) &&
-        std::filesystem::exists(entry.path() / kBundleManifestFile, statError))
-      entries.push_back(entry.path());
+    if (it->is_directory(statError) &&
+        std::filesystem::exists(it->path() / kBundleManifestFile, statError))
+      entries.push_back(it->path());
   }
   if (ec)
     return Status::error("kernel library '" + directory +
@@ -435,6 +490,9 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
         SINKATTN_RT_TRY(buffer.upload(
             std::vector<uint16_t>(heads, floatToBf16(minusInf))));
       }
+      // The copy ran on the legacy default stream, which a non-blocking
+      // `stream` is not ordered after: wait for it once.
+      SINKATTN_RT_TRY(ctx_->synchronize());
       none = std::make_shared<DeviceBuffer>(std::move(buffer));
     }
     sinks = none->address();

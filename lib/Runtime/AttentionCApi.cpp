@@ -38,6 +38,41 @@ SinkAttnStatus fail(SinkAttnStatus status, std::string message) {
   return status;
 }
 
+/// Runs `body`, turning an exception (out of memory, a filesystem error)
+/// into a runtime error: none may cross the C ABI.
+template <typename Body> SinkAttnStatus guarded(Body &&body) {
+  try {
+    return body();
+  } catch (const std::exception &e) {
+    return fail(SINKATTN_ERROR_RUNTIME,
+                std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(SINKATTN_ERROR_RUNTIME, "internal error: unknown exception");
+  }
+}
+
+/// The library's context current on the calling thread for a scope, and
+/// the caller's own current again after it: a framework's threads keep
+/// their device.
+class ScopedContext {
+public:
+  explicit ScopedContext(const Context &context)
+      : context_(context), status_(context.pushCurrent()) {}
+  ~ScopedContext() {
+    if (status_.ok())
+      (void)context_.popCurrent();
+  }
+  const Status &status() const { return status_; }
+
+private:
+  const Context &context_;
+  Status status_;
+};
+
+/// An address in this library, for dladdr: a function of its own, which
+/// no program's PLT stands in for.
+void anchor() {}
+
 /// The C tensor `t` (argument `name`) as a DeviceTensor.
 Expected<DeviceTensor> toTensor(const char *name, const SinkAttnTensor &t) {
   std::string where = std::string(name) + ": ";
@@ -91,6 +126,18 @@ Expected<VarlenForwardArgs> toArgs(const SinkAttnVarlenForwardArgs *c) {
     args.softmaxScale = c->softmax_scale;
   return args;
 }
+/// A call's arguments converted and validated, and its problem.
+struct CheckedCall {
+  VarlenForwardArgs args;
+  VarlenForwardProblem problem;
+};
+Expected<CheckedCall> checkCall(const SinkAttnVarlenForwardArgs *c) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardArgs args, toArgs(c));
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
+                               validateVarlenForward(args));
+  return CheckedCall{std::move(args), std::move(problem)};
+}
+
 } // namespace
 
 extern "C" {
@@ -100,83 +147,123 @@ int32_t sinkattnApiVersion(void) { return SINKATTN_C_API_VERSION; }
 const char *sinkattnLastError(void) { return lastError.c_str(); }
 
 const char *sinkattnDefaultKernelLibrary(void) {
-  static const std::string path = [] {
-    Dl_info info;
-    if (!dladdr(reinterpret_cast<void *>(&sinkattnApiVersion), &info) ||
-        !info.dli_fname)
-      return std::string(SINKATTN_KERNELS_FROM_LIBDIR);
-    std::filesystem::path libdir =
-        std::filesystem::path(info.dli_fname).parent_path();
-    return (libdir / SINKATTN_KERNELS_FROM_LIBDIR).lexically_normal().string();
+  static const std::string path = []() -> std::string {
+    try {
+      Dl_info info;
+      if (!dladdr(reinterpret_cast<void *>(&anchor), &info) || !info.dli_fname)
+        return "";
+      namespace fs = std::filesystem;
+      fs::path libdir = fs::absolute(fs::path(info.dli_fname)).parent_path();
+      // The installed layout, else the build tree's (lib/ beside share/).
+      fs::path installed =
+          (libdir / SINKATTN_KERNELS_FROM_LIBDIR).lexically_normal();
+      fs::path built =
+          (libdir / "../share/sinkattn/kernels").lexically_normal();
+      std::error_code ec;
+      return (fs::is_directory(installed, ec) || !fs::is_directory(built, ec)
+                  ? installed
+                  : built)
+          .string();
+    } catch (...) {
+      return "";
+    }
   }();
   return path.c_str();
 }
 
 SinkAttnStatus sinkattnLibraryOpen(const char *directory, int32_t device,
                                    SinkAttnLibrary **library) {
-  if (!library)
-    return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
-                "library: the pointer to store it in is null");
-  *library = nullptr;
-  if (!directory)
-    directory = sinkattnDefaultKernelLibrary();
-  if (device < 0)
-    return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
-                "device: " + std::to_string(device) + " is negative");
-  Expected<std::shared_ptr<const CudaDriver>> driver = CudaDriver::load();
-  if (!driver.ok())
-    return fail(SINKATTN_ERROR_RUNTIME, driver.message());
-  Expected<Context> context = Context::create(*driver, device);
-  if (!context.ok())
-    return fail(SINKATTN_ERROR_RUNTIME, context.message());
-  auto opened = std::make_unique<SinkAttnLibrary>(context.take());
-  Expected<AttentionLibrary> kernels =
-      AttentionLibrary::open(opened->context, directory);
-  if (!kernels.ok())
-    return fail(SINKATTN_ERROR_RUNTIME, kernels.message());
-  opened->library.emplace(kernels.take());
-  *library = opened.release();
-  return SINKATTN_SUCCESS;
+  return guarded([&]() -> SinkAttnStatus {
+    if (!library)
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
+                  "library: the pointer to store it in is null");
+    *library = nullptr;
+    if (!directory)
+      directory = sinkattnDefaultKernelLibrary();
+    if (device < 0)
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
+                  "device: " + std::to_string(device) + " is negative");
+    if (directory[0] == '\0')
+      return fail(SINKATTN_ERROR_RUNTIME,
+                  "directory: no kernel library was installed with this "
+                  "libsinkattn.so; give its directory");
+    Expected<std::shared_ptr<const CudaDriver>> driver = CudaDriver::load();
+    if (!driver.ok())
+      return fail(SINKATTN_ERROR_RUNTIME, driver.message());
+    // Context::create makes the library's context current: the caller's
+    // comes back after.
+    CUcontext callers = nullptr;
+    Status initialized = SINKATTN_RT_CU(**driver, cuInit, 0u);
+    if (!initialized.ok())
+      return fail(SINKATTN_ERROR_RUNTIME, initialized.message());
+    Status got = SINKATTN_RT_CU(**driver, cuCtxGetCurrent, &callers);
+    if (!got.ok())
+      return fail(SINKATTN_ERROR_RUNTIME, got.message());
+    Expected<Context> context = Context::create(*driver, device);
+    (void)SINKATTN_RT_CU(**driver, cuCtxSetCurrent, callers);
+    if (!context.ok())
+      return fail(SINKATTN_ERROR_RUNTIME, context.message());
+    auto opened = std::make_unique<SinkAttnLibrary>(context.take());
+    Expected<AttentionLibrary> kernels =
+        AttentionLibrary::open(opened->context, directory);
+    if (!kernels.ok())
+      return fail(SINKATTN_ERROR_RUNTIME, kernels.message());
+    opened->library.emplace(kernels.take());
+    *library = opened.release();
+    return SINKATTN_SUCCESS;
+  });
 }
 
-void sinkattnLibraryClose(SinkAttnLibrary *library) { delete library; }
+void sinkattnLibraryClose(SinkAttnLibrary *library) {
+  if (!library)
+    return;
+  try {
+    std::lock_guard<std::mutex> lock(library->mutex);
+    // The kernels and buffers are freed in the library's context, whatever
+    // the calling thread has current.
+    ScopedContext current(library->context);
+    library->library.reset();
+  } catch (...) {
+  }
+  delete library;
+}
 
 SinkAttnStatus
 sinkattnValidateVarlenForward(const SinkAttnVarlenForwardArgs *args) {
-  Expected<VarlenForwardArgs> converted = toArgs(args);
-  if (!converted.ok())
-    return fail(SINKATTN_ERROR_INVALID_ARGUMENT, converted.message());
-  Expected<VarlenForwardProblem> problem = validateVarlenForward(*converted);
-  if (!problem.ok())
-    return fail(SINKATTN_ERROR_INVALID_ARGUMENT, problem.message());
-  return SINKATTN_SUCCESS;
+  return guarded([&]() -> SinkAttnStatus {
+    Expected<CheckedCall> call = checkCall(args);
+    if (!call.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, call.message());
+    return SINKATTN_SUCCESS;
+  });
 }
 
 SinkAttnStatus sinkattnVarlenForward(SinkAttnLibrary *library,
                                      const SinkAttnVarlenForwardArgs *args,
                                      void *stream) {
-  if (!library)
-    return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
-                "library: the pointer is null");
-  Expected<VarlenForwardArgs> converted = toArgs(args);
-  if (!converted.ok())
-    return fail(SINKATTN_ERROR_INVALID_ARGUMENT, converted.message());
-  Expected<VarlenForwardProblem> problem = validateVarlenForward(*converted);
-  if (!problem.ok())
-    return fail(SINKATTN_ERROR_INVALID_ARGUMENT, problem.message());
-  std::lock_guard<std::mutex> lock(library->mutex);
-  if (!library->library->serves(problem->variant, converted->sinks.has_value()))
-    return fail(SINKATTN_ERROR_NOT_SUPPORTED,
-                AttentionLibrary::noKernelMessage(problem->variant));
-  // The caller's thread may not have the library's context current (a
-  // framework's backward runs on threads of its own).
-  if (Status current = library->context.makeCurrent(); !current.ok())
-    return fail(SINKATTN_ERROR_RUNTIME, current.message());
-  Status ran = library->library->forwardVarlen(*converted,
-                                               static_cast<CUstream>(stream));
-  if (!ran.ok())
-    return fail(SINKATTN_ERROR_RUNTIME, ran.message());
-  return SINKATTN_SUCCESS;
+  return guarded([&]() -> SinkAttnStatus {
+    if (!library)
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
+                  "library: the pointer is null");
+    Expected<CheckedCall> call = checkCall(args);
+    if (!call.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, call.message());
+    std::lock_guard<std::mutex> lock(library->mutex);
+    if (!library->library->serves(call->problem.variant,
+                                  call->args.sinks.has_value()))
+      return fail(SINKATTN_ERROR_NOT_SUPPORTED,
+                  AttentionLibrary::noKernelMessage(call->problem.variant));
+    // The caller's thread may have another context current, or none (a
+    // framework's backward runs on threads of its own).
+    ScopedContext current(library->context);
+    if (!current.status().ok())
+      return fail(SINKATTN_ERROR_RUNTIME, current.status().message());
+    Status ran = library->library->forwardVarlen(call->args,
+                                                 static_cast<CUstream>(stream));
+    if (!ran.ok())
+      return fail(SINKATTN_ERROR_RUNTIME, ran.message());
+    return SINKATTN_SUCCESS;
+  });
 }
 
 int64_t sinkattnLibraryCompiledKernels(const SinkAttnLibrary *library) {

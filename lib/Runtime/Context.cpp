@@ -103,6 +103,15 @@ Status Context::makeCurrent() const {
   return SINKATTN_RT_CU(*drv, cuCtxSetCurrent, ctx);
 }
 
+Status Context::pushCurrent() const {
+  return SINKATTN_RT_CU(*drv, cuCtxPushCurrent_v2, ctx);
+}
+
+Status Context::popCurrent() const {
+  CUcontext popped = nullptr;
+  return SINKATTN_RT_CU(*drv, cuCtxPopCurrent_v2, &popped);
+}
+
 Status Context::synchronize() const {
   return SINKATTN_RT_CU(*drv, cuCtxSynchronize);
 }

@@ -65,6 +65,12 @@ public:
   /// Binds the context to the calling thread (needed only for threads other
   /// than the creating one).
   Status makeCurrent() const;
+  /// Pushes the context onto the calling thread's stack (current until
+  /// popCurrent), leaving whatever was current underneath: a library
+  /// called from a framework's threads must not change their context.
+  Status pushCurrent() const;
+  /// Pops the context pushCurrent pushed.
+  Status popCurrent() const;
   /// cuCtxSynchronize: waits for all work and surfaces asynchronous errors
   /// (e.g. an illegal address in a kernel).
   Status synchronize() const;

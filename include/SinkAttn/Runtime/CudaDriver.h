@@ -39,6 +39,9 @@
   X(cuDevicePrimaryCtxRetain)                                                  \
   X(cuDevicePrimaryCtxRelease_v2)                                              \
   X(cuCtxSetCurrent)                                                           \
+  X(cuCtxGetCurrent)                                                           \
+  X(cuCtxPushCurrent_v2)                                                       \
+  X(cuCtxPopCurrent_v2)                                                        \
   X(cuCtxSynchronize)                                                          \
   X(cuMemAlloc_v2)                                                             \
   X(cuMemFree_v2)                                                              \

@@ -1,11 +1,14 @@
 /*===- AttentionCApiHeader.c - The C ABI's header is C --------------------===*/
-/* Compiled as C: the header must not need a C++ compiler. */
+/* Compiled as C: the header must not need a C++ compiler, and a C
+   compiler must lay the structs out as C++ does (the C++ test compares). */
 
 #include "SinkAttn-c/Attention.h"
 
-int sinkattnHeaderCompilesAsC(void) {
-  SinkAttnVarlenForwardArgs args = {0};
-  args.q.dtype = SINKATTN_DTYPE_BF16;
-  args.q.rank = SINKATTN_MAX_RANK;
-  return args.q.rank == 4 ? SINKATTN_C_API_VERSION : -1;
+#include <stddef.h>
+
+void sinkattnLayoutAsC(size_t layout[4]) {
+  layout[0] = sizeof(SinkAttnTensor);
+  layout[1] = sizeof(SinkAttnVarlenForwardArgs);
+  layout[2] = offsetof(SinkAttnVarlenForwardArgs, window);
+  layout[3] = offsetof(SinkAttnVarlenForwardArgs, softmax_scale);
 }

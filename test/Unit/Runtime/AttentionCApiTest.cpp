@@ -7,12 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <map>
 #include <set>
 #include <string>
 #include <thread>
 
-extern "C" int sinkattnHeaderCompilesAsC(void);
+extern "C" void sinkattnLayoutAsC(size_t layout[4]);
 
 using namespace sinkattn::rt;
 
@@ -37,14 +38,14 @@ SinkAttnTensor tensor(uint64_t data, SinkAttnDType dtype,
 /// Two sequences, 300 query and 500 key tokens, H 8, HK 2, D 64, f32 sinks.
 SinkAttnVarlenForwardArgs validArgs() {
   SinkAttnVarlenForwardArgs a = {};
-  a.q = tensor(0x1000, SINKATTN_DTYPE_BF16, {300, 8, 64});
-  a.k = tensor(0x2000, SINKATTN_DTYPE_BF16, {500, 2, 64});
-  a.v = tensor(0x3000, SINKATTN_DTYPE_BF16, {500, 2, 64});
-  a.out = tensor(0x4000, SINKATTN_DTYPE_BF16, {300, 8, 64});
-  a.lse = tensor(0x5000, SINKATTN_DTYPE_F32, {8, 300});
-  a.sinks = tensor(0x6000, SINKATTN_DTYPE_F32, {8});
-  a.cu_seqlens_q = tensor(0x7000, SINKATTN_DTYPE_I32, {3});
-  a.cu_seqlens_k = tensor(0x8000, SINKATTN_DTYPE_I32, {3});
+  a.q = tensor(0x100000000, SINKATTN_DTYPE_BF16, {300, 8, 64});
+  a.k = tensor(0x200000000, SINKATTN_DTYPE_BF16, {500, 2, 64});
+  a.v = tensor(0x300000000, SINKATTN_DTYPE_BF16, {500, 2, 64});
+  a.out = tensor(0x400000000, SINKATTN_DTYPE_BF16, {300, 8, 64});
+  a.lse = tensor(0x500000000, SINKATTN_DTYPE_F32, {8, 300});
+  a.sinks = tensor(0x600000000, SINKATTN_DTYPE_F32, {8});
+  a.cu_seqlens_q = tensor(0x700000000, SINKATTN_DTYPE_I32, {3});
+  a.cu_seqlens_k = tensor(0x800000000, SINKATTN_DTYPE_I32, {3});
   a.max_seqlen_q = 200;
   a.max_seqlen_k = 400;
   a.causal = 1;
@@ -61,7 +62,23 @@ std::string refusal(void (*edit)(SinkAttnVarlenForwardArgs &)) {
 
 TEST(AttentionCApi, Version) {
   EXPECT_EQ(sinkattnApiVersion(), SINKATTN_C_API_VERSION);
-  EXPECT_EQ(sinkattnHeaderCompilesAsC(), SINKATTN_C_API_VERSION);
+}
+
+/// The layout a binding copies (ctypes, for instance): fixed by version 1
+/// of the ABI, and the same from C and C++.
+TEST(AttentionCApi, StructLayout) {
+  size_t layout[4] = {0, 0, 0, 0};
+  sinkattnLayoutAsC(layout);
+  EXPECT_EQ(layout[0], sizeof(SinkAttnTensor));
+  EXPECT_EQ(layout[1], sizeof(SinkAttnVarlenForwardArgs));
+  EXPECT_EQ(layout[2], offsetof(SinkAttnVarlenForwardArgs, window));
+  EXPECT_EQ(layout[3], offsetof(SinkAttnVarlenForwardArgs, softmax_scale));
+  EXPECT_EQ(sizeof(SinkAttnTensor), 80u);
+  EXPECT_EQ(offsetof(SinkAttnVarlenForwardArgs, max_seqlen_q), 640u);
+  EXPECT_EQ(offsetof(SinkAttnVarlenForwardArgs, causal), 656u);
+  EXPECT_EQ(offsetof(SinkAttnVarlenForwardArgs, window), 664u);
+  EXPECT_EQ(offsetof(SinkAttnVarlenForwardArgs, softmax_scale), 672u);
+  EXPECT_EQ(sizeof(SinkAttnVarlenForwardArgs), 680u);
 }
 
 TEST(AttentionCApi, ValidatesWithoutAGpu) {

@@ -349,12 +349,14 @@ int main(int argc, char **argv) {
           std::to_string(sinkattnLibraryCompiledKernels(cLibrary)));
     if (lacksF16D64) {
       SinkAttnVarlenForwardArgs missing = {};
-      missing.q = {1, SINKATTN_DTYPE_F16, 3, {10, 8, 64}, {}};
-      missing.k = missing.v = {1, SINKATTN_DTYPE_F16, 3, {10, 1, 64}, {}};
+      missing.q = {0x100000, SINKATTN_DTYPE_F16, 3, {10, 8, 64}, {}};
+      missing.k =
+          missing.v = {0x200000, SINKATTN_DTYPE_F16, 3, {10, 1, 64}, {}};
       missing.out = missing.q;
-      missing.lse = {1, SINKATTN_DTYPE_F32, 2, {8, 10}, {}};
+      missing.out.data = 0x300000;
+      missing.lse = {0x400000, SINKATTN_DTYPE_F32, 2, {8, 10}, {}};
       missing.cu_seqlens_q =
-          missing.cu_seqlens_k = {1, SINKATTN_DTYPE_I32, 1, {2}, {}};
+          missing.cu_seqlens_k = {0x500000, SINKATTN_DTYPE_I32, 1, {2}, {}};
       missing.max_seqlen_q = missing.max_seqlen_k = 10;
       missing.causal = 1;
       check(
@@ -374,11 +376,12 @@ int main(int argc, char **argv) {
   }
   // f16 D 64 is not in the library.
   VarlenForwardArgs args;
-  args.q = {1, f16, {10, 8, 64}, {}};
-  args.k = args.v = {1, f16, {10, 1, 64}, {}};
-  args.out = args.q;
-  args.lse = {1, f32, {8, 10}, {}};
-  args.cuSeqlensQ = args.cuSeqlensKv = {1, DType::I32, {2}, {}};
+  // Aligned, distinct addresses that no call dereferences.
+  args.q = {0x100000, f16, {10, 8, 64}, {}};
+  args.k = args.v = {0x200000, f16, {10, 1, 64}, {}};
+  args.out = {0x300000, f16, {10, 8, 64}, {}};
+  args.lse = {0x400000, f32, {8, 10}, {}};
+  args.cuSeqlensQ = args.cuSeqlensKv = {0x500000, DType::I32, {2}, {}};
   args.maxSeqlenQ = args.maxSeqlenKv = 10;
   Status refused = library->forwardVarlen(args, nullptr);
   check(!refused.ok() &&

@@ -24,14 +24,14 @@ DeviceTensor tensor(CUdeviceptr data, DType dtype, std::vector<int64_t> sizes) {
 /// Two sequences, 300 query and 500 key tokens, H 8, HK 2, D 64.
 VarlenForwardArgs validArgs() {
   VarlenForwardArgs a;
-  a.q = tensor(0x1000, DType::BF16, {300, 8, 64});
-  a.k = tensor(0x2000, DType::BF16, {500, 2, 64});
-  a.v = tensor(0x3000, DType::BF16, {500, 2, 64});
-  a.out = tensor(0x4000, DType::BF16, {300, 8, 64});
-  a.lse = tensor(0x5000, DType::F32, {8, 300});
-  a.sinks = tensor(0x6000, DType::F32, {8});
-  a.cuSeqlensQ = tensor(0x7000, DType::I32, {3});
-  a.cuSeqlensKv = tensor(0x8000, DType::I32, {3});
+  a.q = tensor(0x100000000, DType::BF16, {300, 8, 64});
+  a.k = tensor(0x200000000, DType::BF16, {500, 2, 64});
+  a.v = tensor(0x300000000, DType::BF16, {500, 2, 64});
+  a.out = tensor(0x400000000, DType::BF16, {300, 8, 64});
+  a.lse = tensor(0x500000000, DType::F32, {8, 300});
+  a.sinks = tensor(0x600000000, DType::F32, {8});
+  a.cuSeqlensQ = tensor(0x700000000, DType::I32, {3});
+  a.cuSeqlensKv = tensor(0x800000000, DType::I32, {3});
   a.maxSeqlenQ = 200;
   a.maxSeqlenKv = 400;
   return a;
@@ -82,6 +82,16 @@ TEST(Attention, ValidCall) {
   EXPECT_EQ(p->tokenStrides.q, 768);
   EXPECT_EQ(p->tokenStrides.k, 768);
   EXPECT_EQ(p->tokenStrides.out, 0);
+  // Outputs right after each other, and strided out beside the fused
+  // input it does not reach.
+  a = validArgs();
+  a.lse.data = a.out.data + 300 * 512 * 2;
+  EXPECT_TRUE(validateVarlenForward(a).ok())
+      << validateVarlenForward(a).message();
+  a = validArgs();
+  a.q.strides = a.out.strides = {1024, 64, 1};
+  a.out.data = a.q.data + 1024;
+  EXPECT_CONTAINS(validateVarlenForward(a).message(), "out: overlaps q");
   // Windowed calls put the sequences alone in a grid dimension.
   a = validArgs();
   a.window = 128;
@@ -97,7 +107,27 @@ TEST(Attention, EveryRefusal) {
                   "q: has dtype f32; expected bf16 or f16");
   EXPECT_CONTAINS(error([](auto &a) { a.k.dtype = DType::F16; }),
                   "k: has dtype f16; expected bf16");
-  EXPECT_CONTAINS(error([](auto &a) { a.v.sizes[0] = -1; }), "v: has a negative size");
+  EXPECT_CONTAINS(error([](auto &a) { a.v.sizes[0] = -1; }),
+                  "v: has a size outside [0, 2^31-1] in [-1, 2, 64]");
+  EXPECT_CONTAINS(error([](auto &a) { a.v.sizes[0] = int64_t(1) << 40; }),
+                  "v: has a size outside [0, 2^31-1]");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.q.strides = {int64_t(1) << 41, 64, 1};
+                  }),
+                  "q: has a stride outside [0, 2^40]");
+  EXPECT_CONTAINS(error([](auto &a) {
+                    a.k.strides = {-128, 64, 1};
+                  }),
+                  "k: has a stride outside [0, 2^40]");
+  EXPECT_CONTAINS(error([](auto &a) { a.out.data = a.q.data + 1024; }),
+                  "out: overlaps q in memory");
+  EXPECT_CONTAINS(
+      error([](auto &a) { a.lse.data = a.out.data + 300 * 512 * 2 - 16; }),
+      "lse: overlaps out in memory");
+  EXPECT_CONTAINS(error([](auto &a) { a.lse.data = a.cuSeqlensKv.data; }),
+                  "lse: overlaps cu_seqlens_k in memory");
+  EXPECT_CONTAINS(error([](auto &a) { a.out.data = a.sinks->data - 16; }),
+                  "out: overlaps sinks in memory");
   EXPECT_CONTAINS(error([](auto &a) { a.out.dtype = DType::F32; }),
                   "out: has dtype f32; expected bf16");
   EXPECT_CONTAINS(error([](auto &a) { a.lse.dtype = DType::BF16; }),
@@ -156,7 +186,7 @@ TEST(Attention, EveryRefusal) {
   EXPECT_CONTAINS(error([](auto &a) {
                     a.q.sizes[0] = a.out.sizes[0] = a.lse.sizes[1] = int64_t(1) << 31;
                   }),
-                  "q, k: more than 2^31-1 tokens");
+                  "q: has a size outside [0, 2^31-1] in [2147483648, 8, 64]");
   EXPECT_CONTAINS(error([](auto &a) {
                     a.q.sizes[0] = a.out.sizes[0] = a.lse.sizes[1] = 1 << 22;
                   }),
