@@ -45,6 +45,9 @@
 #                 form, when this PyTorch's cuDNN runs it).
 #     clocks      the S 16384 seed cells sustained (bench/clock_probe.py,
 #                 about 4 s per side): the power limit's clocks per side.
+#     ab-shapes   the shape-generic forward (the kernel library, re-shaped)
+#                 against the kernels compiled per problem, alternated,
+#                 each side checked first (scripts/ab-run-time-shapes.sh).
 #   SINKATTN_BUNDLES: the bundles (default .carry/bundles); SINKATTN_GPU_BUILD_DIR:
 #   the runtime-only build (default build-gpu).
 set -uo pipefail
@@ -99,11 +102,11 @@ sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }
-steps=",${GPU_ROUND_STEPS:-tests,sanitizers,benches,tune,baselines,clocks},"
+steps=",${GPU_ROUND_STEPS:-tests,sanitizers,benches,ab-shapes,tune,baselines,clocks},"
 for step in ${steps//,/ }; do
   case $step in
-    tests | sanitizers | benches | tune | baselines | clocks) ;;
-    *) echo "error: unknown step '$step' in GPU_ROUND_STEPS (tests, sanitizers, benches, tune, baselines, clocks)" >&2
+    tests | sanitizers | benches | ab-shapes | tune | baselines | clocks) ;;
+    *) echo "error: unknown step '$step' in GPU_ROUND_STEPS (tests, sanitizers, benches, ab-shapes, tune, baselines, clocks)" >&2
        exit 2 ;;
   esac
 done
@@ -292,6 +295,14 @@ if [[ -n "$preset" ]] && want benches; then
     preset_table "$label" "$bwd_bundles" --preset "$preset" --kernel sink-bwd \
       --iters 20 --warmup 3
   done
+fi
+if want ab-shapes; then
+  ab_log="$out/ab-shapes.log"
+  scripts/ab-run-time-shapes.sh "$runner" "$bundles" "$out/ab-shapes" >"$ab_log" 2>&1
+  status=$?
+  ((status == 0)) || failures=$((failures + 1))
+  while read -r line; do note "$line"; done < <(grep "^ab " "$ab_log")
+  ((status == 0)) || note "ab-shapes: FAIL (log: $ab_log)"
 fi
 if [[ -n "$preset" ]] && want tune; then
   # Autotuning: every seed cell's schedule x stages variant (and the ws/overlap

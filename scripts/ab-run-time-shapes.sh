@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Same-run A/B of the shape-generic forward against the kernels compiled
+# for one problem (issue 45: no cell more than 1% slower). The shape-generic
+# side is the kernel library's bundle in the form a call of that problem
+# takes (rt::sinkFwdAutoSchedule), re-shaped by the runner's flags; the
+# static side the bundle compiled for the problem. Cells: the seed table
+# (BHSD, B 1, H 64, HK 8, causal, S 2k-16k, D 64/128) and the varlen batch
+# of sink-fwd-varlen-16k-*. Each side is checked at the timed shape first
+# (a cell whose check fails is not timed); then AB_ROUNDS (default 3) rounds
+# alternate the sides, and the median of each side's per-round medians is
+# compared.
+# usage: scripts/ab-run-time-shapes.sh RUNNER BUNDLES OUT_DIR
+#   BUNDLES holds the static bundles and kernel-library/ (make-bundles.sh).
+# Prints one line per cell and exits non-zero when a check or bench fails.
+set -uo pipefail
+runner=$1
+bundles=$2
+out=$3
+rounds=${AB_ROUNDS:-3}
+library=$bundles/kernel-library
+mkdir -p "$out"
+failures=0
+
+# The form a call takes: D 128 overlap from 17 key blocks of 128, else ws;
+# D 64 ws from 128, else plain (lib/Runtime/KernelGrids.cpp).
+form() {
+  local dim=$1 blocks=$((($2 + 127) / 128))
+  if ((dim == 128)); then
+    ((blocks >= 17)) && echo overlap || echo ws
+  else
+    ((blocks >= 128)) && echo ws || echo plain
+  fi
+}
+
+median_of() { # JSON files -> the median of their median_ms
+  python3 - "$@" <<'PY'
+import json, statistics, sys
+print(statistics.median(json.load(open(f))["results"][0]["median_ms"]
+                        for f in sys.argv[1:]))
+PY
+}
+
+# cell NAME STATIC_BUNDLE GENERIC_BUNDLE GENERIC_FLAGS...
+cell() {
+  local name=$1 static=$2 generic=$3 side log r
+  shift 3
+  local -a flags=("$@")
+  for side in static generic; do
+    log="$out/ab-check-$name-$side.log"
+    if [[ $side == static ]]; then
+      "$runner" check --bundle "$static" >"$log" 2>&1
+    else
+      "$runner" check --bundle "$generic" "${flags[@]}" >"$log" 2>&1
+    fi || {
+      failures=$((failures + 1))
+      echo "ab $name: FAIL: the $side side's check failed (log: $log)"
+      return
+    }
+  done
+  for ((r = 0; r < rounds; r++)); do
+    for side in static generic; do
+      log="$out/ab-bench-$name-$side-$r"
+      if [[ $side == static ]]; then
+        "$runner" bench --bundle "$static" --iters 30 --warmup 5 --json "$log.json" >"$log.txt" 2>&1
+      else
+        "$runner" bench --bundle "$generic" "${flags[@]}" --iters 30 --warmup 5 --json "$log.json" >"$log.txt" 2>&1
+      fi || {
+        failures=$((failures + 1))
+        echo "ab $name: FAIL: the $side side's bench failed (log: $log.txt)"
+        return
+      }
+    done
+  done
+  local staticMs genericMs
+  staticMs=$(median_of "$out"/ab-bench-"$name"-static-*.json)
+  genericMs=$(median_of "$out"/ab-bench-"$name"-generic-*.json)
+  python3 -c "import sys; s, g = float(sys.argv[2]), float(sys.argv[3]); print(f'ab {sys.argv[1]}: static {s:.4f} ms, shape-generic {g:.4f} ms ({sys.argv[4]}), generic/static {g / s:.3f}')" \
+    "$name" "$staticMs" "$genericMs" "$(basename "$generic")"
+}
+
+for dim in 64 128; do
+  for s in 2k 4k 8k 16k; do
+    seq=$((${s%k} * 1024))
+    cell "seed-$s-d$dim" "$bundles/sink-fwd-seed-$s-d$dim" \
+      "$library/fwd-bf16-d$dim-causal-f32-sinks-$(form "$dim" "$seq")" \
+      --seqlens-q "$seq" --heads 64 --kv-heads 8
+  done
+  lengths=4096,1024,2048,512,3000,777,4096,831
+  cell "varlen-16k-d$dim" "$bundles/sink-fwd-varlen-16k-d$dim" \
+    "$library/fwd-bf16-d$dim-causal-f32-sinks-$(form "$dim" 4096)" \
+    --seqlens-q "$lengths" --heads 64 --kv-heads 8
+done
+((failures == 0))
