@@ -40,7 +40,7 @@ case $command in
         exit 1
       fi
       echo "$(basename "$bundle")  1.0000 ms"
-      echo '{"results": []}' >"$json"
+      echo '{"results": [{"median_ms": 1.0}]}' >"$json"
     fi ;;
   tune)
     log "tune $(names "$bundles")"

@@ -10,5 +10,7 @@ mkdir -p gemm-4096x4096x4096 gemm-8192x8192x8192 gemm-persistent-4096-s4 gemm-cp
   sink-fwd-seed-bshd-8k-d64 sink-fwd-seed-bshd-8k-d128 sink-fwd-varlen-16k-d64 sink-fwd-varlen-16k-d128 \
   sink-fwd-seed-{2k,4k,8k,16k}-d{64,128} sink-fwd-seed-win128-{2k,4k,8k,16k}-d{64,128} \
   sink-bwd-seed-{2k,4k,8k,16k}-d{64,128} sink-bwd-seed-{2k,4k,8k,16k}-d{64,128}-deterministic \
-  sink-fwd-tune-2k-d64-plain sink-fwd-tune-2k-d64-ws
+  sink-fwd-tune-2k-d64-plain sink-fwd-tune-2k-d64-ws \
+  kernel-library/fwd-bf16-d64-causal-f32-sinks-{plain,ws} \
+  kernel-library/fwd-bf16-d128-causal-f32-sinks-{ws,overlap}
 echo test >COMMIT
