@@ -60,8 +60,6 @@ rt::BundleParam inputBuffer(std::string name, rt::DType dtype,
                             std::vector<uint64_t> shape, bool kernelArg = true);
 rt::BundleParam outputBuffer(std::string name, rt::DType dtype,
                              std::vector<uint64_t> shape, bool kernelArg = true);
-/// A scalar kernel argument: `value` as an integer for integer dtypes.
-rt::BundleParam scalarParam(std::string name, rt::DType dtype, double value);
 /// A zero-filling tiled map of a dense row-major buffer (128-byte swizzle
 /// unless told otherwise).
 rt::BundleParam tensorMap(std::string name, std::string buffer,

@@ -355,19 +355,6 @@ rt::BundleParam kernels::outputBuffer(std::string name, rt::DType dtype,
   return param;
 }
 
-rt::BundleParam kernels::scalarParam(std::string name, rt::DType dtype,
-                                     double value) {
-  rt::BundleParam param;
-  param.name = std::move(name);
-  param.kind = rt::ParamKind::Scalar;
-  param.dtype = dtype;
-  if (rt::isFloatingPoint(dtype))
-    param.floatValue = value;
-  else
-    param.intValue = int64_t(value);
-  return param;
-}
-
 rt::SinkAttentionShape kernels::sinkAttentionShape(const KernelConfig &config) {
   rt::SinkAttentionShape shape;
   shape.batch = config.batch;

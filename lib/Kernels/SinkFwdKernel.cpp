@@ -1129,11 +1129,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
           buffer.name == "o")
         buffer.strides = {buffer.shape[1], 1};
     }
-    bundle.params.push_back(kernels::scalarParam(
-        "scale_log2", rt::DType::F32, std::strtod(scaleLog2, nullptr)));
+    bundle.params.push_back(rt::scalarParam("scale_log2", rt::DType::F32,
+                                            std::strtod(scaleLog2, nullptr)));
     if (config.window > 0)
       bundle.params.push_back(
-          kernels::scalarParam("window", rt::DType::I32, config.window));
+          rt::scalarParam("window", rt::DType::I32, config.window));
   }
   KernelModule kernel{std::move(module), std::move(bundle)};
   kernel.tileIR = true;

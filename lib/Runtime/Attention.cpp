@@ -449,6 +449,12 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
                                        CUstream stream) {
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
                                validateVarlenForward(args));
+  return forwardVarlen(args, std::move(problem), stream);
+}
+
+Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
+                                       VarlenForwardProblem problem,
+                                       CUstream stream) {
   // The form auto would compile for the call's longest rows, where the
   // library has it.
   const std::string schedule = sinkFwdAutoSchedule(

@@ -258,7 +258,7 @@ SinkAttnStatus sinkattnVarlenForward(SinkAttnLibrary *library,
     ScopedContext current(library->context);
     if (!current.status().ok())
       return fail(SINKATTN_ERROR_RUNTIME, current.status().message());
-    Status ran = library->library->forwardVarlen(call->args,
+    Status ran = library->library->forwardVarlen(call->args, call->problem,
                                                  static_cast<CUstream>(stream));
     if (!ran.ok())
       return fail(SINKATTN_ERROR_RUNTIME, ran.message());

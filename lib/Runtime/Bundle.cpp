@@ -1119,6 +1119,18 @@ LaunchConfig launchConfigFor(const BundleLaunch &launch, CUstream stream) {
   return c;
 }
 
+BundleParam scalarParam(std::string name, DType dtype, double value) {
+  BundleParam param;
+  param.name = std::move(name);
+  param.kind = ParamKind::Scalar;
+  param.dtype = dtype;
+  if (isFloatingPoint(dtype))
+    param.floatValue = value;
+  else
+    param.intValue = int64_t(value);
+  return param;
+}
+
 Expected<Bundle>
 withTensorShapes(const Bundle &bundle,
                  const std::map<std::string, TensorShape> &shapes) {

@@ -145,6 +145,11 @@ public:
   /// the variant and how to compile it when there is none), JIT-compiles it
   /// on its first use, and launches it on `stream` (asynchronously).
   Status forwardVarlen(const VarlenForwardArgs &args, CUstream stream);
+  /// forwardVarlen for `args` validated already: `problem` is
+  /// validateVarlenForward(args) (a caller that looks at the problem first
+  /// need not validate twice).
+  Status forwardVarlen(const VarlenForwardArgs &args,
+                       VarlenForwardProblem problem, CUstream stream);
 
 private:
   struct Kernel {

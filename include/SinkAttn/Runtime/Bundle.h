@@ -206,6 +206,8 @@ struct TensorShape {
 Expected<Bundle>
 withTensorShapes(const Bundle &bundle,
                  const std::map<std::string, TensorShape> &shapes);
+/// A scalar param: `value` as an integer for integer dtypes.
+BundleParam scalarParam(std::string name, DType dtype, double value);
 /// The param called `name`, or nullptr.
 const BundleParam *findParam(const Bundle &bundle, std::string_view name);
 

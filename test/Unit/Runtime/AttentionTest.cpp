@@ -277,18 +277,10 @@ Bundle fwdBundle(bool windowed = false) {
               buffer("cu_seqlens_q", DType::I32, {3}, {0}),
               buffer("cu_seqlens_kv", DType::I32, {3}, {0})};
   b.params[4].role = b.params[5].role = BufferRole::Output;
-  BundleParam scale;
-  scale.name = "scale_log2";
-  scale.dtype = DType::F32;
-  scale.floatValue = 0.125 * 1.4426950408889634;
-  b.params.push_back(scale);
-  if (windowed) {
-    BundleParam window;
-    window.name = "window";
-    window.dtype = DType::I32;
-    window.intValue = 128;
-    b.params.push_back(window);
-  }
+  b.params.push_back(
+      scalarParam("scale_log2", DType::F32, 0.125 * 1.4426950408889634));
+  if (windowed)
+    b.params.push_back(scalarParam("window", DType::I32, 128));
   return b;
 }
 
