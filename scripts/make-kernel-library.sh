@@ -2,11 +2,14 @@
 # Compiles the kernel library the attention API opens by default: one
 # sink-fwd bundle for run-time shapes per variant (dtype, head dim, masking,
 # sink dtype) and form (the schedules auto picks between by row length:
-# rt::sinkFwdAutoSchedule), into OUTPUT_DIR (docs/library.md).
-# usage: scripts/make-kernel-library.sh RUNNER OUTPUT_DIR
+# rt::sinkFwdAutoSchedule), into OUTPUT_DIR (docs/library.md). With PTXAS
+# each bundle also holds its kernel assembled for sm_90a (kernel.cubin).
+# usage: scripts/make-kernel-library.sh RUNNER OUTPUT_DIR [PTXAS]
 set -euo pipefail
 runner=$1
 out=$2
+assemble=()
+[[ -n ${3:-} ]] && assemble=(--ptxas "$3")
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
 for dtype in bf16 f16; do
@@ -25,7 +28,7 @@ for dtype in bf16 f16; do
           if ! log=$("$runner" compile --kernel sink-fwd --run-time-shapes \
               --seqlens-q 128 --heads 8 --kv-heads 8 --head-dim "$dim" \
               --dtype "$dtype" --sink-dtype "$sinks" --schedule "$form" \
-              $mask_flags --emit bundle -o "$out.tmp/$name" 2>&1); then
+              $mask_flags "${assemble[@]}" --emit bundle -o "$out.tmp/$name" 2>&1); then
             echo "error: compiling the kernel library's $name failed:" >&2
             echo "$log" >&2
             exit 1

@@ -113,14 +113,15 @@ sinkattnValidateVarlenForward(const SinkAttnVarlenForwardArgs *args);
 
 /* Validates `args` and queues the forward on `stream` (a CUstream of the
    library's device; null: its legacy default stream), asynchronously; the
-   variant's kernel is JIT-compiled on its first call. The calling thread's
+   variant's kernel is loaded on its first call (its SASS for this GPU where
+   the library has it, else JIT-compiled from PTX). The calling thread's
    current context is left as it was. */
 SinkAttnStatus sinkattnVarlenForward(SinkAttnLibrary *library,
                                      const SinkAttnVarlenForwardArgs *args,
                                      void *stream);
 
-/* How many of the library's kernels have been JIT-compiled so far (-1 for
-   a null library). */
+/* How many of the library's kernels have been loaded so far (-1 for a null
+   library). */
 int64_t sinkattnLibraryCompiledKernels(const SinkAttnLibrary *library);
 
 #ifdef __cplusplus

@@ -49,7 +49,44 @@ bool Bundle::operator==(const Bundle &o) const {
          entry == o.entry && grid == o.grid && block == o.block &&
          cluster == o.cluster && sharedMemoryBytes == o.sharedMemoryBytes &&
          launches == o.launches && config == o.config && params == o.params &&
-         ptx == o.ptx && reference == o.reference;
+         ptx == o.ptx && reference == o.reference && sass == o.sass;
+}
+
+std::string ptxFingerprint(std::string_view ptx) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : ptx) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  static const char kDigits[] = "0123456789abcdef";
+  std::string text(16, '0');
+  for (int i = 15; i >= 0; --i, hash >>= 4)
+    text[i] = kDigits[hash & 15];
+  return text;
+}
+
+Expected<std::pair<int, int>> sassComputeCapability(std::string_view arch) {
+  // "a": the arch-specific features (wgmma, setmaxnreg) of exactly that GPU.
+  std::string_view digits = arch;
+  if (!digits.empty() && digits.back() == 'a')
+    digits.remove_suffix(1);
+  bool wellFormed = digits.size() >= 5 && digits.size() <= 6 &&
+                    digits.substr(0, 3) == "sm_" && digits[3] != '0';
+  for (size_t i = 3; wellFormed && i < digits.size(); ++i)
+    wellFormed = digits[i] >= '0' && digits[i] <= '9';
+  if (!wellFormed)
+    return Status::error("'" + std::string(arch) +
+                         "' is not a GPU architecture such as sm_90a");
+  int number = std::stoi(std::string(digits.substr(3)));
+  return std::pair<int, int>(number / 10, number % 10);
+}
+
+bool sassRunsOn(const BundleSass &sass, int major, int minor) {
+  Expected<std::pair<int, int>> built = sassComputeCapability(sass.arch);
+  if (!built.ok() || built->first != major)
+    return false;
+  return sass.arch.back() == 'a' ? built->second == minor
+                                  : built->second <= minor;
 }
 
 std::vector<BundleLaunch> launchesOf(const Bundle &bundle) {
@@ -419,6 +456,39 @@ Status validateBundle(const Bundle &b) {
                            "' (the manifest's reference.entry)");
   }
 
+  if (b.sass) {
+    const BundleSass &sass = *b.sass;
+    if (b.formatVersion < kBundleSassFormatVersion)
+      return Status::error("sass: a kernel assembled ahead of time needs "
+                           "format_version " +
+                           std::to_string(kBundleSassFormatVersion));
+    SINKATTN_RT_TRY(
+        sassComputeCapability(sass.arch).status().withContext("sass.arch: "));
+    if (!isPlainBundleFileName(sass.cubinFile) ||
+        (b.reference && sass.cubinFile == b.reference->ptxFile))
+      return Status::error(
+          "sass.cubin: '" + sass.cubinFile +
+          "' is not a plain file name in the bundle directory (letters, "
+          "digits, '_', '-', '.'; not starting with '.'; not " +
+          kBundlePtxFile + ", " + kBundleManifestFile +
+          " or the reference kernel's PTX)");
+    bool hex = sass.ptxFingerprint.size() == 16;
+    for (char c : sass.ptxFingerprint)
+      hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+    if (!hex)
+      return Status::error("sass.ptx_fingerprint: '" + sass.ptxFingerprint +
+                           "' is not 16 lower-case hex digits");
+    if (!b.ptx.empty() && ptxFingerprint(b.ptx) != sass.ptxFingerprint)
+      return Status::error(
+          "sass: " + sass.cubinFile + " was assembled from another " +
+          kBundlePtxFile + " (fingerprint " + sass.ptxFingerprint + "; " +
+          kBundlePtxFile + " has " + ptxFingerprint(b.ptx) +
+          "): assemble it again, or remove it and the manifest's 'sass'");
+    if (!sass.cubin.empty() && sass.cubin.compare(0, 4, "\x7f" "ELF") != 0)
+      return Status::error("sass: " + sass.cubinFile +
+                           " is not a cubin (no ELF header)");
+  }
+
   // The calling convention is the kernel's: every memref argument a
   // descriptor, or none.
   const BundleParam *descriptor = nullptr, *pointer = nullptr;
@@ -564,6 +634,13 @@ JsonValue manifestToJson(const Bundle &b) {
     reference.set("ptx", b.reference->ptxFile);
     reference.set("entry", b.reference->entry);
     m.set("reference", std::move(reference));
+  }
+  if (b.sass) {
+    JsonValue sass = JsonValue::object();
+    sass.set("cubin", b.sass->cubinFile);
+    sass.set("arch", b.sass->arch);
+    sass.set("ptx_fingerprint", b.sass->ptxFingerprint);
+    m.set("sass", std::move(sass));
   }
 
   JsonValue params = JsonValue::array();
@@ -983,6 +1060,22 @@ Expected<Bundle> readManifestObject(const JsonValue &root) {
     b.reference = std::move(ref);
   }
 
+  if (const JsonValue *sass = r.get("sass")) {
+    if (b.formatVersion < kBundleSassFormatVersion)
+      return Status::error("sass: a kernel assembled ahead of time needs "
+                           "format_version " +
+                           std::to_string(kBundleSassFormatVersion));
+    if (!sass->isObject())
+      return r.wrongType("sass", "an object", *sass);
+    ObjectReader sr(*sass, "sass");
+    BundleSass compiled;
+    SINKATTN_RT_TRY(sr.readString("cubin", compiled.cubinFile));
+    SINKATTN_RT_TRY(sr.readString("arch", compiled.arch));
+    SINKATTN_RT_TRY(sr.readString("ptx_fingerprint", compiled.ptxFingerprint));
+    SINKATTN_RT_TRY(sr.finish(""));
+    b.sass = std::move(compiled);
+  }
+
   SINKATTN_RT_ASSIGN_OR_RETURN(const JsonValue *params, r.require("params"));
   if (!params->isArray())
     return r.wrongType("params", "an array", *params);
@@ -1050,6 +1143,9 @@ Status writeBundle(const std::string &directory, const Bundle &bundle) {
   if (bundle.reference && bundle.reference->ptx.empty())
     return Status::error("refusing to write a bundle whose reference kernel "
                          "has no PTX");
+  if (bundle.sass && bundle.sass->cubin.empty())
+    return Status::error("refusing to write a bundle whose assembled kernel "
+                         "has no cubin");
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec)
@@ -1060,6 +1156,8 @@ Status writeBundle(const std::string &directory, const Bundle &bundle) {
   if (bundle.reference)
     SINKATTN_RT_TRY(
         writeFile(dir / bundle.reference->ptxFile, bundle.reference->ptx));
+  if (bundle.sass)
+    SINKATTN_RT_TRY(writeFile(dir / bundle.sass->cubinFile, bundle.sass->cubin));
   // The manifest last: a bundle interrupted while being written lacks it
   // and is rejected as a whole.
   return writeFile(dir / kBundleManifestFile,
@@ -1085,6 +1183,15 @@ Expected<Bundle> readBundle(const std::string &directory) {
     if (text->empty())
       return Status::error("reference kernel: " + path.string() + " is empty");
     b.reference->ptx = text.take();
+  }
+  if (b.sass) {
+    std::filesystem::path path = dir / b.sass->cubinFile;
+    Expected<std::string> image = readFile(path, 1ull << 30);
+    if (!image.ok())
+      return image.status().withContext("sass: ");
+    if (image->empty())
+      return Status::error("sass: " + path.string() + " is empty");
+    b.sass->cubin = image.take();
   }
   SINKATTN_RT_TRY(validateBundle(b).withContext(directory + ": "));
   return b;

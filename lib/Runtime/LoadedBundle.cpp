@@ -43,13 +43,37 @@ Expected<LoadedBundle> LoadedBundle::load(const Context &ctx, Bundle bundle,
   std::vector<BundleLaunch> launches = launchesOf(bundle);
   std::string name =
       bundle.launches.empty() ? launches.front().entry : bundle.kernel;
-  SINKATTN_RT_ASSIGN_OR_RETURN(
-      Module module, Module::loadPtx(ctx, bundle.ptx, options, name + ".ptx"));
-  LoadedBundle loaded(std::move(bundle), std::move(module));
+  const DeviceInfo &info = ctx.info();
+  // SASS assembled for this GPU skips the JIT; one the driver refuses (built
+  // by a newer ptxas than the driver knows) falls back to the PTX.
+  std::optional<Module> module;
+  std::string codeSource = "PTX, JIT-compiled";
+  if (bundle.sass &&
+      sassRunsOn(*bundle.sass, info.computeMajor, info.computeMinor)) {
+    Expected<Module> assembled =
+        Module::loadCubin(ctx, bundle.sass->cubin, bundle.sass->cubinFile);
+    if (assembled.ok()) {
+      module = assembled.take();
+      codeSource = "SASS for " + bundle.sass->arch + " (" +
+                   bundle.sass->cubinFile + ")";
+    } else {
+      codeSource += " (" + assembled.status().message() + ")";
+    }
+  } else if (bundle.sass) {
+    codeSource += " (" + bundle.sass->cubinFile + " is for " +
+                  bundle.sass->arch + ", this GPU is " + info.smName() + ")";
+  }
+  if (!module) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        Module jitted,
+        Module::loadPtx(ctx, bundle.ptx, options, name + ".ptx"));
+    module = std::move(jitted);
+  }
+  LoadedBundle loaded(std::move(bundle), std::move(*module));
   loaded.name_ = std::move(name);
+  loaded.codeSource_ = std::move(codeSource);
   loaded.driver_ = ctx.driverPtr();
   loaded.launches_ = std::move(launches);
-  const DeviceInfo &info = ctx.info();
   loaded.launchedBlocks_ = rt::launchedBlocks(loaded.bundle_, info.smCount);
   loaded.smCount_ = info.smCount;
   for (const BundleLaunch &launch : loaded.launches_) {

@@ -30,13 +30,10 @@ std::string logText(const std::vector<char> &buffer) {
 void *optionValue(uintptr_t v) { return reinterpret_cast<void *>(v); }
 } // namespace
 
-Expected<Module> Module::loadPtx(const Context &ctx, const std::string &ptx,
-                                 const JitOptions &options,
-                                 const std::string &sourceName) {
+Expected<Module> Module::loadImage(const Context &ctx, const void *image,
+                                   const JitOptions &options,
+                                   const std::string &failure) {
   const CudaDriver &driver = ctx.driver();
-  if (ptx.empty())
-    return Status::error("cannot JIT-compile " + sourceName + ": it is empty");
-
   size_t logBytes = options.logBufferBytes < 1024 ? 1024 : options.logBufferBytes;
   std::vector<char> infoLog(logBytes, '\0');
   std::vector<char> errorLog(logBytes, '\0');
@@ -53,9 +50,13 @@ Expected<Module> Module::loadPtx(const Context &ctx, const std::string &ptx,
     values.push_back(optionValue(1));
   }
 
-  auto withLogs = [&](Status status) {
-    std::string msg = "JIT compiling " + sourceName + " failed: " +
-                      status.message();
+  Module m;
+  m.drv = ctx.driverPtr();
+  Status st = SINKATTN_RT_CU(driver, cuModuleLoadDataEx, &m.mod, image,
+                             static_cast<unsigned>(keys.size()), keys.data(),
+                             values.data());
+  if (!st.ok()) {
+    std::string msg = failure + ": " + st.message();
     std::string err = logText(errorLog);
     std::string inf = logText(infoLog);
     if (!err.empty())
@@ -63,21 +64,30 @@ Expected<Module> Module::loadPtx(const Context &ctx, const std::string &ptx,
     if (!inf.empty())
       msg += "\nptxas info log:\n" + inf;
     return Status::error(msg);
-  };
-
-  // Compiled as a whole program (not through cuLink*, whose relocatable
-  // compile spilled the warp-specialized kernels: docs/design.md). The PTX
-  // is passed with its terminating NUL, which the JIT requires.
-  Module m;
-  m.drv = ctx.driverPtr();
-  Status st = SINKATTN_RT_CU(driver, cuModuleLoadDataEx, &m.mod, ptx.c_str(),
-                             static_cast<unsigned>(keys.size()), keys.data(),
-                             values.data());
-  if (!st.ok())
-    return withLogs(st);
+  }
   m.info = logText(infoLog);
   m.errors = logText(errorLog);
   return m;
+}
+
+Expected<Module> Module::loadPtx(const Context &ctx, const std::string &ptx,
+                                 const JitOptions &options,
+                                 const std::string &sourceName) {
+  if (ptx.empty())
+    return Status::error("cannot JIT-compile " + sourceName + ": it is empty");
+  // Compiled as a whole program (not through cuLink*, whose relocatable
+  // compile spilled the warp-specialized kernels: docs/design.md). The PTX
+  // is passed with its terminating NUL, which the JIT requires.
+  return loadImage(ctx, ptx.c_str(), options,
+                   "JIT compiling " + sourceName + " failed");
+}
+
+Expected<Module> Module::loadCubin(const Context &ctx, const std::string &cubin,
+                                   const std::string &sourceName) {
+  if (cubin.empty())
+    return Status::error("cannot load " + sourceName + ": it is empty");
+  return loadImage(ctx, cubin.data(), JitOptions{},
+                   "loading " + sourceName + " failed");
 }
 
 Module::Module(Module &&other) noexcept { *this = std::move(other); }

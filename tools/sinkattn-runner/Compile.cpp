@@ -10,7 +10,11 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
@@ -137,6 +141,62 @@ rt::Status writeText(const std::string &path, const std::string &text) {
 }
 } // namespace
 
+/// `bundle`'s PTX assembled by `ptxas` for `arch`, as a whole program (no
+/// -c, like the runtime's JIT: docs/design.md).
+static rt::Expected<rt::BundleSass> assembleSass(const rt::Bundle &bundle,
+                                                 const std::string &ptxas,
+                                                 const std::string &arch) {
+  if (!llvm::sys::fs::can_execute(ptxas) || llvm::sys::fs::is_directory(ptxas))
+    return rt::Status::error("--ptxas: '" + ptxas +
+                             "' is not an executable file");
+  llvm::SmallString<128> dir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("sinkattn-ptxas", dir))
+    return rt::Status::error("cannot create a temporary directory for ptxas: " +
+                             ec.message());
+  auto path = [&](const char *name) {
+    llvm::SmallString<128> file = dir;
+    llvm::sys::path::append(file, name);
+    return std::string(file);
+  };
+  std::string ptxFile = path(rt::kBundlePtxFile),
+              cubinFile = path(rt::kBundleCubinFile), logFile = path("ptxas.log");
+  rt::Expected<rt::BundleSass> result = [&]() -> rt::Expected<rt::BundleSass> {
+    SINKATTN_RT_TRY(writeText(ptxFile, bundle.ptx));
+    llvm::SmallVector<llvm::StringRef> args = {ptxas, "-arch", arch, "-o",
+                                               cubinFile, ptxFile};
+    std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""),
+                                                  llvm::StringRef(logFile),
+                                                  llvm::StringRef(logFile)};
+    std::string launchError;
+    int exitCode = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt,
+                                             redirects, 0, 0, &launchError);
+    auto log = llvm::MemoryBuffer::getFile(logFile);
+    std::string logText = log ? (*log)->getBuffer().trim().str() : "";
+    if (exitCode != 0)
+      return rt::Status::error(
+          "ptxas (" + ptxas + ") failed to assemble the kernel for " + arch +
+          (exitCode < 0 ? ": " + launchError
+                        : " (exit " + std::to_string(exitCode) + ")") +
+          (logText.empty() ? "" : ":\n" + logText));
+    auto cubin = llvm::MemoryBuffer::getFile(cubinFile, /*IsText=*/false,
+                                             /*RequiresNullTerminator=*/false);
+    if (!cubin)
+      return rt::Status::error("ptxas (" + ptxas + ") wrote no " +
+                               rt::kBundleCubinFile + ": " +
+                               cubin.getError().message());
+    rt::BundleSass sass;
+    sass.arch = arch;
+    sass.ptxFingerprint = rt::ptxFingerprint(bundle.ptx);
+    sass.cubin = (*cubin)->getBuffer().str();
+    return sass;
+  }();
+  for (const std::string &file : {ptxFile, cubinFile, logFile})
+    (void)llvm::sys::fs::remove(file);
+  (void)llvm::sys::fs::remove(dir);
+  return result;
+}
+
 rt::Expected<rt::Bundle> runner::compileFromOptions(const Options &options) {
   SINKATTN_RT_ASSIGN_OR_RETURN(KernelConfig config, configFromOptions(options));
   CompilerContext compiler;
@@ -188,6 +248,17 @@ int runner::runCompile(const Options &options) {
     FailureOr<rt::Bundle> bundle = compileKernel(compiler.context, *config);
     if (failed(bundle))
       return fail("compiling kernel '" + options.kernel + "' failed");
+    if (!options.ptxas.empty()) {
+      rt::Expected<rt::BundleSass> sass =
+          assembleSass(*bundle, options.ptxas, config->target.chip);
+      if (!sass.ok()) {
+        std::fprintf(stderr, "error: %s\n", sass.status().message().c_str());
+        return 2;
+      }
+      bundle->sass = sass.take();
+      bundle->formatVersion =
+          std::max(bundle->formatVersion, rt::kBundleSassFormatVersion);
+    }
     written = options.emit == "ptx" ? writeText(options.output, bundle->ptx)
                                     : rt::writeBundle(options.output, *bundle);
   }

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
@@ -564,11 +565,17 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
                                rt::Context::create(driver, device));
   session->context_ = std::make_unique<rt::Context>(std::move(context));
   SINKATTN_RT_TRY(rt::checkHopperOrNewer(session->context_->info()));
+  auto loadStart = std::chrono::steady_clock::now();
   SINKATTN_RT_ASSIGN_OR_RETURN(
       rt::LoadedBundle loaded,
       rt::LoadedBundle::load(*session->context_, std::move(bundle)));
+  std::chrono::duration<double, std::milli> loadTime =
+      std::chrono::steady_clock::now() - loadStart;
   if (verbose)
-    std::fprintf(stderr, "JIT log of %s:\n%s\n", loaded.name().c_str(),
+    std::fprintf(stderr,
+                 "kernels of %s: %s, loaded in %.1f ms\nJIT log of %s:\n%s\n",
+                 loaded.name().c_str(), loaded.codeSource().c_str(),
+                 loadTime.count(), loaded.name().c_str(),
                  loaded.infoLog().c_str());
   session->loaded_ = std::make_unique<rt::LoadedBundle>(std::move(loaded));
   session->verbose_ = verbose;

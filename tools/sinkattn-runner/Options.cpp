@@ -88,6 +88,7 @@ const FlagSpec kFlags[] = {
     {"chip", "SM", "compile check bench tune", "PTX target (default sm_90a)"},
     {"emit", "LEVEL", "compile", "tile | gpu | llvm | ptx | bundle"},
     {"o", "PATH", "compile", "output file, or directory for --emit bundle ('-': stdout)"},
+    {"ptxas", "PATH", "compile", "with --emit bundle: also assemble the kernel for the --chip GPU with this ptxas (kernel.cubin), so that loading the bundle there compiles nothing"},
     {"bundle", "DIR", "check bench", "run a compiled bundle instead of compiling"},
     {"preset", "NAME", "bench", "time a table of configurations: seed (bf16 B1 H64 HK8, S 2k..16k x D 64/128; sink-fwd causal and window 128, or with --kernel sink-bwd the causal backward, in the form --dq, --dq-split, --dq-warpgroups and --dkdv-warpgroups pick)"},
     {"tune-cache", "FILE", "compile check bench tune", "sink-fwd: the tuning cache; tune records each problem's fastest schedule, stages and persistent form in it, and --schedule auto (without --stages) uses them (an explicit --persistent wins)",
@@ -401,6 +402,8 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
       options.bundlesDir = value;
     } else if (name == "bundle") {
       options.bundleDir = value;
+    } else if (name == "ptxas") {
+      options.ptxas = value;
     } else if (name == "seed") {
       number = integer(0, INT64_MAX);
       if (number.ok())
@@ -521,6 +524,9 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
     if (options.emit == "bundle" && options.output == "-")
       return rt::Status::error("--emit bundle writes a directory; -o - is not "
                                "possible");
+    if (!options.ptxas.empty() && options.emit != "bundle")
+      return rt::Status::error("--ptxas goes with --emit bundle (the SASS is "
+                               "stored in the bundle)");
   }
   if (options.command == "tune") {
     if (options.tuneCache.empty())

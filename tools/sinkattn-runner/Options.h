@@ -53,6 +53,8 @@ struct Options {
   std::string emit;   ///< tile | gpu | llvm | ptx | bundle
   std::string output; ///< -o
   std::string chip = "sm_90a";
+  /// compile --emit bundle: the ptxas that assembles the kernel's SASS.
+  std::string ptxas;
   std::string bundleDir;
   std::string preset;     ///< bench --preset NAME
   std::string bundlesDir; ///< bench --preset, tune: where bundles are

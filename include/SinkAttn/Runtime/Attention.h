@@ -131,8 +131,9 @@ public:
 
   /// The variants it holds.
   std::vector<SinkFwdVariant> variants() const;
-  /// How many of its kernels have been JIT-compiled (once each, on their
-  /// first call).
+  /// How many of its kernels have been loaded (once each, on their first
+  /// call: their SASS where the bundle has it for this GPU, else
+  /// JIT-compiled from PTX).
   size_t compiledKernels() const;
   /// Whether it holds a kernel for `variant` (a call without sinks takes a
   /// kernel of either sink dtype).
@@ -142,8 +143,8 @@ public:
   static std::string noKernelMessage(const SinkFwdVariant &variant);
 
   /// Validates `args`, finds the kernel of their variant (an error names
-  /// the variant and how to compile it when there is none), JIT-compiles it
-  /// on its first use, and launches it on `stream` (asynchronously).
+  /// the variant and how to compile it when there is none), loads it on its
+  /// first use, and launches it on `stream` (asynchronously).
   Status forwardVarlen(const VarlenForwardArgs &args, CUstream stream);
   /// forwardVarlen for `args` validated already: `problem` is
   /// validateVarlenForward(args) (a caller that looks at the problem first

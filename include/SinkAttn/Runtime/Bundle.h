@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -32,8 +33,9 @@ namespace sinkattn::rt {
 /// Version 2 added the optional `reference` kernel and floating-point
 /// config values; version 3 added `launches` (several kernels per bundle);
 /// version 4 a launch's `overlaps_next`; version 5 buffers passed as memref
-/// descriptors, whose sizes and strides may change at launch.
-inline constexpr int64_t kBundleFormatVersion = 5;
+/// descriptors, whose sizes and strides may change at launch; version 6 the
+/// kernel assembled ahead of time (`sass`).
+inline constexpr int64_t kBundleFormatVersion = 6;
 /// The version new bundles default to: a single-kernel bundle needs nothing
 /// newer, so older runtimes still read it.
 inline constexpr int64_t kBundleDefaultFormatVersion = 2;
@@ -45,6 +47,8 @@ inline constexpr int64_t kBundleLaunchesFormatVersion = 3;
 inline constexpr int64_t kBundleOverlapFormatVersion = 4;
 /// The version a buffer passed as a memref descriptor needs.
 inline constexpr int64_t kBundleDescriptorFormatVersion = 5;
+/// The version a bundle with `sass` needs.
+inline constexpr int64_t kBundleSassFormatVersion = 6;
 /// The oldest version it still reads: version-1 manifests are version 2
 /// without those two features.
 inline constexpr int64_t kBundleOldestFormatVersion = 1;
@@ -52,6 +56,8 @@ inline constexpr const char *kBundlePtxFile = "kernel.ptx";
 inline constexpr const char *kBundleManifestFile = "manifest.json";
 /// File name writeBundle() gives the reference kernel's PTX by default.
 inline constexpr const char *kBundleReferencePtxFile = "reference.ptx";
+/// File name writeBundle() gives the kernel's SASS by default.
+inline constexpr const char *kBundleCubinFile = "kernel.cubin";
 
 enum class ParamKind { Buffer, Scalar, TensorMap };
 enum class BufferRole { Input, Output };
@@ -127,6 +133,39 @@ struct BundleReference {
   bool operator!=(const BundleReference &o) const { return !(*this == o); }
 };
 
+/// kernel.ptx assembled ahead of time for one GPU architecture (manifest
+/// field "sass", format version 6), so that loading the bundle on that GPU
+/// needs no JIT compile.
+struct BundleSass {
+  /// File in the bundle directory holding the cubin (an ELF image): a plain
+  /// file name, not one of kernel.ptx, manifest.json or the reference's PTX.
+  std::string cubinFile = kBundleCubinFile;
+  /// The architecture it was assembled for, as ptxas names it ("sm_90a").
+  std::string arch;
+  /// ptxFingerprint() of the kernel.ptx it was assembled from: a bundle
+  /// whose PTX was changed after its cubin was built is refused.
+  std::string ptxFingerprint;
+  /// Contents of the cubin file (not part of the manifest).
+  std::string cubin;
+
+  bool operator==(const BundleSass &o) const {
+    return cubinFile == o.cubinFile && arch == o.arch &&
+           ptxFingerprint == o.ptxFingerprint && cubin == o.cubin;
+  }
+  bool operator!=(const BundleSass &o) const { return !(*this == o); }
+};
+
+/// The fingerprint BundleSass records of the PTX: its 64-bit FNV-1a hash as
+/// 16 lower-case hex digits.
+std::string ptxFingerprint(std::string_view ptx);
+/// The compute capability an architecture name ("sm_90a", "sm_80") is for:
+/// {9, 0}, {8, 0}; an error for anything else.
+Expected<std::pair<int, int>> sassComputeCapability(std::string_view arch);
+/// Whether `sass` runs on a GPU of compute capability major.minor: an
+/// arch-specific cubin ("sm_90a") on exactly that one, another on the same
+/// major with at least its minor.
+bool sassRunsOn(const BundleSass &sass, int major, int minor);
+
 /// One kernel launch of a multi-kernel bundle (manifest field "launches",
 /// format version 3). The launches run in order, each with the arguments it
 /// names (rt::LoadedBundle::run; overlapsNext pairs side by side).
@@ -174,6 +213,8 @@ struct Bundle {
   std::string ptx;
   /// The reference kernel, when the compiler provides one.
   std::optional<BundleReference> reference;
+  /// kernel.ptx assembled ahead of time, when the compiler was asked to.
+  std::optional<BundleSass> sass;
 
   bool operator==(const Bundle &o) const;
   bool operator!=(const Bundle &o) const { return !(*this == o); }

@@ -35,9 +35,10 @@ enum class LaunchPhase { Setup, Main };
 
 class LoadedBundle {
 public:
-  /// Validates `bundle` (validateBundle), JIT-compiles its PTX on `ctx`
-  /// (current on the calling thread; it must outlive the result) and looks
-  /// up every launch's entry. Errors: the validation's, the JIT's (with
+  /// Validates `bundle` (validateBundle), loads its kernels on `ctx`
+  /// (current on the calling thread; it must outlive the result): its SASS
+  /// when the bundle has some for this GPU and the driver takes it, else its
+  /// PTX, JIT-compiled; then looks up every launch's entry. Errors: the validation's, the JIT's (with
   /// ptxas's log, naming the bundle's kernel), a missing entry, or a launch
   /// that needs more shared memory per block (static + dynamic) than the
   /// GPU allows, naming the kernel and both sizes.
@@ -55,8 +56,12 @@ public:
   const std::string &name() const { return name_; }
   /// launchesOf(bundle()): the launches in manifest order.
   const std::vector<BundleLaunch> &launches() const { return launches_; }
-  /// ptxas's informational log of the JIT (registers, spills per kernel).
+  /// ptxas's informational log of the JIT (registers, spills per kernel);
+  /// empty when the bundle's SASS was loaded.
   const std::string &infoLog() const { return module_.infoLog(); }
+  /// Where the kernels' code came from: "SASS for sm_90a (kernel.cubin)",
+  /// or "PTX, JIT-compiled" with why the bundle's SASS was not taken.
+  const std::string &codeSource() const { return codeSource_; }
   /// rt::launchedBlocks on this GPU: the grid x a single-kernel bundle is
   /// launched with (at most one block per SM for a persistent kernel that
   /// strides by its grid; all of them for one with tile lists).
@@ -99,6 +104,7 @@ private:
 
   Bundle bundle_;
   std::string name_;
+  std::string codeSource_;
   Module module_;
   std::shared_ptr<const CudaDriver> driver_;
   std::vector<BundleLaunch> launches_;

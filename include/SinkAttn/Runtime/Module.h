@@ -56,6 +56,11 @@ public:
   static Expected<Module> loadPtx(const Context &ctx, const std::string &ptx,
                                   const JitOptions &options = {},
                                   const std::string &sourceName = "kernel.ptx");
+  /// Loads SASS assembled ahead of time (a cubin for the context's GPU):
+  /// nothing is compiled. On failure (a cubin for another GPU, or newer than
+  /// the driver) the message names `sourceName` and the failing call.
+  static Expected<Module> loadCubin(const Context &ctx, const std::string &cubin,
+                                    const std::string &sourceName = "kernel.cubin");
 
   Module(Module &&other) noexcept;
   Module &operator=(Module &&other) noexcept;
@@ -74,6 +79,10 @@ public:
 private:
   Module() = default;
   void reset();
+  /// cuModuleLoadDataEx of a PTX or cubin image; `failure` starts the error.
+  static Expected<Module> loadImage(const Context &ctx, const void *image,
+                                    const JitOptions &options,
+                                    const std::string &failure);
 
   std::shared_ptr<const CudaDriver> drv;
   CUmodule mod = nullptr;

@@ -196,6 +196,16 @@ TEST(AttentionCApi, InstalledKernelLibrary) {
   }
   EXPECT_EQ(forms.count("f16 D=128 non-causal bf16 sinks"), 1u);
   EXPECT_EQ(forms.count("bf16 D=64 causal sliding-window f32 sinks"), 1u);
+#ifdef SINKATTN_KERNEL_LIBRARY_HAS_SASS
+  // Each kernel assembled for the H100/H200, from its own PTX (the reader
+  // checked the fingerprint): no JIT on the GPUs the kernels are for.
+  for (const KernelLibraryEntry &entry : *entries) {
+    ASSERT_TRUE(entry.bundle.sass.has_value()) << entry.directory;
+    EXPECT_EQ(entry.bundle.sass->arch, "sm_90a") << entry.directory;
+    EXPECT_TRUE(sassRunsOn(*entry.bundle.sass, 9, 0));
+    EXPECT_GT(entry.bundle.sass->cubin.size(), 10000u) << entry.directory;
+  }
+#endif
 #endif
 }
 

@@ -241,12 +241,12 @@ TEST(Bundle, MalformedManifests) {
                   "missing required field 'format_version'");
   EXPECT_CONTAINS(
       manifestError(
-          editedManifest([](JsonValue &m) { m.set("format_version", 6); })),
-      "unsupported format_version 6; this runtime reads versions 1 to 5");
+          editedManifest([](JsonValue &m) { m.set("format_version", 7); })),
+      "unsupported format_version 7; this runtime reads versions 1 to 6");
   EXPECT_CONTAINS(
       manifestError(
           editedManifest([](JsonValue &m) { m.set("format_version", 0); })),
-      "unsupported format_version 0; this runtime reads versions 1 to 5");
+      "unsupported format_version 0; this runtime reads versions 1 to 6");
   EXPECT_CONTAINS(
       manifestError(editedManifest(
           [](JsonValue &m) { m.set("format_version", "1"); })),
@@ -663,13 +663,182 @@ TEST(Bundle, ReaderChecksReferenceFile) {
   fs::remove_all(dir);
 }
 
+/// The sample with SASS: a stand-in cubin (an ELF header and bytes that
+/// include NULs, which the reader and writer must keep).
+Bundle sampleWithSass() {
+  Bundle b = sampleWithReference();
+  b.formatVersion = kBundleSassFormatVersion;
+  BundleSass sass;
+  sass.arch = "sm_90a";
+  sass.ptxFingerprint = ptxFingerprint(b.ptx);
+  sass.cubin = std::string("\x7f" "ELF\x02\x01\x01\x00\x00\x33", 10);
+  b.sass = sass;
+  return b;
+}
+
+TEST(Bundle, PtxFingerprintAndArchitectures) {
+  // 64-bit FNV-1a's published values.
+  EXPECT_EQ(ptxFingerprint(""), "cbf29ce484222325");
+  EXPECT_EQ(ptxFingerprint("a"), "af63dc4c8601ec8c");
+  EXPECT_NE(ptxFingerprint(kPtx), ptxFingerprint(std::string(kPtx) + " "));
+
+  EXPECT_EQ(*sassComputeCapability("sm_90a"), (std::pair<int, int>(9, 0)));
+  EXPECT_EQ(*sassComputeCapability("sm_86"), (std::pair<int, int>(8, 6)));
+  EXPECT_EQ(*sassComputeCapability("sm_100a"), (std::pair<int, int>(10, 0)));
+  for (const char *bad : {"", "sm_", "sm_9", "sm_90b", "compute_90a", "sm_1000",
+                          "sm_09", "SM_90", "sm_9x", "a"})
+    EXPECT_CONTAINS(sassComputeCapability(bad).message(),
+                    "is not a GPU architecture such as sm_90a")
+        << "arch: " << bad;
+
+  BundleSass sass;
+  sass.arch = "sm_90a"; // arch-specific: that GPU only
+  EXPECT_TRUE(sassRunsOn(sass, 9, 0));
+  EXPECT_FALSE(sassRunsOn(sass, 9, 1));
+  EXPECT_FALSE(sassRunsOn(sass, 10, 0));
+  EXPECT_FALSE(sassRunsOn(sass, 8, 0));
+  sass.arch = "sm_80"; // the same major, this minor or a later one
+  EXPECT_TRUE(sassRunsOn(sass, 8, 0));
+  EXPECT_TRUE(sassRunsOn(sass, 8, 6));
+  EXPECT_FALSE(sassRunsOn(sass, 9, 0));
+  sass.arch = "sm_86";
+  EXPECT_FALSE(sassRunsOn(sass, 8, 0));
+  sass.arch = "bogus";
+  EXPECT_FALSE(sassRunsOn(sass, 9, 0));
+}
+
+TEST(Bundle, SassRoundTrip) {
+  Bundle b = sampleWithSass();
+  ASSERT_TRUE(validateBundle(b).ok()) << validateBundle(b).message();
+  fs::path dir = tempDir("sass");
+  Status st = writeBundle(dir.string(), b);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(fs::file_size(dir / "kernel.cubin"), 10u);
+  Expected<Bundle> back = readBundle(dir.string());
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(*back, b);
+  ASSERT_TRUE(back->sass.has_value());
+  EXPECT_EQ(back->sass->cubin, b.sass->cubin);
+
+  std::string text = writeJson(manifestToJson(b));
+  EXPECT_CONTAINS(text, "\"sass\": {");
+  EXPECT_CONTAINS(text, "\"cubin\": \"kernel.cubin\"");
+  EXPECT_CONTAINS(text, "\"arch\": \"sm_90a\"");
+  EXPECT_CONTAINS(text, "\"ptx_fingerprint\": \"" + ptxFingerprint(kPtx) + "\"");
+  Expected<Bundle> parsed = parseManifest(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  ASSERT_TRUE(parsed->sass.has_value());
+  EXPECT_TRUE(parsed->sass->cubin.empty());
+  fs::remove_all(dir);
+
+  // Another file name is kept and used.
+  b.sass->cubinFile = "attn_fwd.sm_90a.cubin";
+  dir = tempDir("sass_name");
+  ASSERT_TRUE(writeBundle(dir.string(), b).ok());
+  EXPECT_TRUE(fs::exists(dir / "attn_fwd.sm_90a.cubin"));
+  EXPECT_FALSE(fs::exists(dir / "kernel.cubin"));
+  back = readBundle(dir.string());
+  ASSERT_TRUE(back.ok()) << back.message();
+  EXPECT_EQ(*back, b);
+  fs::remove_all(dir);
+}
+
+TEST(Bundle, MalformedSass) {
+  auto sassError = [](auto edit) {
+    JsonValue m = manifestToJson(sampleWithSass());
+    JsonValue sass = *m.find("sass");
+    edit(sass);
+    m.set("sass", sass);
+    return manifestError(writeJson(m));
+  };
+  JsonValue old = manifestToJson(sampleWithSass());
+  old.set("format_version", 5);
+  EXPECT_CONTAINS(manifestError(writeJson(old)),
+                  "manifest.json: sass: a kernel assembled ahead of time needs "
+                  "format_version 6");
+  EXPECT_CONTAINS(sassError([](JsonValue &s) { s = JsonValue("kernel.cubin"); }),
+                  "sass: expected an object, got string");
+  for (const char *field : {"cubin", "arch", "ptx_fingerprint"})
+    EXPECT_CONTAINS(sassError([&](JsonValue &s) { s = without(s, field); }),
+                    std::string("sass: missing required field '") + field + "'");
+  EXPECT_CONTAINS(sassError([](JsonValue &s) { s.set("arch", 90); }),
+                  "sass.arch: expected a string, got integer");
+  EXPECT_CONTAINS(sassError([](JsonValue &s) { s.set("arch", "hopper"); }),
+                  "sass.arch: 'hopper' is not a GPU architecture such as sm_90a");
+  EXPECT_CONTAINS(sassError([](JsonValue &s) { s.set("ptx_fingerprint", "12ab"); }),
+                  "sass.ptx_fingerprint: '12ab' is not 16 lower-case hex digits");
+  EXPECT_CONTAINS(sassError([](JsonValue &s) {
+                    s.set("ptx_fingerprint", "CBF29CE484222325");
+                  }),
+                  "is not 16 lower-case hex digits");
+  EXPECT_CONTAINS(sassError([](JsonValue &s) { s.set("options", "-O3"); }),
+                  "sass: unknown field 'options'");
+  for (const char *name : {"../kernel.cubin", "sub/kernel.cubin", "kernel.ptx",
+                           "manifest.json", "reference.ptx", ".cubin", ""})
+    EXPECT_CONTAINS(sassError([&](JsonValue &s) { s.set("cubin", name); }),
+                    "is not a plain file name in the bundle directory")
+        << "file name: " << name;
+
+  Bundle b = sampleWithSass();
+  b.sass->cubin = "not an image";
+  EXPECT_CONTAINS(validateBundle(b).message(),
+                  "sass: kernel.cubin is not a cubin (no ELF header)");
+}
+
+TEST(Bundle, ReaderChecksSassFile) {
+  fs::path dir = tempDir("sass_file");
+  Bundle b = sampleWithSass();
+  b.sass->cubin.clear();
+  EXPECT_CONTAINS(writeBundle(dir.string(), b).message(),
+                  "refusing to write a bundle whose assembled kernel has no "
+                  "cubin");
+  EXPECT_FALSE(fs::exists(dir / "manifest.json"));
+
+  ASSERT_TRUE(writeBundle(dir.string(), sampleWithSass()).ok());
+  fs::remove(dir / "kernel.cubin");
+  Expected<Bundle> missing = readBundle(dir.string());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_CONTAINS(missing.message(), "sass: cannot read");
+  EXPECT_CONTAINS(missing.message(), "kernel.cubin: no such file");
+
+  { std::ofstream empty(dir / "kernel.cubin", std::ios::trunc); }
+  EXPECT_CONTAINS(readBundle(dir.string()).message(), "kernel.cubin is empty");
+
+  // kernel.ptx edited after its SASS was assembled.
+  ASSERT_TRUE(writeBundle(dir.string(), sampleWithSass()).ok());
+  {
+    std::ofstream edited(dir / "kernel.ptx", std::ios::app);
+    edited << "// edited\n";
+  }
+  Expected<Bundle> stale = readBundle(dir.string());
+  ASSERT_FALSE(stale.ok());
+  EXPECT_CONTAINS(stale.message(),
+                  "sass: kernel.cubin was assembled from another kernel.ptx "
+                  "(fingerprint " + ptxFingerprint(kPtx) + "; kernel.ptx has " +
+                      ptxFingerprint(std::string(kPtx) + "// edited\n") +
+                      "): assemble it again, or remove it and the manifest's "
+                      "'sass'");
+
+  // A kernel.cubin the manifest does not name is ignored.
+  fs::remove_all(dir);
+  ASSERT_TRUE(writeBundle(dir.string(), sampleWithSass()).ok());
+  ASSERT_TRUE(writeBundle(dir.string(), sampleWithReference()).ok());
+  EXPECT_TRUE(fs::exists(dir / "kernel.cubin"));
+  Expected<Bundle> plain = readBundle(dir.string());
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  EXPECT_FALSE(plain->sass.has_value());
+  fs::remove_all(dir);
+}
+
 TEST(Bundle, MutatedManifestsNeverCrash) {
   const std::string plain = writeJson(manifestToJson(sampleBundle()));
   const std::string withReference =
       writeJson(manifestToJson(sampleWithReference()));
+  const std::string withSass = writeJson(manifestToJson(sampleWithSass()));
   Rng rng(2024);
-  for (int i = 0; i < 4000; ++i) {
-    const std::string &good = i % 2 ? withReference : plain;
+  for (int i = 0; i < 6000; ++i) {
+    const std::string &good =
+        i % 3 == 0 ? plain : i % 3 == 1 ? withReference : withSass;
     std::string s = good;
     int edits = 1 + static_cast<int>(rng.next() % 4);
     for (int e = 0; e < edits; ++e) {
