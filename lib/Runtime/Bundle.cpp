@@ -86,7 +86,7 @@ bool sassRunsOn(const BundleSass &sass, int major, int minor) {
   if (!built.ok() || built->first != major)
     return false;
   return sass.arch.back() == 'a' ? built->second == minor
-                                  : built->second <= minor;
+                                 : built->second <= minor;
 }
 
 std::vector<BundleLaunch> launchesOf(const Bundle &bundle) {
@@ -484,7 +484,9 @@ Status validateBundle(const Bundle &b) {
           kBundlePtxFile + " (fingerprint " + sass.ptxFingerprint + "; " +
           kBundlePtxFile + " has " + ptxFingerprint(b.ptx) +
           "): assemble it again, or remove it and the manifest's 'sass'");
-    if (!sass.cubin.empty() && sass.cubin.compare(0, 4, "\x7f" "ELF") != 0)
+    if (!sass.cubin.empty() && sass.cubin.compare(0, 4,
+                                                  "\x7f"
+                                                  "ELF") != 0)
       return Status::error("sass: " + sass.cubinFile +
                            " is not a cubin (no ELF header)");
   }
@@ -1157,7 +1159,8 @@ Status writeBundle(const std::string &directory, const Bundle &bundle) {
     SINKATTN_RT_TRY(
         writeFile(dir / bundle.reference->ptxFile, bundle.reference->ptx));
   if (bundle.sass)
-    SINKATTN_RT_TRY(writeFile(dir / bundle.sass->cubinFile, bundle.sass->cubin));
+    SINKATTN_RT_TRY(
+        writeFile(dir / bundle.sass->cubinFile, bundle.sass->cubin));
   // The manifest last: a bundle interrupted while being written lacks it
   // and is rejected as a whole.
   return writeFile(dir / kBundleManifestFile,

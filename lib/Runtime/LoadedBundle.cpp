@@ -54,8 +54,8 @@ Expected<LoadedBundle> LoadedBundle::load(const Context &ctx, Bundle bundle,
         Module::loadCubin(ctx, bundle.sass->cubin, bundle.sass->cubinFile);
     if (assembled.ok()) {
       module = assembled.take();
-      codeSource = "SASS for " + bundle.sass->arch + " (" +
-                   bundle.sass->cubinFile + ")";
+      codeSource =
+          "SASS for " + bundle.sass->arch + " (" + bundle.sass->cubinFile + ")";
     } else {
       codeSource += " (" + assembled.status().message() + ")";
     }

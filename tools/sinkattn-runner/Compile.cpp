@@ -160,11 +160,12 @@ static rt::Expected<rt::BundleSass> assembleSass(const rt::Bundle &bundle,
     return std::string(file);
   };
   std::string ptxFile = path(rt::kBundlePtxFile),
-              cubinFile = path(rt::kBundleCubinFile), logFile = path("ptxas.log");
+              cubinFile = path(rt::kBundleCubinFile),
+              logFile = path("ptxas.log");
   rt::Expected<rt::BundleSass> result = [&]() -> rt::Expected<rt::BundleSass> {
     SINKATTN_RT_TRY(writeText(ptxFile, bundle.ptx));
-    llvm::SmallVector<llvm::StringRef> args = {ptxas, "-arch", arch, "-o",
-                                               cubinFile, ptxFile};
+    llvm::SmallVector<llvm::StringRef> args = {ptxas, "-arch",   arch,
+                                               "-o",  cubinFile, ptxFile};
     std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""),
                                                   llvm::StringRef(logFile),
                                                   llvm::StringRef(logFile)};

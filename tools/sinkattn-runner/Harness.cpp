@@ -11,8 +11,8 @@
 #include "SinkAttn/Runtime/Timing.h"
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
@@ -572,11 +572,10 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
   std::chrono::duration<double, std::milli> loadTime =
       std::chrono::steady_clock::now() - loadStart;
   if (verbose)
-    std::fprintf(stderr,
-                 "kernels of %s: %s, loaded in %.1f ms\nJIT log of %s:\n%s\n",
-                 loaded.name().c_str(), loaded.codeSource().c_str(),
-                 loadTime.count(), loaded.name().c_str(),
-                 loaded.infoLog().c_str());
+    std::fprintf(
+        stderr, "kernels of %s: %s, loaded in %.1f ms\nJIT log of %s:\n%s\n",
+        loaded.name().c_str(), loaded.codeSource().c_str(), loadTime.count(),
+        loaded.name().c_str(), loaded.infoLog().c_str());
   session->loaded_ = std::make_unique<rt::LoadedBundle>(std::move(loaded));
   session->verbose_ = verbose;
   session->kind_ = kind;

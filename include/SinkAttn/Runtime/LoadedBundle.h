@@ -38,10 +38,10 @@ public:
   /// Validates `bundle` (validateBundle), loads its kernels on `ctx`
   /// (current on the calling thread; it must outlive the result): its SASS
   /// when the bundle has some for this GPU and the driver takes it, else its
-  /// PTX, JIT-compiled; then looks up every launch's entry. Errors: the validation's, the JIT's (with
-  /// ptxas's log, naming the bundle's kernel), a missing entry, or a launch
-  /// that needs more shared memory per block (static + dynamic) than the
-  /// GPU allows, naming the kernel and both sizes.
+  /// PTX, JIT-compiled; then looks up every launch's entry. Errors: the
+  /// validation's, the JIT's (with ptxas's log, naming the bundle's kernel), a
+  /// missing entry, or a launch that needs more shared memory per block (static
+  /// + dynamic) than the GPU allows, naming the kernel and both sizes.
   static Expected<LoadedBundle> load(const Context &ctx, Bundle bundle,
                                      const JitOptions &options = {});
 

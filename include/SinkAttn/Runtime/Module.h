@@ -59,8 +59,9 @@ public:
   /// Loads SASS assembled ahead of time (a cubin for the context's GPU):
   /// nothing is compiled. On failure (a cubin for another GPU, or newer than
   /// the driver) the message names `sourceName` and the failing call.
-  static Expected<Module> loadCubin(const Context &ctx, const std::string &cubin,
-                                    const std::string &sourceName = "kernel.cubin");
+  static Expected<Module>
+  loadCubin(const Context &ctx, const std::string &cubin,
+            const std::string &sourceName = "kernel.cubin");
 
   Module(Module &&other) noexcept;
   Module &operator=(Module &&other) noexcept;

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -369,6 +370,11 @@ TEST(Attention, BundleForACall) {
   Bundle copy = fwdBundle();
   copy.kernel = "tma-copy";
   EXPECT_CONTAINS(sinkFwdVariantOf(copy).message(), "holds a tma-copy kernel, not sink-fwd");
+  Bundle sinkless = fwdBundle();
+  sinkless.params.erase(
+      std::find_if(sinkless.params.begin(), sinkless.params.end(),
+                   [](const BundleParam &p) { return p.name == "sinks"; }));
+  EXPECT_CONTAINS(sinkFwdVariantOf(sinkless).message(), "has no sinks buffer");
 }
 
 /// A directory of bundles: the ones a call can use, each with its form;

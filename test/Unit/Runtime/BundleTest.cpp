@@ -671,7 +671,9 @@ Bundle sampleWithSass() {
   BundleSass sass;
   sass.arch = "sm_90a";
   sass.ptxFingerprint = ptxFingerprint(b.ptx);
-  sass.cubin = std::string("\x7f" "ELF\x02\x01\x01\x00\x00\x33", 10);
+  sass.cubin = std::string("\x7f"
+                           "ELF\x02\x01\x01\x00\x00\x33",
+                           10);
   b.sass = sass;
   return b;
 }
@@ -724,7 +726,8 @@ TEST(Bundle, SassRoundTrip) {
   EXPECT_CONTAINS(text, "\"sass\": {");
   EXPECT_CONTAINS(text, "\"cubin\": \"kernel.cubin\"");
   EXPECT_CONTAINS(text, "\"arch\": \"sm_90a\"");
-  EXPECT_CONTAINS(text, "\"ptx_fingerprint\": \"" + ptxFingerprint(kPtx) + "\"");
+  EXPECT_CONTAINS(text,
+                  "\"ptx_fingerprint\": \"" + ptxFingerprint(kPtx) + "\"");
   Expected<Bundle> parsed = parseManifest(text);
   ASSERT_TRUE(parsed.ok()) << parsed.message();
   ASSERT_TRUE(parsed->sass.has_value());
@@ -756,17 +759,21 @@ TEST(Bundle, MalformedSass) {
   EXPECT_CONTAINS(manifestError(writeJson(old)),
                   "manifest.json: sass: a kernel assembled ahead of time needs "
                   "format_version 6");
-  EXPECT_CONTAINS(sassError([](JsonValue &s) { s = JsonValue("kernel.cubin"); }),
-                  "sass: expected an object, got string");
+  EXPECT_CONTAINS(
+      sassError([](JsonValue &s) { s = JsonValue("kernel.cubin"); }),
+      "sass: expected an object, got string");
   for (const char *field : {"cubin", "arch", "ptx_fingerprint"})
     EXPECT_CONTAINS(sassError([&](JsonValue &s) { s = without(s, field); }),
-                    std::string("sass: missing required field '") + field + "'");
+                    std::string("sass: missing required field '") + field +
+                        "'");
   EXPECT_CONTAINS(sassError([](JsonValue &s) { s.set("arch", 90); }),
                   "sass.arch: expected a string, got integer");
-  EXPECT_CONTAINS(sassError([](JsonValue &s) { s.set("arch", "hopper"); }),
-                  "sass.arch: 'hopper' is not a GPU architecture such as sm_90a");
-  EXPECT_CONTAINS(sassError([](JsonValue &s) { s.set("ptx_fingerprint", "12ab"); }),
-                  "sass.ptx_fingerprint: '12ab' is not 16 lower-case hex digits");
+  EXPECT_CONTAINS(
+      sassError([](JsonValue &s) { s.set("arch", "hopper"); }),
+      "sass.arch: 'hopper' is not a GPU architecture such as sm_90a");
+  EXPECT_CONTAINS(
+      sassError([](JsonValue &s) { s.set("ptx_fingerprint", "12ab"); }),
+      "sass.ptx_fingerprint: '12ab' is not 16 lower-case hex digits");
   EXPECT_CONTAINS(sassError([](JsonValue &s) {
                     s.set("ptx_fingerprint", "CBF29CE484222325");
                   }),
@@ -814,7 +821,8 @@ TEST(Bundle, ReaderChecksSassFile) {
   ASSERT_FALSE(stale.ok());
   EXPECT_CONTAINS(stale.message(),
                   "sass: kernel.cubin was assembled from another kernel.ptx "
-                  "(fingerprint " + ptxFingerprint(kPtx) + "; kernel.ptx has " +
+                  "(fingerprint " +
+                      ptxFingerprint(kPtx) + "; kernel.ptx has " +
                       ptxFingerprint(std::string(kPtx) + "// edited\n") +
                       "): assemble it again, or remove it and the manifest's "
                       "'sass'");
@@ -837,8 +845,9 @@ TEST(Bundle, MutatedManifestsNeverCrash) {
   const std::string withSass = writeJson(manifestToJson(sampleWithSass()));
   Rng rng(2024);
   for (int i = 0; i < 6000; ++i) {
-    const std::string &good =
-        i % 3 == 0 ? plain : i % 3 == 1 ? withReference : withSass;
+    const std::string &good = i % 3 == 0   ? plain
+                              : i % 3 == 1 ? withReference
+                                           : withSass;
     std::string s = good;
     int edits = 1 + static_cast<int>(rng.next() % 4);
     for (int e = 0; e < edits; ++e) {
