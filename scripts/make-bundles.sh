@@ -32,8 +32,15 @@ python3 scripts/tutorial-commands.py docs/tutorial.md --dir "$tutorial" --tag tu
 rm -rf "$out/tutorial-gemm" && mv "$tutorial/gemm-bundle" "$out/tutorial-gemm"
 rm -rf "$tutorial"
 # The installed kernel library, which test/GPU/attention-library.test runs
-# the library's calls over too.
-scripts/make-kernel-library.sh "$runner" "$out/kernel-library"
+# the library's calls over too, with its SASS as the build makes it
+# (test/GPU/kernel-library-sass.test needs it: PTXAS, default the CUDA
+# toolkit's).
+ptxas=${PTXAS:-/usr/local/cuda/bin/ptxas}
+if [[ ! -x $ptxas ]]; then
+  echo "error: no ptxas at $ptxas for the kernel library's SASS (set PTXAS)" >&2
+  exit 1
+fi
+scripts/make-kernel-library.sh "$runner" "$out/kernel-library" "$ptxas"
 # The commit the bundles were compiled from (the GPU machine's checkout may
 # not know it): gpu-round.sh reports it.
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)

@@ -31,7 +31,7 @@ extern "C" {
 
 /* The version of this ABI: the structs' layouts and the functions. A binding
    compares sinkattnApiVersion() with the version it was written for. */
-#define SINKATTN_C_API_VERSION 1
+#define SINKATTN_C_API_VERSION 2
 
 typedef enum SinkAttnStatus {
   SINKATTN_SUCCESS = 0,
@@ -80,6 +80,24 @@ typedef struct SinkAttnVarlenForwardArgs {
   double softmax_scale; /* 0: 1 / sqrt(D) */
 } SinkAttnVarlenForwardArgs;
 
+/* The forward over a batch of sequences of one length, as flash_attn_func
+   takes it (BSHD); it runs as the varlen forward over the batch's tokens, so
+   a batch's tokens must be evenly spaced: the batch stride is the length
+   times the token stride (a contiguous tensor, or a view of a fused
+   [B, S, H + 2 HK, D] QKV tensor). Version 2. */
+typedef struct SinkAttnForwardArgs {
+  SinkAttnTensor q, k, v; /* [B, SQ, H, D], [B, SKV, HK, D], bf16 or f16 */
+  SinkAttnTensor out;     /* [B, SQ, H, D], q's dtype: written */
+  /* [B, H, SQ] f32, written (natural log, sink in): a view of an
+     [H, B * SQ] tensor, strides {SQ, B * SQ, 1}, as the varlen forward
+     writes it */
+  SinkAttnTensor lse;
+  SinkAttnTensor sinks; /* [H] f32 or bf16; data 0 and rank 0: no sink */
+  int32_t causal;       /* nonzero: causal, right-aligned when SQ < SKV */
+  int64_t window;       /* keys per row at most, causal only; 0: none */
+  double softmax_scale; /* 0: 1 / sqrt(D) */
+} SinkAttnForwardArgs;
+
 typedef struct SinkAttnLibrary SinkAttnLibrary;
 
 /* SINKATTN_C_API_VERSION of the loaded library. */
@@ -119,6 +137,14 @@ sinkattnValidateVarlenForward(const SinkAttnVarlenForwardArgs *args);
 SinkAttnStatus sinkattnVarlenForward(SinkAttnLibrary *library,
                                      const SinkAttnVarlenForwardArgs *args,
                                      void *stream);
+
+/* sinkattnValidateVarlenForward for a BSHD call (version 2). */
+SinkAttnStatus sinkattnValidateForward(const SinkAttnForwardArgs *args);
+
+/* sinkattnVarlenForward for a BSHD call (version 2); the library uploads
+   the offsets it runs with on its first BSHD call. */
+SinkAttnStatus sinkattnForward(SinkAttnLibrary *library,
+                               const SinkAttnForwardArgs *args, void *stream);
 
 /* How many of the library's kernels have been loaded so far (-1 for a null
    library). */

@@ -112,22 +112,23 @@ Value sinkattn::kernels::buildSinkLoad(ImplicitLocOpBuilder &b, Value sinks,
   return arith::ExtFOp::create(b, b.getF32Type(), sink);
 }
 
-SequenceBounds sinkattn::kernels::buildSequenceBounds(ImplicitLocOpBuilder &b,
-                                                      Value batch, Value cuQ,
-                                                      Value cuK, Value c1) {
+SequenceBounds sinkattn::kernels::buildSequenceBounds(
+    ImplicitLocOpBuilder &b, Value batch, Value cuQ, Value cuK, Value c1,
+    Value unitQ, Value unitK) {
   Value next = arith::AddIOp::create(b, batch, c1);
   Value qStart32 = memref::LoadOp::create(b, cuQ, batch);
   Value qEnd32 = memref::LoadOp::create(b, cuQ, next);
   Value kStart32 = memref::LoadOp::create(b, cuK, batch);
   Value kEnd32 = memref::LoadOp::create(b, cuK, next);
-  auto toIndex = [&](Value v) -> Value {
-    return arith::IndexCastUIOp::create(b, b.getIndexType(), v);
+  auto toIndex = [&](Value v, Value unit) -> Value {
+    Value offset = arith::IndexCastUIOp::create(b, b.getIndexType(), v);
+    return unit ? arith::MulIOp::create(b, offset, unit) : offset;
   };
   SequenceBounds bounds;
-  bounds.qStart = toIndex(qStart32);
-  Value qEnd = toIndex(qEnd32);
-  bounds.kStart = toIndex(kStart32);
-  Value kEnd = toIndex(kEnd32);
+  bounds.qStart = toIndex(qStart32, unitQ);
+  Value qEnd = toIndex(qEnd32, unitQ);
+  bounds.kStart = toIndex(kStart32, unitK);
+  Value kEnd = toIndex(kEnd32, unitK);
   bounds.seqQ = arith::SubIOp::create(b, qEnd, bounds.qStart);
   bounds.seqKv = arith::SubIOp::create(b, kEnd, bounds.kStart);
   return bounds;

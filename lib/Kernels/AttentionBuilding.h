@@ -81,13 +81,17 @@ mlir::Value buildSinkLoad(mlir::ImplicitLocOpBuilder &b, mlir::Value sinks,
                           mlir::Value head);
 
 /// Varlen: sequence `batch`'s first tokens and lengths, loaded from the
-/// offsets cuQ and cuK.
+/// offsets cuQ and cuK; with `unitQ` and `unitK` (index values) the offsets
+/// count tokens in those units (a batch of equal lengths S passes the
+/// offsets 0, 1, ..., B and the unit S).
 struct SequenceBounds {
   mlir::Value qStart, kStart, seqQ, seqKv;
 };
 SequenceBounds buildSequenceBounds(mlir::ImplicitLocOpBuilder &b,
                                    mlir::Value batch, mlir::Value cuQ,
-                                   mlir::Value cuK, mlir::Value c1);
+                                   mlir::Value cuK, mlir::Value c1,
+                                   mlir::Value unitQ = {},
+                                   mlir::Value unitK = {});
 
 /// The constants of the online softmax in the log2 domain.
 struct OnlineSoftmax {

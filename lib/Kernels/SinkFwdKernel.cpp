@@ -192,6 +192,8 @@ private:
   const rt::SinkAttentionShape &shape;
   Type element;
   Value Q, K, V, sinks, O, LSE, cuQ, cuK;
+  /// Run-time shapes: the units of cuQ's and cuK's offsets, in tokens.
+  Value offsetUnitQ, offsetUnitK;
   Value c0, c1, c64, c128, cBM, cBN, cBNm1, c63, group, window, hasWindow;
   /// The query and kv heads: constants, or with run-time shapes the views'
   /// columns / D.
@@ -264,11 +266,13 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     argTypes.append({offsets, offsets});
   }
   const bool windowed = shape.window > 0;
-  // Run-time shapes: the softmax scale in log2 units, and the window size.
+  // Run-time shapes: the softmax scale in log2 units, the window size, and
+  // the units of the sequence offsets (query, key).
   if (form.runTimeShapes) {
     argTypes.push_back(f32());
     if (windowed)
       argTypes.push_back(b.getI32Type());
+    argTypes.append({b.getI32Type(), b.getI32Type()});
   }
   SmallVector<int32_t> knownBlockSize;
   if (form.warpSpecialized)
@@ -279,6 +283,12 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   LSE = args[5];
   if (shape.varlen())
     cuQ = args[6], cuK = args[7];
+  if (form.runTimeShapes) {
+    offsetUnitQ = arith::IndexCastUIOp::create(b, b.getIndexType(),
+                                               args[args.size() - 2]);
+    offsetUnitK =
+        arith::IndexCastUIOp::create(b, b.getIndexType(), args.back());
+  }
 
   const int64_t blockM = form.warpgroups * kRowsPerWarpgroup;
   c0 = constantIndex(b, 0);
@@ -485,7 +495,8 @@ void SinkFwdBuilder::buildTile() {
 /// the first columns of the query and the kv head.
 void SinkFwdBuilder::buildSequence() {
   if (shape.varlen()) {
-    SequenceBounds bounds = buildSequenceBounds(b, bIdx, cuQ, cuK, c1);
+    SequenceBounds bounds =
+        buildSequenceBounds(b, bIdx, cuQ, cuK, c1, offsetUnitQ, offsetUnitK);
     qStart = bounds.qStart, kStart = bounds.kStart;
     seqQ = bounds.seqQ, skv = bounds.seqKv;
   } else {
@@ -1134,6 +1145,12 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
     if (config.window > 0)
       bundle.params.push_back(
           rt::scalarParam("window", rt::DType::I32, config.window));
+    // Offsets in tokens; the library passes 0, 1, ..., B with the length
+    // as the unit for a batch of equal lengths.
+    bundle.params.push_back(
+        rt::scalarParam("cu_seqlens_q_unit", rt::DType::I32, 1));
+    bundle.params.push_back(
+        rt::scalarParam("cu_seqlens_kv_unit", rt::DType::I32, 1));
   }
   KernelModule kernel{std::move(module), std::move(bundle)};
   kernel.tileIR = true;

@@ -305,6 +305,10 @@ Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle) {
     return Status::error("takes no softmax scale: compiled by an older "
                          "SinkAttn (heads, window and scale were compiled "
                          "in); recompile it");
+  if (!findParam(bundle, "cu_seqlens_q_unit"))
+    return Status::error("takes no offset units: compiled by an older "
+                         "SinkAttn (it runs varlen calls only); recompile "
+                         "it");
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t causal, configInteger(bundle, "causal"));
   variant.causal = causal != 0;
   variant.windowed = findParam(bundle, "window") != nullptr;
@@ -329,7 +333,118 @@ Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
   return sinkFwdForSizes(
       bundle, sizes, problem.tokensQ, problem.tokensKv, problem.maxSeqlenQ,
       "max_seqlen_q " + std::to_string(problem.maxSeqlenQ) + ": ",
-      problem.tokenStrides);
+      problem.tokenStrides, problem.offsetUnits);
+}
+
+namespace {
+/// A BSHD tensor ([B, S, heads, D]) as [B * S, heads, D] token rows: its
+/// tokens must be evenly spaced across the batch.
+Expected<DeviceTensor> asTokenRows(const char *name, const DeviceTensor &t) {
+  std::string where = std::string(name) + ": ";
+  if (t.sizes.size() != 4)
+    return Status::error(where + "has " + std::to_string(t.sizes.size()) +
+                         " dimensions " + formatSizes(t.sizes) +
+                         "; expected 4 ([B, S, heads, D])");
+  for (int64_t size : t.sizes)
+    if (size < 0 || size > INT32_MAX)
+      return Status::error(where + "has a size outside [0, 2^31-1] in " +
+                           formatSizes(t.sizes));
+  DeviceTensor rows = t;
+  rows.sizes = {t.sizes[0] * t.sizes[1], t.sizes[2], t.sizes[3]};
+  if (t.strides.empty())
+    return rows;
+  if (t.strides.size() != 4)
+    return Status::error(where + "has " + std::to_string(t.strides.size()) +
+                         " strides for 4 dimensions");
+  for (int64_t stride : t.strides)
+    if (stride < 0 || stride > (int64_t(1) << 40))
+      return Status::error(where + "has a stride outside [0, 2^40] in " +
+                           formatSizes(t.strides));
+  const int64_t batch = t.sizes[0], length = t.sizes[1];
+  // One token per sequence: the batch stride is the token stride.
+  const int64_t tokenStride = length > 1 ? t.strides[1] : t.strides[0];
+  if (batch > 1 && length > 1 && t.strides[0] != length * t.strides[1])
+    return Status::error(
+        where + "batch stride " + std::to_string(t.strides[0]) +
+        " is not the length " + std::to_string(length) +
+        " times the token stride " + std::to_string(t.strides[1]) +
+        " (the kernels take the batch's tokens evenly spaced); copy it with "
+        ".contiguous()");
+  rows.strides = {tokenStride, t.strides[2], t.strides[3]};
+  return rows;
+}
+} // namespace
+
+Expected<VarlenForwardArgs> bshdAsVarlen(const ForwardArgs &args,
+                                         CUdeviceptr offsetTable) {
+  VarlenForwardArgs varlen;
+  SINKATTN_RT_ASSIGN_OR_RETURN(varlen.q, asTokenRows("q", args.q));
+  SINKATTN_RT_ASSIGN_OR_RETURN(varlen.k, asTokenRows("k", args.k));
+  SINKATTN_RT_ASSIGN_OR_RETURN(varlen.v, asTokenRows("v", args.v));
+  SINKATTN_RT_ASSIGN_OR_RETURN(varlen.out, asTokenRows("out", args.out));
+  const int64_t batch = args.q.sizes[0], seqQ = args.q.sizes[1],
+                heads = args.q.sizes[2], seqKv = args.k.sizes[1],
+                kvHeads = args.k.sizes[2];
+  for (auto [name, t] : {std::pair{"k", &args.k}, {"v", &args.v},
+                         {"out", &args.out}})
+    if (t->sizes[0] != batch)
+      return Status::error(std::string(name) + ": batch " +
+                           std::to_string(t->sizes[0]) + " differs from q's " +
+                           std::to_string(batch));
+  if (batch < 1 || seqQ < 1 || seqKv < 1)
+    return Status::error("q, k: need at least one sequence of at least one "
+                         "query and one key, got B=" +
+                         std::to_string(batch) + " SQ=" + std::to_string(seqQ) +
+                         " SKV=" + std::to_string(seqKv));
+  if (batch > kMaxBatch ||
+      (args.window == 0 && kvHeads > 0 && batch > kMaxBatch / kvHeads))
+    return Status::error(
+        "q: batch " + std::to_string(batch) +
+        (args.window > 0 ? std::string()
+                         : " x " + std::to_string(kvHeads) + " kv heads") +
+        " exceed the 65535 blocks of a grid dimension");
+  // LSE: [B, H, SQ] over the memory of [H, B * SQ].
+  const DeviceTensor &lse = args.lse;
+  if (lse.sizes != std::vector<int64_t>{batch, heads, seqQ})
+    return Status::error("lse: sizes " + formatSizes(lse.sizes) +
+                         " differ from [B, H, SQ] of q, " +
+                         formatSizes({batch, heads, seqQ}));
+  const std::vector<int64_t> lseStrides = {seqQ, batch * seqQ, 1};
+  for (size_t d = 0; d < 3 && !lse.strides.empty(); ++d)
+    if (lse.sizes[d] > 1 &&
+        (lse.strides.size() != 3 || lse.strides[d] != lseStrides[d]))
+      return Status::error(
+          "lse: strides " + formatSizes(lse.strides) +
+          " are not those of a [B, H, SQ] view of an [H, B * SQ] tensor, " +
+          formatSizes(lseStrides) +
+          " (torch.empty(H, B * SQ).view(H, B, SQ).permute(1, 0, 2))");
+  // Dense [B, H, SQ] is that view only for one sequence or one head.
+  if (lse.strides.empty() && batch > 1 && heads > 1)
+    return Status::error("lse: a dense [B, H, SQ] tensor is not the [H, B * "
+                         "SQ] memory the kernels write; pass the view " +
+                         formatSizes(lseStrides) +
+                         " (torch.empty(H, B * SQ).view(H, B, SQ).permute(1, "
+                         "0, 2))");
+  varlen.lse = {lse.data, lse.dtype, {heads, batch * seqQ}, {}};
+  varlen.sinks = args.sinks;
+  varlen.cuSeqlensQ = {offsetTable, DType::I32, {batch + 1}, {}};
+  varlen.cuSeqlensKv = varlen.cuSeqlensQ;
+  varlen.maxSeqlenQ = seqQ;
+  varlen.maxSeqlenKv = seqKv;
+  varlen.causal = args.causal;
+  varlen.window = args.window;
+  varlen.softmaxScale = args.softmaxScale;
+  return varlen;
+}
+
+Expected<VarlenForwardProblem> validateForward(const ForwardArgs &args) {
+  // Where the library's table will be: an address no tensor reaches.
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardArgs varlen,
+                               bshdAsVarlen(args, CUdeviceptr(16)));
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
+                               validateVarlenForward(varlen));
+  problem.offsetUnits = {varlen.maxSeqlenQ, varlen.maxSeqlenKv};
+  return problem;
 }
 
 Expected<std::vector<KernelLibraryEntry>>
@@ -445,6 +560,38 @@ std::string AttentionLibrary::noKernelMessage(const SinkFwdVariant &wanted) {
          (wanted.causal ? "" : " --non-causal") + " --emit bundle -o DIR`";
 }
 
+Expected<CUdeviceptr> AttentionLibrary::offsetTable() {
+  if (!offsetTable_) {
+    std::vector<int32_t> offsets(size_t(kMaxBatch) + 1);
+    for (size_t i = 0; i < offsets.size(); ++i)
+      offsets[i] = int32_t(i);
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        DeviceBuffer table,
+        DeviceBuffer::allocate(*ctx_, offsets.size() * sizeof(int32_t)));
+    SINKATTN_RT_TRY(table.upload(offsets));
+    // The copy ran on the legacy default stream, which a non-blocking
+    // stream is not ordered after: wait for it once.
+    SINKATTN_RT_TRY(ctx_->synchronize());
+    offsetTable_ = std::make_shared<DeviceBuffer>(std::move(table));
+  }
+  return offsetTable_->address();
+}
+
+Status AttentionLibrary::forward(const ForwardArgs &args, CUstream stream) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
+                               validateForward(args));
+  return forward(args, std::move(problem), stream);
+}
+
+Status AttentionLibrary::forward(const ForwardArgs &args,
+                                 VarlenForwardProblem problem,
+                                 CUstream stream) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(CUdeviceptr table, offsetTable());
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardArgs varlen,
+                               bshdAsVarlen(args, table));
+  return forwardVarlen(varlen, std::move(problem), stream);
+}
+
 Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
                                        CUstream stream) {
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
@@ -473,6 +620,7 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
     // manifest only.
     kernel.entry.bundle.ptx.clear();
     kernel.entry.bundle.reference.reset();
+    kernel.entry.bundle.sass.reset();
   }
   problem.variant.sinkDtype = kernel.entry.variant.sinkDtype;
   SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped,

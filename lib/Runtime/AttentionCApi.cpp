@@ -126,6 +126,27 @@ Expected<VarlenForwardArgs> toArgs(const SinkAttnVarlenForwardArgs *c) {
     args.softmaxScale = c->softmax_scale;
   return args;
 }
+Expected<ForwardArgs> toArgs(const SinkAttnForwardArgs *c) {
+  if (!c)
+    return Status::error("args: the pointer is null");
+  ForwardArgs args;
+  SINKATTN_RT_ASSIGN_OR_RETURN(args.q, toTensor("q", c->q));
+  SINKATTN_RT_ASSIGN_OR_RETURN(args.k, toTensor("k", c->k));
+  SINKATTN_RT_ASSIGN_OR_RETURN(args.v, toTensor("v", c->v));
+  SINKATTN_RT_ASSIGN_OR_RETURN(args.out, toTensor("out", c->out));
+  SINKATTN_RT_ASSIGN_OR_RETURN(args.lse, toTensor("lse", c->lse));
+  if (c->sinks.data != 0 || c->sinks.rank != 0) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(DeviceTensor sinks,
+                                 toTensor("sinks", c->sinks));
+    args.sinks = std::move(sinks);
+  }
+  args.causal = c->causal != 0;
+  args.window = c->window;
+  if (!(c->softmax_scale == 0))
+    args.softmaxScale = c->softmax_scale;
+  return args;
+}
+
 /// A call's arguments converted and validated, and its problem.
 struct CheckedCall {
   VarlenForwardArgs args;
@@ -136,6 +157,37 @@ Expected<CheckedCall> checkCall(const SinkAttnVarlenForwardArgs *c) {
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
                                validateVarlenForward(args));
   return CheckedCall{std::move(args), std::move(problem)};
+}
+struct CheckedBshdCall {
+  ForwardArgs args;
+  VarlenForwardProblem problem;
+};
+Expected<CheckedBshdCall> checkCall(const SinkAttnForwardArgs *c) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(ForwardArgs args, toArgs(c));
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
+                               validateForward(args));
+  return CheckedBshdCall{std::move(args), std::move(problem)};
+}
+
+/// Runs a checked call of either kind on `library`: NOT_SUPPORTED where it
+/// has no kernel for the call's variant, RUNTIME when the launch fails.
+template <typename Call, typename Run>
+SinkAttnStatus runChecked(SinkAttnLibrary *library, const Call &call,
+                          Run run) {
+  std::lock_guard<std::mutex> lock(library->mutex);
+  if (!library->library->serves(call.problem.variant,
+                                call.args.sinks.has_value()))
+    return fail(SINKATTN_ERROR_NOT_SUPPORTED,
+                AttentionLibrary::noKernelMessage(call.problem.variant));
+  // The caller's thread may have another context current, or none (a
+  // framework's backward runs on threads of its own).
+  ScopedContext current(library->context);
+  if (!current.status().ok())
+    return fail(SINKATTN_ERROR_RUNTIME, current.status().message());
+  Status ran = run(*library->library);
+  if (!ran.ok())
+    return fail(SINKATTN_ERROR_RUNTIME, ran.message());
+  return SINKATTN_SUCCESS;
 }
 
 } // namespace
@@ -248,21 +300,35 @@ SinkAttnStatus sinkattnVarlenForward(SinkAttnLibrary *library,
     Expected<CheckedCall> call = checkCall(args);
     if (!call.ok())
       return fail(SINKATTN_ERROR_INVALID_ARGUMENT, call.message());
-    std::lock_guard<std::mutex> lock(library->mutex);
-    if (!library->library->serves(call->problem.variant,
-                                  call->args.sinks.has_value()))
-      return fail(SINKATTN_ERROR_NOT_SUPPORTED,
-                  AttentionLibrary::noKernelMessage(call->problem.variant));
-    // The caller's thread may have another context current, or none (a
-    // framework's backward runs on threads of its own).
-    ScopedContext current(library->context);
-    if (!current.status().ok())
-      return fail(SINKATTN_ERROR_RUNTIME, current.status().message());
-    Status ran = library->library->forwardVarlen(call->args, call->problem,
-                                                 static_cast<CUstream>(stream));
-    if (!ran.ok())
-      return fail(SINKATTN_ERROR_RUNTIME, ran.message());
+    return runChecked(library, *call, [&](AttentionLibrary &kernels) {
+      return kernels.forwardVarlen(call->args, call->problem,
+                                   static_cast<CUstream>(stream));
+    });
+  });
+}
+
+SinkAttnStatus sinkattnValidateForward(const SinkAttnForwardArgs *args) {
+  return guarded([&]() -> SinkAttnStatus {
+    Expected<CheckedBshdCall> call = checkCall(args);
+    if (!call.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, call.message());
     return SINKATTN_SUCCESS;
+  });
+}
+
+SinkAttnStatus sinkattnForward(SinkAttnLibrary *library,
+                               const SinkAttnForwardArgs *args, void *stream) {
+  return guarded([&]() -> SinkAttnStatus {
+    if (!library)
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
+                  "library: the pointer is null");
+    Expected<CheckedBshdCall> call = checkCall(args);
+    if (!call.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, call.message());
+    return runChecked(library, *call, [&](AttentionLibrary &kernels) {
+      return kernels.forward(call->args, call->problem,
+                             static_cast<CUstream>(stream));
+    });
   });
 }
 

@@ -109,16 +109,23 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                                  int64_t tokensQ, int64_t tokensKv,
                                  int64_t maxSeqlenQ,
                                  const std::string &gridContext,
-                                 const VarlenTokenStrides &strides) {
+                                 const VarlenTokenStrides &strides,
+                                 const SequenceOffsetUnits &units) {
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
                                configInteger(bundle, "block_m"));
   // What the kernel compiled in: whether it masks causally and whether it
   // has a window (whose size it takes).
-  if (!bundle.config.count("causal"))
+  if (!bundle.config.count("causal") || !findParam(bundle, "cu_seqlens_q_unit"))
     return Status::error(
         "the sink-fwd bundle was compiled by an older SinkAttn "
-        "(heads, window and scale compiled in); recompile "
+        "(heads, window, scale or the offsets' units compiled in); recompile "
         "it");
+  if (units.q < 1 || units.q > INT32_MAX || units.kv < 1 ||
+      units.kv > INT32_MAX)
+    return Status::error("the sequence offsets' units (" +
+                         std::to_string(units.q) + ", " +
+                         std::to_string(units.kv) +
+                         " tokens) are not in [1, 2^31-1]");
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t causal, configInteger(bundle, "causal"));
   if (shape.causal != (causal != 0))
     return Status::error(
@@ -173,6 +180,10 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
       param.floatValue = double(float(shape.scale * 1.4426950408889634));
     else if (param.name == "window")
       param.intValue = shape.window;
+    else if (param.name == "cu_seqlens_q_unit")
+      param.intValue = units.q;
+    else if (param.name == "cu_seqlens_kv_unit")
+      param.intValue = units.kv;
   }
   shaped.config["heads"] = shape.heads;
   shaped.config["kv_heads"] = shape.kvHeads;

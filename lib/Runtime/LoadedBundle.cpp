@@ -45,19 +45,25 @@ Expected<LoadedBundle> LoadedBundle::load(const Context &ctx, Bundle bundle,
       bundle.launches.empty() ? launches.front().entry : bundle.kernel;
   const DeviceInfo &info = ctx.info();
   // SASS assembled for this GPU skips the JIT; one the driver refuses (built
-  // by a newer ptxas than the driver knows) falls back to the PTX.
+  // by a newer ptxas than the driver knows) falls back to the PTX, and so
+  // does a load for profiling, whose line info only the JIT adds.
   std::optional<Module> module;
   std::string codeSource = "PTX, JIT-compiled";
-  if (bundle.sass &&
-      sassRunsOn(*bundle.sass, info.computeMajor, info.computeMinor)) {
+  if (bundle.sass && options.generateLineInfo) {
+    codeSource += " (line info asked for)";
+  } else if (bundle.sass &&
+             sassRunsOn(*bundle.sass, info.computeMajor, info.computeMinor)) {
     Expected<Module> assembled =
         Module::loadCubin(ctx, bundle.sass->cubin, bundle.sass->cubinFile);
     if (assembled.ok()) {
       module = assembled.take();
-      codeSource =
-          "SASS for " + bundle.sass->arch + " (" + bundle.sass->cubinFile + ")";
+      codeSource = "SASS for " + bundle.sass->arch + " (" +
+                   bundle.sass->cubinFile + ")";
     } else {
-      codeSource += " (" + assembled.status().message() + ")";
+      // The failing call; the driver's log, if any, stays out of a one-line
+      // report.
+      const std::string &why = assembled.status().message();
+      codeSource += " (" + why.substr(0, why.find('\n')) + ")";
     }
   } else if (bundle.sass) {
     codeSource += " (" + bundle.sass->cubinFile + " is for " +

@@ -17,6 +17,7 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstdio>
 
 using namespace mlir;
@@ -146,9 +147,6 @@ rt::Status writeText(const std::string &path, const std::string &text) {
 static rt::Expected<rt::BundleSass> assembleSass(const rt::Bundle &bundle,
                                                  const std::string &ptxas,
                                                  const std::string &arch) {
-  if (!llvm::sys::fs::can_execute(ptxas) || llvm::sys::fs::is_directory(ptxas))
-    return rt::Status::error("--ptxas: '" + ptxas +
-                             "' is not an executable file");
   llvm::SmallString<128> dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("sinkattn-ptxas", dir))
@@ -198,6 +196,21 @@ static rt::Expected<rt::BundleSass> assembleSass(const rt::Bundle &bundle,
   return result;
 }
 
+/// The ptxas `--ptxas` names: a path, or a name looked up on PATH.
+static rt::Expected<std::string> findPtxas(const std::string &given) {
+  std::string path = given;
+  if (given.find('/') == std::string::npos) {
+    llvm::ErrorOr<std::string> found = llvm::sys::findProgramByName(given);
+    if (!found)
+      return rt::Status::error("--ptxas: no '" + given + "' on PATH");
+    path = *found;
+  }
+  if (!llvm::sys::fs::can_execute(path) || llvm::sys::fs::is_directory(path))
+    return rt::Status::error("--ptxas: '" + given +
+                             "' is not an executable file");
+  return path;
+}
+
 rt::Expected<rt::Bundle> runner::compileFromOptions(const Options &options) {
   SINKATTN_RT_ASSIGN_OR_RETURN(KernelConfig config, configFromOptions(options));
   CompilerContext compiler;
@@ -212,6 +225,16 @@ int runner::runCompile(const Options &options) {
   if (!config.ok()) {
     std::fprintf(stderr, "error: %s\n", config.status().message().c_str());
     return 2;
+  }
+  // A ptxas that cannot run is said before the compile.
+  std::string ptxas;
+  if (!options.ptxas.empty()) {
+    rt::Expected<std::string> found = findPtxas(options.ptxas);
+    if (!found.ok()) {
+      std::fprintf(stderr, "error: %s\n", found.status().message().c_str());
+      return 2;
+    }
+    ptxas = found.take();
   }
   CompilerContext compiler;
   auto fail = [&](const std::string &fallback) {
@@ -249,9 +272,9 @@ int runner::runCompile(const Options &options) {
     FailureOr<rt::Bundle> bundle = compileKernel(compiler.context, *config);
     if (failed(bundle))
       return fail("compiling kernel '" + options.kernel + "' failed");
-    if (!options.ptxas.empty()) {
+    if (!ptxas.empty()) {
       rt::Expected<rt::BundleSass> sass =
-          assembleSass(*bundle, options.ptxas, config->target.chip);
+          assembleSass(*bundle, ptxas, config->target.chip);
       if (!sass.ok()) {
         std::fprintf(stderr, "error: %s\n", sass.status().message().c_str());
         return 2;

@@ -62,6 +62,29 @@ struct VarlenForwardArgs {
   std::optional<double> softmaxScale;
 };
 
+/// The attention-sink forward over a batch of sequences of one length, as
+/// flash_attn_func takes it (BSHD). It runs as the varlen forward over the
+/// batch's tokens, so a batch's tokens must be evenly spaced (the batch
+/// stride is the length times the token stride, as in a contiguous tensor
+/// or a view of a fused [B, S, H + 2 HK, D] QKV tensor).
+struct ForwardArgs {
+  /// [B, SQ, H, D] and [B, SKV, HK, D], bf16 or fp16; tokens any multiple
+  /// of 16 bytes apart (at least a token's elements), each token's heads
+  /// dense.
+  DeviceTensor q, k, v;
+  DeviceTensor out; ///< [B, SQ, H, D], q's dtype: written.
+  /// [B, H, SQ] f32, written (natural log, sink included): a view of an
+  /// [H, B * SQ] tensor, strides [SQ, B * SQ, 1], which is the varlen
+  /// forward's LSE (torch.empty(H, B * SQ).view(H, B, SQ).permute(1, 0, 2)).
+  DeviceTensor lse;
+  /// [H] f32 or bf16 sink logits; none: no sink.
+  std::optional<DeviceTensor> sinks;
+  bool causal = true; ///< Right-aligned when SQ < SKV.
+  int64_t window = 0; ///< Keys per row at most (0: no window; causal only).
+  /// Default 1 / sqrt(D).
+  std::optional<double> softmaxScale;
+};
+
 /// What a kernel is compiled for: everything a call does not give at run
 /// time (its sizes, heads, window size and softmax scale).
 struct SinkFwdVariant {
@@ -83,12 +106,31 @@ struct VarlenForwardProblem {
   double softmaxScale = 0;
   int64_t tokensQ = 0, tokensKv = 0, batch = 0, maxSeqlenQ = 0;
   VarlenTokenStrides tokenStrides;
+  /// The offsets' units: a BSHD call passes 0, 1, ..., B in units of its
+  /// lengths.
+  SequenceOffsetUnits offsetUnits;
 };
 
 /// Checks every argument of a call; errors name the argument ("q", "lse",
 /// "cu_seqlens_q", "softmax_scale", ...) and what was expected. Needs no
 /// GPU.
 Expected<VarlenForwardProblem> validateVarlenForward(const VarlenForwardArgs &args);
+
+/// The largest batch a BSHD call may have (the kernels' grids put the
+/// batch, times the kv heads without a window, in one dimension of 65535).
+inline constexpr int64_t kMaxBatch = 65535;
+
+/// A BSHD call as the varlen call it runs as: q, k, v and out as [B * S, H,
+/// D] token rows, lse as [H, B * SQ], the offsets 0, 1, ..., B from the
+/// table of kMaxBatch + 1 of them at `offsetTable`, to be taken in units of
+/// SQ and SKV (VarlenForwardProblem::offsetUnits). Checks what is BSHD's
+/// (ranks, one batch, evenly spaced tokens, lse's view, the batch's limit);
+/// validateVarlenForward checks the rest. Errors name the argument.
+Expected<VarlenForwardArgs> bshdAsVarlen(const ForwardArgs &args,
+                                         CUdeviceptr offsetTable);
+/// Checks every argument of a BSHD call; needs no GPU. The problem is the
+/// varlen call's, with the offsets' units.
+Expected<VarlenForwardProblem> validateForward(const ForwardArgs &args);
 
 /// The variant a kernel library's bundle serves: a varlen sink-fwd bundle
 /// compiled for run-time shapes; an error says why another one does not.
@@ -151,6 +193,15 @@ public:
   /// need not validate twice).
   Status forwardVarlen(const VarlenForwardArgs &args,
                        VarlenForwardProblem problem, CUstream stream);
+  /// The BSHD forward: validates `args` (validateForward) and runs them as
+  /// the varlen forward, with offsets from offsetTable().
+  Status forward(const ForwardArgs &args, CUstream stream);
+  /// forward for `args` validated already (`problem`: validateForward's).
+  Status forward(const ForwardArgs &args, VarlenForwardProblem problem,
+                 CUstream stream);
+  /// The device address of the offsets 0, 1, ..., kMaxBatch of BSHD calls,
+  /// uploaded on first use.
+  Expected<CUdeviceptr> offsetTable();
 
 private:
   struct Kernel {
@@ -168,6 +219,8 @@ private:
   std::vector<Kernel> kernels_;
   /// -inf sink logits per (heads, sink dtype), for calls without sinks.
   std::map<std::pair<int64_t, DType>, std::shared_ptr<DeviceBuffer>> noSinks_;
+  /// The offsets 0, 1, ..., kMaxBatch (i32) of BSHD calls.
+  std::shared_ptr<DeviceBuffer> offsetTable_;
 };
 
 } // namespace sinkattn::rt

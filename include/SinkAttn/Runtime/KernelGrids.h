@@ -68,11 +68,19 @@ struct VarlenTokenStrides {
   int64_t q = 0, k = 0, v = 0, out = 0;
 };
 
+/// The units of a varlen call's sequence offsets, in tokens: 1, or for a
+/// batch of sequences of one length (BSHD) that length, with the offsets
+/// 0, 1, ..., B (so that one table of them serves every such batch).
+struct SequenceOffsetUnits {
+  int64_t q = 1, kv = 1;
+};
+
 /// A varlen sink-fwd bundle for run-time shapes, for `tokensQ` query and
 /// `tokensKv` key tokens in `shape.batch` sequences whose longest query
 /// sequence has `maxSeqlenQ` rows (heads, head dim, window, scale and
 /// causality from `shape`): its tensors, tensor maps, scalars (scale_log2,
-/// window), grid and config's heads, window and scale. Errors: a bundle
+/// window, the offsets' units), grid and config's heads, window and scale.
+/// Errors: a bundle
 /// from before these were arguments, a causality or window kind the kernel
 /// did not compile, kv heads that do not divide the heads, a window past
 /// 2^31-1, a non-finite scale, a grid past CUDA's limits (after
@@ -83,7 +91,8 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                                  int64_t tokensQ, int64_t tokensKv,
                                  int64_t maxSeqlenQ,
                                  const std::string &gridContext = "",
-                                 const VarlenTokenStrides &strides = {});
+                                 const VarlenTokenStrides &strides = {},
+                                 const SequenceOffsetUnits &units = {});
 
 /// A varlen sink-fwd bundle compiled for run-time shapes (`shape`: its
 /// config's problem), for the sequences of lengths `seqlensQ` and

@@ -37,8 +37,9 @@ class LoadedBundle {
 public:
   /// Validates `bundle` (validateBundle), loads its kernels on `ctx`
   /// (current on the calling thread; it must outlive the result): its SASS
-  /// when the bundle has some for this GPU and the driver takes it, else its
-  /// PTX, JIT-compiled; then looks up every launch's entry. Errors: the
+  /// when the bundle has some for this GPU, the driver takes it and
+  /// `options` asks for no line info, else its PTX, JIT-compiled with
+  /// `options`; then looks up every launch's entry. Errors: the
   /// validation's, the JIT's (with ptxas's log, naming the bundle's kernel), a
   /// missing entry, or a launch that needs more shared memory per block (static
   /// + dynamic) than the GPU allows, naming the kernel and both sizes.
@@ -59,8 +60,9 @@ public:
   /// ptxas's informational log of the JIT (registers, spills per kernel);
   /// empty when the bundle's SASS was loaded.
   const std::string &infoLog() const { return module_.infoLog(); }
-  /// Where the kernels' code came from: "SASS for sm_90a (kernel.cubin)",
-  /// or "PTX, JIT-compiled" with why the bundle's SASS was not taken.
+  /// Where the kernels' code came from, on one line: "SASS for sm_90a
+  /// (kernel.cubin)", or "PTX, JIT-compiled" with why the bundle's SASS
+  /// was not taken.
   const std::string &codeSource() const { return codeSource_; }
   /// rt::launchedBlocks on this GPU: the grid x a single-kernel bundle is
   /// launched with (at most one block per SM for a persistent kernel that

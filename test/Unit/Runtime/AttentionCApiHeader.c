@@ -6,9 +6,12 @@
 
 #include <stddef.h>
 
-void sinkattnLayoutAsC(size_t layout[4]) {
+void sinkattnLayoutAsC(size_t layout[7]) {
   layout[0] = sizeof(SinkAttnTensor);
   layout[1] = sizeof(SinkAttnVarlenForwardArgs);
   layout[2] = offsetof(SinkAttnVarlenForwardArgs, window);
   layout[3] = offsetof(SinkAttnVarlenForwardArgs, softmax_scale);
+  layout[4] = sizeof(SinkAttnForwardArgs);
+  layout[5] = offsetof(SinkAttnForwardArgs, window);
+  layout[6] = offsetof(SinkAttnForwardArgs, softmax_scale);
 }

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-extern "C" void sinkattnLayoutAsC(size_t layout[4]);
+extern "C" void sinkattnLayoutAsC(size_t layout[7]);
 
 using namespace sinkattn::rt;
 
@@ -67,7 +67,7 @@ TEST(AttentionCApi, Version) {
 /// The layout a binding copies (ctypes, for instance): fixed by version 1
 /// of the ABI, and the same from C and C++.
 TEST(AttentionCApi, StructLayout) {
-  size_t layout[4] = {0, 0, 0, 0};
+  size_t layout[7] = {0, 0, 0, 0, 0, 0, 0};
   sinkattnLayoutAsC(layout);
   EXPECT_EQ(layout[0], sizeof(SinkAttnTensor));
   EXPECT_EQ(layout[1], sizeof(SinkAttnVarlenForwardArgs));
@@ -79,6 +79,59 @@ TEST(AttentionCApi, StructLayout) {
   EXPECT_EQ(offsetof(SinkAttnVarlenForwardArgs, window), 664u);
   EXPECT_EQ(offsetof(SinkAttnVarlenForwardArgs, softmax_scale), 672u);
   EXPECT_EQ(sizeof(SinkAttnVarlenForwardArgs), 680u);
+  // Version 2's BSHD call.
+  EXPECT_EQ(layout[4], sizeof(SinkAttnForwardArgs));
+  EXPECT_EQ(layout[5], offsetof(SinkAttnForwardArgs, window));
+  EXPECT_EQ(layout[6], offsetof(SinkAttnForwardArgs, softmax_scale));
+  EXPECT_EQ(offsetof(SinkAttnForwardArgs, causal), 480u);
+  EXPECT_EQ(offsetof(SinkAttnForwardArgs, window), 488u);
+  EXPECT_EQ(offsetof(SinkAttnForwardArgs, softmax_scale), 496u);
+  EXPECT_EQ(sizeof(SinkAttnForwardArgs), 504u);
+}
+
+/// A BSHD call: 3 sequences of 200 queries and 300 keys, H 8, HK 2, D 64.
+SinkAttnForwardArgs validBshdArgs() {
+  SinkAttnForwardArgs a = {};
+  a.q = tensor(0x100000000, SINKATTN_DTYPE_BF16, {3, 200, 8, 64});
+  a.k = tensor(0x200000000, SINKATTN_DTYPE_BF16, {3, 300, 2, 64});
+  a.v = tensor(0x300000000, SINKATTN_DTYPE_BF16, {3, 300, 2, 64});
+  a.out = tensor(0x400000000, SINKATTN_DTYPE_BF16, {3, 200, 8, 64});
+  a.lse = tensor(0x500000000, SINKATTN_DTYPE_F32, {3, 8, 200});
+  a.lse.strides[0] = 200;
+  a.lse.strides[1] = 600;
+  a.lse.strides[2] = 1;
+  a.sinks = tensor(0x600000000, SINKATTN_DTYPE_F32, {8});
+  a.causal = 1;
+  return a;
+}
+
+TEST(AttentionCApi, ValidatesBshdWithoutAGpu) {
+  SinkAttnForwardArgs a = validBshdArgs();
+  EXPECT_EQ(sinkattnValidateForward(&a), SINKATTN_SUCCESS)
+      << sinkattnLastError();
+  a.sinks = SinkAttnTensor{};
+  a.softmax_scale = 0.3;
+  EXPECT_EQ(sinkattnValidateForward(&a), SINKATTN_SUCCESS)
+      << sinkattnLastError();
+  EXPECT_EQ(sinkattnValidateForward(nullptr), SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(), "args: the pointer is null");
+  a = validBshdArgs();
+  a.lse.strides[0] = a.lse.strides[1] = a.lse.strides[2] = 0;
+  EXPECT_EQ(sinkattnValidateForward(&a), SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(), "lse: a dense [B, H, SQ] tensor");
+  a = validBshdArgs();
+  a.q.dtype = 9;
+  EXPECT_EQ(sinkattnValidateForward(&a), SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(), "q: dtype 9 is not a SinkAttnDType");
+  a = validBshdArgs();
+  a.causal = 0;
+  a.window = 3;
+  EXPECT_EQ(sinkattnValidateForward(&a), SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(), "window: a sliding window of 3 keys");
+  a = validBshdArgs();
+  EXPECT_EQ(sinkattnForward(nullptr, &a, nullptr),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(), "library: the pointer is null");
 }
 
 TEST(AttentionCApi, ValidatesWithoutAGpu) {

@@ -74,6 +74,8 @@ struct Case {
   bool withSinks;
   /// q, k and v as views of one [T, H + 2 HK, D] tensor (equal lengths).
   bool fusedQkv = false;
+  /// A BSHD call ([B, S, H, D]; each of lengthsQ and lengthsKv one length).
+  bool bshd = false;
 };
 
 /// The C ABI's tensor for `t`.
@@ -209,7 +211,57 @@ void runCase(const Context &ctx, AttentionLibrary &library,
   args.window = c.window;
   args.softmaxScale = c.scale;
   Status ran;
-  if (!cLibrary) {
+  if (c.bshd) {
+    // The same memory as [B, S, H, D], and lse as the [B, H, SQ] view of
+    // [H, B * SQ].
+    const int64_t batch = shape.batch, seqQ = c.lengthsQ[0],
+                  seqKv = c.lengthsKv[0];
+    for (int64_t length : c.lengthsQ)
+      if (length != seqQ)
+        return check(false, what, "a BSHD case needs one query length");
+    for (int64_t length : c.lengthsKv)
+      if (length != seqKv)
+        return check(false, what, "a BSHD case needs one key length");
+    what += ", BSHD";
+    auto bshd = [&](const DeviceTensor &rows, int64_t length) {
+      DeviceTensor t{rows.data, rows.dtype,
+                     {batch, length, rows.sizes[1], rows.sizes[2]}, {}};
+      if (!rows.strides.empty())
+        t.strides = {length * rows.strides[0], rows.strides[0],
+                     rows.strides[1], rows.strides[2]};
+      return t;
+    };
+    ForwardArgs forward;
+    forward.q = bshd(args.q, seqQ);
+    forward.k = bshd(args.k, seqKv);
+    forward.v = bshd(args.v, seqKv);
+    forward.out = bshd(args.out, seqQ);
+    forward.lse = {args.lse.data, DType::F32, {batch, h, seqQ},
+                   {seqQ, batch * seqQ, 1}};
+    forward.sinks = args.sinks;
+    forward.causal = args.causal;
+    forward.window = args.window;
+    forward.softmaxScale = args.softmaxScale;
+    if (!cLibrary) {
+      ran = library.forward(forward, nullptr);
+    } else {
+      what += ", through the C ABI";
+      SinkAttnForwardArgs cArgs = {};
+      cArgs.q = cTensor(forward.q);
+      cArgs.k = cTensor(forward.k);
+      cArgs.v = cTensor(forward.v);
+      cArgs.out = cTensor(forward.out);
+      cArgs.lse = cTensor(forward.lse);
+      if (forward.sinks)
+        cArgs.sinks = cTensor(*forward.sinks);
+      cArgs.causal = forward.causal;
+      cArgs.window = forward.window;
+      cArgs.softmax_scale = c.scale ? *c.scale : 0;
+      ran = sinkattnForward(cLibrary, &cArgs, nullptr) == SINKATTN_SUCCESS
+                ? Status()
+                : Status::error(sinkattnLastError());
+    }
+  } else if (!cLibrary) {
     ran = library.forwardVarlen(args, nullptr);
   } else {
     what += ", through the C ABI";
@@ -325,13 +377,18 @@ int main(int argc, char **argv) {
       {f16, DType::BF16, 128, true, 8, 2, 0, {}, {300, 5}, {300, 700}, true},
       {bf16, f32, 64, true, 8, 2, 0, {}, {300, 0, 77}, {300, 0, 77}, true, true},
       {bf16, f32, 128, true, 6, 2, 300, {}, {1000, 1}, {1000, 1}, true, true},
+      // BSHD: one kernel per variant runs batches of equal lengths too.
+      {bf16, f32, 64, true, 8, 2, 0, {}, {200, 200, 200}, {300, 300, 300}, true, false, true},
+      {bf16, f32, 128, true, 6, 2, 128, {}, {1000, 1000}, {1000, 1000}, true, true, true},
+      {bf16, f32, 64, false, 4, 4, 0, 0.2, {1, 1, 1, 1}, {77, 77, 77, 77}, false, false, true},
+      {f16, DType::BF16, 128, true, 8, 2, 0, {}, {129}, {129}, true, false, true},
   };
   // clang-format on
   uint64_t seed = 1;
   for (const Case &c : cases)
     runCase(*ctx, *library, nullptr, c, seed++);
   check(library->compiledKernels() == 4,
-        "four variants, each JIT-compiled once over eleven calls",
+        "four variants, each loaded once over fifteen calls",
         std::to_string(library->compiledKernels()) + " compiled");
 
   // The C ABI (libsinkattn.so) over the same kernels: a library of its own.
@@ -340,12 +397,14 @@ int main(int argc, char **argv) {
       SINKATTN_SUCCESS) {
     check(false, "the C ABI opens the kernel library", sinkattnLastError());
   } else {
-    // bf16 D 64 causal, with sinks and without, fused q/k/v: one kernel.
+    // bf16 D 64 causal, with sinks and without, fused q/k/v, BSHD: one
+    // kernel.
     runCase(*ctx, *library, cLibrary, cases[1], seed++);
     runCase(*ctx, *library, cLibrary, cases[2], seed++);
     runCase(*ctx, *library, cLibrary, cases[9], seed++);
+    runCase(*ctx, *library, cLibrary, cases[11], seed++);
     check(sinkattnLibraryCompiledKernels(cLibrary) == 1,
-          "the C ABI's library compiled one kernel for three calls",
+          "the C ABI's library loaded one kernel for four calls",
           std::to_string(sinkattnLibraryCompiledKernels(cLibrary)));
     if (lacksF16D64) {
       SinkAttnVarlenForwardArgs missing = {};

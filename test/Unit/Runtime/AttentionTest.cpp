@@ -282,7 +282,170 @@ Bundle fwdBundle(bool windowed = false) {
       scalarParam("scale_log2", DType::F32, 0.125 * 1.4426950408889634));
   if (windowed)
     b.params.push_back(scalarParam("window", DType::I32, 128));
+  b.params.push_back(scalarParam("cu_seqlens_q_unit", DType::I32, 1));
+  b.params.push_back(scalarParam("cu_seqlens_kv_unit", DType::I32, 1));
   return b;
+}
+
+/// A batch of 3 sequences, 200 queries and 300 keys each, H 8, HK 2,
+/// D 64, lse the [B, H, SQ] view of [H, B * SQ].
+ForwardArgs validBshdArgs() {
+  ForwardArgs a;
+  a.q = tensor(0x100000000, DType::BF16, {3, 200, 8, 64});
+  a.k = tensor(0x200000000, DType::BF16, {3, 300, 2, 64});
+  a.v = tensor(0x300000000, DType::BF16, {3, 300, 2, 64});
+  a.out = tensor(0x400000000, DType::BF16, {3, 200, 8, 64});
+  a.lse = {0x500000000, DType::F32, {3, 8, 200}, {200, 600, 1}};
+  a.sinks = tensor(0x600000000, DType::F32, {8});
+  return a;
+}
+
+std::string bshdError(void (*edit)(ForwardArgs &)) {
+  ForwardArgs a = validBshdArgs();
+  edit(a);
+  Expected<VarlenForwardProblem> p = validateForward(a);
+  EXPECT_FALSE(p.ok());
+  return p.ok() ? std::string() : p.message();
+}
+
+TEST(Attention, BshdCall) {
+  Expected<VarlenForwardProblem> p = validateForward(validBshdArgs());
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->batch, 3);
+  EXPECT_EQ(p->tokensQ, 600);
+  EXPECT_EQ(p->tokensKv, 900);
+  EXPECT_EQ(p->maxSeqlenQ, 200);
+  EXPECT_EQ(p->heads, 8);
+  EXPECT_EQ(p->kvHeads, 2);
+  EXPECT_EQ(p->offsetUnits.q, 200);
+  EXPECT_EQ(p->offsetUnits.kv, 300);
+  EXPECT_EQ(p->variant.describe(), "bf16 D=64 causal f32 sinks");
+
+  // As the varlen call: token rows, lse [H, B * SQ], the table's offsets.
+  Expected<VarlenForwardArgs> varlen = bshdAsVarlen(validBshdArgs(), 0x900000000);
+  ASSERT_TRUE(varlen.ok()) << varlen.message();
+  EXPECT_EQ(varlen->q.sizes, (std::vector<int64_t>{600, 8, 64}));
+  EXPECT_EQ(varlen->k.sizes, (std::vector<int64_t>{900, 2, 64}));
+  EXPECT_EQ(varlen->lse.sizes, (std::vector<int64_t>{8, 600}));
+  EXPECT_EQ(varlen->lse.data, 0x500000000u);
+  EXPECT_EQ(varlen->cuSeqlensQ.data, 0x900000000u);
+  EXPECT_EQ(varlen->cuSeqlensQ.sizes, (std::vector<int64_t>{4}));
+  EXPECT_EQ(varlen->maxSeqlenKv, 300);
+
+  // q, k and v as views of one fused [B, S, H + 2 HK, D] tensor.
+  ForwardArgs fused = validBshdArgs();
+  fused.k.sizes[1] = fused.v.sizes[1] = 200;
+  const int64_t row = (8 + 2 * 2) * 64;
+  fused.q.strides = {200 * row, row, 64, 1};
+  fused.k = {0x100000000 + 8 * 64 * 2, DType::BF16, {3, 200, 2, 64},
+             {200 * row, row, 64, 1}};
+  fused.v = {0x100000000 + 10 * 64 * 2, DType::BF16, {3, 200, 2, 64},
+             {200 * row, row, 64, 1}};
+  varlen = bshdAsVarlen(fused, 0x900000000);
+  ASSERT_TRUE(varlen.ok()) << varlen.message();
+  EXPECT_EQ(varlen->k.strides, (std::vector<int64_t>{row, 64, 1}));
+  p = validateForward(fused);
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->tokenStrides.q, row);
+
+  // One token per sequence: any batch stride is the token stride. One
+  // sequence: lse dense is the view. No sinks, a window, a scale.
+  ForwardArgs decode = validBshdArgs();
+  decode.q = {0x100000000, DType::BF16, {3, 1, 8, 64}, {4096, 999, 64, 1}};
+  decode.out.sizes[1] = 1;
+  decode.lse = {0x500000000, DType::F32, {3, 8, 1}, {1, 3, 1}};
+  decode.sinks.reset();
+  decode.window = 128;
+  decode.softmaxScale = 0.2;
+  varlen = bshdAsVarlen(decode, 0x900000000);
+  ASSERT_TRUE(varlen.ok()) << varlen.message();
+  EXPECT_EQ(varlen->q.strides, (std::vector<int64_t>{4096, 64, 1}));
+  p = validateForward(decode);
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->variant.describe(), "bf16 D=64 causal sliding-window f32 sinks");
+  ForwardArgs single = validBshdArgs();
+  for (DeviceTensor *t : {&single.q, &single.k, &single.v, &single.out})
+    t->sizes[0] = 1;
+  single.lse = tensor(0x500000000, DType::F32, {1, 8, 200});
+  p = validateForward(single);
+  ASSERT_TRUE(p.ok()) << p.message();
+}
+
+TEST(Attention, EveryBshdRefusal) {
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.q.sizes = {600, 8, 64}; }),
+                  "q: has 3 dimensions [600, 8, 64]; expected 4 ([B, S, heads, "
+                  "D])");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.v.sizes[1] = -1; }),
+                  "v: has a size outside [0, 2^31-1] in [3, -1, 2, 64]");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.k.strides = {1, 1}; }),
+                  "k: has 2 strides for 4 dimensions");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) {
+                    a.out.strides = {int64_t(1) << 41, 512, 64, 1};
+                  }),
+                  "out: has a stride outside [0, 2^40]");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) {
+                    a.q.strides = {200 * 512 + 64, 512, 64, 1};
+                  }),
+                  "q: batch stride 102464 is not the length 200 times the "
+                  "token stride 512 (the kernels take the batch's tokens "
+                  "evenly spaced); copy it with .contiguous()");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.k.sizes[0] = 2; }),
+                  "k: batch 2 differs from q's 3");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.out.sizes[0] = 4; }),
+                  "out: batch 4 differs from q's 3");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) {
+                    for (DeviceTensor *t : {&a.q, &a.k, &a.v, &a.out})
+                      t->sizes[0] = 0;
+                    a.lse.sizes[0] = 0;
+                  }),
+                  "q, k: need at least one sequence of at least one query and "
+                  "one key, got B=0 SQ=200 SKV=300");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) {
+                    a.k.sizes[1] = a.v.sizes[1] = 0;
+                  }),
+                  "got B=3 SQ=200 SKV=0");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) {
+                    for (DeviceTensor *t : {&a.q, &a.k, &a.v, &a.out})
+                      t->sizes = {40000, 1, t->sizes[2], 64};
+                    a.lse = {a.lse.data, DType::F32, {40000, 8, 1}, {1, 40000, 1}};
+                  }),
+                  "q: batch 40000 x 2 kv heads exceed the 65535 blocks of a "
+                  "grid dimension");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) {
+                    for (DeviceTensor *t : {&a.q, &a.k, &a.v, &a.out})
+                      t->sizes = {70000, 1, t->sizes[2], 64};
+                    a.lse = {a.lse.data, DType::F32, {70000, 8, 1}, {1, 70000, 1}};
+                    a.window = 16;
+                  }),
+                  "q: batch 70000 exceed the 65535 blocks of a grid dimension");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.lse.sizes = {8, 600}; }),
+                  "lse: sizes [8, 600] differ from [B, H, SQ] of q, [3, 8, "
+                  "200]");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.lse.strides = {1600, 200, 1}; }),
+                  "lse: strides [1600, 200, 1] are not those of a [B, H, SQ] "
+                  "view of an [H, B * SQ] tensor, [200, 600, 1]");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.lse.strides.clear(); }),
+                  "lse: a dense [B, H, SQ] tensor is not the [H, B * SQ] "
+                  "memory the kernels write");
+  // What the varlen call checks, named as the BSHD arguments.
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.k.dtype = DType::F16; }),
+                  "k: has dtype f16; expected bf16");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.q.sizes[3] = 96; }),
+                  "head dimension 96 is not compiled");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) {
+                    a.q.sizes[2] = a.out.sizes[2] = 7;
+                    a.lse.sizes[1] = 7;
+                  }),
+                  "k: 2 kv heads do not divide q's 7 heads");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.out.data = a.q.data; }),
+                  "out: overlaps q in memory");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) {
+                    a.causal = false;
+                    a.window = 4;
+                  }),
+                  "window: a sliding window of 4 keys needs causal=true");
+  EXPECT_CONTAINS(bshdError([](ForwardArgs &a) { a.q.data += 2; }),
+                  "q: the address is not 16-byte aligned");
 }
 
 TEST(Attention, BundleForACall) {
@@ -359,6 +522,9 @@ TEST(Attention, BundleForACall) {
   EXPECT_CONTAINS(sinkFwdForProblem(fwdBundle(), full).message(),
                   "the call needs bf16 D=64 non-causal f32 sinks");
   Bundle older = fwdBundle();
+  older.params.resize(older.params.size() - 2);
+  EXPECT_CONTAINS(sinkFwdVariantOf(older).message(),
+                  "takes no offset units: compiled by an older SinkAttn");
   older.params.pop_back();
   EXPECT_CONTAINS(sinkFwdVariantOf(older).message(),
                   "takes no softmax scale: compiled by an older SinkAttn");

@@ -88,6 +88,8 @@ Bundle fwdBundle(bool windowed = false) {
       scalarParam("scale_log2", DType::F32, 0.125 * 1.4426950408889634));
   if (windowed)
     b.params.push_back(scalarParam("window", DType::I32, 128));
+  b.params.push_back(scalarParam("cu_seqlens_q_unit", DType::I32, 1));
+  b.params.push_back(scalarParam("cu_seqlens_kv_unit", DType::I32, 1));
   b.ptx = kPtx;
   return b;
 }
@@ -180,6 +182,19 @@ TEST(KernelGrids, SinkFwdForLengths) {
   ASSERT_TRUE(shaped.ok()) << shaped.message();
   EXPECT_EQ(findParam(*shaped, "window")->intValue, 517);
   EXPECT_EQ(shaped->grid, (Dim3{5, 64, 1}));
+  EXPECT_EQ(findParam(*shaped, "cu_seqlens_q_unit")->intValue, 1);
+  EXPECT_EQ(findParam(*shaped, "cu_seqlens_kv_unit")->intValue, 1);
+
+  // A batch of equal lengths: offsets 0, 1, 2 in units of the lengths.
+  SinkAttentionShape batch = fwdShape();
+  batch.batch = 2;
+  shaped = sinkFwdForSizes(fwdBundle(), batch, 2 * 300, 2 * 400, 300, "", {},
+                           {300, 400});
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  EXPECT_EQ(findParam(*shaped, "cu_seqlens_q_unit")->intValue, 300);
+  EXPECT_EQ(findParam(*shaped, "cu_seqlens_kv_unit")->intValue, 400);
+  EXPECT_EQ(findParam(*shaped, "cu_seqlens_q")->shape,
+            (std::vector<uint64_t>{3}));
 
   auto error = [](std::vector<int64_t> q, std::vector<int64_t> kv) {
     Expected<Bundle> result = sinkFwdForLengths(fwdBundle(), fwdShape(), q, kv);
@@ -242,6 +257,19 @@ TEST(KernelGrids, SinkFwdForLengths) {
   older.config.erase("causal");
   EXPECT_CONTAINS(refusal(older, fwdShape()),
                   "the sink-fwd bundle was compiled by an older SinkAttn");
+  older = fwdBundle();
+  older.params.pop_back();
+  older.params.pop_back();
+  EXPECT_CONTAINS(refusal(older, fwdShape()),
+                  "the sink-fwd bundle was compiled by an older SinkAttn");
+  for (SequenceOffsetUnits units :
+       {SequenceOffsetUnits{0, 1}, SequenceOffsetUnits{1, -3},
+        SequenceOffsetUnits{int64_t(1) << 31, 1}})
+    EXPECT_CONTAINS(sinkFwdForSizes(fwdBundle(), fwdShape(), 3, 3, 3, "", {},
+                                    units)
+                        .message(),
+                    "the sequence offsets' units (")
+        << units.q << " " << units.kv;
   SinkAttentionShape uneven = fwdShape();
   uneven.heads = 6;
   uneven.kvHeads = 4;
