@@ -62,7 +62,7 @@ Expected<LoadedBundle> LoadedBundle::load(const Context &ctx, Bundle bundle,
     } else {
       // The failing call; the driver's log, if any, stays out of a one-line
       // report.
-      const std::string &why = assembled.status().message();
+      std::string why = assembled.status().message();
       codeSource += " (" + why.substr(0, why.find('\n')) + ")";
     }
   } else if (bundle.sass) {
