@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Compiles every bundle listed in test/GPU/bundles.txt with sinkattn-runner.
-# usage: scripts/make-bundles.sh [RUNNER [OUTPUT_DIR]]
-#   defaults: build/bin/sinkattn-runner, build/bundles
+# usage: [PTXAS=PATH] scripts/make-bundles.sh [RUNNER [OUTPUT_DIR]]
+#   defaults: build/bin/sinkattn-runner, build/bundles; PTXAS (default the
+#   CUDA toolkit's) assembles the kernel library's SASS, which
+#   test/GPU/kernel-library-sass.test runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runner=${1:-${SINKATTN_BUILD_DIR:-build}/bin/sinkattn-runner}
 out=${2:-${SINKATTN_BUILD_DIR:-build}/bundles}
+ptxas=${PTXAS:-/usr/local/cuda/bin/ptxas}
+if [[ ! -x $ptxas ]]; then
+  echo "error: no ptxas at '$ptxas' for the kernel library's SASS (set PTXAS)" >&2
+  exit 1
+fi
 mkdir -p "$out"
 while read -r name flags; do
   [[ -z "$name" || "$name" == \#* ]] && continue
@@ -32,14 +39,7 @@ python3 scripts/tutorial-commands.py docs/tutorial.md --dir "$tutorial" --tag tu
 rm -rf "$out/tutorial-gemm" && mv "$tutorial/gemm-bundle" "$out/tutorial-gemm"
 rm -rf "$tutorial"
 # The installed kernel library, which test/GPU/attention-library.test runs
-# the library's calls over too, with its SASS as the build makes it
-# (test/GPU/kernel-library-sass.test needs it: PTXAS, default the CUDA
-# toolkit's).
-ptxas=${PTXAS:-/usr/local/cuda/bin/ptxas}
-if [[ ! -x $ptxas ]]; then
-  echo "error: no ptxas at $ptxas for the kernel library's SASS (set PTXAS)" >&2
-  exit 1
-fi
+# the library's calls over too, with its SASS as the build makes it.
 scripts/make-kernel-library.sh "$runner" "$out/kernel-library" "$ptxas"
 # The commit the bundles were compiled from (the GPU machine's checkout may
 # not know it): gpu-round.sh reports it.

@@ -29,8 +29,9 @@
 extern "C" {
 #endif
 
-/* The version of this ABI: the structs' layouts and the functions. A binding
-   compares sinkattnApiVersion() with the version it was written for. */
+/* The version of this ABI: the structs' layouts and the functions. Versions
+   only add (2: the BSHD forward), so a binding checks that
+   sinkattnApiVersion() is at least the version it was written for. */
 #define SINKATTN_C_API_VERSION 2
 
 typedef enum SinkAttnStatus {
@@ -56,8 +57,10 @@ typedef enum SinkAttnDType {
 /* A tensor in GPU memory. `strides` are in elements, outermost first; all
    zero means dense row-major. Only q, k, v and out may be strided, and only
    between tokens (any stride of a multiple of 16 bytes that keeps tokens
-   apart: views of a fused QKV tensor); their addresses must be 16-byte
-   aligned, and out and lse may not share memory with another tensor. */
+   apart: views of a fused QKV tensor; in a BSHD call also between
+   sequences, the length times the token stride), and a BSHD call's lse
+   (see SinkAttnForwardArgs); their addresses must be 16-byte aligned, and
+   out and lse may not share memory with another tensor. */
 typedef struct SinkAttnTensor {
   uint64_t data; /* device address */
   int32_t dtype; /* a SinkAttnDType */

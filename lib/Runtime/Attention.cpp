@@ -305,10 +305,10 @@ Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle) {
     return Status::error("takes no softmax scale: compiled by an older "
                          "SinkAttn (heads, window and scale were compiled "
                          "in); recompile it");
-  if (!findParam(bundle, "cu_seqlens_q_unit"))
-    return Status::error("takes no offset units: compiled by an older "
-                         "SinkAttn (it runs varlen calls only); recompile "
-                         "it");
+  if (!findParam(bundle, "cu_seqlens_q_unit") ||
+      !findParam(bundle, "cu_seqlens_kv_unit"))
+    return Status::error("takes no units for its sequence offsets: compiled "
+                         "by an older SinkAttn; recompile it");
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t causal, configInteger(bundle, "causal"));
   variant.causal = causal != 0;
   variant.windowed = findParam(bundle, "window") != nullptr;
@@ -363,7 +363,9 @@ Expected<DeviceTensor> asTokenRows(const char *name, const DeviceTensor &t) {
   const int64_t batch = t.sizes[0], length = t.sizes[1];
   // One token per sequence: the batch stride is the token stride.
   const int64_t tokenStride = length > 1 ? t.strides[1] : t.strides[0];
-  if (batch > 1 && length > 1 && t.strides[0] != length * t.strides[1])
+  // Divided rather than multiplied: the product could overflow.
+  if (batch > 1 && length > 1 &&
+      (t.strides[0] % length != 0 || t.strides[0] / length != t.strides[1]))
     return Status::error(
         where + "batch stride " + std::to_string(t.strides[0]) +
         " is not the length " + std::to_string(length) +

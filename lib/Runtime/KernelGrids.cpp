@@ -115,7 +115,9 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                                configInteger(bundle, "block_m"));
   // What the kernel compiled in: whether it masks causally and whether it
   // has a window (whose size it takes).
-  if (!bundle.config.count("causal") || !findParam(bundle, "cu_seqlens_q_unit"))
+  if (!bundle.config.count("causal") ||
+      !findParam(bundle, "cu_seqlens_q_unit") ||
+      !findParam(bundle, "cu_seqlens_kv_unit"))
     return Status::error(
         "the sink-fwd bundle was compiled by an older SinkAttn "
         "(heads, window, scale or the offsets' units compiled in); recompile "
@@ -126,6 +128,16 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                          std::to_string(units.q) + ", " +
                          std::to_string(units.kv) +
                          " tokens) are not in [1, 2^31-1]");
+  // Units above 1 stand for sequences of one length, which the tokens are
+  // then exactly (any other offsets would reach past them).
+  if ((units.q != 1 && units.q * shape.batch != tokensQ) ||
+      (units.kv != 1 && units.kv * shape.batch != tokensKv))
+    return Status::error(
+        "the sequence offsets' units (" + std::to_string(units.q) + ", " +
+        std::to_string(units.kv) + " tokens) are not the lengths of " +
+        std::to_string(shape.batch) + " sequences of " +
+        std::to_string(tokensQ) + " query and " + std::to_string(tokensKv) +
+        " key tokens");
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t causal, configInteger(bundle, "causal"));
   if (shape.causal != (causal != 0))
     return Status::error(

@@ -524,7 +524,8 @@ TEST(Attention, BundleForACall) {
   Bundle older = fwdBundle();
   older.params.resize(older.params.size() - 2);
   EXPECT_CONTAINS(sinkFwdVariantOf(older).message(),
-                  "takes no offset units: compiled by an older SinkAttn");
+                  "takes no units for its sequence offsets: compiled by an "
+                  "older SinkAttn; recompile it");
   older.params.pop_back();
   EXPECT_CONTAINS(sinkFwdVariantOf(older).message(),
                   "takes no softmax scale: compiled by an older SinkAttn");

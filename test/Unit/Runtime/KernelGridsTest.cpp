@@ -270,6 +270,18 @@ TEST(KernelGrids, SinkFwdForLengths) {
                         .message(),
                     "the sequence offsets' units (")
         << units.q << " " << units.kv;
+  // Units other than 1 must be the lengths of the call's sequences.
+  SinkAttentionShape pair = fwdShape();
+  pair.batch = 2;
+  EXPECT_CONTAINS(
+      sinkFwdForSizes(fwdBundle(), pair, 600, 800, 300, "", {}, {300, 401})
+          .message(),
+      "the sequence offsets' units (300, 401 tokens) are not the "
+      "lengths of 2 sequences of 600 query and 800 key tokens");
+  EXPECT_CONTAINS(
+      sinkFwdForSizes(fwdBundle(), pair, 601, 800, 300, "", {}, {300, 400})
+          .message(),
+      "are not the lengths of 2 sequences");
   SinkAttentionShape uneven = fwdShape();
   uneven.heads = 6;
   uneven.kvHeads = 4;

@@ -1,0 +1,196 @@
+//===- FakeDriverTest.cpp - The library's calls end to end, on the CPU ----===//
+//
+// rt::AttentionLibrary over the built kernel library, on a CUDA driver
+// without a GPU (FakeCudaDriver.cpp): what a call loads, uploads, encodes
+// and launches, read from the fake driver's log. The numbers the kernels
+// compute are the GPU tests' (test/GPU/attention-library.test).
+//
+//===----------------------------------------------------------------------===//
+
+#include "SinkAttn/Runtime/Attention.h"
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace sinkattn::rt;
+
+namespace {
+
+/// The fake driver's log: the lines recorded since the last clear.
+struct FakeDriverLog {
+  const char *(*text)() = nullptr;
+  void (*clear)() = nullptr;
+
+  std::vector<std::string> lines() const {
+    std::vector<std::string> result;
+    std::istringstream in(text());
+    for (std::string line; std::getline(in, line);)
+      result.push_back(line);
+    return result;
+  }
+  /// The lines that start with `prefix`.
+  std::vector<std::string> starting(const std::string &prefix) const {
+    std::vector<std::string> result;
+    for (const std::string &line : lines())
+      if (line.rfind(prefix, 0) == 0)
+        result.push_back(line);
+    return result;
+  }
+};
+
+class FakeDriver : public ::testing::Test {
+protected:
+  void SetUp() override {
+    Expected<std::shared_ptr<const CudaDriver>> driver =
+        CudaDriver::load(SINKATTN_FAKE_CUDA_DRIVER);
+    ASSERT_TRUE(driver.ok()) << driver.message();
+    // The same handle CudaDriver::load opened (never closed).
+    void *handle = dlopen(SINKATTN_FAKE_CUDA_DRIVER, RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_NE(handle, nullptr);
+    log.text = reinterpret_cast<const char *(*)()>(dlsym(handle, "fakeCudaLog"));
+    log.clear = reinterpret_cast<void (*)()>(dlsym(handle, "fakeCudaClearLog"));
+    ASSERT_TRUE(log.text && log.clear);
+    Expected<Context> created = Context::create(*driver, 0);
+    ASSERT_TRUE(created.ok()) << created.message();
+    context = std::make_unique<Context>(created.take());
+    log.clear();
+  }
+
+  std::unique_ptr<Context> context;
+  FakeDriverLog log;
+};
+
+/// Device buffers for a call: the fake driver's memory is host memory.
+struct Buffers {
+  std::vector<DeviceBuffer> held;
+  CUdeviceptr allocate(const Context &ctx, size_t bytes) {
+    Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(ctx, bytes);
+    EXPECT_TRUE(buffer.ok()) << buffer.message();
+    held.push_back(buffer.take());
+    return held.back().address();
+  }
+};
+
+TEST_F(FakeDriver, ContextAndDevice) {
+  EXPECT_EQ(context->info().name, "Fake H200");
+  EXPECT_EQ(context->info().smName(), "sm_90");
+  EXPECT_EQ(context->info().smCount, 132);
+}
+
+#ifdef SINKATTN_HAS_KERNEL_LIBRARY
+TEST_F(FakeDriver, BshdAndVarlenCallsOverTheKernelLibrary) {
+  Expected<AttentionLibrary> opened = AttentionLibrary::open(
+      *context, SINKATTN_KERNEL_LIBRARY_DIR);
+  ASSERT_TRUE(opened.ok()) << opened.message();
+  AttentionLibrary &library = *opened;
+  log.clear();
+
+  // BSHD: B 3, SQ 200, SKV 300, H 8, HK 2, D 128, causal, sinks.
+  Buffers memory;
+  const int64_t b = 3, sq = 200, skv = 300, h = 8, hk = 2, d = 128;
+  ForwardArgs args;
+  args.q = {memory.allocate(*context, b * sq * h * d * 2), DType::BF16,
+            {b, sq, h, d}, {}};
+  args.k = {memory.allocate(*context, b * skv * hk * d * 2), DType::BF16,
+            {b, skv, hk, d}, {}};
+  args.v = {memory.allocate(*context, b * skv * hk * d * 2), DType::BF16,
+            {b, skv, hk, d}, {}};
+  args.out = {memory.allocate(*context, b * sq * h * d * 2), DType::BF16,
+              {b, sq, h, d}, {}};
+  args.lse = {memory.allocate(*context, h * b * sq * 4), DType::F32,
+              {b, h, sq}, {sq, b * sq, 1}};
+  args.sinks = DeviceTensor{memory.allocate(*context, h * 4), DType::F32,
+                            {h}, {}};
+  log.clear();
+  Status ran = library.forward(args, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+
+  // The offsets 0, 1, ..., 65535 uploaded once; the kernel loaded from its
+  // SASS where the build assembled it (no JIT); Q's map over B * SQ token
+  // rows of H * D; one launch: the 4 query heads of a kv head, ceil(200 /
+  // 128) row blocks (D 128, ws), 3 sequences x 2 kv heads.
+  EXPECT_EQ(log.starting("copy to device").front(),
+            "copy to device " + std::to_string(65536 * 4));
+  CUdeviceptr table = *library.offsetTable();
+  std::vector<int32_t> offsets(65536);
+  std::memcpy(offsets.data(), reinterpret_cast<const void *>(table),
+              offsets.size() * 4);
+  for (int32_t i : {0, 1, 2, 3, 65535})
+    EXPECT_EQ(offsets[size_t(i)], i);
+  std::vector<std::string> modules = log.starting("load module");
+  ASSERT_EQ(modules.size(), 1u);
+#ifdef SINKATTN_KERNEL_LIBRARY_HAS_SASS
+  EXPECT_EQ(modules[0], "load module cubin");
+#else
+  EXPECT_EQ(modules[0], "load module ptx");
+#endif
+  std::vector<std::string> maps = log.starting("tensor map");
+  ASSERT_FALSE(maps.empty());
+  EXPECT_EQ(maps[0], "tensor map at " + std::to_string(args.q.data) +
+                         " dims 1024,600 strides 2048 box 64,128");
+  std::vector<std::string> launches = log.starting("launch");
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].substr(0, launches[0].find(" block")),
+            "launch sink_fwd grid 4,2,6");
+
+  // A second BSHD call of other lengths and no sinks: nothing loaded or
+  // uploaded again but the -inf sink logits of a call without sinks (8 x
+  // f32), its own grid.
+  log.clear();
+  ForwardArgs other = args;
+  for (DeviceTensor *t : {&other.q, &other.out})
+    t->sizes[1] = 1;
+  for (DeviceTensor *t : {&other.k, &other.v})
+    t->sizes[1] = 1000;
+  other.lse = {args.lse.data, DType::F32, {b, h, 1}, {1, b, 1}};
+  other.sinks.reset();
+  ran = library.forward(other, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_TRUE(log.starting("load module").empty());
+  EXPECT_EQ(log.starting("copy to device"),
+            std::vector<std::string>{"copy to device 32"});
+  launches = log.starting("launch");
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].substr(0, launches[0].find(" block")),
+            "launch sink_fwd grid 4,1,6");
+  EXPECT_EQ(library.compiledKernels(), 1u);
+
+  // A varlen call whose longest sequence has 4000 keys takes the form auto
+  // picks for it (D 128: overlap from 17 key blocks), the variant's other
+  // kernel: loaded now; its offsets are the caller's.
+  log.clear();
+  VarlenForwardArgs varlen;
+  varlen.q = {args.q.data, DType::BF16, {600, h, d}, {}};
+  varlen.k = {args.k.data, DType::BF16, {900, hk, d}, {}};
+  varlen.v = {args.v.data, DType::BF16, {900, hk, d}, {}};
+  varlen.out = {args.out.data, DType::BF16, {600, h, d}, {}};
+  varlen.lse = {args.lse.data, DType::F32, {h, 600}, {}};
+  varlen.sinks = args.sinks;
+  CUdeviceptr cu = memory.allocate(*context, 2 * 4);
+  varlen.cuSeqlensQ = varlen.cuSeqlensKv = {cu, DType::I32, {2}, {}};
+  varlen.maxSeqlenQ = 600;
+  varlen.maxSeqlenKv = 900;
+  ran = library.forwardVarlen(varlen, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_TRUE(log.starting("load module").empty());
+  varlen.k.sizes[0] = varlen.v.sizes[0] = 4000;
+  varlen.maxSeqlenKv = 4000;
+  CUdeviceptr k4000 = memory.allocate(*context, 4000 * hk * d * 2);
+  varlen.k.data = k4000;
+  varlen.v.data = memory.allocate(*context, 4000 * hk * d * 2);
+  log.clear();
+  ran = library.forwardVarlen(varlen, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_EQ(log.starting("load module").size(), 1u);
+  EXPECT_EQ(library.compiledKernels(), 2u);
+}
+#endif
+
+} // namespace
