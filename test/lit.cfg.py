@@ -34,10 +34,13 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 config.substitutions.append(
     ("%expect_exit", os.path.join(config.sinkattn_src_root, "test", "Inputs", "expect-exit")))
 config.substitutions.append(("%bundles", os.path.join(config.sinkattn_obj_root, "bundles")))
+# The runtime's CUDA driver without a GPU (test/Unit/Runtime/FakeCudaDriver.cpp).
+config.substitutions.append(("%fake_cuda_driver", os.path.join(
+    config.sinkattn_obj_root, "test", "Unit", "Runtime", "libsinkattn-fake-cuda.so")))
 
 tool_dirs = [config.sinkattn_tools_dir, config.llvm_tools_dir]
-tools = ["sinkattn-opt", "sinkattn-runner", "sinkattn-capi-test", "FileCheck", "not", "count",
-         "split-file"]
+tools = ["sinkattn-opt", "sinkattn-runner", "sinkattn-capi-test", "sinkattn-host-overhead",
+         "FileCheck", "not", "count", "split-file"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # Debian's stock mlir-opt-22 (it links libMLIR.so) loads libSinkAttnPlugin.so.

@@ -653,16 +653,18 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
     }
     sinks = none->address();
   }
-  return kernel.loaded->run(shaped,
-                            {{"q", args.q.data},
-                             {"k", args.k.data},
-                             {"v", args.v.data},
-                             {"sinks", sinks},
-                             {"o", args.out.data},
-                             {"lse", args.lse.data},
-                             {"cu_seqlens_q", args.cuSeqlensQ.data},
-                             {"cu_seqlens_kv", args.cuSeqlensKv.data}},
-                            stream);
+  // The shaped bundle is the loaded one's manifest through withTensorShapes
+  // (sinkFwdForSizes), validated there.
+  return kernel.loaded->runReshaped(shaped,
+                                    {{"q", args.q.data},
+                                     {"k", args.k.data},
+                                     {"v", args.v.data},
+                                     {"sinks", sinks},
+                                     {"o", args.out.data},
+                                     {"lse", args.lse.data},
+                                     {"cu_seqlens_q", args.cuSeqlensQ.data},
+                                     {"cu_seqlens_kv", args.cuSeqlensKv.data}},
+                                    stream);
 }
 
 } // namespace sinkattn::rt

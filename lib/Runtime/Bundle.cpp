@@ -529,8 +529,10 @@ Status validateBundle(const Bundle &b) {
         if (p.shape[d] == 0)
           return Status::error(paramWhere(i, p) + "shape dimension " +
                                std::to_string(d) + " is 0");
-      SINKATTN_RT_TRY(
-          validateDescriptorFields(b, p).withContext(paramWhere(i, p)));
+      // The context is built on an error only: this runs for every call of
+      // the attention library.
+      if (Status fields = validateDescriptorFields(b, p); !fields.ok())
+        return fields.withContext(paramWhere(i, p));
       // 2^48 bytes (256 TiB) is far beyond any GPU and keeps size arithmetic
       // in the runner free of overflow.
       if (bufferBytes(p) > (uint64_t(1) << 48))
@@ -542,7 +544,8 @@ Status validateBundle(const Bundle &b) {
       if (p.tensorMap.dtype != p.dtype)
         return Status::error(paramWhere(i, p) +
                              "tensor map dtype differs from the param dtype");
-      SINKATTN_RT_TRY(validate(p.tensorMap).withContext(paramWhere(i, p)));
+      if (Status map = validate(p.tensorMap); !map.ok())
+        return map.withContext(paramWhere(i, p));
       const BundleParam *target = findParam(b, p.buffer);
       if (!target || target->kind != ParamKind::Buffer)
         return Status::error(paramWhere(i, p) + "buffer '" + p.buffer +

@@ -157,6 +157,25 @@ Status LoadedBundle::run(const Bundle &shaped,
 }
 
 Status
+LoadedBundle::runReshaped(const Bundle &shaped,
+                          const std::map<std::string, CUdeviceptr> &addresses,
+                          CUstream stream) const {
+  std::vector<BundleLaunch> launches = launchesOf(shaped);
+  bool same = launches.size() == launches_.size() &&
+              shaped.params.size() == bundle_.params.size();
+  for (size_t i = 0; same && i < launches.size(); ++i)
+    same = launches[i].entry == launches_[i].entry;
+  for (size_t i = 0; same && i < shaped.params.size(); ++i)
+    same = shaped.params[i].name == bundle_.params[i].name &&
+           shaped.params[i].kind == bundle_.params[i].kind;
+  if (!same)
+    return Status::error("the re-shaped bundle's launches or params are not "
+                         "the loaded bundle's");
+  return runLaunches(shaped, launches, rt::launchedBlocks(shaped, smCount_),
+                     addresses, stream, LaunchPhase::Main);
+}
+
+Status
 LoadedBundle::runLaunches(const Bundle &bundle,
                           const std::vector<BundleLaunch> &launches,
                           uint32_t launchedBlocks,

@@ -92,6 +92,15 @@ public:
              const std::map<std::string, CUdeviceptr> &bufferAddresses,
              CUstream stream, LaunchPhase phase = LaunchPhase::Main) const;
 
+  /// run(shaped, ...) for a `shaped` made from bundle() by withTensorShapes
+  /// (which validated it) with grids and scalar values set, as the
+  /// attention library's calls are: only its launches' and params' names
+  /// are compared with the loaded ones, so a call spends no host time
+  /// validating the bundle twice.
+  Status runReshaped(const Bundle &shaped,
+                     const std::map<std::string, CUdeviceptr> &bufferAddresses,
+                     CUstream stream) const;
+
 private:
   /// Both run()s: `launches` (launchesOf(bundle)) with `bundle`'s params, a
   /// single persistent kernel with `launchedBlocks` blocks.

@@ -21,6 +21,10 @@
 
 using namespace sinkattn::rt;
 
+#define EXPECT_CONTAINS(haystack, needle)                                      \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)             \
+      << "'" << (haystack) << "' does not contain '" << (needle) << "'"
+
 namespace {
 
 /// The fake driver's log: the lines recorded since the last clear.
@@ -190,6 +194,26 @@ TEST_F(FakeDriver, BshdAndVarlenCallsOverTheKernelLibrary) {
   ASSERT_TRUE(ran.ok()) << ran.message();
   EXPECT_EQ(log.starting("load module").size(), 1u);
   EXPECT_EQ(library.compiledKernels(), 2u);
+}
+
+/// runReshaped trusts a bundle made from the loaded one, but not one with
+/// other launches or params.
+TEST_F(FakeDriver, ReshapedRunsRefuseAnotherBundle) {
+  Expected<Bundle> bundle =
+      readBundle(std::string(SINKATTN_KERNEL_LIBRARY_DIR) +
+                 "/fwd-bf16-d64-causal-f32-sinks-plain");
+  ASSERT_TRUE(bundle.ok()) << bundle.message();
+  Expected<LoadedBundle> loaded = LoadedBundle::load(*context, *bundle);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  Bundle renamed = *bundle;
+  renamed.params[0].name = "q2";
+  EXPECT_CONTAINS(loaded->runReshaped(renamed, {}, nullptr).message(),
+                  "the re-shaped bundle's launches or params are not the "
+                  "loaded bundle's");
+  Bundle fewer = *bundle;
+  fewer.params.pop_back();
+  EXPECT_CONTAINS(loaded->runReshaped(fewer, {}, nullptr).message(),
+                  "are not the loaded bundle's");
 }
 #endif
 
