@@ -48,6 +48,12 @@
 #     ab-shapes   the shape-generic forward (the kernel library, re-shaped)
 #                 against the kernels compiled per problem, alternated,
 #                 each side checked first (scripts/ab-run-time-shapes.sh).
+#     startup     what a process's first call and every call cost on the
+#                 host: the kernel library's load from SASS against the
+#                 JIT with an empty and a warm driver cache
+#                 (bench/load_time.py, each run a passing check), and the
+#                 library's host time per call (sinkattn-host-overhead of
+#                 the runtime-only build).
 #   SINKATTN_BUNDLES: the bundles (default .carry/bundles); SINKATTN_GPU_BUILD_DIR:
 #   the runtime-only build (default build-gpu).
 set -uo pipefail
@@ -102,11 +108,11 @@ sanitized=(tma-copy-1024x512 gemm-256x256x128 tma-stream-odd-start tma-im2col
 summary=()
 failures=0
 note() { summary+=("$1"); echo "== $1"; }
-steps=",${GPU_ROUND_STEPS:-tests,sanitizers,benches,ab-shapes,tune,baselines,clocks},"
+steps=",${GPU_ROUND_STEPS:-tests,sanitizers,benches,ab-shapes,startup,tune,baselines,clocks},"
 for step in ${steps//,/ }; do
   case $step in
-    tests | sanitizers | benches | ab-shapes | tune | baselines | clocks) ;;
-    *) echo "error: unknown step '$step' in GPU_ROUND_STEPS (tests, sanitizers, benches, ab-shapes, tune, baselines, clocks)" >&2
+    tests | sanitizers | benches | ab-shapes | startup | tune | baselines | clocks) ;;
+    *) echo "error: unknown step '$step' in GPU_ROUND_STEPS (tests, sanitizers, benches, ab-shapes, startup, tune, baselines, clocks)" >&2
        exit 2 ;;
   esac
 done
@@ -303,6 +309,26 @@ if want ab-shapes; then
   ((status == 0)) || failures=$((failures + 1))
   while read -r line; do note "$line"; done < <(grep "^ab " "$ab_log")
   ((status == 0)) || note "ab-shapes: FAIL (log: $ab_log)"
+fi
+if want startup; then
+  # The library's D 128 and D 64 kernels of the seed table's variant.
+  for form in d128-causal-f32-sinks-overlap d64-causal-f32-sinks-plain; do
+    log="$out/load-time-$form.log"
+    python3 bench/load_time.py --runner "$runner" \
+      --bundle "$bundles/kernel-library/fwd-bf16-$form" --runs 3 \
+      --json "$out/load-time-$form.json" -- --seqlens-q 1000 >"$log" 2>&1
+    status=$?
+    ((status == 0)) || failures=$((failures + 1))
+    while read -r line; do note "load $form: $line"; done < <(grep "median" "$log")
+    ((status == 0)) || note "load $form: FAIL (log: $log)"
+  done
+  log="$out/host-overhead.log"
+  "$build/bin/sinkattn-host-overhead" --library "$bundles/kernel-library" \
+    --calls 300 >"$log" 2>&1
+  status=$?
+  ((status == 0)) || failures=$((failures + 1))
+  while read -r line; do note "host time: ${line#  }"; done < <(grep " us$" "$log")
+  ((status == 0)) || note "host time: FAIL (log: $log)"
 fi
 if [[ -n "$preset" ]] && want tune; then
   # Autotuning: every seed cell's schedule x stages variant (and the ws/overlap

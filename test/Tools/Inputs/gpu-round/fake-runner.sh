@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # A stand-in for sinkattn-runner in test/Tools/gpu-round.test: `devices`,
 # `check --bundle B`, `bench --bundle B --json J`, `bench --preset P
-# --bundles DIR` and `tune --bundles DIR`. Each call appends a line to
+# --bundles DIR` and `tune --bundles DIR`; `check --verbose` says how the
+# kernels loaded (SASS where the manifest has it). Each call appends a line to
 # $FAKE_RUNNER_LOG ("check NAME", "bench NAME", "bench [--checked] --bundles NAME...",
 # "tune NAME..."). A bundle with a `check-fail` file fails its check, one
 # with a `bench-fail` file its bench; FAKE_TUNE_FAIL=1 fails tune.
 set -uo pipefail
 command=$1
 shift
-bundle= bundles= json= checked=
+bundle= bundles= json= checked= verbose=
 while (($#)); do
   case $1 in
     --bundle) bundle=$2; shift 2 ;;
     --bundles) bundles=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --checked) checked=" --checked"; shift ;;
+    --verbose) verbose=1; shift ;;
     *) shift 2 || { echo "fake runner: no value for $1" >&2; exit 2; } ;;
   esac
 done
@@ -28,7 +30,15 @@ case $command in
       echo "check $(basename "$bundle"): FAIL (rel-L2 0.5 > 0.01)"
       exit 1
     fi
-    echo "check $(basename "$bundle"): PASS" ;;
+    echo "check $(basename "$bundle"): PASS"
+    # --verbose: how the kernels loaded (bench/load_time.py reads it).
+    if [[ -n $verbose ]]; then
+      if grep -q '"sass"' "$bundle/manifest.json" 2>/dev/null; then
+        echo "kernels of sink_fwd: SASS for sm_90a (kernel.cubin), loaded in 2.0 ms" >&2
+      else
+        echo "kernels of sink_fwd: PTX, JIT-compiled, loaded in 500.0 ms" >&2
+      fi
+    fi ;;
   bench)
     if [[ -n $bundles ]]; then
       log "bench$checked --bundles $(names "$bundles")"
