@@ -8,7 +8,8 @@
 // call, without waiting for the GPU. With --driver naming the test's fake
 // driver (libsinkattn-fake-cuda.so, run with FAKE_CUDA_QUIET=1 so that it
 // records nothing) it runs without a GPU and measures the library alone;
-// with libcuda.so.1 (the default) the driver's share too.
+// with libcuda.so.1 (the default; $SINKATTN_CUDA_DRIVER overrides it) the
+// driver's share too.
 //
 // usage: sinkattn-host-overhead --library DIR [--driver LIB] [--calls N]
 //
@@ -46,7 +47,7 @@ int fail(const std::string &message) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string library, driverName = kCudaDriverLibrary;
+  std::string library, driverName = defaultCudaDriverLibrary();
   int calls = 2000;
   const std::string usage =
       "usage: " + std::string(argv[0]) +

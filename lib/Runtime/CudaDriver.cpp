@@ -2,6 +2,8 @@
 
 #include "SinkAttn/Runtime/CudaDriver.h"
 
+#include <cstdlib>
+
 #include <dlfcn.h>
 
 namespace sinkattn::rt {
@@ -28,6 +30,11 @@ Status CudaDriver::check(CUresult result, const char *call) const {
     description = nullptr;
   return Status::error(
       formatCudaError(call, static_cast<int>(result), name, description));
+}
+
+std::string defaultCudaDriverLibrary() {
+  const char *chosen = std::getenv("SINKATTN_CUDA_DRIVER");
+  return chosen && *chosen ? chosen : kCudaDriverLibrary;
 }
 
 Expected<std::shared_ptr<const CudaDriver>>

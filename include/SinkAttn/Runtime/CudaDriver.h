@@ -71,6 +71,10 @@ namespace sinkattn::rt {
 
 /// Name of the driver library load() opens by default.
 inline constexpr const char *kCudaDriverLibrary = "libcuda.so.1";
+/// The library load() opens by default: $SINKATTN_CUDA_DRIVER where it is
+/// set and not empty (tests load a driver without a GPU so), else
+/// kCudaDriverLibrary.
+std::string defaultCudaDriverLibrary();
 
 /// Formats a failed driver call the way every runtime error does:
 /// "<call> failed: <ERROR_NAME> (<error string>)".  Pure; used by
@@ -86,7 +90,7 @@ public:
   /// never dlclose()d: libcuda starts threads and registers exit handlers,
   /// so unloading it while the process lives is unsafe.
   static Expected<std::shared_ptr<const CudaDriver>>
-  load(const std::string &library = kCudaDriverLibrary);
+  load(const std::string &library = defaultCudaDriverLibrary());
 
   /// Success for CUDA_SUCCESS; otherwise an error built by formatCudaError
   /// with the driver's own error name and description.

@@ -34,6 +34,17 @@ thread_local std::vector<CUcontext> contextStack;
 /// times the library, not the log).
 const bool quiet = std::getenv("FAKE_CUDA_QUIET") != nullptr;
 
+/// The entry point whose next call fails (fakeCudaFailNext), or empty.
+std::string failing;
+/// Whether this call of `function` fails (once).
+bool fails(const char *function) {
+  std::lock_guard<std::mutex> lock(logMutex);
+  if (failing != function)
+    return false;
+  failing.clear();
+  return true;
+}
+
 void record(const std::string &line) {
   if (quiet)
     return;
@@ -57,6 +68,14 @@ __attribute__((visibility("default"))) const char *fakeCudaLog() {
   std::lock_guard<std::mutex> lock(logMutex);
   copy = eventLog;
   return copy.c_str();
+}
+/// Makes the next call of the entry point `function` fail: its exported
+/// name ("cuLaunchKernelEx", "cuMemAlloc_v2"), or
+/// "cuModuleLoadDataEx(cubin)" for a load of a cubin only.
+__attribute__((visibility("default"))) void
+fakeCudaFailNext(const char *function) {
+  std::lock_guard<std::mutex> lock(logMutex);
+  failing = function;
 }
 __attribute__((visibility("default"))) void fakeCudaClearLog() {
   std::lock_guard<std::mutex> lock(logMutex);
@@ -148,6 +167,8 @@ CUresult cuCtxPopCurrent(CUcontext *context) {
 CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
 
 CUresult cuMemAlloc(CUdeviceptr *pointer, size_t bytes) {
+  if (fails("cuMemAlloc_v2"))
+    return CUDA_ERROR_OUT_OF_MEMORY;
   void *memory = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!memory)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -182,6 +203,8 @@ CUresult cuMemsetD8Async(CUdeviceptr device, unsigned char value,
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int,
                             CUjit_option *, void **) {
   bool cubin = std::memcmp(image, "\x7f" "ELF", 4) == 0;
+  if (fails(cubin ? "cuModuleLoadDataEx(cubin)" : "cuModuleLoadDataEx"))
+    return CUDA_ERROR_INVALID_IMAGE;
   record(std::string("load module ") + (cubin ? "cubin" : "ptx"));
   *module = reinterpret_cast<CUmodule>(&moduleToken);
   return CUDA_SUCCESS;
@@ -218,6 +241,8 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int gridX,
                         unsigned int blockX, unsigned int blockY,
                         unsigned int blockZ, unsigned int sharedBytes,
                         CUstream, void **, void **) {
+  if (fails("cuLaunchKernel"))
+    return CUDA_ERROR_LAUNCH_FAILED;
   unsigned grid[3] = {gridX, gridY, gridZ}, block[3] = {blockX, blockY, blockZ};
   if (!quiet)
     recordLaunch(function, grid, block, sharedBytes);
@@ -225,6 +250,8 @@ CUresult cuLaunchKernel(CUfunction function, unsigned int gridX,
 }
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction function,
                           void **, void **) {
+  if (fails("cuLaunchKernelEx"))
+    return CUDA_ERROR_LAUNCH_FAILED;
   unsigned grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ},
            block[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
   if (!quiet)

@@ -7,11 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SinkAttn-c/Attention.h"
 #include "SinkAttn/Runtime/Attention.h"
 
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -31,6 +33,8 @@ namespace {
 struct FakeDriverLog {
   const char *(*text)() = nullptr;
   void (*clear)() = nullptr;
+  /// Makes the next call of an entry point fail (FakeCudaDriver.cpp).
+  void (*failNext)(const char *function) = nullptr;
 
   std::vector<std::string> lines() const {
     std::vector<std::string> result;
@@ -49,6 +53,17 @@ struct FakeDriverLog {
   }
 };
 
+/// Device buffers for a call: the fake driver's memory is host memory.
+struct Buffers {
+  std::vector<DeviceBuffer> held;
+  CUdeviceptr allocate(const Context &ctx, size_t bytes) {
+    Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(ctx, bytes);
+    EXPECT_TRUE(buffer.ok()) << buffer.message();
+    held.push_back(buffer.take());
+    return held.back().address();
+  }
+};
+
 class FakeDriver : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -60,7 +75,10 @@ protected:
     ASSERT_NE(handle, nullptr);
     log.text = reinterpret_cast<const char *(*)()>(dlsym(handle, "fakeCudaLog"));
     log.clear = reinterpret_cast<void (*)()>(dlsym(handle, "fakeCudaClearLog"));
-    ASSERT_TRUE(log.text && log.clear);
+    log.failNext = reinterpret_cast<void (*)(const char *)>(
+        dlsym(handle, "fakeCudaFailNext"));
+    ASSERT_TRUE(log.text && log.clear && log.failNext);
+    driver_ = *driver;
     Expected<Context> created = Context::create(*driver, 0);
     ASSERT_TRUE(created.ok()) << created.message();
     context = std::make_unique<Context>(created.take());
@@ -68,17 +86,26 @@ protected:
   }
 
   std::unique_ptr<Context> context;
+  std::shared_ptr<const CudaDriver> driver_;
   FakeDriverLog log;
 };
 
-/// Device buffers for a call: the fake driver's memory is host memory.
-struct Buffers {
-  std::vector<DeviceBuffer> held;
-  CUdeviceptr allocate(const Context &ctx, size_t bytes) {
-    Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(ctx, bytes);
-    EXPECT_TRUE(buffer.ok()) << buffer.message();
-    held.push_back(buffer.take());
-    return held.back().address();
+/// A valid BSHD call of B 2, SQ 100, SKV 100, H 4, HK 4, D 64, with sinks.
+struct SmallCall {
+  Buffers memory;
+  ForwardArgs args;
+  explicit SmallCall(const Context &ctx) {
+    const int64_t b = 2, s = 100, h = 4, d = 64;
+    auto tensor = [&](std::vector<int64_t> sizes, DType dtype, size_t bytes) {
+      return DeviceTensor{memory.allocate(ctx, bytes), dtype, sizes, {}};
+    };
+    args.q = tensor({b, s, h, d}, DType::BF16, b * s * h * d * 2);
+    args.k = tensor({b, s, h, d}, DType::BF16, b * s * h * d * 2);
+    args.v = tensor({b, s, h, d}, DType::BF16, b * s * h * d * 2);
+    args.out = tensor({b, s, h, d}, DType::BF16, b * s * h * d * 2);
+    args.lse = tensor({b, h, s}, DType::F32, h * b * s * 4);
+    args.lse.strides = {s, b * s, 1};
+    args.sinks = tensor({h}, DType::F32, h * 4);
   }
 };
 
@@ -214,6 +241,84 @@ TEST_F(FakeDriver, ReshapedRunsRefuseAnotherBundle) {
   fewer.params.pop_back();
   EXPECT_CONTAINS(loaded->runReshaped(fewer, {}, nullptr).message(),
                   "are not the loaded bundle's");
+}
+
+/// A cubin the driver refuses falls back to the PTX; a failed launch or
+/// allocation is an error naming the call, and the library's next call
+/// works.
+TEST_F(FakeDriver, DriverFailures) {
+  Expected<AttentionLibrary> library =
+      AttentionLibrary::open(*context, SINKATTN_KERNEL_LIBRARY_DIR);
+  ASSERT_TRUE(library.ok()) << library.message();
+  SmallCall call(*context);
+  log.failNext("cuMemAlloc_v2");
+  EXPECT_CONTAINS(library->forward(call.args, nullptr).message(),
+                  "cuMemAlloc_v2 failed: CUDA_ERROR_FAKE");
+  log.clear();
+  log.failNext("cuModuleLoadDataEx(cubin)");
+  Status ran = library->forward(call.args, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_EQ(log.starting("load module"),
+            std::vector<std::string>{"load module ptx"});
+  log.failNext("cuLaunchKernel");
+  EXPECT_CONTAINS(library->forward(call.args, nullptr).message(),
+                  "cuLaunchKernel failed: CUDA_ERROR_FAKE");
+  log.clear();
+  ran = library->forward(call.args, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_EQ(log.starting("launch").size(), 1u);
+  EXPECT_EQ(library->compiledKernels(), 1u);
+}
+
+/// The C ABI on the fake driver ($SINKATTN_CUDA_DRIVER): a BSHD call runs,
+/// the caller's current context is the same after it, and a failed launch
+/// is SINKATTN_ERROR_RUNTIME with its message.
+TEST_F(FakeDriver, CApi) {
+  ASSERT_EQ(setenv("SINKATTN_CUDA_DRIVER", SINKATTN_FAKE_CUDA_DRIVER, 1), 0);
+  SinkAttnLibrary *library = nullptr;
+  SinkAttnStatus opened =
+      sinkattnLibraryOpen(SINKATTN_KERNEL_LIBRARY_DIR, 0, &library);
+  unsetenv("SINKATTN_CUDA_DRIVER");
+  ASSERT_EQ(opened, SINKATTN_SUCCESS) << sinkattnLastError();
+  SmallCall call(*context);
+  auto cTensor = [](const DeviceTensor &t) {
+    SinkAttnTensor c = {};
+    c.data = t.data;
+    c.dtype = t.dtype == DType::F32 ? SINKATTN_DTYPE_F32 : SINKATTN_DTYPE_BF16;
+    c.rank = int32_t(t.sizes.size());
+    for (size_t d = 0; d < t.sizes.size(); ++d)
+      c.sizes[d] = t.sizes[d];
+    for (size_t d = 0; d < t.strides.size(); ++d)
+      c.strides[d] = t.strides[d];
+    return c;
+  };
+  SinkAttnForwardArgs args = {};
+  args.q = cTensor(call.args.q);
+  args.k = cTensor(call.args.k);
+  args.v = cTensor(call.args.v);
+  args.out = cTensor(call.args.out);
+  args.lse = cTensor(call.args.lse);
+  args.sinks = cTensor(*call.args.sinks);
+  args.causal = 1;
+  // Another context current on this thread: the call leaves it so.
+  int other = 0;
+  auto callers = reinterpret_cast<CUcontext>(&other);
+  ASSERT_EQ(driver_->cuCtxSetCurrent(callers), CUDA_SUCCESS);
+  log.clear();
+  EXPECT_EQ(sinkattnForward(library, &args, nullptr), SINKATTN_SUCCESS)
+      << sinkattnLastError();
+  EXPECT_EQ(log.starting("launch").size(), 1u);
+  EXPECT_EQ(sinkattnLibraryCompiledKernels(library), 1);
+  CUcontext after = nullptr;
+  ASSERT_EQ(driver_->cuCtxGetCurrent(&after), CUDA_SUCCESS);
+  EXPECT_EQ(after, callers);
+  log.failNext("cuLaunchKernel");
+  EXPECT_EQ(sinkattnForward(library, &args, nullptr), SINKATTN_ERROR_RUNTIME);
+  EXPECT_CONTAINS(sinkattnLastError(), "cuLaunchKernel failed");
+  ASSERT_EQ(driver_->cuCtxGetCurrent(&after), CUDA_SUCCESS);
+  EXPECT_EQ(after, callers);
+  sinkattnLibraryClose(library);
+  ASSERT_EQ(driver_->cuCtxSetCurrent(context->handle()), CUDA_SUCCESS);
 }
 #endif
 
