@@ -504,6 +504,23 @@ AttentionLibrary::open(const Context &ctx, const std::string &directory) {
   return library;
 }
 
+Expected<AttentionLibrary>
+AttentionLibrary::ofLoaded(const Context &ctx,
+                           std::shared_ptr<LoadedBundle> loaded) {
+  KernelLibraryEntry entry;
+  entry.bundle = loaded->bundle();
+  SINKATTN_RT_ASSIGN_OR_RETURN(entry.variant, sinkFwdVariantOf(entry.bundle));
+  SINKATTN_RT_ASSIGN_OR_RETURN(entry.schedule,
+                               configText(entry.bundle, "schedule"));
+  // The loaded kernels hold the code; calls re-shape the manifest only.
+  entry.bundle.ptx.clear();
+  entry.bundle.reference.reset();
+  entry.bundle.sass.reset();
+  AttentionLibrary library(ctx);
+  library.kernels_.push_back({std::move(entry), std::move(loaded)});
+  return library;
+}
+
 std::vector<SinkFwdVariant> AttentionLibrary::variants() const {
   std::vector<SinkFwdVariant> variants;
   for (const Kernel &kernel : kernels_)

@@ -576,9 +576,16 @@ Session::open(rt::Bundle bundle, int device, bool verbose) {
         stderr, "kernels of %s: %s, loaded in %.1f ms\nJIT log of %s:\n%s\n",
         loaded.name().c_str(), loaded.codeSource().c_str(), loadTime.count(),
         loaded.name().c_str(), loaded.infoLog().c_str());
-  session->loaded_ = std::make_unique<rt::LoadedBundle>(std::move(loaded));
+  session->loaded_ = std::make_shared<rt::LoadedBundle>(std::move(loaded));
   session->verbose_ = verbose;
   session->kind_ = kind;
+  if (rt::sinkFwdVariantOf(session->bundle()).ok()) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        rt::AttentionLibrary library,
+        rt::AttentionLibrary::ofLoaded(*session->context_, session->loaded_));
+    session->library_ =
+        std::make_unique<rt::AttentionLibrary>(std::move(library));
+  }
   return session;
 }
 
@@ -693,10 +700,60 @@ rt::Status Session::prepare(uint64_t seed) {
     addresses_[param.name] = buffer.address();
     buffers_.emplace(param.name, std::move(buffer));
   }
+  if (library_)
+    SINKATTN_RT_TRY(prepareLibraryCall());
   return context_->synchronize();
 }
 
+rt::Status Session::prepareLibraryCall() {
+  const rt::Bundle &b = bundle();
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t headDim,
+                               rt::configInteger(b, "head_dim"));
+  // The bundle's token views [T, heads * D] as [T, heads, D].
+  auto tokens = [&](const char *name) -> rt::DeviceTensor {
+    const rt::BundleParam &p = *rt::findParam(b, name);
+    rt::DeviceTensor t{
+        addresses_.at(name),
+        p.dtype,
+        {int64_t(p.shape[0]), int64_t(p.shape[1]) / headDim, headDim},
+        {}};
+    if (!p.strides.empty())
+      t.strides = {int64_t(p.strides[0]), headDim, 1};
+    return t;
+  };
+  auto dense = [&](const char *name) -> rt::DeviceTensor {
+    const rt::BundleParam &p = *rt::findParam(b, name);
+    return {addresses_.at(name),
+            p.dtype,
+            std::vector<int64_t>(p.shape.begin(), p.shape.end()),
+            {}};
+  };
+  rt::VarlenForwardArgs call;
+  call.q = tokens("q");
+  call.k = tokens("k");
+  call.v = tokens("v");
+  call.out = tokens("o");
+  call.lse = dense("lse");
+  call.sinks = dense("sinks");
+  call.cuSeqlensQ = dense("cu_seqlens_q");
+  call.cuSeqlensKv = dense("cu_seqlens_kv");
+  call.maxSeqlenQ = configInt("seq_q");
+  call.maxSeqlenKv = configInt("seq_kv");
+  call.causal = configInt("causal") != 0;
+  call.window = configInt("window");
+  auto scale = b.config.find("scale");
+  if (scale != b.config.end())
+    if (const double *value = std::get_if<double>(&scale->second))
+      call.softmaxScale = *value;
+  SINKATTN_RT_ASSIGN_OR_RETURN(libraryProblem_,
+                               rt::validateVarlenForward(call));
+  libraryCall_ = std::move(call);
+  return rt::Status::success();
+}
+
 rt::Status Session::launch(CUstream stream) {
+  if (library_)
+    return library_->forwardVarlen(libraryCall_, libraryProblem_, stream);
   return loaded_->run(addresses_, stream, rt::LaunchPhase::Main);
 }
 

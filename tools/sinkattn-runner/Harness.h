@@ -10,6 +10,7 @@
 #ifndef SINKATTN_TOOLS_RUNNER_HARNESS_H
 #define SINKATTN_TOOLS_RUNNER_HARNESS_H
 
+#include "SinkAttn/Runtime/Attention.h"
 #include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/Bundle.h"
 #include "SinkAttn/Runtime/Context.h"
@@ -81,7 +82,9 @@ public:
   /// The sink logits fixSinks() set, one per head (empty: random).
   const std::vector<float> &fixedSinks() const { return fixedSinks_; }
   /// The bundle's kernels, except setup launches, on `stream`
-  /// (asynchronous): what bench times.
+  /// (asynchronous): what bench times. A varlen sink-fwd bundle for
+  /// run-time shapes is one call of rt::AttentionLibrary::forwardVarlen
+  /// (validation, the kernel's re-shaping and launch: a program's call).
   rt::Status launch(CUstream stream);
   /// The setup launches (they compute inputs of the kernels, such as the
   /// forward's O and LSE that a backward reads), then synchronizes.
@@ -127,10 +130,18 @@ private:
   rt::Expected<std::vector<float>> downloadAsFloat(const std::string &name) const;
   /// JIT-compiles the bundle's reference kernel on first use.
   rt::Status loadReference();
+  /// The attention library's call on this session's buffers (library_).
+  rt::Status prepareLibraryCall();
 
   std::unique_ptr<rt::Context> context_;
   /// The bundle, its kernels JIT-compiled and their launch sequence.
-  std::unique_ptr<rt::LoadedBundle> loaded_;
+  std::shared_ptr<rt::LoadedBundle> loaded_;
+  /// A varlen sink-fwd bundle for run-time shapes runs through the
+  /// attention library's API, as a program calls it: the library of that
+  /// kernel, and the call on this session's buffers (set by prepare()).
+  std::unique_ptr<rt::AttentionLibrary> library_;
+  rt::VarlenForwardArgs libraryCall_;
+  rt::VarlenForwardProblem libraryProblem_;
   std::map<std::string, rt::DeviceBuffer> buffers_;
   /// buffers_' device addresses by name, for the launches (set by
   /// prepare(), not rebuilt for every timed launch).

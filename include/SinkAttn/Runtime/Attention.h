@@ -170,6 +170,10 @@ public:
   /// must outlive the library.
   static Expected<AttentionLibrary> open(const Context &ctx,
                                          const std::string &directory);
+  /// A library of one kernel loaded already (a varlen sink-fwd bundle for
+  /// run-time shapes): how sinkattn-runner's check and bench call it.
+  static Expected<AttentionLibrary>
+  ofLoaded(const Context &ctx, std::shared_ptr<LoadedBundle> loaded);
 
   /// The variants it holds.
   std::vector<SinkFwdVariant> variants() const;

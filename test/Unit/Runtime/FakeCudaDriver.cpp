@@ -6,14 +6,15 @@
 // run end to end on the CPU: one device reporting an H200's attributes
 // (compute capability 9.0), device memory in host memory (copies work), and
 // modules, tensor maps and launches recorded in a text log that the tests
-// read (fakeCudaLog) instead of running anything; with FAKE_CUDA_QUIET set
-// it records nothing.
+// read (fakeCudaLog, or the file FAKE_CUDA_LOG_FILE names) instead of
+// running anything; with FAKE_CUDA_QUIET set it records nothing.
 //
 //===----------------------------------------------------------------------===//
 
 #include <cuda.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -45,11 +46,20 @@ bool fails(const char *function) {
   return true;
 }
 
+/// FAKE_CUDA_LOG_FILE set: every line is also appended to that file, for
+/// tests of programs (sinkattn-runner) that cannot read fakeCudaLog.
+const char *const logFile = std::getenv("FAKE_CUDA_LOG_FILE");
+
 void record(const std::string &line) {
   if (quiet)
     return;
   std::lock_guard<std::mutex> lock(logMutex);
   eventLog += line + "\n";
+  if (logFile)
+    if (FILE *file = std::fopen(logFile, "a")) {
+      std::fputs((line + "\n").c_str(), file);
+      std::fclose(file);
+    }
 }
 
 template <typename T> std::string joined(const T *values, unsigned count) {
