@@ -5,8 +5,8 @@
 // the launch), the part of a call's cost that the GPU does not hide for
 // short kernels (decoding) and that a framework binding adds to. Each call
 // kind is made --calls times after a warm-up; the time is the host's, per
-// call, without waiting for the GPU. With --driver naming the test's fake
-// driver (libsinkattn-fake-cuda.so, run with FAKE_CUDA_QUIET=1 so that it
+// call, in batches that never wait for the GPU. With --driver naming the test's
+// fake driver (libsinkattn-fake-cuda.so, run with FAKE_CUDA_QUIET=1 so that it
 // records nothing) it runs without a GPU and measures the library alone;
 // with libcuda.so.1 (the default; $SINKATTN_CUDA_DRIVER overrides it) the
 // driver's share too.
@@ -17,6 +17,7 @@
 
 #include "SinkAttn/Runtime/Attention.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,15 +29,24 @@
 using namespace sinkattn::rt;
 
 namespace {
-/// Per-call host microseconds of `call` over `calls` calls, after 20.
-Expected<double> timeCalls(int calls, const std::function<Status()> &call) {
+/// Per-call host microseconds of `call` over `calls` calls, after 20, in
+/// batches of 16 with the GPU drained between them (untimed), so that a
+/// full launch queue never makes the host wait for the kernels.
+Expected<double> timeCalls(const Context &ctx, int calls,
+                           const std::function<Status()> &call) {
   for (int i = 0; i < 20; ++i)
     SINKATTN_RT_TRY(call());
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; ++i)
-    SINKATTN_RT_TRY(call());
-  std::chrono::duration<double, std::micro> spent =
-      std::chrono::steady_clock::now() - start;
+  SINKATTN_RT_TRY(ctx.synchronize());
+  std::chrono::duration<double, std::micro> spent{0};
+  for (int done = 0; done < calls;) {
+    int batch = std::min(16, calls - done);
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < batch; ++i)
+      SINKATTN_RT_TRY(call());
+    spent += std::chrono::steady_clock::now() - start;
+    SINKATTN_RT_TRY(ctx.synchronize());
+    done += batch;
+  }
   return spent.count() / calls;
 }
 
@@ -112,11 +122,11 @@ int main(int argc, char **argv) {
   varlen.maxSeqlenQ = varlen.maxSeqlenKv = t;
 
   Expected<double> bshd =
-      timeCalls(calls, [&] { return kernels->forward(decode, nullptr); });
+      timeCalls(*ctx, calls, [&] { return kernels->forward(decode, nullptr); });
   if (!bshd.ok())
     return fail(bshd.message());
-  Expected<double> packed =
-      timeCalls(calls, [&] { return kernels->forwardVarlen(varlen, nullptr); });
+  Expected<double> packed = timeCalls(
+      *ctx, calls, [&] { return kernels->forwardVarlen(varlen, nullptr); });
   if (!packed.ok())
     return fail(packed.message());
   if (Status synced = ctx->synchronize(); !synced.ok())

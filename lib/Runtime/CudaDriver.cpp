@@ -47,10 +47,13 @@ CudaDriver::load(const std::string &library) {
     return Status::error(
         "cannot load the CUDA driver library " + library + ": " +
         (why ? why : "unknown dlopen error") +
-        ". SinkAttn needs an NVIDIA GPU driver (CUDA 12.0 or newer) that "
-        "provides " +
-        kCudaDriverLibrary + "; is the NVIDIA driver installed and on the "
-        "loader path?");
+        (library != kCudaDriverLibrary && library == defaultCudaDriverLibrary()
+             ? std::string(" (named by SINKATTN_CUDA_DRIVER)")
+             : std::string(". SinkAttn needs an NVIDIA GPU driver (CUDA 12.0 "
+                           "or newer) that provides ") +
+                   kCudaDriverLibrary +
+                   "; is the NVIDIA driver installed and on the loader "
+                   "path?"));
   }
 
   std::shared_ptr<CudaDriver> driver(new CudaDriver());

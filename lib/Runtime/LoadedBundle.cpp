@@ -163,8 +163,15 @@ LoadedBundle::runReshaped(const Bundle &shaped,
   std::vector<BundleLaunch> launches = launchesOf(shaped);
   bool same = launches.size() == launches_.size() &&
               shaped.params.size() == bundle_.params.size();
-  for (size_t i = 0; same && i < launches.size(); ++i)
-    same = launches[i].entry == launches_[i].entry;
+  // The launches as loaded but for their grids (blocks, shared memory,
+  // clusters and overlaps are what the kernels and side stream were set up
+  // for); the params by name and kind.
+  for (size_t i = 0; same && i < launches.size(); ++i) {
+    const BundleLaunch &a = launches[i], &b = launches_[i];
+    same = a.entry == b.entry && a.block == b.block && a.cluster == b.cluster &&
+           a.sharedMemoryBytes == b.sharedMemoryBytes && a.args == b.args &&
+           a.setup == b.setup && a.overlapsNext == b.overlapsNext;
+  }
   for (size_t i = 0; same && i < shaped.params.size(); ++i)
     same = shaped.params[i].name == bundle_.params[i].name &&
            shaped.params[i].kind == bundle_.params[i].kind;

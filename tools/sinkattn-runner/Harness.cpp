@@ -737,14 +737,18 @@ rt::Status Session::prepareLibraryCall() {
   call.sinks = dense("sinks");
   call.cuSeqlensQ = dense("cu_seqlens_q");
   call.cuSeqlensKv = dense("cu_seqlens_kv");
-  call.maxSeqlenQ = configInt("seq_q");
-  call.maxSeqlenKv = configInt("seq_kv");
-  call.causal = configInt("causal") != 0;
-  call.window = configInt("window");
-  auto scale = b.config.find("scale");
-  if (scale != b.config.end())
-    if (const double *value = std::get_if<double>(&scale->second))
-      call.softmaxScale = *value;
+  // The problem as the check's reference reads it: one parse for both.
+  SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape, sinkFwdShape(b));
+  auto longest = [](const std::vector<int64_t> &offsets) {
+    std::vector<int64_t> lengths = rt::lengthsOf(offsets);
+    return lengths.empty() ? int64_t(0)
+                           : *std::max_element(lengths.begin(), lengths.end());
+  };
+  call.maxSeqlenQ = longest(shape.cuSeqlensQ);
+  call.maxSeqlenKv = longest(shape.cuSeqlensKv);
+  call.causal = shape.causal;
+  call.window = shape.window;
+  call.softmaxScale = shape.scale;
   SINKATTN_RT_ASSIGN_OR_RETURN(libraryProblem_,
                                rt::validateVarlenForward(call));
   libraryCall_ = std::move(call);

@@ -94,9 +94,9 @@ public:
 
   /// run(shaped, ...) for a `shaped` made from bundle() by withTensorShapes
   /// (which validated it) with grids and scalar values set, as the
-  /// attention library's calls are: only its launches' and params' names
-  /// are compared with the loaded ones, so a call spends no host time
-  /// validating the bundle twice.
+  /// attention library's calls are: its launches are compared with the
+  /// loaded ones but for their grids, its params by name and kind, so a call
+  /// spends no host time validating the bundle twice.
   Status runReshaped(const Bundle &shaped,
                      const std::map<std::string, CUdeviceptr> &bufferAddresses,
                      CUstream stream) const;

@@ -79,6 +79,8 @@ protected:
         dlsym(handle, "fakeCudaFailNext"));
     ASSERT_TRUE(log.text && log.clear && log.failNext);
     driver_ = *driver;
+    // No failure left armed by a test whose call never came.
+    log.failNext("");
     Expected<Context> created = Context::create(*driver, 0);
     ASSERT_TRUE(created.ok()) << created.message();
     context = std::make_unique<Context>(created.take());
