@@ -579,19 +579,28 @@ std::string AttentionLibrary::noKernelMessage(const SinkFwdVariant &wanted) {
          (wanted.causal ? "" : " --non-causal") + " --emit bundle -o DIR`";
 }
 
+namespace {
+/// A buffer of the library holding `values`. The copy runs on the legacy
+/// default stream, which a call's non-blocking stream is not ordered after,
+/// so it is waited for here, once per buffer.
+template <typename T>
+Expected<std::shared_ptr<DeviceBuffer>>
+uploadAndWait(const Context &ctx, const std::vector<T> &values) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      DeviceBuffer buffer,
+      DeviceBuffer::allocate(ctx, values.size() * sizeof(T)));
+  SINKATTN_RT_TRY(buffer.upload(values));
+  SINKATTN_RT_TRY(ctx.synchronize());
+  return std::make_shared<DeviceBuffer>(std::move(buffer));
+}
+} // namespace
+
 Expected<CUdeviceptr> AttentionLibrary::offsetTable() {
   if (!offsetTable_) {
     std::vector<int32_t> offsets(size_t(kMaxBatch) + 1);
     for (size_t i = 0; i < offsets.size(); ++i)
       offsets[i] = int32_t(i);
-    SINKATTN_RT_ASSIGN_OR_RETURN(
-        DeviceBuffer table,
-        DeviceBuffer::allocate(*ctx_, offsets.size() * sizeof(int32_t)));
-    SINKATTN_RT_TRY(table.upload(offsets));
-    // The copy ran on the legacy default stream, which a non-blocking
-    // stream is not ordered after: wait for it once.
-    SINKATTN_RT_TRY(ctx_->synchronize());
-    offsetTable_ = std::make_shared<DeviceBuffer>(std::move(table));
+    SINKATTN_RT_ASSIGN_OR_RETURN(offsetTable_, uploadAndWait(*ctx_, offsets));
   }
   return offsetTable_->address();
 }
@@ -653,20 +662,15 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
     std::shared_ptr<DeviceBuffer> &none = noSinks_[key];
     if (!none) {
       size_t heads = size_t(problem.heads);
-      SINKATTN_RT_ASSIGN_OR_RETURN(
-          DeviceBuffer buffer,
-          DeviceBuffer::allocate(*ctx_, heads * dtypeSize(key.second)));
       float minusInf = -std::numeric_limits<float>::infinity();
       if (key.second == DType::F32) {
-        SINKATTN_RT_TRY(buffer.upload(std::vector<float>(heads, minusInf)));
+        SINKATTN_RT_ASSIGN_OR_RETURN(
+            none, uploadAndWait(*ctx_, std::vector<float>(heads, minusInf)));
       } else {
-        SINKATTN_RT_TRY(buffer.upload(
-            std::vector<uint16_t>(heads, floatToBf16(minusInf))));
+        SINKATTN_RT_ASSIGN_OR_RETURN(
+            none, uploadAndWait(*ctx_, std::vector<uint16_t>(
+                                           heads, floatToBf16(minusInf))));
       }
-      // The copy ran on the legacy default stream, which a non-blocking
-      // `stream` is not ordered after: wait for it once.
-      SINKATTN_RT_TRY(ctx_->synchronize());
-      none = std::make_shared<DeviceBuffer>(std::move(buffer));
     }
     sinks = none->address();
   }

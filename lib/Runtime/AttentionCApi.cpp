@@ -148,46 +148,72 @@ Expected<ForwardArgs> toArgs(const SinkAttnForwardArgs *c) {
 }
 
 /// A call's arguments converted and validated, and its problem.
-struct CheckedCall {
-  VarlenForwardArgs args;
+template <typename Args> struct CheckedCall {
+  Args args;
   VarlenForwardProblem problem;
 };
-Expected<CheckedCall> checkCall(const SinkAttnVarlenForwardArgs *c) {
+Expected<CheckedCall<VarlenForwardArgs>>
+checkCall(const SinkAttnVarlenForwardArgs *c) {
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardArgs args, toArgs(c));
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
                                validateVarlenForward(args));
-  return CheckedCall{std::move(args), std::move(problem)};
+  return CheckedCall<VarlenForwardArgs>{std::move(args), std::move(problem)};
 }
-struct CheckedBshdCall {
-  ForwardArgs args;
-  VarlenForwardProblem problem;
-};
-Expected<CheckedBshdCall> checkCall(const SinkAttnForwardArgs *c) {
+Expected<CheckedCall<ForwardArgs>> checkCall(const SinkAttnForwardArgs *c) {
   SINKATTN_RT_ASSIGN_OR_RETURN(ForwardArgs args, toArgs(c));
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardProblem problem,
                                validateForward(args));
-  return CheckedBshdCall{std::move(args), std::move(problem)};
+  return CheckedCall<ForwardArgs>{std::move(args), std::move(problem)};
 }
 
-/// Runs a checked call of either kind on `library`: NOT_SUPPORTED where it
-/// has no kernel for the call's variant, RUNTIME when the launch fails.
-template <typename Call, typename Run>
-SinkAttnStatus runChecked(SinkAttnLibrary *library, const Call &call,
-                          Run run) {
-  std::lock_guard<std::mutex> lock(library->mutex);
-  if (!library->library->serves(call.problem.variant,
-                                call.args.sinks.has_value()))
-    return fail(SINKATTN_ERROR_NOT_SUPPORTED,
-                AttentionLibrary::noKernelMessage(call.problem.variant));
-  // The caller's thread may have another context current, or none (a
-  // framework's backward runs on threads of its own).
-  ScopedContext current(library->context);
-  if (!current.status().ok())
-    return fail(SINKATTN_ERROR_RUNTIME, current.status().message());
-  Status ran = run(*library->library);
-  if (!ran.ok())
-    return fail(SINKATTN_ERROR_RUNTIME, ran.message());
-  return SINKATTN_SUCCESS;
+Status launch(AttentionLibrary &kernels,
+              const CheckedCall<VarlenForwardArgs> &call, CUstream stream) {
+  return kernels.forwardVarlen(call.args, call.problem, stream);
+}
+Status launch(AttentionLibrary &kernels, const CheckedCall<ForwardArgs> &call,
+              CUstream stream) {
+  return kernels.forward(call.args, call.problem, stream);
+}
+
+/// sinkattnValidate*: the call's arguments checked, nothing run.
+template <typename CArgs> SinkAttnStatus validateCall(const CArgs *args) {
+  return guarded([&]() -> SinkAttnStatus {
+    auto call = checkCall(args);
+    if (!call.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, call.message());
+    return SINKATTN_SUCCESS;
+  });
+}
+
+/// sinkattn*Forward: the call checked, then run on `library`:
+/// NOT_SUPPORTED where it has no kernel for the call's variant, RUNTIME
+/// when the launch fails.
+template <typename CArgs>
+SinkAttnStatus runCall(SinkAttnLibrary *library, const CArgs *args,
+                       void *stream) {
+  return guarded([&]() -> SinkAttnStatus {
+    if (!library)
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
+                  "library: the pointer is null");
+    auto call = checkCall(args);
+    if (!call.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, call.message());
+    std::lock_guard<std::mutex> lock(library->mutex);
+    if (!library->library->serves(call->problem.variant,
+                                  call->args.sinks.has_value()))
+      return fail(SINKATTN_ERROR_NOT_SUPPORTED,
+                  AttentionLibrary::noKernelMessage(call->problem.variant));
+    // The caller's thread may have another context current, or none (a
+    // framework's backward runs on threads of its own).
+    ScopedContext current(library->context);
+    if (!current.status().ok())
+      return fail(SINKATTN_ERROR_RUNTIME, current.status().message());
+    Status ran =
+        launch(*library->library, *call, static_cast<CUstream>(stream));
+    if (!ran.ok())
+      return fail(SINKATTN_ERROR_RUNTIME, ran.message());
+    return SINKATTN_SUCCESS;
+  });
 }
 
 } // namespace
@@ -282,54 +308,22 @@ void sinkattnLibraryClose(SinkAttnLibrary *library) {
 
 SinkAttnStatus
 sinkattnValidateVarlenForward(const SinkAttnVarlenForwardArgs *args) {
-  return guarded([&]() -> SinkAttnStatus {
-    Expected<CheckedCall> call = checkCall(args);
-    if (!call.ok())
-      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, call.message());
-    return SINKATTN_SUCCESS;
-  });
+  return validateCall(args);
 }
 
 SinkAttnStatus sinkattnVarlenForward(SinkAttnLibrary *library,
                                      const SinkAttnVarlenForwardArgs *args,
                                      void *stream) {
-  return guarded([&]() -> SinkAttnStatus {
-    if (!library)
-      return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
-                  "library: the pointer is null");
-    Expected<CheckedCall> call = checkCall(args);
-    if (!call.ok())
-      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, call.message());
-    return runChecked(library, *call, [&](AttentionLibrary &kernels) {
-      return kernels.forwardVarlen(call->args, call->problem,
-                                   static_cast<CUstream>(stream));
-    });
-  });
+  return runCall(library, args, stream);
 }
 
 SinkAttnStatus sinkattnValidateForward(const SinkAttnForwardArgs *args) {
-  return guarded([&]() -> SinkAttnStatus {
-    Expected<CheckedBshdCall> call = checkCall(args);
-    if (!call.ok())
-      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, call.message());
-    return SINKATTN_SUCCESS;
-  });
+  return validateCall(args);
 }
 
 SinkAttnStatus sinkattnForward(SinkAttnLibrary *library,
                                const SinkAttnForwardArgs *args, void *stream) {
-  return guarded([&]() -> SinkAttnStatus {
-    if (!library)
-      return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
-                  "library: the pointer is null");
-    Expected<CheckedBshdCall> call = checkCall(args);
-    if (!call.ok())
-      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, call.message());
-    return runChecked(library, *call, [&](AttentionLibrary &kernels) {
-      return kernels.forward(call->args, call->problem,
-                             static_cast<CUstream>(stream));
-    });
-  });
+  return runCall(library, args, stream);
 }
 
 int64_t sinkattnLibraryCompiledKernels(const SinkAttnLibrary *library) {

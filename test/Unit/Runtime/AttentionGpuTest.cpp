@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CApiTensor.h"
 #include "SinkAttn-c/Attention.h"
 #include "SinkAttn/Runtime/Attention.h"
 #include "SinkAttn/Runtime/AttentionReference.h"
@@ -77,22 +78,6 @@ struct Case {
   /// A BSHD call ([B, S, H, D]; each of lengthsQ and lengthsKv one length).
   bool bshd = false;
 };
-
-/// The C ABI's tensor for `t`.
-SinkAttnTensor cTensor(const DeviceTensor &t) {
-  SinkAttnTensor c = {};
-  c.data = t.data;
-  c.dtype = t.dtype == DType::BF16  ? SINKATTN_DTYPE_BF16
-            : t.dtype == DType::F16 ? SINKATTN_DTYPE_F16
-            : t.dtype == DType::F32 ? SINKATTN_DTYPE_F32
-                                    : SINKATTN_DTYPE_I32;
-  c.rank = int32_t(t.sizes.size());
-  for (size_t d = 0; d < t.sizes.size(); ++d)
-    c.sizes[d] = t.sizes[d];
-  for (size_t d = 0; d < t.strides.size(); ++d)
-    c.strides[d] = t.strides[d];
-  return c;
-}
 
 /// One call of the library (through the C ABI where `cLibrary` is given),
 /// compared with the float64 forward.

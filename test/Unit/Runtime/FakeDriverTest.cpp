@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CApiTensor.h"
 #include "SinkAttn-c/Attention.h"
 #include "SinkAttn/Runtime/Attention.h"
 
@@ -283,17 +284,6 @@ TEST_F(FakeDriver, CApi) {
   unsetenv("SINKATTN_CUDA_DRIVER");
   ASSERT_EQ(opened, SINKATTN_SUCCESS) << sinkattnLastError();
   SmallCall call(*context);
-  auto cTensor = [](const DeviceTensor &t) {
-    SinkAttnTensor c = {};
-    c.data = t.data;
-    c.dtype = t.dtype == DType::F32 ? SINKATTN_DTYPE_F32 : SINKATTN_DTYPE_BF16;
-    c.rank = int32_t(t.sizes.size());
-    for (size_t d = 0; d < t.sizes.size(); ++d)
-      c.sizes[d] = t.sizes[d];
-    for (size_t d = 0; d < t.strides.size(); ++d)
-      c.strides[d] = t.strides[d];
-    return c;
-  };
   SinkAttnForwardArgs args = {};
   args.q = cTensor(call.args.q);
   args.k = cTensor(call.args.k);
