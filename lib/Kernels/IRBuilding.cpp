@@ -35,6 +35,17 @@ Value sinkattn::kernels::constantIndex(ImplicitLocOpBuilder &b, int64_t value) {
   return arith::ConstantIndexOp::create(b, value);
 }
 
+Value sinkattn::kernels::divUI32(ImplicitLocOpBuilder &b, Value lhs,
+                                 Value rhs) {
+  // Folded as built: a constant divisor stays visible, which makes the
+  // division speculatable (warp specialization repeats such ops).
+  Type i32 = b.getI32Type();
+  Value quotient = b.createOrFold<arith::DivUIOp>(
+      b.createOrFold<arith::IndexCastUIOp>(i32, lhs),
+      b.createOrFold<arith::IndexCastUIOp>(i32, rhs));
+  return b.createOrFold<arith::IndexCastUIOp>(b.getIndexType(), quotient);
+}
+
 Value sinkattn::kernels::constantF32(ImplicitLocOpBuilder &b, float value) {
   return arith::ConstantFloatOp::create(b, b.getF32Type(),
                                         llvm::APFloat(value));

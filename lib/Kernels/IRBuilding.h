@@ -41,6 +41,11 @@ mlir::MemRefType getSharedMemRefType(llvm::ArrayRef<int64_t> shape,
 /// `arith.constant value : index`.
 mlir::Value constantIndex(mlir::ImplicitLocOpBuilder &b, int64_t value);
 
+/// `lhs / rhs` of two indices below 2^31, divided as i32: the GPU has no
+/// 64-bit divide (ptxas calls a routine for one).
+mlir::Value divUI32(mlir::ImplicitLocOpBuilder &b, mlir::Value lhs,
+                    mlir::Value rhs);
+
 /// `arith.constant value : f32`.
 mlir::Value constantF32(mlir::ImplicitLocOpBuilder &b, float value);
 

@@ -284,6 +284,13 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   if (shape.varlen())
     cuQ = args[6], cuK = args[7];
   if (form.runTimeShapes) {
+    // The launcher takes token rows 16 bytes apart (the tensor maps need
+    // it), which lets O's epilogue store column pairs.
+    const int64_t rowMultiple = 16 / (element.getIntOrFloatBitWidth() / 8);
+    for (unsigned arg = 0; arg < 5; ++arg)
+      if (arg != 3)
+        kernel.func.setArgAttr(arg, tile::TileDialect::kStrideMultipleAttrName,
+                               b.getI64IntegerAttr(rowMultiple));
     offsetUnitQ = arith::IndexCastUIOp::create(b, b.getIndexType(),
                                                args[args.size() - 2]);
     offsetUnitK =
@@ -305,7 +312,7 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     Value kvColumns = memref::DimOp::create(b, K, c1);
     headCount = arith::DivUIOp::create(b, qColumns, cD);
     kvHeadCount = arith::DivUIOp::create(b, kvColumns, cD);
-    group = arith::DivUIOp::create(b, headCount, kvHeadCount);
+    group = divUI32(b, headCount, kvHeadCount);
   } else {
     group = constantIndex(b, shape.heads / shape.kvHeads);
   }
@@ -415,7 +422,7 @@ void SinkFwdBuilder::allocateTiles() {
 void SinkFwdBuilder::buildTile() {
   const bool persistent = !form.tileTable.empty();
   const int64_t d = shape.headDim;
-  hk = arith::DivUIOp::create(b, h, group);
+  hk = divUI32(b, h, group);
   buildSequence();
   // Right-aligned causal: query row i sits at key position i + past.
   past = arith::SubIOp::create(b, skv, seqQ);
@@ -782,18 +789,15 @@ void SinkFwdBuilder::storeOutput(Value out, Value lse) {
     return;
   }
   if (shape.varlen()) {
-    // Stores go through views that end with the sequence.
-    OpFoldResult hd = b.getIndexAttr(shape.heads * shape.headDim);
-    OpFoldResult heads = b.getIndexAttr(shape.heads);
-    if (form.runTimeShapes) {
-      hd = memref::DimOp::create(b, O, c1).getResult();
-      heads = headCount;
-    }
+    // Stores go through views that end with the sequence; O's is the
+    // head's [rows, D], whose static even width allows column pairs.
+    OpFoldResult heads = form.runTimeShapes ? OpFoldResult(headCount)
+                                            : b.getIndexAttr(shape.heads);
     SmallVector<OpFoldResult> unit(2, b.getIndexAttr(1));
     Value oSeq = memref::SubViewOp::create(
-        b, O, ArrayRef<OpFoldResult>{qStart, b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{seqQ, hd}, unit);
-    tile::StoreOp::create(b, out, oSeq, ValueRange{m0, hD});
+        b, O, ArrayRef<OpFoldResult>{qStart, hD},
+        ArrayRef<OpFoldResult>{seqQ, b.getIndexAttr(shape.headDim)}, unit);
+    tile::StoreOp::create(b, out, oSeq, ValueRange{m0, c0});
     Value lseSeq = memref::SubViewOp::create(
         b, LSE, ArrayRef<OpFoldResult>{b.getIndexAttr(0), qStart},
         ArrayRef<OpFoldResult>{heads, seqQ}, unit);

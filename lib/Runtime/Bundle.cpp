@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <numeric>
 #include <set>
 
 namespace sinkattn::rt {
@@ -355,6 +356,15 @@ static Status validateDescriptorFields(const Bundle &b, const BundleParam &p) {
     return Status::error("the innermost stride is " +
                          std::to_string(p.strides.back()) +
                          "; it must be 1 (elements of a row are contiguous)");
+  // The kernels take rows 16 bytes apart (tensor maps, paired stores).
+  const uint64_t rowMultiple = 16 / std::gcd<uint64_t>(16, dtypeSize(p.dtype));
+  for (size_t d = 0; d + 1 < p.strides.size(); ++d)
+    if (p.shape[d] > 1 && p.strides[d] % rowMultiple != 0)
+      return Status::error(
+          "stride " + std::to_string(p.strides[d]) + " of dimension " +
+          std::to_string(d) + " is not a multiple of 16 bytes (" +
+          std::to_string(rowMultiple) + " " + dtypeName(p.dtype) +
+          " elements; the kernels take rows 16-byte aligned)");
   return Status();
 }
 
@@ -1299,6 +1309,8 @@ withTensorShapes(const Bundle &bundle,
     }
     if (!buffer.strides.empty())
       resized.strides = shape.strides.empty() ? dense : shape.strides;
+    SINKATTN_RT_TRY(
+        validateDescriptorFields(shaped, resized).withContext(where));
     if (bufferBytes(resized) > (uint64_t(1) << 48))
       return Status::error(where + "spans more than 2^48 bytes");
     buffer = std::move(resized);

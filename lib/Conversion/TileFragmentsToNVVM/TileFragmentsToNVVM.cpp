@@ -553,11 +553,12 @@ void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
 /// vector: the destination's rows are contiguous (last stride 1) and the
 /// pair's first element lies at an even offset — every other stride is
 /// even, the layout's offset is even (a static one, or subviews whose
-/// column offsets are provably even over a root with an even static
-/// offset), and so is the column index — and with an even last dimension
-/// a pair lies inside or outside the tensor as a whole. Scalar stores of
-/// fp32 GQA shares took two 4-byte instructions per 8 bytes (SASS of the
-/// backward's dK/dV epilogue, session 28).
+/// column offsets are provably even over a root with an even offset), and
+/// so is the column index, where run-time strides and root offsets are even
+/// if the root argument's tile.stride_multiple is — and with an even last
+/// dimension a pair lies inside or outside the tensor as a whole. Scalar
+/// stores of fp32 GQA shares took two 4-byte instructions per 8 bytes (SASS
+/// of the backward's dK/dV epilogue, session 28).
 bool canStoreColumnPairs(StoreOp op) {
   if (op.getAdd() || op.getValue().getType().getRank() != 2 ||
       *getLayoutKind(op.getValue().getType()) == LayoutKind::rows)
@@ -569,9 +570,15 @@ bool canStoreColumnPairs(StoreOp op) {
       strides.back() != 1 || ShapedType::isDynamic(destType.getShape().back()) ||
       destType.getShape().back() % 2 != 0)
     return false;
-  for (int64_t stride : ArrayRef(strides).drop_back())
-    if (ShapedType::isDynamic(stride) || stride % 2 != 0)
-      return false;
+  // Run-time strides, and the root's run-time offset, count as even where
+  // the function argument the destination views declares them so
+  // (tile.stride_multiple).
+  const bool declaredEven = getDeclaredStrideMultiple(op.getDest()) % 2 == 0;
+  auto isEven = [&](int64_t value) {
+    return ShapedType::isDynamic(value) ? declaredEven : value % 2 == 0;
+  };
+  if (!llvm::all_of(ArrayRef(strides).drop_back(), isEven))
+    return false;
   if (ShapedType::isDynamic(offset)) {
     if (!hasAlignedViewOffsets(op.getDest(), /*fromBack=*/0, 2))
       return false;
@@ -580,9 +587,9 @@ bool canStoreColumnPairs(StoreOp op) {
     SmallVector<int64_t> rootStrides;
     if (failed(cast<MemRefType>(root.getType())
                    .getStridesAndOffset(rootStrides, rootOffset)) ||
-        ShapedType::isDynamic(rootOffset) || rootOffset % 2 != 0)
+        !isEven(rootOffset))
       return false;
-  } else if (offset % 2 != 0) {
+  } else if (!isEven(offset)) {
     return false;
   }
   return isProvableMultipleOf(op.getIndices().back(), 2);

@@ -139,6 +139,34 @@ func.func @store_pairs_view(%a: !tile.fragment<64x16xbf16, #tile.layout<accumula
   return
 }
 
+// A run-time row stride (and offset) the argument declares a multiple of 8
+// elements (tile.stride_multiple): a per-head view of token rows stores
+// pairs. Without the declaration, the same store goes element by element.
+// CHECK-LABEL: func @store_pairs_declared_stride
+// CHECK-COUNT-4: vector.store %{{.*}} {alignment = 4 : i64} : memref<?x16xbf16, strided<[?, 1], offset: ?>>, vector<2xbf16>
+// CHECK-NOT: memref.store
+func.func @store_pairs_declared_stride(%a: !tile.fragment<64x16xbf16, #tile.layout<accumulator>>, %out: memref<?x?xbf16, strided<[?, 1], offset: ?>> {tile.stride_multiple = 8 : i64}, %row: index, %n: index, %h: index) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %col = arith.muli %h, %c16 : index
+  %view = memref.subview %out[%row, %col] [%n, 16] [1, 1] : memref<?x?xbf16, strided<[?, 1], offset: ?>> to memref<?x16xbf16, strided<[?, 1], offset: ?>>
+  tile.store %a, %view[%c0, %c0] : !tile.fragment<64x16xbf16, #tile.layout<accumulator>>, memref<?x16xbf16, strided<[?, 1], offset: ?>>
+  return
+}
+
+// CHECK-LABEL: func @store_undeclared_stride
+// CHECK-NOT: vector.store
+// CHECK-COUNT-8: memref.store %{{.*}} : memref<?x16xbf16, strided<[?, 1], offset: ?>>
+// CHECK-NOT: vector.store
+func.func @store_undeclared_stride(%a: !tile.fragment<64x16xbf16, #tile.layout<accumulator>>, %out: memref<?x?xbf16, strided<[?, 1], offset: ?>>, %row: index, %n: index, %h: index) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %col = arith.muli %h, %c16 : index
+  %view = memref.subview %out[%row, %col] [%n, 16] [1, 1] : memref<?x?xbf16, strided<[?, 1], offset: ?>> to memref<?x16xbf16, strided<[?, 1], offset: ?>>
+  tile.store %a, %view[%c0, %c0] : !tile.fragment<64x16xbf16, #tile.layout<accumulator>>, memref<?x16xbf16, strided<[?, 1], offset: ?>>
+  return
+}
+
 // Element by element where a pair's alignment is not provable: a column
 // index that may be odd, an odd last dimension (the pair's second element
 // could lie past the end alone).

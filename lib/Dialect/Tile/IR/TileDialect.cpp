@@ -8,6 +8,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/InterleavedRange.h"
@@ -80,6 +81,51 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
            << "'" << kMbarrierOrderedAttrName
            << "' marks a shared-memory memref.alloc (one in "
               "#gpu.address_space<workgroup>), not this op";
+  return success();
+}
+
+LogicalResult TileDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attribute) {
+  if (attribute.getName() != kStrideMultipleAttrName)
+    return success();
+  auto multiple = dyn_cast<IntegerAttr>(attribute.getValue());
+  if (!multiple || !isa<IntegerType, IndexType>(multiple.getType()) ||
+      multiple.getValue().getSignificantBits() > 63 ||
+      multiple.getValue().getSExtValue() < 1)
+    return op->emitOpError()
+           << "'" << kStrideMultipleAttrName
+           << "' must be a positive integer, got " << attribute.getValue();
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  auto type =
+      function && regionIndex == 0 && argIndex < function.getNumArguments()
+          ? dyn_cast<MemRefType>(function.getArgumentTypes()[argIndex])
+          : MemRefType();
+  if (!type)
+    return op->emitOpError()
+           << "'" << kStrideMultipleAttrName
+           << "' marks a memref argument of a function, not argument "
+           << argIndex << " of this op";
+  int64_t offset;
+  SmallVector<int64_t> strides;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return op->emitOpError() << "'" << kStrideMultipleAttrName
+                             << "' marks a strided memref; argument "
+                             << argIndex << " is " << type;
+  const int64_t n = multiple.getValue().getSExtValue();
+  for (auto [dim, stride] : llvm::enumerate(ArrayRef(strides).drop_back()))
+    if (!ShapedType::isDynamic(stride) && stride % n != 0 &&
+        type.getDimSize(dim) != 1)
+      return op->emitOpError()
+             << "'" << kStrideMultipleAttrName << "' of " << n
+             << " does not divide the stride " << stride << " of dimension "
+             << dim << " of argument " << argIndex << " (" << type << ")";
+  if (!ShapedType::isDynamic(offset) && offset % n != 0)
+    return op->emitOpError()
+           << "'" << kStrideMultipleAttrName << "' of " << n
+           << " does not divide the offset " << offset << " of argument "
+           << argIndex << " (" << type << ")";
   return success();
 }
 
@@ -169,6 +215,27 @@ sinkattn::tile::getWarpgroupSlice(Value tile) {
     tile = view.getViewSource();
   }
   return std::nullopt;
+}
+
+int64_t sinkattn::tile::getDeclaredStrideMultiple(Value memref) {
+  while (Operation *view = memref.getDefiningOp()) {
+    if (auto subview = dyn_cast<memref::SubViewOp>(view))
+      memref = subview.getSource();
+    else if (auto cast = dyn_cast<memref::CastOp>(view))
+      memref = cast.getSource();
+    else
+      return 1;
+  }
+  auto argument = dyn_cast<BlockArgument>(memref);
+  if (!argument || !argument.getOwner()->isEntryBlock())
+    return 1;
+  auto function =
+      dyn_cast<FunctionOpInterface>(argument.getOwner()->getParentOp());
+  if (!function)
+    return 1;
+  auto multiple = function.getArgAttrOfType<IntegerAttr>(
+      argument.getArgNumber(), TileDialect::kStrideMultipleAttrName);
+  return multiple ? multiple.getInt() : 1;
 }
 
 bool sinkattn::tile::isProvableMultipleOf(OpFoldResult value,

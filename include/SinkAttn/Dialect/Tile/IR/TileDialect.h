@@ -132,6 +132,14 @@ struct WarpgroupSlice {
 /// nearest to `tile`), or none when every warpgroup may touch it.
 std::optional<WarpgroupSlice> getWarpgroupSlice(mlir::Value tile);
 
+/// The number of elements that `memref`'s strides but the innermost, and
+/// the offset of the function argument it views, are multiples of by
+/// declaration: that
+/// argument's `tile.stride_multiple`, seen through subviews (whose strides
+/// scale the argument's by integers) and casts; 1 where nothing is
+/// declared or another view lies between.
+int64_t getDeclaredStrideMultiple(mlir::Value memref);
+
 /// Whether `value` is provably a multiple of `multiple`: a constant
 /// multiple, or a product (arith.muli) with one, or a sum (arith.addi) of
 /// such values.

@@ -51,6 +51,14 @@ def Tile_Dialect : Dialect {
     example a buffer two warpgroups fill and drain in rotation without
     meeting): `tile-thread-sync` places no barriers for it. The verifier
     accepts it only on a `memref.alloc` in shared memory.
+
+    A function's memref argument marked `tile.stride_multiple = N` (a
+    positive integer) is one whose offset and strides but the innermost, in
+    elements, the caller promises are multiples of N, static or not: for
+    example token rows a launcher has checked to be 16 bytes apart. The lowering reads it to
+    prove a run-time strided access aligned (two adjacent 16-bit columns
+    stored as one 32-bit word). The verifier accepts it only on a strided
+    memref argument whose static strides and offset are such multiples.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -59,6 +67,7 @@ def Tile_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Name of the discardable attribute that marks an `scf.for` as a
     /// software-pipelined loop with the given number of stages.
@@ -71,6 +80,11 @@ def Tile_Dialect : Dialect {
     /// kernel orders with its own mbarriers: tile-thread-sync leaves it out.
     static constexpr ::llvm::StringLiteral kMbarrierOrderedAttrName =
         "tile.mbarrier_ordered";
+    /// Name of the discardable attribute on a function's memref argument
+    /// promising that its offset and its strides but the innermost are
+    /// multiples of the given number of elements.
+    static constexpr ::llvm::StringLiteral kStrideMultipleAttrName =
+        "tile.stride_multiple";
     /// Unit attribute tile-warp-specialize leaves on the kernels it split.
     static constexpr ::llvm::StringLiteral kWarpSpecializedAttrName =
         "tile.warp_specialized";
