@@ -196,12 +196,14 @@ sinkattn::kernels::buildLoadTile(ImplicitLocOpBuilder &b, Value global,
                               engineAttr, /*add=*/false, /*pending=*/nullptr);
 }
 
-Operation *sinkattn::kernels::buildStoreTile(ImplicitLocOpBuilder &b,
-                                             Value shared, Value global,
-                                             ValueRange indices) {
+Operation *
+sinkattn::kernels::buildStoreTile(ImplicitLocOpBuilder &b, Value shared,
+                                  Value global, ValueRange indices,
+                                  std::optional<tile::CopyEngine> engine) {
+  auto engineAttr =
+      engine ? tile::CopyEngineAttr::get(b.getContext(), *engine) : nullptr;
   return tile::CopyOp::create(b, shared, ValueRange(), global, indices,
-                              /*engine=*/nullptr, /*add=*/false,
-                              /*pending=*/nullptr);
+                              engineAttr, /*add=*/false, /*pending=*/nullptr);
 }
 
 Value sinkattn::kernels::buildSubView(ImplicitLocOpBuilder &b, Value source,

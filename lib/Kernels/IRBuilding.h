@@ -135,10 +135,12 @@ mlir::Operation *buildLoadTile(mlir::ImplicitLocOpBuilder &b,
                                mlir::Value shared,
                                std::optional<tile::CopyEngine> engine = {});
 
-/// `tile.copy %shared, %global[indices]`: a synchronous tile store (TMA).
+/// `tile.copy %shared, %global[indices]`: a synchronous tile store (TMA
+/// unless `engine` says otherwise).
 mlir::Operation *buildStoreTile(mlir::ImplicitLocOpBuilder &b,
                                 mlir::Value shared, mlir::Value global,
-                                mlir::ValueRange indices);
+                                mlir::ValueRange indices,
+                                std::optional<tile::CopyEngine> engine = {});
 
 /// `memref.subview %source[offsets] [sizes] [1, ...]`: a tile of `source`
 /// with unit strides (its strided result type inferred).

@@ -109,9 +109,10 @@ struct SinkFwdForm {
   bool warpSpecialized;
   /// Overlap each block's softmax with the GEMMs (buildOverlapLoop).
   bool overlap;
-  /// O through shared memory and a TMA store (storeOutput): whole 128-byte
-  /// lines, rows past the tensor's end clipped by the tensor map, where
-  /// register stores write 2-byte elements 8 rows apart.
+  /// O through shared memory and a TMA store, or for varlen 16-byte vector
+  /// stores (storeOutput): whole 128-byte lines, rows past the tensor's (the
+  /// sequence's) end clipped, where register stores write 4-byte pairs 8
+  /// rows apart.
   bool oThroughShared;
   /// Keep the row sum as eight partial columns per row until after the
   /// loop, as FA3 does (no shuffles in the loop); not where the partial
@@ -788,37 +789,44 @@ void SinkFwdBuilder::storeOutput(Value out, Value lse) {
     tile::StoreOp::create(b, lse, lseGroup, ValueRange{c0, m0});
     return;
   }
+  // O's destination and a tile's indices there. Varlen stores go through
+  // views that end with the sequence (O's the head's [rows, D]); TMA
+  // would clip only at the tensor's end, so staged tiles go out as 16-byte
+  // vectors clipped at the view's.
+  Value oDest = O, lseDest = LSE;
+  SmallVector<Value> lseIndices = {bIdx, h, m0};
+  std::function<SmallVector<Value>(Value)> oTile;
+  std::optional<tile::CopyEngine> engine;
   if (shape.varlen()) {
-    // Stores go through views that end with the sequence; O's is the
-    // head's [rows, D], whose static even width allows column pairs.
     OpFoldResult heads = form.runTimeShapes ? OpFoldResult(headCount)
                                             : b.getIndexAttr(shape.heads);
     SmallVector<OpFoldResult> unit(2, b.getIndexAttr(1));
-    Value oSeq = memref::SubViewOp::create(
+    oDest = memref::SubViewOp::create(
         b, O, ArrayRef<OpFoldResult>{qStart, hD},
         ArrayRef<OpFoldResult>{seqQ, b.getIndexAttr(shape.headDim)}, unit);
-    tile::StoreOp::create(b, out, oSeq, ValueRange{m0, c0});
-    Value lseSeq = memref::SubViewOp::create(
+    oTile = [&](Value row) -> SmallVector<Value> { return {row, c0}; };
+    engine = tile::CopyEngine::vector;
+    lseDest = memref::SubViewOp::create(
         b, LSE, ArrayRef<OpFoldResult>{b.getIndexAttr(0), qStart},
         ArrayRef<OpFoldResult>{heads, seqQ}, unit);
-    tile::StoreOp::create(b, lse, lseSeq, ValueRange{h, m0});
-    return;
+    lseIndices = {h, m0};
+  } else {
+    // BHSD and BSHD: O's tile at query row `row`; LSE [B, H, SQ] alike.
+    oTile = [&](Value row) -> SmallVector<Value> {
+      if (shape.layout == rt::AttentionLayout::BHSD)
+        return {bIdx, h, row, c0};
+      return {bIdx, row, hD};
+    };
   }
-  // BHSD and BSHD: O's tile at query row `row`; LSE [B, H, SQ] alike.
-  auto oTile = [&](Value row) -> SmallVector<Value> {
-    if (shape.layout == rt::AttentionLayout::BHSD)
-      return {bIdx, h, row, c0};
-    return {bIdx, row, hD};
-  };
   if (!form.oThroughShared) {
-    tile::StoreOp::create(b, out, O, oTile(m0));
+    tile::StoreOp::create(b, out, oDest, oTile(m0));
   } else if (form.warpgroups == 1) {
     // One warpgroup stages O in its Q tile, read by no GEMM any more.
     tile::StoreOp::create(b, out, sQ, ValueRange{c0, c0});
-    buildStoreTile(b, sQ, O, oTile(mBlock));
+    buildStoreTile(b, sQ, oDest, oTile(mBlock), engine);
   } else {
     // Each warpgroup writes its rows into its own staging tile, then the
-    // block stores the tiles with TMA (whole lines, clipped at the end).
+    // block stores the tiles (whole lines, clipped at the end).
     auto stageInto = [&](int64_t w) {
       tile::StoreOp::create(b, out, sO[w], ValueRange{c0, c0});
     };
@@ -835,9 +843,9 @@ void SinkFwdBuilder::storeOutput(Value out, Value lse) {
             stageInto(1);
             return {};
           });
-      buildStoreTile(b, sO[0], O, oTile(mBlock));
+      buildStoreTile(b, sO[0], oDest, oTile(mBlock), engine);
       Value oRow1 = arith::AddIOp::create(b, mBlock, c64);
-      buildStoreTile(b, sO[1], O, oTile(oRow1));
+      buildStoreTile(b, sO[1], oDest, oTile(oRow1), engine);
     } else {
       std::function<void(int64_t)> stageFrom = [&](int64_t w) {
         if (w + 1 == form.warpgroups)
@@ -859,11 +867,11 @@ void SinkFwdBuilder::storeOutput(Value out, Value lse) {
       for (int64_t w = 0; w < form.warpgroups; ++w) {
         Value offset = constantIndex(b, w * kRowsPerWarpgroup);
         Value row = arith::AddIOp::create(b, mBlock, offset);
-        buildStoreTile(b, sO[w], O, oTile(row));
+        buildStoreTile(b, sO[w], oDest, oTile(row), engine);
       }
     }
   }
-  tile::StoreOp::create(b, lse, LSE, ValueRange{bIdx, h, m0});
+  tile::StoreOp::create(b, lse, lseDest, lseIndices);
 }
 } // namespace
 
@@ -1037,7 +1045,7 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   // tiles'); the mbarriers are static shared memory, at most 128 bytes.
   constexpr int64_t kAlignmentSlackBytes = 1024, kStaticBytes = 128;
   const bool oThroughShared =
-      !shape.varlen() && !config.packGqa &&
+      !config.packGqa &&
       tileBytes + stagingBytes + kAlignmentSlackBytes + kStaticBytes <=
           kSharedMemoryPerBlock;
   const int64_t persistentBlocks =

@@ -550,12 +550,8 @@ void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
 
 /// Whether a plain store of a 2-D fragment may write each thread's two
 /// adjacent columns (2·(lane % 4) + 8·j and the next) as one 2-element
-/// vector: the destination's rows are contiguous (last stride 1) and the
-/// pair's first element lies at an even offset — every other stride is
-/// even, the layout's offset is even (a static one, or subviews whose
-/// column offsets are provably even over a root with an even offset), and
-/// so is the column index, where run-time strides and root offsets are even
-/// if the root argument's tile.stride_multiple is — and with an even last
+/// vector: the destination's rows start at even elements (hasAlignedRows)
+/// and so does the pair (an even column index), and with an even last
 /// dimension a pair lies inside or outside the tensor as a whole. Scalar
 /// stores of fp32 GQA shares took two 4-byte instructions per 8 bytes (SASS
 /// of the backward's dK/dV epilogue, session 28).
@@ -563,36 +559,10 @@ bool canStoreColumnPairs(StoreOp op) {
   if (op.getAdd() || op.getValue().getType().getRank() != 2 ||
       *getLayoutKind(op.getValue().getType()) == LayoutKind::rows)
     return false;
-  MemRefType destType = op.getDest().getType();
-  int64_t offset;
-  SmallVector<int64_t> strides;
-  if (failed(destType.getStridesAndOffset(strides, offset)) ||
-      strides.back() != 1 || ShapedType::isDynamic(destType.getShape().back()) ||
-      destType.getShape().back() % 2 != 0)
-    return false;
-  // Run-time strides, and the root's run-time offset, count as even where
-  // the function argument the destination views declares them so
-  // (tile.stride_multiple).
-  const bool declaredEven = getDeclaredStrideMultiple(op.getDest()) % 2 == 0;
-  auto isEven = [&](int64_t value) {
-    return ShapedType::isDynamic(value) ? declaredEven : value % 2 == 0;
-  };
-  if (!llvm::all_of(ArrayRef(strides).drop_back(), isEven))
-    return false;
-  if (ShapedType::isDynamic(offset)) {
-    if (!hasAlignedViewOffsets(op.getDest(), /*fromBack=*/0, 2))
-      return false;
-    Value root = getViewRoot(op.getDest());
-    int64_t rootOffset;
-    SmallVector<int64_t> rootStrides;
-    if (failed(cast<MemRefType>(root.getType())
-                   .getStridesAndOffset(rootStrides, rootOffset)) ||
-        !isEven(rootOffset))
-      return false;
-  } else if (!isEven(offset)) {
-    return false;
-  }
-  return isProvableMultipleOf(op.getIndices().back(), 2);
+  int64_t columns = op.getDest().getType().getShape().back();
+  return !ShapedType::isDynamic(columns) && columns % 2 == 0 &&
+         hasAlignedRows(op.getDest(), 2) &&
+         isProvableMultipleOf(op.getIndices().back(), 2);
 }
 
 /// Stores a fragment element by element into a plain (unswizzled) shared

@@ -74,7 +74,7 @@ func.func @store_element_type_mismatch(%o: memref<1024x64xf32>, %s: memref<64x64
 
 func.func @cp_async_store(%O: memref<64x64xbf16>, %i: index) {
   %s = memref.alloc() : memref<64x64xbf16, 3>
-  // expected-error @+1 {{'tile.copy' op engine cp_async only loads into shared memory; stores use TMA}}
+  // expected-error @+1 {{'tile.copy' op engine cp_async only loads into shared memory; stores use tma or vector}}
   tile.copy %s, %O[%i, %i] {engine = #tile.engine<cp_async>} : memref<64x64xbf16, 3>, memref<64x64xbf16>
   return
 }
@@ -196,5 +196,42 @@ func.func @tile_size_overflows(%a: memref<?x?x?xf32>, %s: memref<4294967296x4294
 func.func @cp_async_tile_beyond_shared_memory(%a: memref<?x64xbf16>, %s: memref<2048x64xbf16, 3>, %i: index) {
   // expected-error @+1 {{'tile.copy' op the shared tile 'memref<2048x64xbf16, 3>' takes 262144 bytes, more than the 232448 bytes of shared memory a block may use}}
   tile.copy %a[%i, %i], %s {engine = #tile.engine<cp_async>} : memref<?x64xbf16>, memref<2048x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @vector_load(%A: memref<64x64xbf16>, %i: index) {
+  %s = memref.alloc() : memref<64x64xbf16, 3>
+  // expected-error @+1 {{'tile.copy' op engine vector only stores from shared memory; loads use tma or cp_async}}
+  tile.copy %A[%i, %i], %s {engine = #tile.engine<vector>} : memref<64x64xbf16>, memref<64x64xbf16, 3>
+  return
+}
+
+// -----
+
+func.func @vector_store_partial_chunks(%O: memref<64x60xbf16>, %i: index) {
+  %s = memref.alloc() : memref<64x60xbf16, 3>
+  // expected-error @+1 {{'tile.copy' op cannot use engine vector: the tile's innermost dimension of 60 elements is not whole 16-byte chunks}}
+  tile.copy %s, %O[%i, %i] {engine = #tile.engine<vector>} : memref<64x60xbf16, 3>, memref<64x60xbf16>
+  return
+}
+
+// -----
+
+func.func @vector_store_dynamic_columns(%O: memref<64x?xbf16>, %i: index) {
+  %s = memref.alloc() : memref<64x64xbf16, 3>
+  // expected-error @+1 {{'tile.copy' op cannot use engine vector: the global view's innermost dimension must be static and whole 16-byte chunks, got 'memref<64x?xbf16>'}}
+  tile.copy %s, %O[%i, %i] {engine = #tile.engine<vector>} : memref<64x64xbf16, 3>, memref<64x?xbf16>
+  return
+}
+
+// -----
+
+func.func @vector_store_add(%O: memref<64x64xf32>, %i: index) {
+  %c0 = arith.constant 0 : index
+  %s = memref.alloc() : memref<64x64xf32, 3>
+  // expected-error @+1 {{'tile.copy' op with engine vector takes neither add nor pending (TMA's)}}
+  tile.copy %s, %O[%i, %c0] {engine = #tile.engine<vector>, add} : memref<64x64xf32, 3>, memref<64x64xf32>
   return
 }

@@ -238,6 +238,29 @@ int64_t sinkattn::tile::getDeclaredStrideMultiple(Value memref) {
   return multiple ? multiple.getInt() : 1;
 }
 
+bool sinkattn::tile::hasAlignedRows(Value memref, int64_t multiple) {
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t offset;
+  SmallVector<int64_t> strides;
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty() ||
+      strides.back() != 1)
+    return false;
+  const bool declared = getDeclaredStrideMultiple(memref) % multiple == 0;
+  auto isMultiple = [&](int64_t value) {
+    return ShapedType::isDynamic(value) ? declared : value % multiple == 0;
+  };
+  if (!llvm::all_of(ArrayRef(strides).drop_back(), isMultiple))
+    return false;
+  if (!ShapedType::isDynamic(offset))
+    return offset % multiple == 0;
+  int64_t rootOffset;
+  SmallVector<int64_t> rootStrides;
+  return hasAlignedViewOffsets(memref, /*fromBack=*/0, multiple) &&
+         succeeded(cast<MemRefType>(getViewRoot(memref).getType())
+                       .getStridesAndOffset(rootStrides, rootOffset)) &&
+         isMultiple(rootOffset);
+}
+
 bool sinkattn::tile::isProvableMultipleOf(OpFoldResult value,
                                           int64_t multiple) {
   if (std::optional<int64_t> constant = getConstantIntValue(value))

@@ -180,6 +180,33 @@ static LogicalResult verifyCpAsyncTile(Operation *op, MemRefType shared) {
   return success();
 }
 
+/// A store by 16-byte vectors: whole chunks in the tile's rows and in the
+/// global view's (so that a chunk is inside or outside it as a whole), read
+/// by the role as a whole, plain (TMA adds; pending waits on TMA).
+static LogicalResult verifyVectorStore(CopyOp op, MemRefType shared,
+                                       MemRefType global) {
+  int64_t chunkElements =
+      kCpAsyncChunkBytes * 8 / shared.getElementTypeBitWidth();
+  if (shared.getShape().back() % chunkElements != 0)
+    return op.emitOpError()
+           << "cannot use engine vector: the tile's innermost dimension of "
+           << shared.getShape().back() << " elements is not whole "
+           << kCpAsyncChunkBytes << "-byte chunks";
+  int64_t columns = global.getShape().back();
+  if (ShapedType::isDynamic(columns) || columns % chunkElements != 0)
+    return op.emitOpError()
+           << "cannot use engine vector: the global view's innermost "
+              "dimension must be static and whole "
+           << kCpAsyncChunkBytes << "-byte chunks, got " << global;
+  if (op.getAdd() || op.getPending())
+    return op.emitOpError() << "with engine vector takes neither add nor "
+                               "pending (TMA's)";
+  if (getWarpgroupSlice(op.getSource()))
+    return op.emitOpError() << "with engine vector stores a whole tile, not "
+                               "a warpgroup's slice";
+  return success();
+}
+
 /// `add` (tile.copy, tile.tma_store): a store of f32 elements.
 static LogicalResult verifyReduceAdd(Operation *op, bool add,
                                      MemRefType source, MemRefType dest) {
@@ -224,16 +251,23 @@ LogicalResult CopyOp::verify() {
     if (failed(verifyGlobalSharedTile(*this, source, getSourceIndices(), dest,
                                       getDestIndices())))
       return failure();
+    if (getCopyEngine() == CopyEngine::vector)
+      return emitOpError() << "engine vector only stores from shared memory; "
+                              "loads use tma or cp_async";
     if (getCopyEngine() == CopyEngine::cp_async)
       return verifyCpAsyncTile(*this, dest);
     return success();
   }
   if (isSharedMemory(source) && isGlobalMemory(dest)) {
-    if (getCopyEngine() != CopyEngine::tma)
-      return emitOpError() << "engine " << stringifyCopyEngine(getCopyEngine())
-                           << " only loads into shared memory; stores use TMA";
-    return verifyGlobalSharedTile(*this, dest, getDestIndices(), source,
-                                  getSourceIndices());
+    if (getCopyEngine() == CopyEngine::cp_async)
+      return emitOpError() << "engine cp_async only loads into shared memory; "
+                              "stores use tma or vector";
+    if (failed(verifyGlobalSharedTile(*this, dest, getDestIndices(), source,
+                                      getSourceIndices())))
+      return failure();
+    if (getCopyEngine() == CopyEngine::vector)
+      return verifyVectorStore(*this, source, dest);
+    return success();
   }
   return emitOpError() << "copies between global and shared memory, got "
                        << describeSpace(source) << " -> "

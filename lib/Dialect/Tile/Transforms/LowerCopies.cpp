@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -222,6 +223,98 @@ CopyingThreads getCopyingThreads(PatternRewriter &rewriter, Operation *op) {
   return {std::nullopt, count, thread};
 }
 
+/// The loop over a tile's `chunks` 16-byte chunks that `threads` share
+/// (thread t takes chunks t, t + P, ...), with the insertion point left
+/// inside it; returns the chunk's number.
+Value buildChunkLoop(PatternRewriter &rewriter, Location loc,
+                     const CopyingThreads &threads, int64_t chunks) {
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  if (threads.staticCount) {
+    // A constant trip count (unrolled later): rounds of P chunks, the
+    // last one guarded when P does not divide the chunk count.
+    int64_t count = *threads.staticCount;
+    auto loop = scf::ForOp::create(rewriter, loc, c(0),
+                                   c(llvm::divideCeil(chunks, count)), c(1));
+    rewriter.setInsertionPointToStart(loop.getBody());
+    Value chunk = arith::AddIOp::create(
+        rewriter, loc, threads.thread,
+        arith::MulIOp::create(rewriter, loc, loop.getInductionVar(), c(count)));
+    if (chunks % count != 0) {
+      Value exists = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ult, chunk, c(chunks));
+      auto ifOp = scf::IfOp::create(rewriter, loc, exists, /*withElse=*/false);
+      rewriter.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    }
+    return chunk;
+  }
+  // The block size is only known at run time: a block-stride loop.
+  auto loop = scf::ForOp::create(rewriter, loc, threads.thread, c(chunks),
+                                 threads.count);
+  rewriter.setInsertionPointToStart(loop.getBody());
+  return loop.getInductionVar();
+}
+
+/// The tile indices of the first element of chunk `chunk` (row-major).
+SmallVector<Value> getChunkTileIndices(PatternRewriter &rewriter, Location loc,
+                                       Value chunk, ArrayRef<int64_t> shape,
+                                       int64_t chunkElements) {
+  auto c = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  SmallVector<Value> indices(shape.size());
+  Value linear = arith::MulIOp::create(rewriter, loc, chunk, c(chunkElements));
+  for (int64_t d = shape.size() - 1; d >= 0; --d) {
+    indices[d] = arith::RemUIOp::create(rewriter, loc, linear, c(shape[d]));
+    linear = arith::DivUIOp::create(rewriter, loc, linear, c(shape[d]));
+  }
+  return indices;
+}
+
+/// Where the element at `tileIndices` of shared tile `tile` lies in its
+/// memref: there, or (a 128-byte swizzled 2-D tile) at its swizzled
+/// position.
+SmallVector<Value> getSwizzledIndices(PatternRewriter &rewriter, Location loc,
+                                      Value tile, ValueRange tileIndices) {
+  SmallVector<Value> indices(tileIndices);
+  if (!getSwizzleBytes(tile))
+    return indices;
+  auto type = cast<MemRefType>(tile.getType());
+  Value cols =
+      arith::ConstantIndexOp::create(rewriter, loc, type.getShape()[1]);
+  Value offset = createSwizzled128Offset(rewriter, loc, tileIndices[0],
+                                         tileIndices[1], type.getShape()[0],
+                                         type.getElementTypeBitWidth());
+  indices[0] = arith::DivUIOp::create(rewriter, loc, offset, cols);
+  indices[1] = arith::RemUIOp::create(rewriter, loc, offset, cols);
+  return indices;
+}
+
+/// What the op verifier cannot see of a store by 16-byte vectors: that the
+/// global view's rows and the tile's columns start 16-byte aligned, and a
+/// swizzle its indexing knows.
+LogicalResult checkVectorStore(CopyOp op) {
+  auto tile = cast<MemRefType>(op.getSource().getType());
+  int64_t chunkElements = 16 * 8 / tile.getElementTypeBitWidth();
+  if (!hasAlignedRows(op.getDest(), chunkElements) ||
+      !isProvableMultipleOf(op.getDestIndices().back(), chunkElements))
+    return op.emitOpError()
+           << "cannot use engine vector: the global view's rows or the "
+              "column index are not provably "
+           << chunkElements
+           << "-element (16-byte) aligned (declare run-time strides with "
+              "tile.stride_multiple)";
+  if (getSwizzleBytes(op.getSource()) &&
+      (tile.getRank() != 2 || tile.getElementTypeBitWidth() != 16))
+    return op.emitOpError() << "cannot use engine vector from the swizzled "
+                               "tile "
+                            << tile
+                            << ": the 128-byte swizzle is laid out for 2-D "
+                               "tiles of 16-bit elements";
+  return success();
+}
+
 /// `tile.cp_async`: thread `t` of the `P` copying threads moves the 16-byte
 /// chunks `t, t + P, ...` of the tile (row-major), each with one
 /// `nvgpu.device_async_copy`. Chunks beyond the global tensor copy zero
@@ -239,7 +332,6 @@ struct LowerCpAsync : public OpRewritePattern<CpAsyncOp> {
     int64_t chunkElements = 16 * 8 / tile.getElementTypeBitWidth();
     int64_t chunks = tile.getNumElements() / chunkElements;
     int64_t lead = global.getRank() - tile.getRank();
-    int64_t swizzle = getSwizzleBytes(op.getDest());
     auto c = [&](int64_t v) -> Value {
       return arith::ConstantIndexOp::create(rewriter, loc, v);
     };
@@ -248,37 +340,9 @@ struct LowerCpAsync : public OpRewritePattern<CpAsyncOp> {
       dims.push_back(memref::DimOp::create(rewriter, loc, op.getSource(), d));
 
     OpBuilder::InsertionGuard guard(rewriter);
-    Value chunk;
-    if (threads.staticCount) {
-      // A constant trip count (unrolled later): rounds of P chunks, the
-      // last one guarded when P does not divide the chunk count.
-      int64_t count = *threads.staticCount;
-      auto loop = scf::ForOp::create(rewriter, loc, c(0),
-                                     c(llvm::divideCeil(chunks, count)), c(1));
-      rewriter.setInsertionPointToStart(loop.getBody());
-      chunk = arith::AddIOp::create(
-          rewriter, loc, threads.thread,
-          arith::MulIOp::create(rewriter, loc, loop.getInductionVar(), c(count)));
-      if (chunks % count != 0) {
-        Value exists = arith::CmpIOp::create(
-            rewriter, loc, arith::CmpIPredicate::ult, chunk, c(chunks));
-        auto ifOp = scf::IfOp::create(rewriter, loc, exists, /*withElse=*/false);
-        rewriter.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      }
-    } else {
-      // The block size is only known at run time: a block-stride loop.
-      auto loop = scf::ForOp::create(rewriter, loc, threads.thread, c(chunks),
-                                     threads.count);
-      rewriter.setInsertionPointToStart(loop.getBody());
-      chunk = loop.getInductionVar();
-    }
-    // The chunk's first element in the tile, row-major.
-    SmallVector<Value> tileIndices(shape.size());
-    Value linear = arith::MulIOp::create(rewriter, loc, chunk, c(chunkElements));
-    for (int64_t d = shape.size() - 1; d >= 0; --d) {
-      tileIndices[d] = arith::RemUIOp::create(rewriter, loc, linear, c(shape[d]));
-      linear = arith::DivUIOp::create(rewriter, loc, linear, c(shape[d]));
-    }
+    Value chunk = buildChunkLoop(rewriter, loc, threads, chunks);
+    SmallVector<Value> tileIndices =
+        getChunkTileIndices(rewriter, loc, chunk, shape, chunkElements);
     // Its global coordinates, whether they are inside the tensor, and how
     // many of its elements are (the innermost dimension may end inside it).
     SmallVector<Value> globalIndices(op.getSourceIndices());
@@ -302,15 +366,8 @@ struct LowerCpAsync : public OpRewritePattern<CpAsyncOp> {
     for (Value index : globalIndices)
       sourceIndices.push_back(
           arith::SelectOp::create(rewriter, loc, inside, index, c(0)));
-    SmallVector<Value> destIndices = tileIndices;
-    if (swizzle) {
-      int64_t cols = shape.back();
-      Value offset = createSwizzled128Offset(rewriter, loc, tileIndices[0],
-                                             tileIndices[1], shape[0],
-                                             tile.getElementTypeBitWidth());
-      destIndices[0] = arith::DivUIOp::create(rewriter, loc, offset, c(cols));
-      destIndices[1] = arith::RemUIOp::create(rewriter, loc, offset, c(cols));
-    }
+    SmallVector<Value> destIndices =
+        getSwizzledIndices(rewriter, loc, op.getDest(), tileIndices);
     nvgpu::DeviceAsyncCopyOp::create(
         rewriter, loc, nvgpu::DeviceAsyncTokenType::get(op.getContext()),
         op.getDest(), destIndices, op.getSource(), sourceIndices,
@@ -426,6 +483,8 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
   }
 
   static LogicalResult lowerStore(CopyOp op, PatternRewriter &rewriter) {
+    if (op.getCopyEngine() == CopyEngine::vector)
+      return lowerVectorStore(op, rewriter);
     Location loc = op.getLoc();
     // A warpgroup's slice of a tile is written by that warpgroup alone and
     // stored by its first thread: the warpgroup syncs, not the role.
@@ -465,6 +524,58 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
       drainAfterOutermostLoop(op, rewriter);
     else
       sync();
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  /// A store by the role's threads (checkVectorStore passed): once every
+  /// thread's writes to the tile are done, thread t moves chunks t, t + P,
+  /// ... of it, each a 16-byte shared load and, where the chunk lies inside
+  /// the global view, a 16-byte global store; the role syncs again before
+  /// anyone overwrites the tile.
+  static LogicalResult lowerVectorStore(CopyOp op, PatternRewriter &rewriter) {
+    Location loc = op.getLoc();
+    MemRefType tile = op.getSource().getType();
+    MemRefType global = op.getDest().getType();
+    ArrayRef<int64_t> shape = tile.getShape();
+    int64_t chunkElements = 16 * 8 / tile.getElementTypeBitWidth();
+    int64_t lead = global.getRank() - tile.getRank();
+    auto chunkType = VectorType::get({chunkElements}, tile.getElementType());
+    createRoleSync(rewriter, loc, op);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      Value chunk =
+          buildChunkLoop(rewriter, loc, getCopyingThreads(rewriter, op),
+                         tile.getNumElements() / chunkElements);
+      SmallVector<Value> tileIndices =
+          getChunkTileIndices(rewriter, loc, chunk, shape, chunkElements);
+      SmallVector<Value> globalIndices(op.getDestIndices());
+      for (size_t d = 0; d < shape.size(); ++d)
+        globalIndices[lead + d] = arith::AddIOp::create(
+            rewriter, loc, globalIndices[lead + d], tileIndices[d]);
+      // Whole chunks tile the view's rows (the verifier): a chunk is inside
+      // or outside as a whole.
+      Value inside;
+      for (auto [d, index] : llvm::enumerate(globalIndices)) {
+        Value dim = memref::DimOp::create(rewriter, loc, op.getDest(), d);
+        Value below = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ult, index, dim);
+        inside = inside ? arith::AndIOp::create(rewriter, loc, inside, below)
+                              .getResult()
+                        : below;
+      }
+      auto guardIf =
+          scf::IfOp::create(rewriter, loc, inside, /*withElse=*/false);
+      rewriter.setInsertionPointToStart(&guardIf.getThenRegion().front());
+      Value value = vector::LoadOp::create(
+          rewriter, loc, chunkType, op.getSource(),
+          getSwizzledIndices(rewriter, loc, op.getSource(), tileIndices),
+          /*nontemporal=*/false, /*alignment=*/llvm::MaybeAlign(16));
+      vector::StoreOp::create(rewriter, loc, value, op.getDest(), globalIndices,
+                              /*nontemporal=*/false,
+                              /*alignment=*/llvm::MaybeAlign(16));
+    }
+    createRoleSync(rewriter, loc, op);
     rewriter.eraseOp(op);
     return success();
   }
@@ -525,6 +636,11 @@ struct TileLowerCopiesPass
                                "tiles of 16-bit elements";
           invalid = true;
         }
+        return;
+      }
+      if (auto copy = dyn_cast<CopyOp>(op);
+          copy && copy.getCopyEngine() == CopyEngine::vector) {
+        invalid |= failed(checkVectorStore(copy));
         return;
       }
       if (auto copy = dyn_cast<CopyOp>(op)) {

@@ -46,3 +46,22 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A vector store needs 16-byte aligned rows: a run-time row stride nobody
+// declared could be odd.
+func.func @vector_store_undeclared_stride(%O: memref<?x64xbf16, strided<[?, 1]>>, %s: memref<64x64xbf16, 3>, %m: index) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.copy' op cannot use engine vector: the global view's rows or the column index are not provably 8-element (16-byte) aligned (declare run-time strides with tile.stride_multiple)}}
+  tile.copy %s, %O[%m, %c0] {engine = #tile.engine<vector>} : memref<64x64xbf16, 3>, memref<?x64xbf16, strided<[?, 1]>>
+  return
+}
+
+// -----
+
+func.func @vector_store_odd_column(%O: memref<100x64xbf16>, %s: memref<64x32xbf16, 3>, %m: index, %n: index) {
+  // expected-error @+1 {{'tile.copy' op cannot use engine vector: the global view's rows or the column index are not provably 8-element (16-byte) aligned}}
+  tile.copy %s, %O[%m, %n] {engine = #tile.engine<vector>} : memref<64x32xbf16, 3>, memref<100x64xbf16>
+  return
+}

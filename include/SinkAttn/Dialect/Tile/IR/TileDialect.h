@@ -140,6 +140,14 @@ std::optional<WarpgroupSlice> getWarpgroupSlice(mlir::Value tile);
 /// declared or another view lies between.
 int64_t getDeclaredStrideMultiple(mlir::Value memref);
 
+/// Whether every row of `memref` provably starts `multiple`-element
+/// aligned: its innermost stride is 1 and its offset and other strides are
+/// multiples of `multiple` (static ones; run-time ones as its root
+/// argument declares, getDeclaredStrideMultiple; a run-time view offset
+/// from subviews whose innermost offsets are provable multiples over such
+/// a root, hasAlignedViewOffsets).
+bool hasAlignedRows(mlir::Value memref, int64_t multiple);
+
 /// Whether `value` is provably a multiple of `multiple`: a constant
 /// multiple, or a product (arith.muli) with one, or a sum (arith.addi) of
 /// such values.

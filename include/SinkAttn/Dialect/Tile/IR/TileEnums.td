@@ -26,9 +26,10 @@ def Tile_LayoutKind : I32EnumAttr<"LayoutKind",
 }
 
 def Tile_CopyEngine : I32EnumAttr<"CopyEngine",
-    "the hardware that moves a tile.copy load into shared memory", [
+    "the hardware that moves a tile.copy between global and shared memory", [
       I32EnumAttrCase<"tma", 0>,
-      I32EnumAttrCase<"cp_async", 1>
+      I32EnumAttrCase<"cp_async", 1>,
+      I32EnumAttrCase<"vector", 2>
     ]> {
   let cppNamespace = "::sinkattn::tile";
   // The attribute wrapping it is #tile.engine (TileAttrs.td).

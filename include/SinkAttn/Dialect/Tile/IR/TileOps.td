@@ -197,8 +197,17 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     for `cp.async` (every thread copies 16-byte chunks; the tile's innermost
     dimension must span a multiple of 16 bytes). In a pipelined loop
     (`tile.num_stages`) the compiler overlaps the loads with computation
-    (`tile-warp-specialize`, `tile-software-pipeline`); stores always use
-    TMA. A store with `add` adds the tile into the tensor instead (TMA's
+    (`tile-warp-specialize`, `tile-software-pipeline`). Stores use TMA,
+    whose bounds are the whole tensor's, unless `engine =
+    #tile.engine<vector>` asks for the role's threads to move 16-byte
+    vectors (shared loads, global stores): then the bounds are the global
+    view's, so that a store into a view that ends inside a tensor (one
+    sequence of a packed batch) writes nothing past the view. Such a store
+    needs the view's rows 16-byte aligned, provably (static strides and
+    offsets, `tile.stride_multiple`, or subview offsets that are multiples)
+    and whole 16-byte chunks in its innermost dimension, and reads the tile
+    as a whole role (not from a warpgroup's slice). A store with `add` adds
+    the tile into the tensor instead (TMA's
     element-wise reduce-add, f32 only), so that many blocks can accumulate
     one tensor; the order of their additions, and so the rounding, varies
     from run to run. A store may sit in a pipelined loop's body if the loop
@@ -221,6 +230,8 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     tile.copy %A[%m, %k], %sA : memref<4096x4096xbf16>, memref<128x64xbf16, #gpu.address_space<workgroup>>
     // Store a shared tile of O into global memory.
     tile.copy %sO, %O[%b, %h, %m, %c0] : memref<128x64xbf16, 3>, memref<?x?x?x64xbf16>
+    // Store one sequence's rows of a packed batch, clipped at its end.
+    tile.copy %sO, %Oseq[%m, %c0] {engine = #tile.engine<vector>} : memref<128x64xbf16, 3>, memref<?x64xbf16, strided<[?, 1], offset: ?>>
     // Load with cp.async instead of TMA.
     tile.copy %A[%m, %k], %sA {engine = #tile.engine<cp_async>} : memref<4096x4096xbf16>, memref<128x64xbf16, 3>
     // Add a shared f32 tile into dQ.
@@ -239,7 +250,7 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     UnitAttr:$add,
     OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$pending);
   let extraClassDeclaration = [{
-    /// The engine of a load: `engine`, or TMA when unset.
+    /// The engine of a copy: `engine`, or TMA when unset.
     ::sinkattn::tile::CopyEngine getCopyEngine() {
       return getEngine().value_or(::sinkattn::tile::CopyEngine::tma);
     }

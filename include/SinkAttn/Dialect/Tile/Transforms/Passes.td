@@ -311,6 +311,16 @@ def TileLowerCopies : Pass<"tile-lower-copies"> {
       `scf.for` around the store inside its warp-specialized role (or the
       function) it waits for all of them and the role syncs (once per
       loop); without such a loop the store is an error.
+    * `tile.copy` shared → global with `engine = #tile.engine<vector>`:
+      the role syncs, its `P` threads split the tile into 16-byte chunks
+      as for `tile.cp_async`, and thread `t` moves chunks `t, t + P, ...`,
+      each a 16-byte `vector.load` from the tile (at its swizzled position
+      where the tile is swizzled) and, where the chunk lies inside the
+      global view (its sizes, not the whole tensor's), a 16-byte
+      `vector.store`; the role syncs again. The view's rows and the column
+      index must be provably 16-byte aligned (static strides and offsets,
+      `tile.stride_multiple` on the argument it views, subview offsets
+      that are multiples); otherwise it is an error.
 
     * A store from a warpgroup's slice of a tile (see `tile-thread-sync`)
       is the warpgroup's: it syncs the warpgroup (named barrier 8 +
@@ -329,7 +339,8 @@ def TileLowerCopies : Pass<"tile-lower-copies"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
-    "::mlir::nvgpu::NVGPUDialect", "::mlir::scf::SCFDialect"
+    "::mlir::nvgpu::NVGPUDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
   ];
 }
 
