@@ -1031,10 +1031,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
       return fail() << "--persistent and --pack-gqa do not combine (a "
                        "packed block's rows span query heads)";
   }
-  // O goes through shared memory and TMA where a tensor map of O clips
-  // the tile (BHSD, BSHD) and the staging tiles fit beside Q and the K/V
-  // stages in the 227 KiB a block may have (not: ws/overlap at D 128 with
-  // 3 stages; one warpgroup stages O in its Q tile and needs no room).
+  // O goes through shared memory (then TMA, or for varlen 16-byte vector
+  // stores clipped at the sequence) where the tile ends with its rows (not
+  // --pack-gqa's, which span heads) and the staging tiles fit beside Q and
+  // the K/V stages in the 227 KiB a block may have (not: ws/overlap at D 128
+  // with 3 stages; one warpgroup stages O in its Q tile and needs no room).
   const int64_t elementBytes = 2;
   const int64_t tileBytes =
       (blockM + 2 * config.stages * kBlockN) * config.headDim * elementBytes;

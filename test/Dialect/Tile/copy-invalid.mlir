@@ -235,3 +235,40 @@ func.func @vector_store_add(%O: memref<64x64xf32>, %i: index) {
   tile.copy %s, %O[%i, %c0] {engine = #tile.engine<vector>, add} : memref<64x64xf32, 3>, memref<64x64xf32>
   return
 }
+
+// -----
+
+func.func @vector_store_pending(%O: memref<64x64xbf16>, %i: index, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %s = memref.alloc() : memref<64x64xbf16, 3>
+  scf.for %j = %c0 to %n step %c1 {
+    // expected-error @+1 {{'tile.copy' op with engine vector takes neither add nor pending (TMA's)}}
+    tile.copy %s, %O[%i, %c0] {engine = #tile.engine<vector>, pending = 1} : memref<64x64xbf16, 3>, memref<64x64xbf16>
+  }
+  return
+}
+
+// -----
+
+func.func @vector_store_element(%O: memref<64x64xi24>, %i: index) {
+  %c0 = arith.constant 0 : index
+  %s = memref.alloc() : memref<64x64xi24, 3>
+  // expected-error @+1 {{'tile.copy' op cannot use engine vector: elements of 'i24' do not tile a 16-byte chunk}}
+  tile.copy %s, %O[%i, %c0] {engine = #tile.engine<vector>} : memref<64x64xi24, 3>, memref<64x64xi24>
+  return
+}
+
+// -----
+
+func.func @vector_store_warpgroup_slice(%O: memref<128x64xbf16>, %i: index) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %s = memref.alloc() : memref<128x64xbf16, 3>
+  %wg = tile.warpgroup_id : index
+  %row = arith.muli %wg, %c64 : index
+  %slice = memref.subview %s[%row, 0] [64, 64] [1, 1] : memref<128x64xbf16, 3> to memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>
+  // expected-error @+1 {{'tile.copy' op with engine vector stores a whole tile, not a warpgroup's slice}}
+  tile.copy %slice, %O[%i, %c0] {engine = #tile.engine<vector>} : memref<64x64xbf16, strided<[64, 1], offset: ?>, 3>, memref<128x64xbf16>
+  return
+}

@@ -32,3 +32,10 @@ func.func @static_stride(%a: memref<8xf32>, %x: memref<?x64xbf16, strided<[68, 1
 func.func @static_offset(%x: memref<?x64xbf16, strided<[?, 1], offset: 4>> {tile.stride_multiple = 8 : i64}) {
   return
 }
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'tile.stride_multiple' marks a strided memref; argument 0 is 'memref<8x8xf32, affine_map<(d0, d1) -> (d1, d0)>>'}}
+func.func @not_strided(%x: memref<8x8xf32, affine_map<(d0, d1) -> (d1, d0)>> {tile.stride_multiple = 8 : i64}) {
+  return
+}

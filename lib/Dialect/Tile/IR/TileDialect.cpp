@@ -231,7 +231,8 @@ int64_t sinkattn::tile::getDeclaredStrideMultiple(Value memref) {
     return 1;
   auto function =
       dyn_cast<FunctionOpInterface>(argument.getOwner()->getParentOp());
-  if (!function)
+  // Entry-block arguments past the function's are gpu.func attributions.
+  if (!function || argument.getArgNumber() >= function.getNumArguments())
     return 1;
   auto multiple = function.getArgAttrOfType<IntegerAttr>(
       argument.getArgNumber(), TileDialect::kStrideMultipleAttrName);
@@ -245,20 +246,42 @@ bool sinkattn::tile::hasAlignedRows(Value memref, int64_t multiple) {
   if (failed(type.getStridesAndOffset(strides, offset)) || strides.empty() ||
       strides.back() != 1)
     return false;
-  const bool declared = getDeclaredStrideMultiple(memref) % multiple == 0;
+  auto isStaticMultiple = [&](int64_t value) {
+    return !ShapedType::isDynamic(value) && value % multiple == 0;
+  };
+  // A static layout says it all.
+  if (isStaticMultiple(offset) &&
+      llvm::all_of(ArrayRef(strides).drop_back(), isStaticMultiple))
+    return true;
+  // Else through casts and subviews that keep every dimension at unit
+  // strides (the view's strides are then its root's) whose innermost
+  // offsets are multiples (the others scale strides that are), down to a
+  // root whose layout is aligned, statically or by declaration.
+  Value root = memref;
+  while (Operation *view = root.getDefiningOp()) {
+    if (auto cast = dyn_cast<memref::CastOp>(view)) {
+      root = cast.getSource();
+      continue;
+    }
+    auto subview = dyn_cast<memref::SubViewOp>(view);
+    if (!subview ||
+        subview.getSourceType().getRank() != subview.getType().getRank() ||
+        !llvm::all_of(subview.getStaticStrides(),
+                      [](int64_t stride) { return stride == 1; }) ||
+        !isProvableMultipleOf(subview.getMixedOffsets().back(), multiple))
+      return false;
+    root = subview.getSource();
+  }
+  const bool declared = getDeclaredStrideMultiple(root) % multiple == 0;
   auto isMultiple = [&](int64_t value) {
     return ShapedType::isDynamic(value) ? declared : value % multiple == 0;
   };
-  if (!llvm::all_of(ArrayRef(strides).drop_back(), isMultiple))
-    return false;
-  if (!ShapedType::isDynamic(offset))
-    return offset % multiple == 0;
   int64_t rootOffset;
   SmallVector<int64_t> rootStrides;
-  return hasAlignedViewOffsets(memref, /*fromBack=*/0, multiple) &&
-         succeeded(cast<MemRefType>(getViewRoot(memref).getType())
+  return succeeded(cast<MemRefType>(root.getType())
                        .getStridesAndOffset(rootStrides, rootOffset)) &&
-         isMultiple(rootOffset);
+         isMultiple(rootOffset) &&
+         llvm::all_of(ArrayRef(rootStrides).drop_back(), isMultiple);
 }
 
 bool sinkattn::tile::isProvableMultipleOf(OpFoldResult value,

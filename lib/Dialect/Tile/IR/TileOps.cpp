@@ -185,8 +185,12 @@ static LogicalResult verifyCpAsyncTile(Operation *op, MemRefType shared) {
 /// by the role as a whole, plain (TMA adds; pending waits on TMA).
 static LogicalResult verifyVectorStore(CopyOp op, MemRefType shared,
                                        MemRefType global) {
-  int64_t chunkElements =
-      kCpAsyncChunkBytes * 8 / shared.getElementTypeBitWidth();
+  Type element = shared.getElementType();
+  unsigned bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 0;
+  if (bits < 8 || bits > 128 || !llvm::isPowerOf2_32(bits))
+    return op.emitOpError() << "cannot use engine vector: elements of "
+                            << element << " do not tile a 16-byte chunk";
+  int64_t chunkElements = kCpAsyncChunkBytes * 8 / bits;
   if (shared.getShape().back() % chunkElements != 0)
     return op.emitOpError()
            << "cannot use engine vector: the tile's innermost dimension of "

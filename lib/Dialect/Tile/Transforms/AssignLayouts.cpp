@@ -128,15 +128,16 @@ LogicalResult markSwizzled(GemmOp gemm, Value tile, StringRef operand) {
   return success();
 }
 
-/// Whether `alloc` is a staging tile for TMA stores (or reduce-adds): its
+/// Whether `alloc` is a staging tile for stores to global memory (TMA
+/// stores or reduce-adds, or 16-byte vector stores of 16-bit elements): its
 /// trailing two dimensions a tile of at most 256 rows (a TMA box), written
 /// only by fragment stores that can follow the swizzle (checkSwizzledStore:
 /// it also checks the tile is whole panels of 8-row periods) and read only
-/// by TMA copies to global memory, each through the allocation or
-/// whole-tile views of it (one stage of several). Swizzling it spreads a fragment store's elements over
-/// the banks: unswizzled, the eight rows a warp writes at once sit a row's
+/// by those copies, each through the allocation or whole-tile views of it
+/// (one stage of several). Swizzling it spreads a fragment store's elements
+/// over the banks: unswizzled, the eight rows a warp writes at once sit a row's
 /// bytes apart (128 to 512), in the same banks (an 8-way conflict).
-bool isTmaStoreStaging(memref::AllocOp alloc) {
+bool isStoreStaging(memref::AllocOp alloc) {
   MemRefType type = alloc.getType();
   ArrayRef<int64_t> tile = type.getShape().take_back(2);
   if (!isSharedMemory(type) || type.getRank() < 2 || !type.hasStaticShape() ||
@@ -162,8 +163,10 @@ bool isTmaStoreStaging(memref::AllocOp alloc) {
           return false;
         stored = true;
       } else if (auto copy = dyn_cast<CopyOp>(user)) {
+        bool vectorOf16Bit = copy.getCopyEngine() == CopyEngine::vector &&
+                             type.getElementTypeBitWidth() == 16;
         if (copy.getSource() != view ||
-            copy.getCopyEngine() != CopyEngine::tma)
+            (copy.getCopyEngine() != CopyEngine::tma && !vectorOf16Bit))
           return false;
         copied = true;
       } else {
@@ -259,7 +262,7 @@ struct TileAssignLayoutsPass
     if (failedAny)
       return signalPassFailure();
     getOperation()->walk([&](memref::AllocOp alloc) {
-      if (isTmaStoreStaging(alloc))
+      if (isStoreStaging(alloc))
         setSwizzled(alloc);
     });
 

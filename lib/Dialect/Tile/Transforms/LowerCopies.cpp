@@ -292,26 +292,33 @@ SmallVector<Value> getSwizzledIndices(PatternRewriter &rewriter, Location loc,
 }
 
 /// What the op verifier cannot see of a store by 16-byte vectors: that the
-/// global view's rows and the tile's columns start 16-byte aligned, and a
-/// swizzle its indexing knows.
+/// global view's rows and the column index start 16-byte aligned, and that
+/// a swizzled tile is read as the whole tile its swizzle was laid out for.
 LogicalResult checkVectorStore(CopyOp op) {
   auto tile = cast<MemRefType>(op.getSource().getType());
   int64_t chunkElements = 16 * 8 / tile.getElementTypeBitWidth();
-  if (!hasAlignedRows(op.getDest(), chunkElements) ||
-      !isProvableMultipleOf(op.getDestIndices().back(), chunkElements))
+  if (!hasAlignedRows(op.getDest(), chunkElements))
     return op.emitOpError()
-           << "cannot use engine vector: the global view's rows or the "
-              "column index are not provably "
+           << "cannot use engine vector: the global view's rows are not "
+              "provably "
            << chunkElements
-           << "-element (16-byte) aligned (declare run-time strides with "
-              "tile.stride_multiple)";
-  if (getSwizzleBytes(op.getSource()) &&
-      (tile.getRank() != 2 || tile.getElementTypeBitWidth() != 16))
-    return op.emitOpError() << "cannot use engine vector from the swizzled "
-                               "tile "
-                            << tile
-                            << ": the 128-byte swizzle is laid out for 2-D "
-                               "tiles of 16-bit elements";
+           << "-element (16-byte) aligned (a static layout, or unit-stride "
+              "subviews with aligned innermost offsets of an argument whose "
+              "run-time strides tile.stride_multiple declares)";
+  if (!isProvableMultipleOf(op.getDestIndices().back(), chunkElements))
+    return op.emitOpError() << "cannot use engine vector: the column index is "
+                               "not a provable multiple of "
+                            << chunkElements << " elements (16 bytes)";
+  if (!getSwizzleBytes(op.getSource()))
+    return success();
+  memref::AllocOp alloc = getSharedAllocation(op.getSource());
+  if (tile.getRank() != 2 || tile.getElementTypeBitWidth() != 16 ||
+      tile.getShape() != alloc.getType().getShape().take_back(2))
+    return op.emitOpError()
+           << "cannot use engine vector from " << tile
+           << ", a view of the swizzled tile " << alloc.getType()
+           << ": the 128-byte swizzle is laid out for whole 2-D tiles of "
+              "16-bit elements";
   return success();
 }
 

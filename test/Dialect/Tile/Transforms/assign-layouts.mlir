@@ -112,6 +112,27 @@ func.func @tma_store_staging(%out: memref<256x128xbf16>) -> bf16 {
   return %x : bf16
 }
 
+// A 16-bit tile that vector stores read (engine vector: one sequence's
+// rows of a packed batch) is staging as well; a 32-bit one is not (the
+// vector store's swizzled reads are laid out for 16-bit tiles).
+// CHECK-LABEL: func @vector_store_staging
+// CHECK: memref.alloc() {alignment = 1024 : i64, tile.swizzle = 128 : i64} : memref<64x128xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.alloc() : memref<64x32xf32, #gpu.address_space<workgroup>>
+func.func @vector_store_staging(%out: memref<?x128xbf16, strided<[?, 1], offset: ?>>, %out32: memref<256x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : bf16
+  %one32 = arith.constant 1.0 : f32
+  %staged = memref.alloc() : memref<64x128xbf16, #gpu.address_space<workgroup>>
+  %staged32 = memref.alloc() : memref<64x32xf32, #gpu.address_space<workgroup>>
+  %o = tile.fill %one : !tile.fragment<64x128xbf16>
+  tile.store %o, %staged[%c0, %c0] : !tile.fragment<64x128xbf16>, memref<64x128xbf16, #gpu.address_space<workgroup>>
+  tile.copy %staged, %out[%c0, %c0] {engine = #tile.engine<vector>} : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<?x128xbf16, strided<[?, 1], offset: ?>>
+  %o32 = tile.fill %one32 : !tile.fragment<64x32xf32>
+  tile.store %o32, %staged32[%c0, %c0] : !tile.fragment<64x32xf32>, memref<64x32xf32, #gpu.address_space<workgroup>>
+  tile.copy %staged32, %out32[%c0, %c0] {engine = #tile.engine<vector>} : memref<64x32xf32, #gpu.address_space<workgroup>>, memref<256x32xf32>
+  return
+}
+
 // The fp32 tiles a TMA reduce-add reads (the backward's dQ shares), two
 // stages of them, each written by two 64-column fragments: staging tiles
 // too, swizzled in panels of 32 columns (128 bytes of fp32). Through the

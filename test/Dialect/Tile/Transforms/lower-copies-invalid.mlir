@@ -53,15 +53,60 @@ module attributes {gpu.container_module} {
 // declared could be odd.
 func.func @vector_store_undeclared_stride(%O: memref<?x64xbf16, strided<[?, 1]>>, %s: memref<64x64xbf16, 3>, %m: index) {
   %c0 = arith.constant 0 : index
-  // expected-error @+1 {{'tile.copy' op cannot use engine vector: the global view's rows or the column index are not provably 8-element (16-byte) aligned (declare run-time strides with tile.stride_multiple)}}
+  // expected-error @+1 {{'tile.copy' op cannot use engine vector: the global view's rows are not provably 8-element (16-byte) aligned (a static layout, or unit-stride subviews with aligned innermost offsets of an argument whose run-time strides tile.stride_multiple declares)}}
   tile.copy %s, %O[%m, %c0] {engine = #tile.engine<vector>} : memref<64x64xbf16, 3>, memref<?x64xbf16, strided<[?, 1]>>
   return
 }
 
 // -----
 
+// Declared, but in multiples of 4 elements: 8 bytes, not 16.
+func.func @vector_store_small_multiple(%O: memref<?x64xbf16, strided<[?, 1]>> {tile.stride_multiple = 4 : i64}, %s: memref<64x64xbf16, 3>, %m: index) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.copy' op cannot use engine vector: the global view's rows are not provably 8-element (16-byte) aligned}}
+  tile.copy %s, %O[%m, %c0] {engine = #tile.engine<vector>} : memref<64x64xbf16, 3>, memref<?x64xbf16, strided<[?, 1]>>
+  return
+}
+
+// -----
+
+// A subview with a row step of 2 over 12-element rows: its rows start 24·i
+// elements apart, but its first row 12·%i elements in.
+func.func @vector_store_strided_subview(%O: memref<64x24xbf16>, %s: memref<16x8xbf16, 3>, %i: index) {
+  %c0 = arith.constant 0 : index
+  %v = memref.subview %O[%i, 0] [16, 8] [2, 1] : memref<64x24xbf16> to memref<16x8xbf16, strided<[48, 1], offset: ?>>
+  // expected-error @+1 {{'tile.copy' op cannot use engine vector: the global view's rows are not provably 8-element (16-byte) aligned}}
+  tile.copy %s, %v[%c0, %c0] {engine = #tile.engine<vector>} : memref<16x8xbf16, 3>, memref<16x8xbf16, strided<[48, 1], offset: ?>>
+  return
+}
+
+// -----
+
+// A rank-reducing subview hides the dropped dimension's stride (12).
+func.func @vector_store_rank_reducing(%O: memref<4x8x12x8xbf16>, %s: memref<8x8xbf16, 3>, %i: index) {
+  %c0 = arith.constant 0 : index
+  %v = memref.subview %O[0, 0, %i, 0] [1, 8, 1, 8] [1, 1, 1, 1] : memref<4x8x12x8xbf16> to memref<8x8xbf16, strided<[96, 1], offset: ?>>
+  // expected-error @+1 {{'tile.copy' op cannot use engine vector: the global view's rows are not provably 8-element (16-byte) aligned}}
+  tile.copy %s, %v[%c0, %c0] {engine = #tile.engine<vector>} : memref<8x8xbf16, 3>, memref<8x8xbf16, strided<[96, 1], offset: ?>>
+  return
+}
+
+// -----
+
 func.func @vector_store_odd_column(%O: memref<100x64xbf16>, %s: memref<64x32xbf16, 3>, %m: index, %n: index) {
-  // expected-error @+1 {{'tile.copy' op cannot use engine vector: the global view's rows or the column index are not provably 8-element (16-byte) aligned}}
+  // expected-error @+1 {{'tile.copy' op cannot use engine vector: the column index is not a provable multiple of 8 elements (16 bytes)}}
   tile.copy %s, %O[%m, %n] {engine = #tile.engine<vector>} : memref<64x32xbf16, 3>, memref<100x64xbf16>
+  return
+}
+
+// -----
+
+// Half of a swizzled tile: the swizzle's rows are the whole tile's.
+func.func @vector_store_swizzled_half(%O: memref<256x128xbf16>, %m: index) {
+  %c0 = arith.constant 0 : index
+  %s = memref.alloc() {tile.swizzle = 128 : i64} : memref<128x128xbf16, 3>
+  %half = memref.subview %s[64, 0] [64, 128] [1, 1] : memref<128x128xbf16, 3> to memref<64x128xbf16, strided<[128, 1], offset: 8192>, 3>
+  // expected-error @+1 {{'tile.copy' op cannot use engine vector from 'memref<64x128xbf16, strided<[128, 1], offset: 8192>, 3>', a view of the swizzled tile 'memref<128x128xbf16, 3>': the 128-byte swizzle is laid out for whole 2-D tiles of 16-bit elements}}
+  tile.copy %half, %O[%m, %c0] {engine = #tile.engine<vector>} : memref<64x128xbf16, strided<[128, 1], offset: 8192>, 3>, memref<256x128xbf16>
   return
 }

@@ -49,3 +49,26 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Through a memref.cast of the declared argument, and into a view of fewer
+// rows than the tile: chunks past the view's rows are skipped.
+// CHECK-LABEL: gpu.func @vector_store_cast
+// CHECK: %[[CAST:.*]] = memref.cast
+// CHECK: %[[SEQ:.*]] = memref.subview %[[CAST]]
+// CHECK: scf.if
+// CHECK: %[[V:.*]] = vector.load %{{.*}} {alignment = 16 : i64} : memref<64x64xbf16, 3>, vector<8xbf16>
+// CHECK: vector.store %[[V]], %[[SEQ]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xbf16, strided<[?, 1], offset: ?>>, vector<8xbf16>
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @vector_store_cast(%O: memref<1000x512xbf16, strided<[?, 1]>> {tile.stride_multiple = 8 : i64}, %start: index, %m: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %s = memref.alloc() : memref<64x64xbf16, 3>
+      %cast = memref.cast %O : memref<1000x512xbf16, strided<[?, 1]>> to memref<?x?xbf16, strided<[?, 1]>>
+      %seq = memref.subview %cast[%start, 64] [%m, 64] [1, 1] : memref<?x?xbf16, strided<[?, 1]>> to memref<?x64xbf16, strided<[?, 1], offset: ?>>
+      tile.copy %s, %seq[%c0, %c0] {engine = #tile.engine<vector>} : memref<64x64xbf16, 3>, memref<?x64xbf16, strided<[?, 1], offset: ?>>
+      gpu.return
+    }
+  }
+}

@@ -142,10 +142,10 @@ int64_t getDeclaredStrideMultiple(mlir::Value memref);
 
 /// Whether every row of `memref` provably starts `multiple`-element
 /// aligned: its innermost stride is 1 and its offset and other strides are
-/// multiples of `multiple` (static ones; run-time ones as its root
-/// argument declares, getDeclaredStrideMultiple; a run-time view offset
-/// from subviews whose innermost offsets are provable multiples over such
-/// a root, hasAlignedViewOffsets).
+/// multiples of `multiple`, by its static layout, or by the root it views
+/// through casts and subviews that keep every dimension at unit strides
+/// with provable innermost offsets (a root aligned statically or by its
+/// argument's tile.stride_multiple, getDeclaredStrideMultiple).
 bool hasAlignedRows(mlir::Value memref, int64_t multiple);
 
 /// Whether `value` is provably a multiple of `multiple`: a constant

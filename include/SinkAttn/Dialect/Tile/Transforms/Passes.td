@@ -197,18 +197,20 @@ def TileAssignLayouts : Pass<"tile-assign-layouts"> {
       (N along its rows), half a panel: 32 columns at an offset that is a
       provable multiple of 32, whose descriptor starts 64 bytes into the
       panel. Other slices are an error naming the operand and the offset.
-    * **TMA store staging.** A shared tile of 16- or 32-bit elements (its
+    * **Store staging.** A shared tile of 16- or 32-bit elements (its
       trailing two dimensions: columns a multiple of a 128-byte panel's, 64
       or 32, rows a multiple of 8, at most 256; leading dimensions are
-      stages) that fragment `tile.store`s write and only TMA `tile.copy`s
-      to global memory read (stores or reduce-adds), each through the
+      stages) that fragment `tile.store`s write and only `tile.copy`s to
+      global memory read (TMA stores or reduce-adds, or for 16-bit tiles
+      `engine = #tile.engine<vector>` stores), each through the
       allocation or whole-tile views of it, is swizzled the same way, when
       every store can follow the swizzle (`checkSwizzledStore`: a 2-D
       fragment at a row index that is a provable multiple of 8 and a column
       index of the panel width): the fragment's elements then spread over
       the banks, where a warp's eight rows of an unswizzled tile 128 to 512
       bytes apart all hit the same ones. TMA moves such a tile in panel
-      boxes. Tiles with other users keep the plain layout.
+      boxes; vector stores read each chunk at its swizzled place. Tiles
+      with other users keep the plain layout.
 
     Errors, each naming the value or op: a shape a layout cannot
     distribute (rows not a multiple of 64, columns not a multiple of 8, or of
