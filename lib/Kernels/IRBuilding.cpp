@@ -186,24 +186,30 @@ Value sinkattn::kernels::buildMap(
   return map.getResult();
 }
 
+/// tile.copy's `engine` attribute: none for the default (TMA).
+static sinkattn::tile::CopyEngineAttr
+getEngineAttr(ImplicitLocOpBuilder &b,
+              std::optional<sinkattn::tile::CopyEngine> engine) {
+  return engine ? sinkattn::tile::CopyEngineAttr::get(b.getContext(), *engine)
+                : nullptr;
+}
+
 Operation *
 sinkattn::kernels::buildLoadTile(ImplicitLocOpBuilder &b, Value global,
                                  ValueRange indices, Value shared,
                                  std::optional<tile::CopyEngine> engine) {
-  auto engineAttr =
-      engine ? tile::CopyEngineAttr::get(b.getContext(), *engine) : nullptr;
   return tile::CopyOp::create(b, global, indices, shared, ValueRange(),
-                              engineAttr, /*add=*/false, /*pending=*/nullptr);
+                              getEngineAttr(b, engine), /*add=*/false,
+                              /*pending=*/nullptr);
 }
 
 Operation *
 sinkattn::kernels::buildStoreTile(ImplicitLocOpBuilder &b, Value shared,
                                   Value global, ValueRange indices,
                                   std::optional<tile::CopyEngine> engine) {
-  auto engineAttr =
-      engine ? tile::CopyEngineAttr::get(b.getContext(), *engine) : nullptr;
   return tile::CopyOp::create(b, shared, ValueRange(), global, indices,
-                              engineAttr, /*add=*/false, /*pending=*/nullptr);
+                              getEngineAttr(b, engine), /*add=*/false,
+                              /*pending=*/nullptr);
 }
 
 Value sinkattn::kernels::buildSubView(ImplicitLocOpBuilder &b, Value source,

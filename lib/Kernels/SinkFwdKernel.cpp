@@ -288,10 +288,10 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     // The launcher takes token rows 16 bytes apart (the tensor maps need
     // it), which lets O's epilogue store column pairs.
     const int64_t rowMultiple = 16 / (element.getIntOrFloatBitWidth() / 8);
-    for (unsigned arg = 0; arg < 5; ++arg)
-      if (arg != 3)
-        kernel.func.setArgAttr(arg, tile::TileDialect::kStrideMultipleAttrName,
-                               b.getI64IntegerAttr(rowMultiple));
+    for (Value rows : {Q, K, V, O})
+      kernel.func.setArgAttr(cast<BlockArgument>(rows).getArgNumber(),
+                             tile::TileDialect::kStrideMultipleAttrName,
+                             b.getI64IntegerAttr(rowMultiple));
     offsetUnitQ = arith::IndexCastUIOp::create(b, b.getIndexType(),
                                                args[args.size() - 2]);
     offsetUnitK =

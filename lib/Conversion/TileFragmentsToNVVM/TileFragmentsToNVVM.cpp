@@ -552,9 +552,8 @@ void storeSwizzled(OpBuilder &builder, Location loc, FragmentType type,
 /// adjacent columns (2·(lane % 4) + 8·j and the next) as one 2-element
 /// vector: the destination's rows start at even elements (hasAlignedRows)
 /// and so does the pair (an even column index), and with an even last
-/// dimension a pair lies inside or outside the tensor as a whole. Scalar
-/// stores of fp32 GQA shares took two 4-byte instructions per 8 bytes (SASS
-/// of the backward's dK/dV epilogue, session 28).
+/// dimension a pair lies inside or outside the tensor as a whole. A pair
+/// is one store instruction where its elements would take two.
 bool canStoreColumnPairs(StoreOp op) {
   if (op.getAdd() || op.getValue().getType().getRank() != 2 ||
       *getLayoutKind(op.getValue().getType()) == LayoutKind::rows)

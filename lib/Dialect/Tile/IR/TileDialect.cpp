@@ -217,16 +217,10 @@ sinkattn::tile::getWarpgroupSlice(Value tile) {
   return std::nullopt;
 }
 
-int64_t sinkattn::tile::getDeclaredStrideMultiple(Value memref) {
-  while (Operation *view = memref.getDefiningOp()) {
-    if (auto subview = dyn_cast<memref::SubViewOp>(view))
-      memref = subview.getSource();
-    else if (auto cast = dyn_cast<memref::CastOp>(view))
-      memref = cast.getSource();
-    else
-      return 1;
-  }
-  auto argument = dyn_cast<BlockArgument>(memref);
+/// The `tile.stride_multiple` that function argument `root` declares; 1
+/// for anything else.
+static int64_t getDeclaredStrideMultiple(Value root) {
+  auto argument = dyn_cast<BlockArgument>(root);
   if (!argument || !argument.getOwner()->isEntryBlock())
     return 1;
   auto function =

@@ -3,6 +3,7 @@
 #include "SinkAttn/Dialect/Tile/Transforms/Passes.h"
 #include "Utils.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -272,6 +273,33 @@ SmallVector<Value> getChunkTileIndices(PatternRewriter &rewriter, Location loc,
   return indices;
 }
 
+/// Where a chunk at `tileIndices` of a tile copied at `tileStart` of a
+/// global memref of sizes `dims` lies: its global indices, and whether
+/// they are inside the sizes.
+struct ChunkPlace {
+  SmallVector<Value> indices;
+  Value inside;
+};
+
+ChunkPlace placeChunk(PatternRewriter &rewriter, Location loc,
+                      ValueRange tileStart, ValueRange tileIndices,
+                      ArrayRef<Value> dims) {
+  ChunkPlace place{llvm::to_vector(tileStart), Value()};
+  size_t lead = tileStart.size() - tileIndices.size();
+  for (auto [d, index] : llvm::enumerate(tileIndices))
+    place.indices[lead + d] =
+        arith::AddIOp::create(rewriter, loc, place.indices[lead + d], index);
+  for (auto [index, dim] : llvm::zip(place.indices, dims)) {
+    Value below = arith::CmpIOp::create(rewriter, loc,
+                                        arith::CmpIPredicate::ult, index, dim);
+    place.inside =
+        place.inside ? arith::AndIOp::create(rewriter, loc, place.inside, below)
+                           .getResult()
+                     : below;
+  }
+  return place;
+}
+
 /// Where the element at `tileIndices` of shared tile `tile` lies in its
 /// memref: there, or (a 128-byte swizzled 2-D tile) at its swizzled
 /// position.
@@ -334,17 +362,14 @@ struct LowerCpAsync : public OpRewritePattern<CpAsyncOp> {
     Location loc = op.getLoc();
     CopyingThreads threads = getCopyingThreads(rewriter, op);
     MemRefType tile = op.getDest().getType();
-    MemRefType global = op.getSource().getType();
     ArrayRef<int64_t> shape = tile.getShape();
     int64_t chunkElements = 16 * 8 / tile.getElementTypeBitWidth();
     int64_t chunks = tile.getNumElements() / chunkElements;
-    int64_t lead = global.getRank() - tile.getRank();
     auto c = [&](int64_t v) -> Value {
       return arith::ConstantIndexOp::create(rewriter, loc, v);
     };
-    SmallVector<Value> dims;
-    for (int64_t d = 0; d < global.getRank(); ++d)
-      dims.push_back(memref::DimOp::create(rewriter, loc, op.getSource(), d));
+    SmallVector<Value> dims = getValueOrCreateConstantIndexOp(
+        rewriter, loc, memref::getMixedSizes(rewriter, loc, op.getSource()));
 
     OpBuilder::InsertionGuard guard(rewriter);
     Value chunk = buildChunkLoop(rewriter, loc, threads, chunks);
@@ -352,18 +377,8 @@ struct LowerCpAsync : public OpRewritePattern<CpAsyncOp> {
         getChunkTileIndices(rewriter, loc, chunk, shape, chunkElements);
     // Its global coordinates, whether they are inside the tensor, and how
     // many of its elements are (the innermost dimension may end inside it).
-    SmallVector<Value> globalIndices(op.getSourceIndices());
-    for (size_t d = 0; d < shape.size(); ++d)
-      globalIndices[lead + d] = arith::AddIOp::create(
-          rewriter, loc, globalIndices[lead + d], tileIndices[d]);
-    Value inside;
-    for (auto [index, dim] : llvm::zip(globalIndices, dims)) {
-      Value below = arith::CmpIOp::create(rewriter, loc,
-                                          arith::CmpIPredicate::ult, index, dim);
-      inside = inside ? arith::AndIOp::create(rewriter, loc, inside, below)
-                            .getResult()
-                      : below;
-    }
+    auto [globalIndices, inside] =
+        placeChunk(rewriter, loc, op.getSourceIndices(), tileIndices, dims);
     Value remaining =
         arith::SubIOp::create(rewriter, loc, dims.back(), globalIndices.back());
     Value validElements = arith::SelectOp::create(
@@ -543,34 +558,23 @@ struct LowerCopy : public OpRewritePattern<CopyOp> {
   static LogicalResult lowerVectorStore(CopyOp op, PatternRewriter &rewriter) {
     Location loc = op.getLoc();
     MemRefType tile = op.getSource().getType();
-    MemRefType global = op.getDest().getType();
     ArrayRef<int64_t> shape = tile.getShape();
     int64_t chunkElements = 16 * 8 / tile.getElementTypeBitWidth();
-    int64_t lead = global.getRank() - tile.getRank();
     auto chunkType = VectorType::get({chunkElements}, tile.getElementType());
     createRoleSync(rewriter, loc, op);
     {
       OpBuilder::InsertionGuard guard(rewriter);
-      Value chunk =
-          buildChunkLoop(rewriter, loc, getCopyingThreads(rewriter, op),
-                         tile.getNumElements() / chunkElements);
+      CopyingThreads threads = getCopyingThreads(rewriter, op);
+      SmallVector<Value> dims = getValueOrCreateConstantIndexOp(
+          rewriter, loc, memref::getMixedSizes(rewriter, loc, op.getDest()));
+      Value chunk = buildChunkLoop(rewriter, loc, threads,
+                                   tile.getNumElements() / chunkElements);
       SmallVector<Value> tileIndices =
           getChunkTileIndices(rewriter, loc, chunk, shape, chunkElements);
-      SmallVector<Value> globalIndices(op.getDestIndices());
-      for (size_t d = 0; d < shape.size(); ++d)
-        globalIndices[lead + d] = arith::AddIOp::create(
-            rewriter, loc, globalIndices[lead + d], tileIndices[d]);
       // Whole chunks tile the view's rows (the verifier): a chunk is inside
       // or outside as a whole.
-      Value inside;
-      for (auto [d, index] : llvm::enumerate(globalIndices)) {
-        Value dim = memref::DimOp::create(rewriter, loc, op.getDest(), d);
-        Value below = arith::CmpIOp::create(
-            rewriter, loc, arith::CmpIPredicate::ult, index, dim);
-        inside = inside ? arith::AndIOp::create(rewriter, loc, inside, below)
-                              .getResult()
-                        : below;
-      }
+      auto [globalIndices, inside] =
+          placeChunk(rewriter, loc, op.getDestIndices(), tileIndices, dims);
       auto guardIf =
           scf::IfOp::create(rewriter, loc, inside, /*withElse=*/false);
       rewriter.setInsertionPointToStart(&guardIf.getThenRegion().front());

@@ -132,20 +132,12 @@ struct WarpgroupSlice {
 /// nearest to `tile`), or none when every warpgroup may touch it.
 std::optional<WarpgroupSlice> getWarpgroupSlice(mlir::Value tile);
 
-/// The number of elements that `memref`'s strides but the innermost, and
-/// the offset of the function argument it views, are multiples of by
-/// declaration: that
-/// argument's `tile.stride_multiple`, seen through subviews (whose strides
-/// scale the argument's by integers) and casts; 1 where nothing is
-/// declared or another view lies between.
-int64_t getDeclaredStrideMultiple(mlir::Value memref);
-
 /// Whether every row of `memref` provably starts `multiple`-element
 /// aligned: its innermost stride is 1 and its offset and other strides are
 /// multiples of `multiple`, by its static layout, or by the root it views
 /// through casts and subviews that keep every dimension at unit strides
-/// with provable innermost offsets (a root aligned statically or by its
-/// argument's tile.stride_multiple, getDeclaredStrideMultiple).
+/// with provable innermost offsets (a root aligned statically, or a
+/// function argument whose tile.stride_multiple declares it).
 bool hasAlignedRows(mlir::Value memref, int64_t multiple);
 
 /// Whether `value` is provably a multiple of `multiple`: a constant

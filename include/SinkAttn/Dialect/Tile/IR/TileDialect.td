@@ -55,10 +55,11 @@ def Tile_Dialect : Dialect {
     A function's memref argument marked `tile.stride_multiple = N` (a
     positive integer) is one whose offset and strides but the innermost, in
     elements, the caller promises are multiples of N, static or not: for
-    example token rows a launcher has checked to be 16 bytes apart. The lowering reads it to
-    prove a run-time strided access aligned (two adjacent 16-bit columns
-    stored as one 32-bit word). The verifier accepts it only on a strided
-    memref argument whose static strides and offset are such multiples.
+    example token rows a launcher has checked to be 16 bytes apart. The
+    lowering reads it to prove a run-time strided access aligned (column
+    pairs as one word, 16-byte vector stores). The verifier accepts it only
+    on a strided memref argument whose static strides and offset are such
+    multiples.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
