@@ -22,14 +22,18 @@ mkdir -p "$out"
 failures=0
 
 # The form a call takes: D 128 overlap from 17 key blocks of 128, else ws;
-# D 64 ws from 128, else plain (lib/Runtime/KernelGrids.cpp).
+# D 64 ws from 128, else plain; persistent for a call of one length (ONE)
+# at D 128 with rows of at most 32 key blocks and more than 132 tiles of
+# 128 rows (the seed cells: 64 heads) (lib/Runtime/KernelGrids.cpp).
 form() {
-  local dim=$1 blocks=$((($2 + 127) / 128))
+  local dim=$1 blocks=$((($2 + 127) / 128)) one=$3 name
   if ((dim == 128)); then
-    ((blocks >= 17)) && echo overlap || echo ws
+    ((blocks >= 17)) && name=overlap || name=ws
+    ((one && blocks <= 32 && blocks * 64 > 132)) && name=$name-persistent
   else
-    ((blocks >= 128)) && echo ws || echo plain
+    ((blocks >= 128)) && name=ws || name=plain
   fi
+  echo "$name"
 }
 
 median_of() { # JSON files -> the median of their median_ms
@@ -82,12 +86,12 @@ for dim in 64 128; do
   for s in 2k 4k 8k 16k; do
     seq=$((${s%k} * 1024))
     cell "seed-$s-d$dim" "$bundles/sink-fwd-seed-$s-d$dim" \
-      "$library/fwd-bf16-d$dim-causal-f32-sinks-$(form "$dim" "$seq")" \
+      "$library/fwd-bf16-d$dim-causal-f32-sinks-$(form "$dim" "$seq" 1)" \
       --seqlens-q "$seq" --heads 64 --kv-heads 8
   done
   lengths=4096,1024,2048,512,3000,777,4096,831
   cell "varlen-16k-d$dim" "$bundles/sink-fwd-varlen-16k-d$dim" \
-    "$library/fwd-bf16-d$dim-causal-f32-sinks-$(form "$dim" 4096)" \
+    "$library/fwd-bf16-d$dim-causal-f32-sinks-$(form "$dim" 4096 0)" \
     --seqlens-q "$lengths" --heads 64 --kv-heads 8
 done
 ((failures == 0))

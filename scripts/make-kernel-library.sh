@@ -2,8 +2,11 @@
 # Compiles the kernel library the attention API opens by default: one
 # sink-fwd bundle for run-time shapes per variant (dtype, head dim, masking,
 # sink dtype) and form (the schedules auto picks between by row length:
-# rt::sinkFwdAutoSchedule), into OUTPUT_DIR (docs/library.md). With PTXAS
-# each bundle also holds its kernel assembled for sm_90a (kernel.cubin).
+# rt::sinkFwdAutoSchedule; at D 128 without a window, each also persistent,
+# which calls of one sequence length take where auto would compile it:
+# rt::sinkFwdRunsPersistent), into OUTPUT_DIR (docs/library.md). With
+# PTXAS each bundle also holds its kernel assembled for sm_90a
+# (kernel.cubin).
 # usage: scripts/make-kernel-library.sh RUNNER OUTPUT_DIR [PTXAS]
 set -euo pipefail
 runner=$1
@@ -22,13 +25,22 @@ for dtype in bf16 f16; do
         non-causal) mask_flags="--non-causal" ;;
       esac
       for sinks in f32 bf16; do
-        for form in $forms; do
-          name="fwd-$dtype-d$dim-$mask-$sinks-sinks-$form"
+        variants=$forms
+        if [[ $dim == 128 && $mask != window ]]; then
+          variants="$forms ws-persistent overlap-persistent"
+        fi
+        for variant in $variants; do
+          name="fwd-$dtype-d$dim-$mask-$sinks-sinks-$variant"
+          form=${variant%-persistent}
+          persistent=()
+          # One block per SM of an H100 SXM or H200, as auto compiles it.
+          [[ $variant == *-persistent ]] && persistent=(--persistent 132)
           # shellcheck disable=SC2086 # the mask's flags are words on purpose
           if ! log=$("$runner" compile --kernel sink-fwd --run-time-shapes \
               --seqlens-q 128 --heads 8 --kv-heads 8 --head-dim "$dim" \
               --dtype "$dtype" --sink-dtype "$sinks" --schedule "$form" \
-              $mask_flags "${assemble[@]}" --emit bundle -o "$out.tmp/$name" 2>&1); then
+              "${persistent[@]}" $mask_flags "${assemble[@]}" \
+              --emit bundle -o "$out.tmp/$name" 2>&1); then
             echo "error: compiling the kernel library's $name failed:" >&2
             echo "$log" >&2
             exit 1

@@ -39,17 +39,6 @@ compileSinkFwdReferencePTX(mlir::MLIRContext &context,
 /// varlen the offsets of its lengths). Not validated.
 rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
 
-/// A persistent kernel's tiles split into `blocks` lists, one per block, so
-/// that the blocks' sums of `costs` (one per tile, positive, in any unit)
-/// stay level:
-/// longest-processing-time-first, then moves and swaps off the longest
-/// list while they shorten it. Every tile is in exactly one list; each list
-/// runs its tiles by `groups` (one per tile; none: one group), then
-/// costliest first (ties: lower index first). Deterministic.
-std::vector<std::vector<int64_t>>
-balancedTileLists(llvm::ArrayRef<int64_t> costs, int64_t blocks,
-                  llvm::ArrayRef<int64_t> groups = {});
-
 /// The fp32 SIMT reference of the attention-sink backward (three kernels,
 /// ABI and launches in SinkAttn/Runtime/AttentionReference.h).
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>

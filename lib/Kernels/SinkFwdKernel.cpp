@@ -28,6 +28,7 @@
 #include "KernelBuilders.h"
 
 #include "SinkAttn/Runtime/KernelGrids.h"
+#include "SinkAttn/Runtime/TileSchedule.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -49,55 +50,6 @@ namespace {
 /// Query rows per warpgroup.
 constexpr int64_t kRowsPerWarpgroup = 64;
 constexpr int64_t kBlockN = 128;
-/// Auto makes the forward persistent while its longest row sees at most
-/// this many key blocks: past it the tiles are long enough that one block
-/// per tile was level or ahead (docs/PERF.md).
-constexpr int64_t kPersistentMaxKeyBlocks = 32;
-
-/// What a persistent tile costs beyond its key blocks, in key blocks (its
-/// Q load, first GEMM and epilogue, less when the next tile's Q arrives
-/// during the epilogue). Only the balance of the lists depends on it.
-constexpr int64_t kTileOverheadBlocks = 2;
-
-/// --persistent's module table @sink_fwd_tiles: the `blocks` blocks' tile
-/// lists (balancedTileLists) as [G + 1] offsets into the table, then the
-/// lists; tile t as numbered in buildTileListLoop (`rowBlocks` blocks of
-/// `blockM` rows per head and sequence, heaviest first). A tile costs the
-/// key blocks its rows see (from its first row's first key to its last
-/// row's last, rt::attendedKeys) plus kTileOverheadBlocks; a list runs the
-/// tiles of one sequence and kv head together, so the blocks running at a
-/// time share K/V in L2 as one block per tile does (buildBlockIds).
-std::vector<int32_t> tileTable(const rt::SinkAttentionShape &shape, int64_t rowBlocks,
-                    int64_t blockM, int64_t blocks) {
-  const int64_t tilesPerLevel = shape.heads * shape.batch;
-  const int64_t tiles = rowBlocks * tilesPerLevel;
-  const int64_t group = shape.heads / shape.kvHeads;
-  std::vector<int64_t> costs(tiles), kvGroups(tiles);
-  for (int64_t t = 0; t < tiles; ++t) {
-    int64_t firstRow = (rowBlocks - 1 - t / tilesPerLevel) * blockM;
-    int64_t lastRow = std::min(firstRow + blockM, shape.seqQ) - 1;
-    int64_t lo = rt::attendedKeys(shape, 0, firstRow).begin / kBlockN;
-    int64_t hi =
-        (rt::attendedKeys(shape, 0, lastRow).end + kBlockN - 1) / kBlockN;
-    costs[t] = std::max<int64_t>(hi - lo, 0) + kTileOverheadBlocks;
-    int64_t inLevel = t % tilesPerLevel;
-    kvGroups[t] = (inLevel / shape.heads) * shape.kvHeads +
-                  (inLevel % shape.heads) / group;
-  }
-  std::vector<int32_t> table, lists;
-  int64_t next = blocks + 1;
-  for (const std::vector<int64_t> &list :
-       kernels::balancedTileLists(costs, blocks, kvGroups)) {
-    table.push_back(int32_t(next));
-    next += int64_t(list.size());
-    for (int64_t tile : list)
-      lists.push_back(int32_t(tile));
-  }
-  table.push_back(int32_t(next));
-  llvm::append_range(table, lists);
-  return table;
-}
-
 /// The forward's form, decided by buildSinkFwd.
 struct SinkFwdForm {
   rt::SinkAttentionShape shape;
@@ -120,10 +72,13 @@ struct SinkFwdForm {
   bool deferredRowSum;
   /// The softmax scale in log2 units.
   float scaleLog2;
-  /// --persistent: the blocks' tile lists (tileTable), empty otherwise.
+  /// --persistent: each block runs the tiles of its list
+  /// (buildTileListLoop).
+  bool persistent = false;
+  /// --persistent without run-time shapes: the tile table
+  /// (rt::sinkFwdTileTable), a module constant; with them the table is a
+  /// kernel argument the launcher fills.
   std::vector<int32_t> tileTable;
-  /// --persistent: tiles per block level (heads x batch) and the levels.
-  int64_t tilesPerLevel = 0, levels = 0;
   /// --pack-gqa: a block's rows are rows of its kv head's group, the G
   /// query heads' Sq rows one head after another (buildPackedPositions).
   bool packGqa = false;
@@ -193,6 +148,8 @@ private:
   const rt::SinkAttentionShape &shape;
   Type element;
   Value Q, K, V, sinks, O, LSE, cuQ, cuK;
+  /// --persistent with run-time shapes: the launcher's tile table.
+  Value tileTable;
   /// Run-time shapes: the units of cuQ's and cuK's offsets, in tokens.
   Value offsetUnitQ, offsetUnitK;
   Value c0, c1, c64, c128, cBM, cBN, cBNm1, c63, group, window, hasWindow;
@@ -266,6 +223,8 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
         b.getI32Type());
     argTypes.append({offsets, offsets});
   }
+  if (form.runTimeShapes && form.persistent)
+    argTypes.push_back(MemRefType::get({ShapedType::kDynamic}, b.getI32Type()));
   const bool windowed = shape.window > 0;
   // Run-time shapes: the softmax scale in log2 units, the window size, and
   // the units of the sequence offsets (query, key).
@@ -284,6 +243,17 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   LSE = args[5];
   if (shape.varlen())
     cuQ = args[6], cuK = args[7];
+  // Run-time shapes: then the tile table (persistent), the scale, the
+  // window (windowed) and the offsets' units.
+  Value scaleArg, windowArg;
+  if (form.runTimeShapes) {
+    unsigned next = 8;
+    if (form.persistent)
+      tileTable = args[next++];
+    scaleArg = args[next++];
+    if (shape.window > 0)
+      windowArg = args[next++];
+  }
   if (form.runTimeShapes) {
     // The launcher takes token rows 16 bytes apart (the tensor maps need
     // it), which lets O's epilogue store column pairs.
@@ -320,7 +290,7 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   // Without a window the distance test must always pass (with run-time
   // lengths, for any length a 32-bit position can have).
   if (form.runTimeShapes && windowed)
-    window = arith::IndexCastUIOp::create(b, b.getIndexType(), args[9]);
+    window = arith::IndexCastUIOp::create(b, b.getIndexType(), windowArg);
   else
     window = constantIndex(b, windowed             ? shape.window
                               : form.runTimeShapes ? int64_t(INT32_MAX)
@@ -331,8 +301,7 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   negInf = constantF32(b, -std::numeric_limits<float>::infinity());
   log2e = constantF32(b, float(1.44269504088896340736));
   ln2 = constantF32(b, float(0.693147180559945309417));
-  scaleLog2 =
-      form.runTimeShapes ? Value(args[8]) : constantF32(b, form.scaleLog2);
+  scaleLog2 = form.runTimeShapes ? scaleArg : constantF32(b, form.scaleLog2);
   // The overlapped loop rescales O conditionally (FA4): most blocks leave
   // the running max, hence alpha = 1, and tile.scale_rows skips them.
   if (form.overlap)
@@ -346,7 +315,7 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     bIdx = gpu::BlockIdOp::create(b, gpu::Dimension::z);
     h = arith::MulIOp::create(b, hkOfBlock, group);
     buildTile();
-  } else if (form.tileTable.empty()) {
+  } else if (!form.persistent) {
     AttentionBlockIds ids =
         buildBlockIds(b, /*heaviestLast=*/true, shape, c1, group, kvHeadCount);
     qb = ids.block, h = ids.head, bIdx = ids.batch;
@@ -366,43 +335,53 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
   return std::move(kernel.module);
 }
 
-/// --persistent: block c runs the tiles of its list in @sink_fwd_tiles;
-/// tile t is block level t / (H B) counted from the last, head t mod H and
-/// sequence (t mod H B) / H (heaviest first).
+/// --persistent: block c runs the tiles of its list in the tile table
+/// (rt::sinkFwdTileTable: @sink_fwd_tiles, or with run-time shapes the
+/// launcher's); tile t is row block t / (H B) of head t mod H of sequence
+/// (t mod H B) / H.
 void SinkFwdBuilder::buildTileListLoop(KernelSkeleton &kernel) {
-  auto tableType = MemRefType::get({int64_t(form.tileTable.size())},
-                                   b.getI32Type());
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(kernel.func);
-    auto values = DenseIntElementsAttr::get(
-        RankedTensorType::get(tableType.getShape(), b.getI32Type()),
-        ArrayRef<int32_t>(form.tileTable));
-    memref::GlobalOp::create(b, "sink_fwd_tiles", b.getStringAttr("private"),
-                             tableType, values, /*constant=*/true,
-                             /*alignment=*/IntegerAttr());
+  Value table = tileTable;
+  Value headCountOfTiles = headCount, sequences;
+  // Run-time shapes: the sequences are the offsets less one.
+  if (form.runTimeShapes) {
+    Value offsets = memref::DimOp::create(b, cuQ, c0);
+    sequences = arith::SubIOp::create(b, offsets, c1);
+  } else {
+    auto tableType =
+        MemRefType::get({int64_t(form.tileTable.size())}, b.getI32Type());
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(kernel.func);
+      auto values = DenseIntElementsAttr::get(
+          RankedTensorType::get(tableType.getShape(), b.getI32Type()),
+          ArrayRef<int32_t>(form.tileTable));
+      memref::GlobalOp::create(b, "sink_fwd_tiles", b.getStringAttr("private"),
+                               tableType, values, /*constant=*/true,
+                               /*alignment=*/IntegerAttr());
+    }
+    headCountOfTiles = constantIndex(b, shape.heads);
+    table = memref::GetGlobalOp::create(b, tableType, "sink_fwd_tiles");
   }
-  Value tilesPerLevel = constantIndex(b, form.tilesPerLevel);
-  Value lastLevel = constantIndex(b, form.levels - 1);
-  Value headCount = constantIndex(b, shape.heads);
-  Value table = memref::GetGlobalOp::create(b, tableType, "sink_fwd_tiles");
+  Value tilesPerLevel =
+      form.runTimeShapes
+          ? Value(arith::MulIOp::create(b, headCountOfTiles, sequences))
+          : constantIndex(b, shape.heads * shape.batch);
   auto loadIndex = [&](Value position) -> Value {
     Value entry = memref::LoadOp::create(b, table, position);
     return arith::IndexCastUIOp::create(b, b.getIndexType(), entry);
   };
   Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
   Value nextBlock = arith::AddIOp::create(b, block, c1);
-  Value begin32 = memref::LoadOp::create(b, table, block);
-  Value end32 = memref::LoadOp::create(b, table, nextBlock);
-  Value begin = arith::IndexCastUIOp::create(b, b.getIndexType(), begin32);
-  Value end = arith::IndexCastUIOp::create(b, b.getIndexType(), end32);
+  Value begin = loadIndex(block);
+  Value end = loadIndex(nextBlock);
   buildForLoop(b, begin, end, c1, [&](Value slot) {
     Value tile = loadIndex(slot);
-    Value level = arith::DivUIOp::create(b, tile, tilesPerLevel);
-    qb = arith::SubIOp::create(b, lastLevel, level);
-    Value inLevel = arith::RemUIOp::create(b, tile, tilesPerLevel);
-    h = arith::RemUIOp::create(b, inLevel, headCount);
-    bIdx = arith::DivUIOp::create(b, inLevel, headCount);
+    qb = divUI32(b, tile, tilesPerLevel);
+    Value levelStart = arith::MulIOp::create(b, qb, tilesPerLevel);
+    Value inLevel = arith::SubIOp::create(b, tile, levelStart);
+    bIdx = divUI32(b, inLevel, headCountOfTiles);
+    Value sequenceStart = arith::MulIOp::create(b, bIdx, headCountOfTiles);
+    h = arith::SubIOp::create(b, inLevel, sequenceStart);
     buildTile();
   });
 }
@@ -421,7 +400,7 @@ void SinkFwdBuilder::allocateTiles() {
 
 /// One tile: the block's query rows qb of head h of sequence bIdx.
 void SinkFwdBuilder::buildTile() {
-  const bool persistent = !form.tileTable.empty();
+  const bool persistent = form.persistent;
   const int64_t d = shape.headDim;
   hk = divUI32(b, h, group);
   buildSequence();
@@ -994,7 +973,8 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   // producer's pipeline run on from one tile to the next. Auto's choice
   // (kAutoPersistentBlocks): one block per SM where auto runs ws or
   // overlap with 2 stages for a BHSD/BSHD forward without a window, rows
-  // of at most kPersistentMaxKeyBlocks key blocks and more tiles than SMs:
+  // of at most rt::kPersistentMaxKeyBlocks key blocks and more tiles than
+  // SMs (rt::sinkFwdRunsPersistent, which the kernel library asks too):
   // the producer then loads the next tile's Q during the consumers'
   // epilogue (a tile load, tile-warp-specialize), and the tile lists keep
   // the blocks level (docs/PERF.md has the cells where it won and lost).
@@ -1002,12 +982,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   if (requestedBlocks == kAutoPersistentBlocks) {
     // Measured with 2 stages only: with 1 (ptxas spills) and 3 (no room
     // for O's staging tiles) persistence was slower (docs/PERF.md).
-    bool autoPersistent = config.kernel == "sink-fwd" &&
-                          config.schedule == "auto" && warpSpecialized &&
-                          rowKeyBlocks <= kPersistentMaxKeyBlocks &&
-                          config.stages == 2 &&
-                          config.window == 0 && !shape.varlen() &&
-                          !config.packGqa && tiles > kPersistentSMs;
+    bool autoPersistent =
+        config.kernel == "sink-fwd" && config.schedule == "auto" &&
+        config.stages == 2 && !shape.varlen() && !config.packGqa &&
+        rt::sinkFwdRunsPersistent(autoSchedule, rowKeyBlocks, config.window,
+                                  tiles, kPersistentSMs);
     requestedBlocks = autoPersistent ? kPersistentSMs : 0;
   }
   const bool persistent = requestedBlocks != 0;
@@ -1023,10 +1002,10 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                             ? " (auto's choice for --head-dim 64; give "
                               "--schedule ws or overlap)"
                             : "");
-    if (shape.varlen())
+    if (shape.varlen() && !config.runTimeShapes)
       return fail() << "--persistent supports the bhsd and bshd layouts, "
-                       "not varlen (its tiles' sequences are only known on "
-                       "the GPU)";
+                       "and varlen only with --run-time-shapes (whose "
+                       "launcher builds the tile lists for the call)";
     if (config.packGqa)
       return fail() << "--persistent and --pack-gqa do not combine (a "
                        "packed block's rows span query heads)";
@@ -1057,25 +1036,16 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   char scaleLog2[64];
   std::snprintf(scaleLog2, sizeof(scaleLog2), "%.9e", scale * 1.4426950408889634);
   const int64_t groupRows = config.heads / config.kvHeads * config.seqQ;
-  SinkFwdForm form{shape,
-                   config.dtype,
-                   config.sinkDtype,
-                   config.stages,
-                   warpgroups,
-                   warpSpecialized,
-                   overlap,
-                   oThroughShared,
+  SinkFwdForm form{shape, config.dtype, config.sinkDtype, config.stages,
+                   warpgroups, warpSpecialized, overlap, oThroughShared,
                    // Per-iteration reduction where the partial columns
                    // made ptxas spill.
                    /*deferredRowSum=*/overlap || !persistent,
-                   float(std::strtod(scaleLog2, nullptr)),
-                   persistent ? tileTable(shape, rowBlocks, blockM,
-                                          persistentBlocks)
-                              : std::vector<int32_t>(),
-                   config.heads * config.batch,
-                   rowBlocks,
-                   config.packGqa,
-                   config.runTimeShapes};
+                   float(std::strtod(scaleLog2, nullptr)), persistent,
+                   persistent && !config.runTimeShapes
+                       ? rt::sinkFwdTileTable(shape, blockM, persistentBlocks)
+                       : std::vector<int32_t>(),
+                   config.packGqa, config.runTimeShapes};
   OwningOpRef<ModuleOp> module = SinkFwdBuilder(context, form).build();
   if (!module)
     return failure();
@@ -1108,8 +1078,11 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
   if (config.packGqa)
     bundle.config["pack_gqa"] = int64_t(1);
   if (persistent) {
-    bundle.config["persistent_blocks"] = persistentBlocks;
-    // Each block has its list in @sink_fwd_tiles: launch them all.
+    // With run-time shapes, at most N blocks: the launch takes
+    // min(N, tiles) (rt::sinkFwdForSizes).
+    bundle.config["persistent_blocks"] =
+        config.runTimeShapes ? requestedBlocks : persistentBlocks;
+    // Each block has its list in the tile table: launch them all.
     bundle.config["tile_lists"] = int64_t(1);
   }
   if (shape.varlen()) {
@@ -1132,6 +1105,9 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
     bundle.params.push_back(kernels::inputBuffer(
         "cu_seqlens_kv", rt::DType::I32, {u(config.batch + 1)}));
   }
+  if (config.runTimeShapes && persistent)
+    bundle.params.push_back(kernels::inputBuffer(
+        "tiles", rt::DType::I32, {u(persistentBlocks + 1 + tiles)}));
   if (config.runTimeShapes) {
     // Every buffer a descriptor (the calling convention is the kernel's),
     // each the kernel's view, every size at run time: tokens, the sequence

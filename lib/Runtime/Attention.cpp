@@ -282,6 +282,7 @@ validateVarlenForward(const VarlenForwardArgs &args) {
                           tokenStride(args.v), tokenStride(args.out)};
   problem.batch = offsets - 1;
   problem.maxSeqlenQ = args.maxSeqlenQ;
+  problem.maxSeqlenKv = args.maxSeqlenKv;
   return problem;
 }
 
@@ -449,6 +450,14 @@ Expected<VarlenForwardProblem> validateForward(const ForwardArgs &args) {
   return problem;
 }
 
+namespace {
+/// Whether a library's bundle is persistent: it takes the launch's tile
+/// table.
+bool isPersistent(const Bundle &bundle) {
+  return findParam(bundle, "tiles") != nullptr;
+}
+} // namespace
+
 Expected<std::vector<KernelLibraryEntry>>
 scanKernelLibrary(const std::string &directory) {
   std::error_code ec;
@@ -478,12 +487,16 @@ scanKernelLibrary(const std::string &directory) {
     }
     SINKATTN_RT_ASSIGN_OR_RETURN(std::string schedule,
                                  configText(bundle, "schedule"));
+    const bool persistent = isPersistent(bundle);
     for (const KernelLibraryEntry &held : kernels)
-      if (held.variant == *variant && held.schedule == schedule)
+      if (held.variant == *variant && held.schedule == schedule &&
+          held.persistent == persistent)
         return Status::error("kernel library '" + directory + "' holds two " +
-                             schedule + " bundles for " + variant->describe() +
-                             ": " + held.directory + " and " + path.string());
-    kernels.push_back({path.string(), *variant, schedule, std::move(bundle)});
+                             schedule + (persistent ? " persistent" : "") +
+                             " bundles for " + variant->describe() + ": " +
+                             held.directory + " and " + path.string());
+    kernels.push_back(
+        {path.string(), *variant, schedule, persistent, std::move(bundle)});
   }
   if (kernels.empty())
     return Status::error(
@@ -512,6 +525,7 @@ AttentionLibrary::ofLoaded(const Context &ctx,
   SINKATTN_RT_ASSIGN_OR_RETURN(entry.variant, sinkFwdVariantOf(entry.bundle));
   SINKATTN_RT_ASSIGN_OR_RETURN(entry.schedule,
                                configText(entry.bundle, "schedule"));
+  entry.persistent = isPersistent(entry.bundle);
   // The loaded kernels hold the code; calls re-shape the manifest only.
   entry.bundle.ptx.clear();
   entry.bundle.reference.reset();
@@ -539,12 +553,13 @@ size_t AttentionLibrary::compiledKernels() const {
 
 std::optional<size_t>
 AttentionLibrary::findKernel(const SinkFwdVariant &variant, bool withSinks,
-                             const std::string &schedule) const {
-  // Among the kernels of the variant: the form asked for first, then one
-  // compiled already (a call without sinks takes either sink dtype), then
-  // f32 sinks.
+                             const std::string &schedule,
+                             bool persistent) const {
+  // Among the kernels of the variant: the schedule asked for first, then
+  // persistent or not as asked, then one compiled already (a call without
+  // sinks takes either sink dtype), then f32 sinks.
   std::optional<size_t> found;
-  std::tuple<bool, bool, bool> best;
+  std::tuple<bool, bool, bool, bool> best;
   for (size_t i = 0; i < kernels_.size(); ++i) {
     const KernelLibraryEntry &entry = kernels_[i].entry;
     SinkFwdVariant wanted = variant;
@@ -552,9 +567,9 @@ AttentionLibrary::findKernel(const SinkFwdVariant &variant, bool withSinks,
       wanted.sinkDtype = entry.variant.sinkDtype;
     if (!(entry.variant == wanted))
       continue;
-    std::tuple<bool, bool, bool> rank = {entry.schedule == schedule,
-                                         kernels_[i].loaded != nullptr,
-                                         entry.variant.sinkDtype == DType::F32};
+    std::tuple<bool, bool, bool, bool> rank = {
+        entry.schedule == schedule, entry.persistent == persistent,
+        kernels_[i].loaded != nullptr, entry.variant.sinkDtype == DType::F32};
     if (!found || rank > best) {
       found = i;
       best = rank;
@@ -632,11 +647,31 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
                                        CUstream stream) {
   // The form auto would compile for the call's longest rows, where the
   // library has it.
-  const std::string schedule = sinkFwdAutoSchedule(
-      problem.variant.headDim,
-      sinkFwdRowKeyBlocks(args.maxSeqlenKv, problem.window));
+  const int64_t rowKeyBlocks =
+      sinkFwdRowKeyBlocks(args.maxSeqlenKv, problem.window);
+  const std::string schedule =
+      sinkFwdAutoSchedule(problem.variant.headDim, rowKeyBlocks);
+  const bool withSinks = args.sinks.has_value();
+  // Persistent as auto would compile it, where the host knows every
+  // sequence's length (one length: BSHD, or one sequence), which the tile
+  // lists' balance needs.
+  bool persistent = false;
+  if (problem.batch == 1 || problem.offsetUnits.q > 1) {
+    std::optional<size_t> candidate =
+        findKernel(problem.variant, withSinks, schedule, /*persistent=*/true);
+    const KernelLibraryEntry *entry =
+        candidate ? &kernels_[*candidate].entry : nullptr;
+    if (entry && entry->persistent && entry->schedule == schedule) {
+      SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
+                                   configInteger(entry->bundle, "block_m"));
+      const int64_t tiles = (problem.maxSeqlenQ + blockM - 1) / blockM *
+                            problem.heads * problem.batch;
+      persistent = sinkFwdRunsPersistent(schedule, rowKeyBlocks, problem.window,
+                                         tiles, ctx_->info().smCount);
+    }
+  }
   std::optional<size_t> found =
-      findKernel(problem.variant, args.sinks.has_value(), schedule);
+      findKernel(problem.variant, withSinks, schedule, persistent);
   if (!found)
     return Status::error(noKernelMessage(problem.variant));
   Kernel &kernel = kernels_[*found];
@@ -674,18 +709,60 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
     }
     sinks = none->address();
   }
+  std::map<std::string, CUdeviceptr> addresses = {
+      {"q", args.q.data},
+      {"k", args.k.data},
+      {"v", args.v.data},
+      {"sinks", sinks},
+      {"o", args.out.data},
+      {"lse", args.lse.data},
+      {"cu_seqlens_q", args.cuSeqlensQ.data},
+      {"cu_seqlens_kv", args.cuSeqlensKv.data}};
+  if (kernel.entry.persistent) {
+    // Every sequence at the longest lengths: a shorter one's extra tiles
+    // find no rows.
+    SinkAttentionShape longest;
+    longest.batch = problem.batch;
+    longest.heads = problem.heads;
+    longest.kvHeads = problem.kvHeads;
+    longest.seqQ = problem.maxSeqlenQ;
+    longest.seqKv = problem.maxSeqlenKv;
+    longest.headDim = problem.variant.headDim;
+    longest.window = problem.window;
+    longest.causal = problem.variant.causal;
+    SINKATTN_RT_ASSIGN_OR_RETURN(addresses["tiles"],
+                                 tileTable(shaped, longest));
+  }
   // The shaped bundle is the loaded one's manifest through withTensorShapes
   // (sinkFwdForSizes), validated there.
-  return kernel.loaded->runReshaped(shaped,
-                                    {{"q", args.q.data},
-                                     {"k", args.k.data},
-                                     {"v", args.v.data},
-                                     {"sinks", sinks},
-                                     {"o", args.out.data},
-                                     {"lse", args.lse.data},
-                                     {"cu_seqlens_q", args.cuSeqlensQ.data},
-                                     {"cu_seqlens_kv", args.cuSeqlensKv.data}},
-                                    stream);
+  return kernel.loaded->runReshaped(shaped, addresses, stream);
+}
+
+Expected<CUdeviceptr>
+AttentionLibrary::tileTable(const Bundle &shaped,
+                            const SinkAttentionShape &longest) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
+                               configInteger(shaped, "block_m"));
+  std::vector<int64_t> key = {
+      longest.batch,  longest.heads, longest.kvHeads,
+      longest.seqQ,   longest.seqKv, longest.window,
+      longest.causal, blockM,        int64_t(shaped.grid.x)};
+  auto it = tileTables_.find(key);
+  if (it != tileTables_.end())
+    return it->second->address();
+  // Bounded: a server that sees many sizes drops the tables once they pile
+  // up, after the calls that may still read them.
+  constexpr size_t kMaxTileTables = 256;
+  if (tileTables_.size() >= kMaxTileTables) {
+    SINKATTN_RT_TRY(ctx_->synchronize());
+    tileTables_.clear();
+  }
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<int32_t> table,
+                               sinkFwdTileTableFor(shaped, longest));
+  SINKATTN_RT_ASSIGN_OR_RETURN(std::shared_ptr<DeviceBuffer> buffer,
+                               uploadAndWait(*ctx_, table));
+  tileTables_.emplace(std::move(key), buffer);
+  return buffer->address();
 }
 
 } // namespace sinkattn::rt

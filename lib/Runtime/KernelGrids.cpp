@@ -1,6 +1,7 @@
 //===- KernelGrids.cpp - Launch grids of shape-generic kernels ------------===//
 
 #include "SinkAttn/Runtime/KernelGrids.h"
+#include "SinkAttn/Runtime/TileSchedule.h"
 
 #include <algorithm>
 #include <cmath>
@@ -61,6 +62,12 @@ const char *sinkFwdAutoSchedule(int64_t headDim, int64_t rowKeyBlocks) {
   if (headDim == 128)
     return rowKeyBlocks >= kOverlapMinKeyBlocks ? "overlap" : "ws";
   return rowKeyBlocks >= kWarpSpecializedD64MinKeyBlocks ? "ws" : "plain";
+}
+
+bool sinkFwdRunsPersistent(const std::string &schedule, int64_t rowKeyBlocks,
+                           int64_t window, int64_t tiles, int64_t smCount) {
+  return schedule != "plain" && window == 0 &&
+         rowKeyBlocks <= kPersistentMaxKeyBlocks && tiles > smCount;
 }
 
 Dim3 tmaCopyGrid(uint64_t m, uint64_t n, uint64_t tilesPerBlock) {
@@ -165,7 +172,24 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
   if (!std::isfinite(shape.scale))
     return Status::error("the softmax scale is not a finite number");
   const int64_t blocks = std::max<int64_t>(1, (maxSeqlenQ + blockM - 1) / blockM);
-  SINKATTN_RT_TRY(attentionGridFits(blocks, shape).withContext(gridContext));
+  // A persistent kernel runs min(N, tiles) blocks over a table of tiles
+  // (sinkFwdTileTable) numbered in 32 bits.
+  const bool persistent = findParam(bundle, "tiles") != nullptr;
+  int64_t persistentBlocks = 0, tableSize = 0;
+  if (persistent) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(int64_t maxBlocks,
+                                 configInteger(bundle, "persistent_blocks"));
+    const int64_t tiles = blocks * shape.heads * shape.batch;
+    if (maxBlocks < 1 || tiles + maxBlocks + 1 > INT32_MAX)
+      return Status::error(
+          gridContext + std::to_string(tiles) +
+          " tiles (row blocks x heads x sequences) are more than the tile "
+          "table's 32-bit entries can number");
+    persistentBlocks = std::min(maxBlocks, tiles);
+    tableSize = persistentBlocks + 1 + tiles;
+  } else {
+    SINKATTN_RT_TRY(attentionGridFits(blocks, shape).withContext(gridContext));
+  }
   SINKATTN_RT_TRY(attentionTensorsFit(tokensQ, tokensKv, shape));
   auto u = [](int64_t v) { return uint64_t(v); };
   const uint64_t qColumns = u(shape.heads * shape.headDim),
@@ -185,7 +209,13 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                         {"lse", {{u(shape.heads), u(tokensQ)}, {}}},
                         {"cu_seqlens_q", {{u(shape.batch + 1)}, {}}},
                         {"cu_seqlens_kv", {{u(shape.batch + 1)}, {}}}}));
-  shaped.grid = attentionBlockGrid(blocks, shape);
+  if (persistent) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        shaped, withTensorShapes(shaped, {{"tiles", {{u(tableSize)}, {}}}}));
+    shaped.grid = {uint32_t(persistentBlocks), 1, 1};
+  } else {
+    shaped.grid = attentionBlockGrid(blocks, shape);
+  }
   for (BundleParam &param : shaped.params) {
     // The softmax scale in log2 units, as the kernel's exp2 takes it.
     if (param.name == "scale_log2")
@@ -249,6 +279,23 @@ Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
   shaped.config["seqlens_kv"] = formatLengths(seqlensKv);
   SINKATTN_RT_TRY(validateBundle(shaped));
   return shaped;
+}
+
+Expected<std::vector<int32_t>>
+sinkFwdTileTableFor(const Bundle &shaped, const SinkAttentionShape &longest) {
+  const BundleParam *tiles = findParam(shaped, "tiles");
+  if (!tiles || tiles->shape.size() != 1)
+    return Status::error("the sink-fwd bundle takes no tile table (it is not "
+                         "persistent)");
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
+                               configInteger(shaped, "block_m"));
+  std::vector<int32_t> table =
+      sinkFwdTileTable(longest, blockM, int64_t(shaped.grid.x));
+  if (table.size() != tiles->shape[0])
+    return Status::error(
+        "internal error: a tile table of " + std::to_string(table.size()) +
+        " entries for a bundle shaped for " + std::to_string(tiles->shape[0]));
+  return table;
 }
 
 } // namespace sinkattn::rt

@@ -71,11 +71,23 @@ std::vector<float> streamInput(std::string_view buffer, size_t count,
 /// The sequence offsets of a varlen attention bundle, from its config.
 rt::Expected<std::vector<int32_t>> attentionIntegerInput(
     const rt::Bundle &bundle, const std::string &buffer) {
-  if (buffer != "cu_seqlens_q" && buffer != "cu_seqlens_kv")
+  if (buffer != "cu_seqlens_q" && buffer != "cu_seqlens_kv" &&
+      buffer != "tiles")
     return rt::Status::error("the harness cannot fill the integer buffer '" +
                              buffer + "' of a " + bundle.kernel + " bundle");
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
                                sinkFwdShape(bundle));
+  if (buffer == "tiles") {
+    // A persistent forward's tile table, with every sequence at the
+    // longest lengths (as the library builds it).
+    std::vector<int64_t> lengthsQ = rt::lengthsOf(shape.cuSeqlensQ),
+                         lengthsKv = rt::lengthsOf(shape.cuSeqlensKv);
+    if (!lengthsQ.empty()) {
+      shape.seqQ = *std::max_element(lengthsQ.begin(), lengthsQ.end());
+      shape.seqKv = *std::max_element(lengthsKv.begin(), lengthsKv.end());
+    }
+    return rt::sinkFwdTileTableFor(bundle, shape);
+  }
   const std::vector<int64_t> &offsets =
       buffer == "cu_seqlens_q" ? shape.cuSeqlensQ : shape.cuSeqlensKv;
   return std::vector<int32_t>(offsets.begin(), offsets.end());

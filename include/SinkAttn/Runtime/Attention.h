@@ -104,7 +104,7 @@ struct VarlenForwardProblem {
   SinkFwdVariant variant;
   int64_t heads = 0, kvHeads = 0, window = 0;
   double softmaxScale = 0;
-  int64_t tokensQ = 0, tokensKv = 0, batch = 0, maxSeqlenQ = 0;
+  int64_t tokensQ = 0, tokensKv = 0, batch = 0, maxSeqlenQ = 0, maxSeqlenKv = 0;
   VarlenTokenStrides tokenStrides;
   /// The offsets' units: a BSHD call passes 0, 1, ..., B in units of its
   /// lengths.
@@ -143,11 +143,13 @@ Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
                                    const VarlenForwardProblem &problem);
 
 /// A bundle of a kernel library: its directory, the variant it serves and
-/// its form (config `schedule`: plain, ws or overlap).
+/// its form (config `schedule`: plain, ws or overlap; persistent: its
+/// blocks loop over tile lists the launch builds, config `tile_lists`).
 struct KernelLibraryEntry {
   std::string directory;
   SinkFwdVariant variant;
   std::string schedule;
+  bool persistent = false;
   Bundle bundle;
 };
 
@@ -155,7 +157,8 @@ struct KernelLibraryEntry {
 /// sink-fwd bundles compiled for run-time shapes), in name order; errors:
 /// a directory that cannot be listed or holds none of them (saying why it
 /// passed over the sink-fwd bundles it holds), a bundle that cannot be
-/// read, two bundles of one variant and form. Needs no GPU.
+/// read, two bundles of one variant and form (schedule and persistence).
+/// Needs no GPU.
 Expected<std::vector<KernelLibraryEntry>>
 scanKernelLibrary(const std::string &directory);
 
@@ -163,7 +166,11 @@ scanKernelLibrary(const std::string &directory);
 /// --run-time-shapes --emit bundle`), launched for calls of any size. A
 /// variant may come in several forms: a call takes the one `auto` would
 /// compile for its longest rows (rt::sinkFwdAutoSchedule), or another of
-/// the variant's where the library lacks it.
+/// the variant's where the library lacks it. Calls whose sequences have one
+/// length (BSHD calls, or one sequence) run persistent where the compiler's
+/// auto would for that problem (rt::sinkFwdRunsPersistent) and the library
+/// has the persistent form: one block per SM, over tile lists built for the
+/// call's sizes (rt::sinkFwdTileTable) and kept per sizes on the GPU.
 class AttentionLibrary {
 public:
   /// The library of scanKernelLibrary(directory) (its errors too). `ctx`
@@ -214,10 +221,16 @@ private:
   };
   explicit AttentionLibrary(const Context &ctx) : ctx_(&ctx) {}
   /// The index in kernels_ of a kernel for `variant`: the one of form
-  /// `schedule` where there is one.
+  /// `schedule` where there is one, then persistent or not as asked.
   std::optional<size_t> findKernel(const SinkFwdVariant &variant,
                                    bool withSinks,
-                                   const std::string &schedule = "") const;
+                                   const std::string &schedule = "",
+                                   bool persistent = false) const;
+  /// The device address of the tile table of a persistent kernel's call
+  /// (`shaped`: its bundle for the call; `longest`: the problem at its
+  /// longest sequences), built and uploaded on the first call of its sizes.
+  Expected<CUdeviceptr> tileTable(const Bundle &shaped,
+                                  const SinkAttentionShape &longest);
 
   const Context *ctx_;
   std::vector<Kernel> kernels_;
@@ -225,6 +238,9 @@ private:
   std::map<std::pair<int64_t, DType>, std::shared_ptr<DeviceBuffer>> noSinks_;
   /// The offsets 0, 1, ..., kMaxBatch (i32) of BSHD calls.
   std::shared_ptr<DeviceBuffer> offsetTable_;
+  /// Persistent calls' tile tables by (batch, heads, kv heads, longest
+  /// lengths, window, causal, rows per tile, blocks).
+  std::map<std::vector<int64_t>, std::shared_ptr<DeviceBuffer>> tileTables_;
 };
 
 } // namespace sinkattn::rt

@@ -14,6 +14,7 @@
 #include "SinkAttn/Runtime/Launch.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace sinkattn::rt {
 
@@ -49,6 +50,13 @@ inline constexpr int64_t kOverlapMinKeyBlocks = 17;
 /// (docs/PERF.md).
 inline constexpr int64_t kWarpSpecializedD64MinKeyBlocks = 128;
 
+/// Whether a sink-fwd problem runs persistent where the form exists: as
+/// the compiler's auto decides it (kernels::buildSinkFwd): a ws or overlap
+/// schedule, no window, rows of at most kPersistentMaxKeyBlocks key blocks
+/// (TileSchedule.h) and more tiles than `smCount`.
+bool sinkFwdRunsPersistent(const std::string &schedule, int64_t rowKeyBlocks,
+                           int64_t window, int64_t tiles, int64_t smCount);
+
 /// tma-copy's tiles are 64 x 64 elements.
 inline constexpr uint64_t kTmaCopyTile = 64;
 
@@ -80,6 +88,9 @@ struct SequenceOffsetUnits {
 /// sequence has `maxSeqlenQ` rows (heads, head dim, window, scale and
 /// causality from `shape`): its tensors, tensor maps, scalars (scale_log2,
 /// window, the offsets' units), grid and config's heads, window and scale.
+/// A persistent bundle (one with a "tiles" buffer) gets min(N, tiles)
+/// blocks (N: its persistent_blocks) and a tile table sized for them, which
+/// sinkFwdTileTableFor fills.
 /// Errors: a bundle
 /// from before these were arguments, a causality or window kind the kernel
 /// did not compile, kv heads that do not divide the heads, a window past
@@ -93,6 +104,15 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
                                  const std::string &gridContext = "",
                                  const VarlenTokenStrides &strides = {},
                                  const SequenceOffsetUnits &units = {});
+
+/// The tile table (its "tiles" buffer) of a persistent sink-fwd bundle
+/// shaped by sinkFwdForSizes, for its grid's blocks: `longest` is the call's
+/// problem with every sequence at the longest lengths (batch, heads, kv
+/// heads, window, causality, seqQ and seqKv the longest; rt::sinkFwdTileTable).
+/// Errors: a bundle that takes no table, a table whose size is not the
+/// shaped buffer's (a `longest` that is not the shaped problem).
+Expected<std::vector<int32_t>>
+sinkFwdTileTableFor(const Bundle &shaped, const SinkAttentionShape &longest);
 
 /// A varlen sink-fwd bundle compiled for run-time shapes (`shape`: its
 /// config's problem), for the sequences of lengths `seqlensQ` and

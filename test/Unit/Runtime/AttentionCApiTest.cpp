@@ -235,16 +235,22 @@ TEST(AttentionCApi, InstalledKernelLibrary) {
   Expected<std::vector<KernelLibraryEntry>> entries = scanKernelLibrary(path);
   ASSERT_TRUE(entries.ok()) << entries.message();
   // bf16/f16 x D 64/128 x causal/window/non-causal x f32/bf16 sinks, two
-  // forms each.
-  EXPECT_EQ(entries->size(), 48u);
+  // forms each; at D 128 without a window each also persistent.
+  EXPECT_EQ(entries->size(), 48u + 16u);
   std::map<std::string, std::set<std::string>> forms;
   for (const KernelLibraryEntry &entry : *entries)
-    forms[entry.variant.describe()].insert(entry.schedule);
+    forms[entry.variant.describe()].insert(
+        entry.schedule + (entry.persistent ? "-persistent" : ""));
   EXPECT_EQ(forms.size(), 24u);
   for (const auto &[variant, schedules] : forms) {
     bool d64 = variant.find("D=64") != std::string::npos;
-    EXPECT_EQ(schedules, (d64 ? std::set<std::string>{"plain", "ws"}
-                              : std::set<std::string>{"ws", "overlap"}))
+    bool windowed = variant.find("sliding-window") != std::string::npos;
+    EXPECT_EQ(schedules,
+              (d64 ? std::set<std::string>{"plain", "ws"}
+               : windowed
+                   ? std::set<std::string>{"ws", "overlap"}
+                   : std::set<std::string>{"ws", "overlap", "ws-persistent",
+                                           "overlap-persistent"}))
         << variant;
   }
   EXPECT_EQ(forms.count("f16 D=128 non-causal bf16 sinks"), 1u);

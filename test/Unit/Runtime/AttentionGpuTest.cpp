@@ -7,11 +7,12 @@
 // 64:8 among them), window sizes, softmax scales and lengths (empty and
 // one-token sequences, sequences longer than the bundle was compiled for),
 // with and without sinks; causal, sliding-window and non-causal kernels,
-// bf16 and f16; calls of one variant compile it once; a variant the
-// library lacks is refused naming it.
+// bf16 and f16; calls of one length run persistent where the library has
+// that form; each kernel the calls take is compiled once (--kernels N of
+// them); a variant the library lacks is refused naming it.
 //
 // usage: SinkAttnAttentionGpuTest [--require-gpu] [--lacks-f16-d64]
-//            --library DIR
+//            --kernels N --library DIR
 // Without libcuda it prints SKIP and exits 0 (2 with --require-gpu).
 //
 //===----------------------------------------------------------------------===//
@@ -333,6 +334,7 @@ int main(int argc, char **argv) {
   // The library lacks f16 D 64 kernels: check that calls for them are
   // refused.
   bool lacksF16D64 = false;
+  size_t expectedKernels = 0;
   std::string directory;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--require-gpu") == 0)
@@ -341,10 +343,13 @@ int main(int argc, char **argv) {
       directory = argv[++i];
     else if (std::strcmp(argv[i], "--lacks-f16-d64") == 0)
       lacksF16D64 = true;
+    else if (std::strcmp(argv[i], "--kernels") == 0 && i + 1 < argc)
+      expectedKernels = size_t(std::atoi(argv[++i]));
   }
-  if (directory.empty()) {
+  if (directory.empty() || expectedKernels == 0) {
     std::fprintf(stderr,
-                 "usage: %s [--require-gpu] [--lacks-f16-d64] --library DIR\n",
+                 "usage: %s [--require-gpu] [--lacks-f16-d64] --kernels N "
+                 "--library DIR\n",
                  argv[0]);
     return 2;
   }
@@ -388,13 +393,20 @@ int main(int argc, char **argv) {
       {f16, DType::BF16, 128, true, 8, 2, 0, {}, {129}, {129}, true, false, true},
       // Sequences ending mid-tile into padded rows of out.
       {bf16, f32, 128, true, 6, 2, 300, {}, {777, 1, 130}, {900, 1, 130}, true, false, false, true},
+      // One length, rows of at most 32 key blocks, more tiles than SMs: a
+      // library with the persistent forms runs these persistent (overlap,
+      // BSHD with a past; ws, one sequence, non-causal).
+      {f16, DType::BF16, 128, true, 8, 2, 0, {}, {600, 600, 600, 600}, {2200, 2200, 2200, 2200}, true, false, true},
+      {bf16, f32, 128, false, 16, 4, 0, 0.1, {1100}, {2000}, true},
   };
   // clang-format on
   uint64_t seed = 1;
   for (const Case &c : cases)
     runCase(*ctx, *library, nullptr, c, seed++);
-  check(library->compiledKernels() == 4,
-        "four variants, each loaded once over sixteen calls",
+  check(library->compiledKernels() == expectedKernels,
+        "each kernel the calls take loaded once (" +
+            std::to_string(expectedKernels) + " over " +
+            std::to_string(cases.size()) + " calls)",
         std::to_string(library->compiledKernels()) + " compiled");
 
   // The C ABI (libsinkattn.so) over the same kernels: a library of its own.

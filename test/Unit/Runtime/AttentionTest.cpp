@@ -571,10 +571,29 @@ TEST(Attention, ScanKernelLibrary) {
   EXPECT_EQ((*entries)[0].schedule, "plain");
   EXPECT_EQ((*entries)[1].schedule, "ws");
   EXPECT_TRUE((*entries)[2].variant.windowed);
+  // A persistent form beside the ws one.
+  Bundle persistent = fwdBundle();
+  persistent.config["persistent_blocks"] = int64_t(132);
+  persistent.config["tile_lists"] = int64_t(1);
+  BundleParam tiles = persistent.params[6];
+  tiles.name = "tiles";
+  persistent.params.insert(persistent.params.begin() + 8, tiles);
+  write("bp", persistent, "ws");
+  entries = scanKernelLibrary(dir.string());
+  ASSERT_TRUE(entries.ok()) << entries.message();
+  ASSERT_EQ(entries->size(), 4u);
+  EXPECT_FALSE((*entries)[1].persistent);
+  EXPECT_EQ((*entries)[2].schedule, "ws");
+  EXPECT_TRUE((*entries)[2].persistent);
+  write("bq", persistent, "ws");
+  EXPECT_CONTAINS(scanKernelLibrary(dir.string()).message(),
+                  "holds two ws persistent bundles for bf16 D=64 causal f32 "
+                  "sinks");
+  fs::remove_all(dir / "bq");
   write("e", fwdBundle(), "ws");
   EXPECT_CONTAINS(scanKernelLibrary(dir.string()).message(),
                   "holds two ws bundles for bf16 D=64 causal f32 sinks");
-  for (const char *name : {"a", "b", "c", "e"})
+  for (const char *name : {"a", "b", "bp", "c", "e"})
     fs::remove_all(dir / name);
   EXPECT_CONTAINS(scanKernelLibrary(dir.string()).message(),
                   "holds no varlen sink-fwd bundle compiled for run-time "

@@ -1,6 +1,7 @@
 //===- KernelGridsTest.cpp - Shape-generic bundles for new shapes ---------===//
 
 #include "SinkAttn/Runtime/KernelGrids.h"
+#include "SinkAttn/Runtime/TileSchedule.h"
 
 #include <gtest/gtest.h>
 
@@ -113,6 +114,19 @@ TEST(KernelGrids, SinkFwdAutoSchedule) {
   EXPECT_STREQ(sinkFwdAutoSchedule(64, kWarpSpecializedD64MinKeyBlocks - 1),
                "plain");
   EXPECT_STREQ(sinkFwdAutoSchedule(64, kWarpSpecializedD64MinKeyBlocks), "ws");
+}
+
+TEST(KernelGrids, SinkFwdRunsPersistent) {
+  // As the compiler's auto: ws or overlap, no window, rows of at most 32
+  // key blocks, more tiles than SMs.
+  EXPECT_TRUE(sinkFwdRunsPersistent("ws", 16, 0, 1024, 132));
+  EXPECT_TRUE(
+      sinkFwdRunsPersistent("overlap", kPersistentMaxKeyBlocks, 0, 133, 132));
+  EXPECT_FALSE(sinkFwdRunsPersistent("plain", 16, 0, 1024, 132));
+  EXPECT_FALSE(sinkFwdRunsPersistent("ws", 16, 128, 1024, 132));
+  EXPECT_FALSE(sinkFwdRunsPersistent("overlap", kPersistentMaxKeyBlocks + 1, 0,
+                                     1024, 132));
+  EXPECT_FALSE(sinkFwdRunsPersistent("ws", 16, 0, 132, 132));
 }
 
 TEST(KernelGrids, TmaCopyForShape) {
@@ -292,6 +306,52 @@ TEST(KernelGrids, SinkFwdForLengths) {
   manyHeads.heads = manyHeads.kvHeads = 65536;
   EXPECT_CONTAINS(refusal(fwdBundle(/*windowed=*/true), manyHeads),
                   "65536 heads exceed the 65535 blocks of a grid dimension");
+
+  // A persistent kernel: min(N, tiles) blocks and a table sized for them.
+  Bundle persistent = fwdBundle();
+  persistent.config["persistent_blocks"] = int64_t(132);
+  persistent.config["tile_lists"] = int64_t(1);
+  persistent.params.insert(persistent.params.begin() + 8,
+                           buffer("tiles", DType::I32, {9}, {0}));
+  SinkAttentionShape seed = fwdShape();
+  seed.heads = 64;
+  seed.kvHeads = 8;
+  Expected<Bundle> spread = sinkFwdForLengths(persistent, seed, {2048}, {2048});
+  ASSERT_TRUE(spread.ok()) << spread.message();
+  // 32 row blocks of 64 x 64 heads: 2048 tiles over 132 blocks.
+  EXPECT_EQ(spread->grid, (Dim3{132, 1, 1}));
+  EXPECT_EQ(findParam(*spread, "tiles")->shape,
+            (std::vector<uint64_t>{132 + 1 + 2048}));
+  SinkAttentionShape longest = seed;
+  longest.batch = 1;
+  longest.seqQ = longest.seqKv = 2048;
+  Expected<std::vector<int32_t>> table = sinkFwdTileTableFor(*spread, longest);
+  ASSERT_TRUE(table.ok()) << table.message();
+  EXPECT_EQ(table->size(), size_t(132 + 1 + 2048));
+  EXPECT_EQ(table->front(), 133);
+  EXPECT_EQ(table->at(132), 133 + 2048);
+  // Fewer tiles than blocks: one block each (2 sequences x 8 heads x 2 and
+  // 1 row blocks: the longest sequence's 2 for both).
+  Expected<Bundle> few =
+      sinkFwdForLengths(persistent, fwdShape(), {100, 7}, {200, 7});
+  ASSERT_TRUE(few.ok()) << few.message();
+  EXPECT_EQ(few->grid, (Dim3{32, 1, 1}));
+  EXPECT_EQ(findParam(*few, "tiles")->shape,
+            (std::vector<uint64_t>{32 + 1 + 32}));
+  longest.heads = 8;
+  longest.kvHeads = 1;
+  EXPECT_CONTAINS(sinkFwdTileTableFor(*few, longest).message(),
+                  "internal error: a tile table of");
+  EXPECT_CONTAINS(sinkFwdTileTableFor(fwdBundle(), longest).message(),
+                  "the sink-fwd bundle takes no tile table");
+  SinkAttentionShape huge = fwdShape();
+  huge.heads = huge.kvHeads = 4096;
+  huge.batch = 1;
+  EXPECT_CONTAINS(sinkFwdForSizes(persistent, huge, int64_t(1) << 26,
+                                  int64_t(1) << 26, int64_t(1) << 26, "call: ")
+                      .message(),
+                  "call: 4294967296 tiles (row blocks x heads x sequences) "
+                  "are more than the tile table's 32-bit entries can number");
 
   Bundle fixed = fwdBundle();
   fixed.params[0].descriptor = false;

@@ -34,8 +34,9 @@ bool isConstantGlobal(Value value) {
 
 /// A load the producer may repeat: it reads memory that no thread writes,
 /// so every thread reads the same value whenever it loads: a kernel
-/// argument in global memory that the kernel only ever loads from (a
-/// varlen kernel's sequence offsets) or a constant global.
+/// argument in global memory that the kernel only ever loads from or takes
+/// sizes of (a varlen kernel's sequence offsets, a persistent kernel's tile
+/// table) or a constant global.
 bool isReadOnlyLoad(Operation *op) {
   auto load = dyn_cast<memref::LoadOp>(op);
   if (!load || isSharedMemory(load.getMemRefType()))
@@ -46,18 +47,31 @@ bool isReadOnlyLoad(Operation *op) {
   if (!argument || !isa<gpu::GPUFuncOp>(argument.getOwner()->getParentOp()) ||
       !argument.getOwner()->isEntryBlock())
     return false;
-  return llvm::all_of(argument.getUsers(),
-                      [](Operation *user) { return isa<memref::LoadOp>(user); });
+  return llvm::all_of(argument.getUsers(), [](Operation *user) {
+    return isa<memref::LoadOp, memref::DimOp>(user);
+  });
 }
 
-/// An integer division of the kernel's entry block (by a run-time size, so
-/// not speculatable): every thread runs it once, unconditionally, so the
-/// producer computing it too computes what the consumers do.
-bool isEntryComputation(Operation *op) {
+/// An integer division (by a run-time size, so not speculatable) that every
+/// thread runs unconditionally: in the kernel's entry block, or directly in
+/// the body of loops nested directly in it that are not pipelined (a
+/// persistent kernel's tile loop). The producer runs the same iterations
+/// of those loops, so computing it too computes what the consumers do; a
+/// pipelined loop's body is computed ahead of its iteration, where it may
+/// divide by zero before the loop gets there.
+bool isUnconditionalDivision(Operation *op) {
+  if (!isa<arith::DivUIOp, arith::DivSIOp, arith::RemUIOp, arith::RemSIOp,
+           arith::CeilDivUIOp, arith::CeilDivSIOp, arith::FloorDivSIOp>(op))
+    return false;
   Block *block = op->getBlock();
-  return isa<gpu::GPUFuncOp>(op->getParentOp()) && block->isEntryBlock() &&
-         isa<arith::DivUIOp, arith::DivSIOp, arith::RemUIOp, arith::RemSIOp,
-             arith::CeilDivUIOp, arith::CeilDivSIOp, arith::FloorDivSIOp>(op);
+  Operation *parent = op->getParentOp();
+  while (auto loop = dyn_cast<scf::ForOp>(parent)) {
+    if (loop->hasAttr(TileDialect::kNumStagesAttrName))
+      return false;
+    block = loop->getBlock();
+    parent = loop->getParentOp();
+  }
+  return isa<gpu::GPUFuncOp>(parent) && block->isEntryBlock();
 }
 
 /// The `tile.gemm_wait` that completes an async gemm: the user of its
@@ -97,7 +111,7 @@ GemmWaitOp completingWait(GemmOp gemm) {
 /// Collects, in program order, the ops of `block` that `roots` depend on
 /// (transitively, through operands), stopping at values defined outside the
 /// block. Fails with `why` if one is not a pure op without regions (or a
-/// read-only argument load, or an entry-block computation) or reads a value
+/// read-only argument load, or an unconditional division) or reads a value
 /// `forbidden` rejects (a loop-carried value).
 LogicalResult collectSlice(Block &block, ArrayRef<Value> roots,
                            function_ref<bool(Value)> forbidden,
@@ -128,7 +142,8 @@ LogicalResult collectSlice(Block &block, ArrayRef<Value> roots,
             "(the producer's threads are not the consumers')";
       return failure();
     }
-    if ((!isPure(def) && !isReadOnlyLoad(def) && !isEntryComputation(def)) ||
+    if ((!isPure(def) && !isReadOnlyLoad(def) &&
+         !isUnconditionalDivision(def)) ||
         def->getNumRegions() != 0) {
       why = "a copy index or loop bound is computed by '" +
             def->getName().getStringRef().str() +

@@ -466,3 +466,91 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A persistent kernel of run-time shapes: its tile loop's bounds and tiles
+// come from a table argument that the kernel only loads from and takes the
+// size of, and each tile's row is a division by a run-time count (the
+// rows per level, from another argument's size). Every thread runs those
+// divisions directly in the tile loop, so the producer repeats them.
+// CHECK-LABEL: gpu.func @run_time_tile_table
+// CHECK: scf.if
+// CHECK:   %[[PBEGIN:.*]] = memref.load %arg2[%{{.*}}] : memref<?xi32>
+// CHECK:   scf.for %[[PSLOT:.*]] = %{{.*}} to %{{.*}} step %c1 iter_args
+// CHECK:     %[[PTILE32:.*]] = memref.load %arg2[%[[PSLOT]]] : memref<?xi32>
+// CHECK:     %[[PTILE:.*]] = arith.index_castui %[[PTILE32]]
+// CHECK:     %[[PLEVEL:.*]] = arith.divui %[[PTILE]], %[[PPER:.*]] : index
+// CHECK:     %[[PROW:.*]] = arith.muli %[[PLEVEL]], %c64
+// CHECK:     tile.tma_copy %arg0[%[[PROW]], %c0{{.*}}]
+// CHECK: } {tile.role = "producer"
+// CHECK: } {tile.role = "consumer"
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @run_time_tile_table(%Q: memref<?x64xbf16>, %K: memref<?x64xbf16>, %table: memref<?xi32>, %kTiles: index) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %perLevel = memref.dim %K, %c0 : memref<?x64xbf16>
+      %entries = memref.dim %table, %c0 : memref<?xi32>
+      %sQ = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %sK = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %block = gpu.block_id x
+      %next = arith.addi %block, %c1 : index
+      %begin32 = memref.load %table[%block] : memref<?xi32>
+      %begin = arith.index_castui %begin32 : i32 to index
+      %end32 = memref.load %table[%next] : memref<?xi32>
+      %end = arith.index_castui %end32 : i32 to index
+      scf.for %slot = %begin to %end step %c1 {
+        %tile32 = memref.load %table[%slot] : memref<?xi32>
+        %tile = arith.index_castui %tile32 : i32 to index
+        %level = arith.divui %tile, %perLevel : index
+        %row = arith.muli %level, %c64 : index
+        tile.copy %Q[%row, %c0], %sQ : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %k = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %k0 = arith.muli %k, %c64 : index
+          tile.copy %K[%k0, %c0], %sK : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %d = tile.gemm %sQ, %sK, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %d : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A division by a run-time value under a condition is not run by every
+// thread (the producer could divide where the consumers do not).
+// CHECK-LABEL: gpu.func @conditional_division
+// CHECK-NOT: tile.role
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: a copy index or loop bound is computed by 'scf.if', which is not a pure op the producer could repeat}}
+    gpu.func @conditional_division(%A: memref<?x64xbf16>, %tiles: index, %n: index, %d: index, %p: i1) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %t = %c0 to %tiles step %c1 {
+        %row = scf.if %p -> (index) {
+          %q = arith.divui %t, %d : index
+          scf.yield %q : index
+        } else {
+          scf.yield %c0 : index
+        }
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %i = arith.addi %row, %k : index
+          tile.copy %A[%i, %c0], %s : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %g = tile.gemm %s, %s, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %g : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+      }
+      gpu.return
+    }
+  }
+}

@@ -13,7 +13,7 @@ mkdir -p gemm-4096x4096x4096 gemm-8192x8192x8192 gemm-persistent-4096-s4 gemm-cp
   sink-bwd-seed-{2k,4k,8k,16k}-d{64,128} sink-bwd-seed-{2k,4k,8k,16k}-d{64,128}-deterministic \
   sink-fwd-tune-2k-d64-plain sink-fwd-tune-2k-d64-ws \
   kernel-library/fwd-bf16-d64-causal-f32-sinks-{plain,ws} \
-  kernel-library/fwd-bf16-d128-causal-f32-sinks-{ws,overlap}
+  kernel-library/fwd-bf16-d128-causal-f32-sinks-{ws,overlap}{,-persistent}
 # The kernel library's bundles carry SASS (bench/load_time.py copies one
 # without it).
 for bundle in kernel-library/*; do

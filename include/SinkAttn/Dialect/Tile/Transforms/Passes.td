@@ -41,10 +41,13 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
     * **Producer** (threads 0–127): repeats the pure
       index computations the copies and the loop bounds need (nothing else
       of the kernel; `memref.load`s of kernel arguments the kernel only
-      loads from count as pure, such as varlen sequence offsets, which
-      assumes the host does not pass one buffer as two arguments, and so do
-      loads of `constant` globals, such as a persistent kernel's tile
-      lists), issues the pre-loop loads with their own barriers, and
+      loads from or takes sizes of count as pure, such as varlen sequence
+      offsets or a persistent kernel's tile table, which assumes the host
+      does not pass one buffer as two arguments, and so do loads of
+      `constant` globals; so do integer divisions by run-time values in
+      the entry block or directly in the loops around the pipelined one,
+      which every thread runs), issues the pre-loop loads with their own
+      barriers, and
       per iteration and group waits `empty` with parity `((it/S) % 2) ^ 1`
       (a fresh barrier passes phase 1, so the first S waits are free), issues
       `tile.tma_copy` into the stage, and one thread arrives on `full`.

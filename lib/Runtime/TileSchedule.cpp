@@ -1,15 +1,14 @@
 //===- TileSchedule.cpp - A persistent kernel's tiles per block ----------===//
 //
-// balancedTileLists (KernelBuilders.h): the static schedule of the
-// persistent attention forward. The causal tiles' costs differ (a tile of
-// query block i sees about i + 1 key blocks), so the split decides how
-// long the last block runs. Round-robin in a snake order left the longest
-// block above the best possible; the lists below reach it on the seed's
-// cells (docs/design.md).
+// The persistent attention forward's tile lists (TileSchedule.h). The
+// causal tiles' costs differ (a tile of query block i sees about i + 1 key
+// blocks), so the split decides how long the last block runs. Round-robin
+// in a snake order left the longest block above the best possible; the
+// lists below reach it on the seed's cells (docs/design.md).
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilders.h"
+#include "SinkAttn/Runtime/TileSchedule.h"
 
 #include <algorithm>
 #include <cassert>
@@ -19,12 +18,20 @@
 #include <optional>
 #include <queue>
 
-using namespace sinkattn;
+namespace sinkattn::rt {
 
 namespace {
 /// Improvement steps after the greedy split, at most this many per list
 /// (each shortens the longest list or ends the search).
 constexpr int64_t kImprovementsPerList = 8;
+
+/// Key blocks (columns of a tile's scores) of the attention forward.
+constexpr int64_t kSinkFwdBlockN = 128;
+
+/// What a persistent tile costs beyond its key blocks, in key blocks (its
+/// Q load, first GEMM and epilogue, less when the next tile's Q arrives
+/// during the epilogue). Only the balance of the lists depends on it.
+constexpr int64_t kTileOverheadBlocks = 2;
 
 /// A list's tiles by cost (a tile of each cost is all a move or swap needs).
 using TilesByCost = std::map<int64_t, std::vector<int64_t>>;
@@ -61,10 +68,11 @@ std::optional<Exchange> bestExchange(const TilesByCost &longest,
 } // namespace
 
 std::vector<std::vector<int64_t>>
-kernels::balancedTileLists(llvm::ArrayRef<int64_t> costs, int64_t blocks,
-                           llvm::ArrayRef<int64_t> groups) {
+balancedTileLists(const std::vector<int64_t> &costs, int64_t blocks,
+                  const std::vector<int64_t> &groups) {
   assert(blocks > 0 && "a schedule needs a block");
-  assert(llvm::all_of(costs, [](int64_t c) { return c > 0; }) &&
+  assert(std::all_of(costs.begin(), costs.end(),
+                     [](int64_t c) { return c > 0; }) &&
          "costs are positive (0 stands for no tile in an exchange)");
   assert((groups.empty() || groups.size() == costs.size()) &&
          "a group per tile, or none");
@@ -140,3 +148,56 @@ kernels::balancedTileLists(llvm::ArrayRef<int64_t> costs, int64_t blocks,
   }
   return result;
 }
+
+int64_t sinkFwdTileCount(const SinkAttentionShape &shape, int64_t blockM) {
+  const int64_t rowBlocks =
+      std::max<int64_t>(1, (shape.seqQ + blockM - 1) / blockM);
+  return rowBlocks * shape.heads * shape.batch;
+}
+
+std::vector<int32_t> sinkFwdTileTable(const SinkAttentionShape &shape,
+                                      int64_t blockM, int64_t blocks) {
+  // Every sequence at the given lengths: the costs do not read offsets.
+  SinkAttentionShape lengths = shape;
+  lengths.layout = AttentionLayout::BSHD;
+  const int64_t tilesPerLevel = shape.heads * shape.batch;
+  const int64_t tiles = sinkFwdTileCount(shape, blockM);
+  const int64_t levels = tiles / tilesPerLevel;
+  const int64_t group = shape.heads / shape.kvHeads;
+  // balancedTileLists sees the tiles heaviest first (causal row blocks from
+  // the last), which decides the order of equal costs; the table holds each
+  // tile's number in the kernel's order.
+  std::vector<int64_t> costs(tiles), kvGroups(tiles);
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t level = t / tilesPerLevel, inLevel = t % tilesPerLevel;
+    const int64_t firstRow = (levels - 1 - level) * blockM;
+    const int64_t lastRow =
+        std::max<int64_t>(std::min(firstRow + blockM, shape.seqQ) - 1, 0);
+    const int64_t lo =
+        attendedKeys(lengths, 0, firstRow).begin / kSinkFwdBlockN;
+    const int64_t hi =
+        (attendedKeys(lengths, 0, lastRow).end + kSinkFwdBlockN - 1) /
+        kSinkFwdBlockN;
+    costs[t] = std::max<int64_t>(hi - lo, 0) + kTileOverheadBlocks;
+    kvGroups[t] = (inLevel / shape.heads) * shape.kvHeads +
+                  (inLevel % shape.heads) / group;
+  }
+  auto kernelTile = [&](int64_t t) {
+    const int64_t level = t / tilesPerLevel;
+    return int32_t((levels - 1 - level) * tilesPerLevel + t % tilesPerLevel);
+  };
+  std::vector<int32_t> table, lists;
+  int64_t next = blocks + 1;
+  for (const std::vector<int64_t> &list :
+       balancedTileLists(costs, blocks, kvGroups)) {
+    table.push_back(int32_t(next));
+    next += int64_t(list.size());
+    for (int64_t tile : list)
+      lists.push_back(kernelTile(tile));
+  }
+  table.push_back(int32_t(next));
+  table.insert(table.end(), lists.begin(), lists.end());
+  return table;
+}
+
+} // namespace sinkattn::rt
