@@ -8,7 +8,8 @@
 # of sink-fwd-varlen-16k-*. Each side is checked at the timed shape first
 # (a cell whose check fails is not timed); then AB_ROUNDS (default 3) rounds
 # alternate the sides, and the median of each side's per-round medians is
-# compared.
+# compared. AB_CELLS (comma-separated names, e.g. seed-2k-d128) runs only
+# those cells.
 # usage: scripts/ab-run-time-shapes.sh RUNNER BUNDLES OUT_DIR
 #   BUNDLES holds the static bundles and kernel-library/ (make-bundles.sh).
 # Prints one line per cell and exits non-zero when a check or bench fails.
@@ -48,6 +49,7 @@ PY
 cell() {
   local name=$1 static=$2 generic=$3 side log r
   shift 3
+  [[ -n ${AB_CELLS:-} && ",$AB_CELLS," != *",$name,"* ]] && return
   local -a flags=("$@")
   for side in static generic; do
     log="$out/ab-check-$name-$side.log"

@@ -207,14 +207,15 @@ readSpan(Value buffer, Operation *copy, Block &scope) {
 }
 
 /// Whether kernel argument `argument` is only read: every user loads from
-/// it (memref.load, or a tile.copy with it as the source). A tile load
-/// released before a store into its source could otherwise read the next
-/// tile's rows before the store lands.
+/// it (memref.load, or a tile.copy with it as the source) or takes its
+/// sizes (memref.dim: a kernel of run-time shapes). A tile load released
+/// before a store into its source could otherwise read the next tile's
+/// rows before the store lands.
 bool isReadOnlyArgument(BlockArgument argument) {
   return llvm::all_of(argument.getUsers(), [&](Operation *user) {
     if (auto copy = dyn_cast<CopyOp>(user))
       return copy.getSource() == argument && copy.getDest() != argument;
-    return isa<memref::LoadOp>(user);
+    return isa<memref::LoadOp, memref::DimOp>(user);
   });
 }
 

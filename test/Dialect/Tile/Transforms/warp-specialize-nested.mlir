@@ -472,9 +472,11 @@ module attributes {gpu.container_module} {
 // A persistent kernel of run-time shapes: its tile loop's bounds and tiles
 // come from a table argument that the kernel only loads from and takes the
 // size of, and each tile's row is a division by a run-time count (the
-// rows per level, from another argument's size). Every thread runs those
-// divisions directly in the tile loop, so the producer repeats them.
+// rows per level, from Q's size). Every thread runs those divisions
+// directly in the tile loop, so the producer repeats them; Q, whose size
+// the kernel reads but which it never writes, is still a tile load.
 // CHECK-LABEL: gpu.func @run_time_tile_table
+// CHECK: %[[QFULL:.*]] = tile.alloc_barrier [1] : !tile.barriers<1>
 // CHECK: scf.if
 // CHECK:   %[[PBEGIN:.*]] = memref.load %arg2[%{{.*}}] : memref<?xi32>
 // CHECK:   scf.for %[[PSLOT:.*]] = %{{.*}} to %{{.*}} step %c1 iter_args
@@ -482,8 +484,9 @@ module attributes {gpu.container_module} {
 // CHECK:     %[[PTILE:.*]] = arith.index_castui %[[PTILE32]]
 // CHECK:     %[[PLEVEL:.*]] = arith.divui %[[PTILE]], %[[PPER:.*]] : index
 // CHECK:     %[[PROW:.*]] = arith.muli %[[PLEVEL]], %c64
-// CHECK:     tile.tma_copy %arg0[%[[PROW]], %c0{{.*}}]
+// CHECK:     tile.tma_copy %arg0[%[[PROW]], %c0{{.*}}], %{{.*}}, barrier(%[[QFULL]]
 // CHECK: } {tile.role = "producer"
+// CHECK-NOT: tile.copy %arg0
 // CHECK: } {tile.role = "consumer"
 module attributes {gpu.container_module} {
   gpu.module @m {
@@ -492,7 +495,7 @@ module attributes {gpu.container_module} {
       %c1 = arith.constant 1 : index
       %c64 = arith.constant 64 : index
       %zero = arith.constant 0.0 : f32
-      %perLevel = memref.dim %K, %c0 : memref<?x64xbf16>
+      %perLevel = memref.dim %Q, %c0 : memref<?x64xbf16>
       %entries = memref.dim %table, %c0 : memref<?xi32>
       %sQ = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
       %sK = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>

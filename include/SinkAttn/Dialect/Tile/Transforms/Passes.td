@@ -71,8 +71,10 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       it fills a whole static allocation of the kernel that only readers in
       that body use after it (`tile.gemm`s, synchronous or completed by a
       `tile.gemm_wait` in their block, and `memref.load`s, directly or
-      through subviews), from a kernel argument the kernel only reads, with
-      indices the producer can compute (pure ops, not the thread id): the producer issues it once per iteration, before
+      through subviews), from a kernel argument the kernel only reads
+      (loads, copies from it, its sizes), with indices the producer can
+      compute (pure ops, not the thread id): the producer issues it once
+      per iteration, before
       that iteration's pipelined loads, on a barrier pair of its own
       (waiting until the consumers released the buffer in the previous
       iteration); the consumers wait for it before its first reader and
