@@ -33,7 +33,9 @@
 #   all of that, and the tuning and the interleaved table, but the baselines.
 #   GPU_ROUND_STEPS picks steps (default all; the build always runs unless
 #   SINKATTN_GPU_RUNNER names a runner):
-#     tests       the GPU tests and the seed sweep (SEED_SWEEP seeds),
+#     tests       the GPU tests (those GPU_TESTS_FILTER, a regular
+#                 expression, matches; default all) and the seed sweep
+#                 (SEED_SWEEP seeds),
 #     sanitizers  compute-sanitizer on the small kernels,
 #     benches     the benches above,
 #     tune        `tune` over the seed cells ($OUT/tune-cache.json),
@@ -201,7 +203,8 @@ if want tests; then
   SINKATTN_ATTENTION_GPU=$build/bin/SinkAttnAttentionGpuTest \
   PYTHONPATH=/tmp/sinkattn-site${PYTHONPATH:+:$PYTHONPATH} \
     python3 -c 'import sys; from lit.main import main; sys.argv[0] = "lit"; main()' \
-    -a test/GPU >"$out/gpu-tests.log" 2>&1
+    -a ${GPU_TESTS_FILTER:+--filter "$GPU_TESTS_FILTER"} test/GPU \
+    >"$out/gpu-tests.log" 2>&1
   status=$?
   grep -E "^(PASS|FAIL|UNSUPPORTED|UNRESOLVED):|Passed|Failed|^check |^  (rel-L2|PASS|FAIL)" "$out/gpu-tests.log" | head -60
   ((status == 0)) || failures=$((failures + 1))
