@@ -317,7 +317,8 @@ Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle) {
 }
 
 Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
-                                   const VarlenForwardProblem &problem) {
+                                   const VarlenForwardProblem &problem,
+                                   int64_t smCount) {
   SINKATTN_RT_ASSIGN_OR_RETURN(SinkFwdVariant variant, sinkFwdVariantOf(bundle));
   if (!(variant == problem.variant))
     return Status::error("the bundle serves " + variant.describe() +
@@ -334,7 +335,7 @@ Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
   return sinkFwdForSizes(
       bundle, sizes, problem.tokensQ, problem.tokensKv, problem.maxSeqlenQ,
       "max_seqlen_q " + std::to_string(problem.maxSeqlenQ) + ": ",
-      problem.tokenStrides, problem.offsetUnits);
+      problem.tokenStrides, problem.offsetUnits, smCount);
 }
 
 namespace {
@@ -686,8 +687,9 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
     kernel.entry.bundle.sass.reset();
   }
   problem.variant.sinkDtype = kernel.entry.variant.sinkDtype;
-  SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped,
-                               sinkFwdForProblem(kernel.entry.bundle, problem));
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      Bundle shaped,
+      sinkFwdForProblem(kernel.entry.bundle, problem, ctx_->info().smCount));
   CUdeviceptr sinks = 0;
   if (args.sinks) {
     sinks = args.sinks->data;
@@ -750,18 +752,21 @@ AttentionLibrary::tileTable(const Bundle &shaped,
   auto it = tileTables_.find(key);
   if (it != tileTables_.end())
     return it->second->address();
-  // Bounded: a server that sees many sizes drops the tables once they pile
-  // up, after the calls that may still read them.
-  constexpr size_t kMaxTileTables = 256;
-  if (tileTables_.size() >= kMaxTileTables) {
-    SINKATTN_RT_TRY(ctx_->synchronize());
-    tileTables_.clear();
-  }
   SINKATTN_RT_ASSIGN_OR_RETURN(std::vector<int32_t> table,
                                sinkFwdTileTableFor(shaped, longest));
+  // Bounded: a server that sees very many sizes drops the tables once they
+  // pile up, after the calls that may still read them (docs/library.md).
+  constexpr size_t kMaxTileTableBytes = size_t(64) << 20;
+  const size_t bytes = table.size() * sizeof(int32_t);
+  if (tileTableBytes_ + bytes > kMaxTileTableBytes) {
+    SINKATTN_RT_TRY(ctx_->synchronize());
+    tileTables_.clear();
+    tileTableBytes_ = 0;
+  }
   SINKATTN_RT_ASSIGN_OR_RETURN(std::shared_ptr<DeviceBuffer> buffer,
                                uploadAndWait(*ctx_, table));
   tileTables_.emplace(std::move(key), buffer);
+  tileTableBytes_ += bytes;
   return buffer->address();
 }
 

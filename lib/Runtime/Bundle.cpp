@@ -1215,7 +1215,7 @@ Expected<Bundle> readBundle(const std::string &directory) {
 
 uint32_t launchedBlocks(const Bundle &bundle, int smCount) {
   Expected<int64_t> tileLists = configInteger(bundle, "tile_lists");
-  if (tileLists.ok() && *tileLists == 1)
+  if ((tileLists.ok() && *tileLists == 1) || findParam(bundle, "tiles"))
     return bundle.grid.x;
   Expected<int64_t> persistent = configInteger(bundle, "persistent_blocks");
   if (persistent.ok() && *persistent > 0 && smCount > 0)

@@ -111,13 +111,12 @@ Expected<Bundle> tmaCopyForShape(const Bundle &bundle, uint64_t m, uint64_t n) {
   return shaped;
 }
 
-Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
-                                 const SinkAttentionShape &shape,
-                                 int64_t tokensQ, int64_t tokensKv,
-                                 int64_t maxSeqlenQ,
-                                 const std::string &gridContext,
-                                 const VarlenTokenStrides &strides,
-                                 const SequenceOffsetUnits &units) {
+Expected<Bundle>
+sinkFwdForSizes(const Bundle &bundle, const SinkAttentionShape &shape,
+                int64_t tokensQ, int64_t tokensKv, int64_t maxSeqlenQ,
+                const std::string &gridContext,
+                const VarlenTokenStrides &strides,
+                const SequenceOffsetUnits &units, int64_t smCount) {
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
                                configInteger(bundle, "block_m"));
   // What the kernel compiled in: whether it masks causally and whether it
@@ -179,13 +178,21 @@ Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
   if (persistent) {
     SINKATTN_RT_ASSIGN_OR_RETURN(int64_t maxBlocks,
                                  configInteger(bundle, "persistent_blocks"));
+    if (maxBlocks < 1 || maxBlocks > 65535)
+      return Status::error("the persistent sink-fwd bundle's "
+                           "persistent_blocks (" +
+                           std::to_string(maxBlocks) +
+                           ") is not in [1, 65535]");
     const int64_t tiles = blocks * shape.heads * shape.batch;
-    if (maxBlocks < 1 || tiles + maxBlocks + 1 > INT32_MAX)
+    if (tiles + maxBlocks + 1 > INT32_MAX)
       return Status::error(
           gridContext + std::to_string(tiles) +
           " tiles (row blocks x heads x sequences) are more than the tile "
           "table's 32-bit entries can number");
+    // One block per SM: a block past them would wait for a whole list.
     persistentBlocks = std::min(maxBlocks, tiles);
+    if (smCount > 0)
+      persistentBlocks = std::min(persistentBlocks, smCount);
     tableSize = persistentBlocks + 1 + tiles;
   } else {
     SINKATTN_RT_TRY(attentionGridFits(blocks, shape).withContext(gridContext));

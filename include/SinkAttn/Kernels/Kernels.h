@@ -58,10 +58,11 @@ struct KernelConfig {
   /// tiles (the K or key loop nested in a loop over tiles);
   /// kAutoPersistentBlocks (sink-fwd) = auto's choice: persistent with
   /// kPersistentSMs blocks where it was measured faster (buildSinkFwd),
-  /// else one block per tile. The kernels stride over their tiles by the
-  /// grid they are launched with, so fewer blocks stay correct:
-  /// rt::launchedBlocks gives a persistent bundle at most the GPU's SM
-  /// count (sinkattn-runner launches with it).
+  /// else one block per tile. The GEMM strides over its tiles by the grid
+  /// it is launched with, so fewer blocks stay correct (rt::launchedBlocks
+  /// gives it at most the GPU's SM count); sink-fwd's blocks each run
+  /// their own list of tiles and are all launched (with run-time shapes,
+  /// N is at most the blocks, and the launch takes at most one per SM).
   int64_t persistentBlocks = 0;
   /// sink-fwd: how the per-head sink logits are stored (f32 or bf16).
   rt::DType sinkDtype = rt::DType::F32;

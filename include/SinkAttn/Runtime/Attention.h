@@ -137,14 +137,15 @@ Expected<VarlenForwardProblem> validateForward(const ForwardArgs &args);
 Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle);
 
 /// The bundle for a call: tensors, tensor maps, scalars (scale, window) and
-/// grid (sinkFwdForSizes; the compiled lengths in its config are left as
-/// they are).
+/// grid (sinkFwdForSizes, a persistent kernel on at most `smCount` blocks;
+/// the compiled lengths in its config are left as they are).
 Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
-                                   const VarlenForwardProblem &problem);
+                                   const VarlenForwardProblem &problem,
+                                   int64_t smCount = 0);
 
 /// A bundle of a kernel library: its directory, the variant it serves and
 /// its form (config `schedule`: plain, ws or overlap; persistent: its
-/// blocks loop over tile lists the launch builds, config `tile_lists`).
+/// blocks loop over tile lists the launch builds, its `tiles` buffer).
 struct KernelLibraryEntry {
   std::string directory;
   SinkFwdVariant variant;
@@ -239,8 +240,9 @@ private:
   /// The offsets 0, 1, ..., kMaxBatch (i32) of BSHD calls.
   std::shared_ptr<DeviceBuffer> offsetTable_;
   /// Persistent calls' tile tables by (batch, heads, kv heads, longest
-  /// lengths, window, causal, rows per tile, blocks).
+  /// lengths, window, causal, rows per tile, blocks), and their bytes.
   std::map<std::vector<int64_t>, std::shared_ptr<DeviceBuffer>> tileTables_;
+  size_t tileTableBytes_ = 0;
 };
 
 } // namespace sinkattn::rt

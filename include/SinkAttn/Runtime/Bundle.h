@@ -306,9 +306,10 @@ LaunchConfig launchConfigFor(const Bundle &bundle, CUstream stream = nullptr);
 /// its grid's x, at most `smCount` for a persistent kernel (config
 /// `persistent_blocks` > 0): it strides over its tiles by the grid it is
 /// launched with, one block per SM, so a second wave of blocks would only
-/// wait. A persistent kernel whose blocks' tiles were fixed when it was
-/// built (config `tile_lists` = 1: the sink-fwd forward) gets its grid as
-/// is: every block has its own list. `smCount` <= 0: the grid's x.
+/// wait. A persistent kernel whose blocks each have a list of tiles (config
+/// `tile_lists` = 1, or a `tiles` buffer: the sink-fwd forward, its lists
+/// fixed when it was built or filled at launch) gets its grid as is.
+/// `smCount` <= 0: the grid's x.
 uint32_t launchedBlocks(const Bundle &bundle, int smCount);
 LaunchConfig launchConfigFor(const BundleLaunch &launch,
                              CUstream stream = nullptr);

@@ -88,22 +88,21 @@ struct SequenceOffsetUnits {
 /// sequence has `maxSeqlenQ` rows (heads, head dim, window, scale and
 /// causality from `shape`): its tensors, tensor maps, scalars (scale_log2,
 /// window, the offsets' units), grid and config's heads, window and scale.
-/// A persistent bundle (one with a "tiles" buffer) gets min(N, tiles)
-/// blocks (N: its persistent_blocks) and a tile table sized for them, which
-/// sinkFwdTileTableFor fills.
+/// A persistent bundle (one with a "tiles" buffer) gets min(N, `smCount`,
+/// tiles) blocks (N: its persistent_blocks; `smCount` <= 0: no limit) and a
+/// tile table sized for them, which sinkFwdTileTableFor fills.
 /// Errors: a bundle
 /// from before these were arguments, a causality or window kind the kernel
 /// did not compile, kv heads that do not divide the heads, a window past
 /// 2^31-1, a non-finite scale, a grid past CUDA's limits (after
 /// `gridContext`), tensors past 32-bit indexing, what withTensorShapes
 /// refuses (token strides for a kernel that takes dense tensors among it).
-Expected<Bundle> sinkFwdForSizes(const Bundle &bundle,
-                                 const SinkAttentionShape &shape,
-                                 int64_t tokensQ, int64_t tokensKv,
-                                 int64_t maxSeqlenQ,
-                                 const std::string &gridContext = "",
-                                 const VarlenTokenStrides &strides = {},
-                                 const SequenceOffsetUnits &units = {});
+Expected<Bundle>
+sinkFwdForSizes(const Bundle &bundle, const SinkAttentionShape &shape,
+                int64_t tokensQ, int64_t tokensKv, int64_t maxSeqlenQ,
+                const std::string &gridContext = "",
+                const VarlenTokenStrides &strides = {},
+                const SequenceOffsetUnits &units = {}, int64_t smCount = 0);
 
 /// The tile table (its "tiles" buffer) of a persistent sink-fwd bundle
 /// shaped by sinkFwdForSizes, for its grid's blocks: `longest` is the call's

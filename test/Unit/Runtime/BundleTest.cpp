@@ -175,6 +175,14 @@ TEST(Bundle, LaunchedBlocks) {
   EXPECT_EQ(launchedBlocks(b, 132), 200u);
   b.config["tile_lists"] = int64_t(0);
   EXPECT_EQ(launchedBlocks(b, 132), 132u);
+  // A tile table filled at launch says so too, whatever the config.
+  BundleParam tiles;
+  tiles.name = "tiles";
+  tiles.kind = ParamKind::Buffer;
+  tiles.dtype = DType::I32;
+  tiles.shape = {300};
+  b.params.push_back(tiles);
+  EXPECT_EQ(launchedBlocks(b, 132), 200u);
 }
 
 TEST(Bundle, WriteReadRoundTrip) {

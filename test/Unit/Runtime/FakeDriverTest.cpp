@@ -226,6 +226,100 @@ TEST_F(FakeDriver, BshdAndVarlenCallsOverTheKernelLibrary) {
   EXPECT_EQ(library.compiledKernels(), 2u);
 }
 
+/// Calls of one length run persistent where auto would compile them so:
+/// one block per SM over a tile table built for the call's sizes,
+/// uploaded once per sizes; a varlen call of several sequences does not.
+TEST_F(FakeDriver, PersistentCallsOverTheKernelLibrary) {
+  Expected<AttentionLibrary> opened =
+      AttentionLibrary::open(*context, SINKATTN_KERNEL_LIBRARY_DIR);
+  ASSERT_TRUE(opened.ok()) << opened.message();
+  AttentionLibrary &library = *opened;
+  // BSHD: B 2, SQ = SKV 1000, H 16, HK 2, D 128: 8 row blocks x 16 heads
+  // x 2 sequences = 256 tiles, more than the 132 SMs; 8 key blocks (ws).
+  Buffers memory;
+  const int64_t b = 2, s = 1000, h = 16, d = 128;
+  auto bshdCall = [&](int64_t kvHeads) {
+    ForwardArgs args;
+    args.q = {memory.allocate(*context, b * s * h * d * 2),
+              DType::BF16,
+              {b, s, h, d},
+              {}};
+    args.k = {memory.allocate(*context, b * s * kvHeads * d * 2),
+              DType::BF16,
+              {b, s, kvHeads, d},
+              {}};
+    args.v = {memory.allocate(*context, b * s * kvHeads * d * 2),
+              DType::BF16,
+              {b, s, kvHeads, d},
+              {}};
+    args.out = {memory.allocate(*context, b * s * h * d * 2),
+                DType::BF16,
+                {b, s, h, d},
+                {}};
+    args.lse = {memory.allocate(*context, h * b * s * 4),
+                DType::F32,
+                {b, h, s},
+                {s, b * s, 1}};
+    args.sinks =
+        DeviceTensor{memory.allocate(*context, h * 4), DType::F32, {h}, {}};
+    return args;
+  };
+  const std::string table =
+      "copy to device " + std::to_string((132 + 1 + 256) * 4);
+  auto launched = [&]() {
+    std::vector<std::string> launches = log.starting("launch");
+    EXPECT_EQ(launches.size(), 1u);
+    return launches.empty() ? std::string()
+                            : launches[0].substr(0, launches[0].find(" block"));
+  };
+  auto copies = [&](const std::string &line) {
+    std::vector<std::string> all = log.starting("copy to device");
+    return std::count(all.begin(), all.end(), line);
+  };
+  ForwardArgs gqa8 = bshdCall(2);
+  log.clear();
+  Status ran = library.forward(gqa8, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_EQ(launched(), "launch sink_fwd grid 132,1,1");
+  EXPECT_EQ(copies(table), 1);
+  // The same sizes again: the table is reused.
+  log.clear();
+  ran = library.forward(gqa8, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_EQ(launched(), "launch sink_fwd grid 132,1,1");
+  EXPECT_TRUE(log.starting("copy to device").empty());
+  // Other kv heads group the tiles otherwise: a table of their own.
+  ForwardArgs gqa4 = bshdCall(4);
+  log.clear();
+  ran = library.forward(gqa4, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_EQ(copies(table), 1);
+
+  // Varlen: two sequences of 1000 (whose lengths the host does not know)
+  // run one block per tile; one sequence of 2000 runs persistent.
+  VarlenForwardArgs varlen;
+  varlen.q = {gqa8.q.data, DType::BF16, {b * s, h, d}, {}};
+  varlen.k = {gqa8.k.data, DType::BF16, {b * s, 2, d}, {}};
+  varlen.v = {gqa8.v.data, DType::BF16, {b * s, 2, d}, {}};
+  varlen.out = {gqa8.out.data, DType::BF16, {b * s, h, d}, {}};
+  varlen.lse = {gqa8.lse.data, DType::F32, {h, b * s}, {}};
+  varlen.sinks = gqa8.sinks;
+  CUdeviceptr cu = memory.allocate(*context, 3 * 4);
+  varlen.cuSeqlensQ = varlen.cuSeqlensKv = {cu, DType::I32, {3}, {}};
+  varlen.maxSeqlenQ = varlen.maxSeqlenKv = s;
+  log.clear();
+  ran = library.forwardVarlen(varlen, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_EQ(launched(), "launch sink_fwd grid 8,8,4");
+  varlen.cuSeqlensQ.sizes = varlen.cuSeqlensKv.sizes = {2};
+  varlen.maxSeqlenQ = varlen.maxSeqlenKv = b * s;
+  log.clear();
+  ran = library.forwardVarlen(varlen, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_EQ(launched(), "launch sink_fwd grid 132,1,1");
+  EXPECT_EQ(copies("copy to device " + std::to_string((132 + 1 + 256) * 4)), 1);
+}
+
 /// runReshaped trusts a bundle made from the loaded one, but not one with
 /// other launches or params.
 TEST_F(FakeDriver, ReshapedRunsRefuseAnotherBundle) {

@@ -338,6 +338,21 @@ TEST(KernelGrids, SinkFwdForLengths) {
   EXPECT_EQ(few->grid, (Dim3{32, 1, 1}));
   EXPECT_EQ(findParam(*few, "tiles")->shape,
             (std::vector<uint64_t>{32 + 1 + 32}));
+  // At most one block per SM where the caller knows their count (an H100
+  // PCIe has 114).
+  SinkAttentionShape one = seed;
+  one.batch = 1;
+  Expected<Bundle> capped = sinkFwdForSizes(persistent, one, 2048, 2048, 2048,
+                                            "", {}, {}, /*smCount=*/114);
+  ASSERT_TRUE(capped.ok()) << capped.message();
+  EXPECT_EQ(capped->grid, (Dim3{114, 1, 1}));
+  EXPECT_EQ(findParam(*capped, "tiles")->shape,
+            (std::vector<uint64_t>{114 + 1 + 2048}));
+  Bundle broken = persistent;
+  broken.config["persistent_blocks"] = int64_t(0);
+  EXPECT_CONTAINS(sinkFwdForLengths(broken, seed, {2048}, {2048}).message(),
+                  "the persistent sink-fwd bundle's persistent_blocks (0) is "
+                  "not in [1, 65535]");
   longest.heads = 8;
   longest.kvHeads = 1;
   EXPECT_CONTAINS(sinkFwdTileTableFor(*few, longest).message(),

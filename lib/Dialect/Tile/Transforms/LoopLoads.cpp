@@ -54,11 +54,11 @@ bool isReadOnlyLoad(Operation *op) {
 
 /// An integer division (by a run-time size, so not speculatable) that every
 /// thread runs unconditionally: in the kernel's entry block, or directly in
-/// the body of loops nested directly in it that are not pipelined (a
-/// persistent kernel's tile loop). The producer runs the same iterations
-/// of those loops, so computing it too computes what the consumers do; a
-/// pipelined loop's body is computed ahead of its iteration, where it may
-/// divide by zero before the loop gets there.
+/// the body of a non-pipelined loop whose enclosing ops up to the entry
+/// block are all such loops (a persistent kernel's tile loop). The producer
+/// runs the same iterations of those loops, so computing it too computes what
+/// the consumers do; a pipelined loop's body is computed ahead of its
+/// iteration, where it may divide by zero before the loop gets there.
 bool isUnconditionalDivision(Operation *op) {
   if (!isa<arith::DivUIOp, arith::DivSIOp, arith::RemUIOp, arith::RemSIOp,
            arith::CeilDivUIOp, arith::CeilDivSIOp, arith::FloorDivSIOp>(op))

@@ -557,3 +557,72 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// An argument the kernel takes the size of but also writes is no tile
+// load: the consumers keep Q's copy (the kernel is still specialized).
+// CHECK-LABEL: gpu.func @dim_of_written_argument
+// CHECK: tile.alloc_barrier [1, 1] : !tile.barriers<2>
+// CHECK-NEXT: tile.alloc_barrier [256, 256] : !tile.barriers<2>
+// CHECK-NOT: tile.alloc_barrier
+// CHECK: } {tile.role = "producer"
+// CHECK: tile.copy %arg0
+// CHECK: } {tile.role = "consumer"
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @dim_of_written_argument(%Q: memref<?x64xbf16>, %K: memref<?x64xbf16>, %tiles: index, %kTiles: index) kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %rows = memref.dim %Q, %c0 : memref<?x64xbf16>
+      %sQ = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      %sK = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %t = %c0 to %tiles step %c1 {
+        %row = arith.muli %t, %c64 : index
+        tile.copy %Q[%row, %c0], %sQ : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %k = %c0 to %kTiles step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %k0 = arith.muli %k, %c64 : index
+          tile.copy %K[%k0, %c0], %sK : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %d = tile.gemm %sQ, %sK, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %d : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+        %r16 = tile.cast %r : !tile.fragment<64x64xf32> to !tile.fragment<64x64xbf16>
+        %last = arith.subi %rows, %c64 : index
+        tile.store %r16, %Q[%last, %c0] : !tile.fragment<64x64xbf16>, memref<?x64xbf16>
+      }
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A division by a run-time value directly in the pipelined loop is
+// computed ahead of its iteration by the producer (prefetching), where it
+// may divide by zero before the loop gets there: not repeated.
+// CHECK-LABEL: gpu.func @division_in_pipelined
+// CHECK-NOT: tile.role
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    // expected-remark @+1 {{warp specialization declined: a copy index or loop bound is computed by 'arith.divui', which is not a pure op the producer could repeat}}
+    gpu.func @division_in_pipelined(%A: memref<?x64xbf16>, %tiles: index, %n: index, %d: index) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %zero = arith.constant 0.0 : f32
+      %s = memref.alloc() : memref<64x64xbf16, #gpu.address_space<workgroup>>
+      scf.for %t = %c0 to %tiles step %c1 {
+        %init = tile.fill %zero : !tile.fragment<64x64xf32>
+        %r = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %init) -> (!tile.fragment<64x64xf32>) {
+          %row = arith.divui %k, %d : index
+          tile.copy %A[%row, %c0], %s : memref<?x64xbf16>, memref<64x64xbf16, #gpu.address_space<workgroup>>
+          %g = tile.gemm %s, %s, %acc {transpose_b} : memref<64x64xbf16, #gpu.address_space<workgroup>>, memref<64x64xbf16, #gpu.address_space<workgroup>>, !tile.fragment<64x64xf32>
+          scf.yield %g : !tile.fragment<64x64xf32>
+        } {tile.num_stages = 2}
+      }
+      gpu.return
+    }
+  }
+}

@@ -72,7 +72,9 @@ def TileWarpSpecialize : Pass<"tile-warp-specialize"> {
       that body use after it (`tile.gemm`s, synchronous or completed by a
       `tile.gemm_wait` in their block, and `memref.load`s, directly or
       through subviews), from a kernel argument the kernel only reads
-      (loads, copies from it, its sizes), with indices the producer can
+      (loads, copies from it, its sizes; which again assumes that the host
+      does not pass the buffer as another argument too), with indices the
+      producer can
       compute (pure ops, not the thread id): the producer issues it once
       per iteration, before
       that iteration's pipelined loads, on a barrier pair of its own
