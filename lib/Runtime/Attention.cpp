@@ -586,7 +586,9 @@ bool AttentionLibrary::serves(const SinkFwdVariant &variant,
 
 std::string AttentionLibrary::noKernelMessage(const SinkFwdVariant &wanted) {
   return "no kernel for " + wanted.describe() +
-         " in the kernel library; compile one with `sinkattn-runner compile "
+         " in the kernel library, and this program has no SinkAttn compiler "
+         "to build one on demand (AttentionLibrary::setCompiler); compile one "
+         "with `sinkattn-runner compile "
          "--kernel sink-fwd --run-time-shapes --seqlens-q 128 --head-dim " +
          std::to_string(wanted.headDim) + " --dtype " +
          dtypeName(wanted.dtype) + " --sink-dtype " +
@@ -656,25 +658,55 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
   // Persistent as auto would compile it, where the host knows every
   // sequence's length (one length: BSHD, or one sequence), which the tile
   // lists' balance needs.
+  const bool oneLength = problem.batch == 1 || problem.offsetUnits.q > 1;
+  auto runsPersistent = [&](int64_t blockM) {
+    const int64_t tiles = (problem.maxSeqlenQ + blockM - 1) / blockM *
+                          problem.heads * problem.batch;
+    return oneLength &&
+           sinkFwdRunsPersistent(schedule, rowKeyBlocks, problem.window, tiles,
+                                 ctx_->info().smCount);
+  };
   bool persistent = false;
-  if (problem.batch == 1 || problem.offsetUnits.q > 1) {
-    std::optional<size_t> candidate =
-        findKernel(problem.variant, withSinks, schedule, /*persistent=*/true);
-    const KernelLibraryEntry *entry =
-        candidate ? &kernels_[*candidate].entry : nullptr;
-    if (entry && entry->persistent && entry->schedule == schedule) {
-      SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
-                                   configInteger(entry->bundle, "block_m"));
-      const int64_t tiles = (problem.maxSeqlenQ + blockM - 1) / blockM *
-                            problem.heads * problem.batch;
-      persistent = sinkFwdRunsPersistent(schedule, rowKeyBlocks, problem.window,
-                                         tiles, ctx_->info().smCount);
-    }
+  std::optional<size_t> candidate =
+      findKernel(problem.variant, withSinks, schedule, /*persistent=*/true);
+  const KernelLibraryEntry *entry =
+      candidate ? &kernels_[*candidate].entry : nullptr;
+  if (entry && entry->persistent && entry->schedule == schedule) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(int64_t blockM,
+                                 configInteger(entry->bundle, "block_m"));
+    persistent = runsPersistent(blockM);
   }
   std::optional<size_t> found =
       findKernel(problem.variant, withSinks, schedule, persistent);
-  if (!found)
+  if (!found && !compiler_)
     return Status::error(noKernelMessage(problem.variant));
+  if (!found) {
+    // The form auto compiles for the call: persistent only at D 128 (blocks
+    // of 128 rows) without a window (D 64's persistent rows are never
+    // short enough: ws starts past kPersistentMaxKeyBlocks).
+    SinkFwdVariant wanted = problem.variant;
+    if (!withSinks)
+      wanted.sinkDtype = DType::F32;
+    const bool compilePersistent =
+        wanted.headDim == 128 && !wanted.windowed && runsPersistent(128);
+    Expected<Bundle> compiled = compiler_(wanted, schedule, compilePersistent);
+    if (!compiled.ok())
+      return Status::error("compiling the kernel for " + wanted.describe() +
+                           " on demand failed: " + compiled.message());
+    KernelLibraryEntry made;
+    made.directory = "(compiled on demand)";
+    made.bundle = compiled.take();
+    SINKATTN_RT_ASSIGN_OR_RETURN(made.variant, sinkFwdVariantOf(made.bundle));
+    SINKATTN_RT_ASSIGN_OR_RETURN(made.schedule,
+                                 configText(made.bundle, "schedule"));
+    made.persistent = isPersistent(made.bundle);
+    if (!(made.variant == wanted))
+      return Status::error("the kernel compiled on demand serves " +
+                           made.variant.describe() + ", not " +
+                           wanted.describe());
+    kernels_.push_back({std::move(made), nullptr});
+    found = kernels_.size() - 1;
+  }
   Kernel &kernel = kernels_[*found];
   if (!kernel.loaded) {
     SINKATTN_RT_ASSIGN_OR_RETURN(

@@ -11,6 +11,7 @@
 #define SINKATTN_KERNELS_KERNELS_H
 
 #include "SinkAttn/Pipelines/Pipelines.h"
+#include "SinkAttn/Runtime/Attention.h"
 #include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/Bundle.h"
 
@@ -163,6 +164,21 @@ mlir::FailureOr<rt::Bundle> compileKernel(mlir::MLIRContext &context,
 /// Registers every dialect, extension and translation the builders and the
 /// PTX pipeline need.
 void registerKernelDialects(mlir::DialectRegistry &registry);
+
+namespace kernels {
+/// The attention library's kernel for `variant` in a form (`schedule`:
+/// plain, ws or overlap; `persistent`: kPersistentSMs blocks over tile
+/// lists built at launch), compiled for run-time shapes as
+/// scripts/make-kernel-library.sh compiles the library's (PTX, no SASS: the
+/// driver compiles it on load and keeps it in its compute cache). Errors
+/// are the compiler's (a head dim or form it does not support).
+rt::Expected<rt::Bundle> compileLibraryKernel(const rt::SinkFwdVariant &variant,
+                                              const std::string &schedule,
+                                              bool persistent);
+/// compileLibraryKernel as an rt::AttentionLibrary's on-demand compiler
+/// (AttentionLibrary::setCompiler).
+rt::KernelCompiler libraryKernelCompiler();
+} // namespace kernels
 
 } // namespace sinkattn
 

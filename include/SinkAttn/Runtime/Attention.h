@@ -24,6 +24,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -163,6 +164,15 @@ struct KernelLibraryEntry {
 Expected<std::vector<KernelLibraryEntry>>
 scanKernelLibrary(const std::string &directory);
 
+/// Compiles the kernel of a variant in a form (`schedule`, persistent or
+/// not) on demand, as scripts/make-kernel-library.sh compiles the kernel
+/// library's: a bundle for run-time shapes. The compiler library
+/// (SinkAttnKernels, which needs MLIR) provides one:
+/// kernels::libraryKernelCompiler() (SinkAttn/Kernels/Kernels.h).
+using KernelCompiler = std::function<Expected<Bundle>(
+    const SinkFwdVariant &variant, const std::string &schedule,
+    bool persistent)>;
+
 /// The kernels of a directory of bundles (`sinkattn-runner compile
 /// --run-time-shapes --emit bundle`), launched for calls of any size. A
 /// variant may come in several forms: a call takes the one `auto` would
@@ -192,13 +202,19 @@ public:
   /// Whether it holds a kernel for `variant` (a call without sinks takes a
   /// kernel of either sink dtype).
   bool serves(const SinkFwdVariant &variant, bool withSinks) const;
-  /// The error of a call whose variant it does not serve: which variant,
-  /// and the command that compiles a kernel for it.
+  /// The error of a call whose variant it does not serve and cannot
+  /// compile: which variant, that the program has no compiler for it, and
+  /// the command that compiles a kernel for it.
   static std::string noKernelMessage(const SinkFwdVariant &variant);
+  /// Compile the kernels of variants it lacks with `compiler` on their
+  /// first call, in the form the call takes, instead of refusing them; each
+  /// once per library, like a kernel loaded from the directory.
+  void setCompiler(KernelCompiler compiler) { compiler_ = std::move(compiler); }
 
-  /// Validates `args`, finds the kernel of their variant (an error names
-  /// the variant and how to compile it when there is none), loads it on its
-  /// first use, and launches it on `stream` (asynchronously).
+  /// Validates `args`, finds the kernel of their variant (compiling it with
+  /// the compiler given, if any, where the library has none; else an error
+  /// names the variant and how to compile it), loads it on its first use,
+  /// and launches it on `stream` (asynchronously).
   Status forwardVarlen(const VarlenForwardArgs &args, CUstream stream);
   /// forwardVarlen for `args` validated already: `problem` is
   /// validateVarlenForward(args) (a caller that looks at the problem first
@@ -235,6 +251,7 @@ private:
 
   const Context *ctx_;
   std::vector<Kernel> kernels_;
+  KernelCompiler compiler_;
   /// -inf sink logits per (heads, sink dtype), for calls without sinks.
   std::map<std::pair<int64_t, DType>, std::shared_ptr<DeviceBuffer>> noSinks_;
   /// The offsets 0, 1, ..., kMaxBatch (i32) of BSHD calls.
