@@ -21,7 +21,7 @@ sinkattn::kernels::buildBlockIds(ImplicitLocOpBuilder &b, bool heaviestLast,
     Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
     Value head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
     Value batch = gpu::BlockIdOp::create(b, gpu::Dimension::z);
-    return {block, head, batch};
+    return {block, head, batch, Value()};
   }
   Value block = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   if (heaviestLast) {
@@ -38,7 +38,7 @@ sinkattn::kernels::buildBlockIds(ImplicitLocOpBuilder &b, bool heaviestLast,
   Value kvHead = arith::RemUIOp::create(b, kvAndBatch, kvHeadCount);
   Value groupBase = arith::MulIOp::create(b, kvHead, group);
   Value head = arith::AddIOp::create(b, groupBase, inGroup);
-  return {block, head, batch};
+  return {block, head, batch, kvHead};
 }
 
 Value sinkattn::kernels::buildKeepKey(ImplicitLocOpBuilder &b, Value key,

@@ -20,6 +20,9 @@ namespace sinkattn::kernels {
 /// or key block and the query head and sequence it belongs to.
 struct AttentionBlockIds {
   mlir::Value block, head, batch;
+  /// The head's kv head where the grid has it (without a window); null
+  /// otherwise.
+  mlir::Value kvHead;
 };
 
 /// The block indices of a causal attention kernel's grid

@@ -283,7 +283,12 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     Value kvColumns = memref::DimOp::create(b, K, c1);
     headCount = arith::DivUIOp::create(b, qColumns, cD);
     kvHeadCount = arith::DivUIOp::create(b, kvColumns, cD);
-    group = divUI32(b, headCount, kvHeadCount);
+    // The causal grid's x is the group (rt::attentionBlockGrid): no
+    // division.
+    if (!windowed && !form.persistent && !form.packGqa)
+      group = gpu::GridDimOp::create(b, gpu::Dimension::x);
+    else
+      group = divUI32(b, headCount, kvHeadCount);
   } else {
     group = constantIndex(b, shape.heads / shape.kvHeads);
   }
@@ -314,11 +319,12 @@ OwningOpRef<ModuleOp> SinkFwdBuilder::build() {
     Value hkOfBlock = gpu::BlockIdOp::create(b, gpu::Dimension::y);
     bIdx = gpu::BlockIdOp::create(b, gpu::Dimension::z);
     h = arith::MulIOp::create(b, hkOfBlock, group);
+    hk = hkOfBlock;
     buildTile();
   } else if (!form.persistent) {
     AttentionBlockIds ids =
         buildBlockIds(b, /*heaviestLast=*/true, shape, c1, group, kvHeadCount);
-    qb = ids.block, h = ids.head, bIdx = ids.batch;
+    qb = ids.block, h = ids.head, bIdx = ids.batch, hk = ids.kvHead;
     buildTile();
   } else {
     // The warpgroup index, the shared tiles and the ping-pong's first
@@ -402,7 +408,9 @@ void SinkFwdBuilder::allocateTiles() {
 void SinkFwdBuilder::buildTile() {
   const bool persistent = form.persistent;
   const int64_t d = shape.headDim;
-  hk = divUI32(b, h, group);
+  // The grid gives the kv head where it has one; else a division.
+  if (!hk)
+    hk = divUI32(b, h, group);
   buildSequence();
   // Right-aligned causal: query row i sits at key position i + past.
   past = arith::SubIOp::create(b, skv, seqQ);
