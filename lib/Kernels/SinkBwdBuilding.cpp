@@ -49,7 +49,7 @@ Value sinkattn::kernels::buildBlockMaskedMap(
 
 LastArrival sinkattn::kernels::buildLastArrival(ImplicitLocOpBuilder &b,
                                                 Value counter, Value index,
-                                                int64_t lastCount, Value c0) {
+                                                Value lastCount, Value c0) {
   // Release: this block's global writes are visible before it counts.
   NVVM::MembarOp::create(b, NVVM::MemScopeKind::GPU);
   gpu::BarrierOp::create(b);
@@ -67,8 +67,7 @@ LastArrival sinkattn::kernels::buildLastArrival(ImplicitLocOpBuilder &b,
   });
   gpu::BarrierOp::create(b);
   Value ticket = memref::LoadOp::create(b, slot, c0);
-  Value lastTicket = arith::ConstantIntOp::create(b, b.getI32Type(), lastCount);
   arrival.isLast =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ticket, lastTicket);
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, ticket, lastCount);
   return arrival;
 }

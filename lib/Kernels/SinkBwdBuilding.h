@@ -104,14 +104,14 @@ buildBlockMaskedMap(mlir::ImplicitLocOpBuilder &b, mlir::Type type,
 /// writes visible (a GPU-scope fence, then a block barrier), its first
 /// thread adds 1 to `counter`[`index`] (i32) and passes the count it saw on
 /// through shared memory, and `isLast` holds in the block that saw
-/// `lastCount`. The caller fences again in the elected block before it reads
-/// the others' writes.
+/// `lastCount` (i32: a constant, or a count known at run time). The caller
+/// fences again in the elected block before it reads the others' writes.
 struct LastArrival {
   /// The thread's index in the block, and whether the block came last.
   mlir::Value thread, isLast;
 };
 LastArrival buildLastArrival(mlir::ImplicitLocOpBuilder &b, mlir::Value counter,
-                             mlir::Value index, int64_t lastCount,
+                             mlir::Value index, mlir::Value lastCount,
                              mlir::Value c0);
 
 /// dsink_h of head `head` from `terms` (a flat memref, the layout's

@@ -775,8 +775,9 @@ void SinkBwdDkdvBuilder::sumSharesOfGroup() {
   Value kvHeadIndex = arith::AddIOp::create(b, sequenceHeads, sequence.kvHead);
   Value countRow = arith::MulIOp::create(b, kvHeadIndex, keyBlockCount);
   Value countAt = arith::AddIOp::create(b, countRow, kb);
-  LastArrival arrival =
-      buildLastArrival(b, counts, countAt, form.group - 1, c.c0);
+  Value lastShare =
+      arith::ConstantIntOp::create(b, b.getI32Type(), form.group - 1);
+  LastArrival arrival = buildLastArrival(b, counts, countAt, lastShare, c.c0);
   Value sumHere = arith::AndIOp::create(b, arrival.isLast, live);
   buildIfThen(b, sumHere, [&] {
     NVVM::MembarOp::create(b, NVVM::MemScopeKindAttr::get(

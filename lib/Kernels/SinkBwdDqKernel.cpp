@@ -334,8 +334,10 @@ void SinkBwdDqBuilder::buildSinkSum() {
   const int64_t blocksPerHead =
       shape.batch *
       ((shape.seqQ + form.dqBlockRows() - 1) / form.dqBlockRows());
+  Value lastBlock =
+      arith::ConstantIntOp::create(b, b.getI32Type(), blocksPerHead - 1);
   LastArrival arrival =
-      buildLastArrival(b, sinkCounts, sequence.head, blocksPerHead - 1, c.c0);
+      buildLastArrival(b, sinkCounts, sequence.head, lastBlock, c.c0);
   Value warpSize = constantIndex(b, 32);
   Value inFirstWarp = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
                                             arrival.thread, warpSize);

@@ -225,9 +225,10 @@ Value sinkattn::kernels::buildSequenceView(ImplicitLocOpBuilder &b,
   for (int64_t dim = 0; dim < type.getRank(); ++dim) {
     offsets.push_back(dim == rowDim ? OpFoldResult(start)
                                     : OpFoldResult(b.getIndexAttr(0)));
+    // The other sizes as the buffer has them: static, or its run-time dims.
     sizes.push_back(dim == rowDim
                         ? OpFoldResult(length)
-                        : OpFoldResult(b.getIndexAttr(type.getDimSize(dim))));
+                        : memref::getMixedSize(b, b.getLoc(), buffer, dim));
     strides.push_back(b.getIndexAttr(1));
   }
   return memref::SubViewOp::create(b, buffer, offsets, sizes, strides);
