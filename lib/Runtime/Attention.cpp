@@ -5,6 +5,7 @@
 #include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/Float16.h"
 #include "SinkAttn/Runtime/KernelGrids.h"
+#include "SinkAttn/Runtime/TileSchedule.h"
 
 #include <algorithm>
 #include <cmath>
@@ -659,11 +660,21 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
   // sequence's length (one length: BSHD, or one sequence), which the tile
   // lists' balance needs.
   const bool oneLength = problem.batch == 1 || problem.offsetUnits.q > 1;
+  // The problem with every sequence at the longest lengths: what the tile
+  // lists are built for (a shorter sequence's extra tiles find no rows).
+  SinkAttentionShape longest;
+  longest.batch = problem.batch;
+  longest.heads = problem.heads;
+  longest.kvHeads = problem.kvHeads;
+  longest.seqQ = problem.maxSeqlenQ;
+  longest.seqKv = problem.maxSeqlenKv;
+  longest.headDim = problem.variant.headDim;
+  longest.window = problem.window;
+  longest.causal = problem.variant.causal;
   auto runsPersistent = [&](int64_t blockM) {
-    const int64_t tiles = (problem.maxSeqlenQ + blockM - 1) / blockM *
-                          problem.heads * problem.batch;
     return oneLength &&
-           sinkFwdRunsPersistent(schedule, rowKeyBlocks, problem.window, tiles,
+           sinkFwdRunsPersistent(schedule, rowKeyBlocks, problem.window,
+                                 sinkFwdTileCount(longest, blockM),
                                  ctx_->info().smCount);
   };
   bool persistent = false;
@@ -753,17 +764,6 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
       {"cu_seqlens_q", args.cuSeqlensQ.data},
       {"cu_seqlens_kv", args.cuSeqlensKv.data}};
   if (kernel.entry.persistent) {
-    // Every sequence at the longest lengths: a shorter one's extra tiles
-    // find no rows.
-    SinkAttentionShape longest;
-    longest.batch = problem.batch;
-    longest.heads = problem.heads;
-    longest.kvHeads = problem.kvHeads;
-    longest.seqQ = problem.maxSeqlenQ;
-    longest.seqKv = problem.maxSeqlenKv;
-    longest.headDim = problem.variant.headDim;
-    longest.window = problem.window;
-    longest.causal = problem.variant.causal;
     SINKATTN_RT_ASSIGN_OR_RETURN(addresses["tiles"],
                                  tileTable(shaped, longest));
   }
