@@ -120,11 +120,13 @@ LastArrival buildLastArrival(mlir::ImplicitLocOpBuilder &b, mlir::Value counter,
 /// partial sums, adds them in order, then the lanes combine in a fixed
 /// butterfly, and lane 0 stores the sum into `dsinks`[`head`]. The same
 /// order wherever it runs: dsinks are bit-identical between the dsinks
-/// kernel and the dQ kernel's last block.
+/// kernel and the dQ kernel's last block. `run`: the rows of a run where
+/// the layout's is not a constant (run-time shapes).
 void buildHeadSinkSum(mlir::ImplicitLocOpBuilder &b,
                       const SinkBwdLayout &layout, mlir::Value terms,
                       mlir::Value dsinks, mlir::Value head, mlir::Value lane,
-                      mlir::Value c0, mlir::Value c1, mlir::Value zero);
+                      mlir::Value c0, mlir::Value c1, mlir::Value zero,
+                      mlir::Value run = {});
 
 } // namespace sinkattn::kernels
 

@@ -125,8 +125,10 @@ private:
   SinkBwdConstants c;
   SinkBwdSequence sequence;
 
-  Value Q, K, V, dO, Stats, dK, dV, dQaccum, keyTermsOut, dKout, dVout, counts,
-      cuQ, cuK;
+  SinkBwdTrailingArgs trailing;
+  Value Q, K, V, dO, Stats, dK, dV, dQaccum, keyTermsOut, dKout, dVout, counts;
+  /// Run-time shapes: the kv heads.
+  Value kvHeadCount;
   /// The block of keys.
   Value kb;
   /// The warpgroup's keys from n0; the block's from nBlock (shared tiles).
@@ -146,11 +148,16 @@ private:
 
 gpu::GPUFuncOp SinkBwdDkdvBuilder::build() {
   gpu::GPUFuncOp func = createFunction();
-  c = SinkBwdConstants::build(b, problem);
-  AttentionBlockIds ids =
-      buildBlockIds(b, /*heaviestLast=*/false, shape, c.c1, c.group);
+  c = SinkBwdConstants::build(b, problem, trailing, Q, K,
+                              /*groupFromGrid=*/true);
+  if (layout.runTimeShapes)
+    kvHeadCount = arith::DivUIOp::create(b, memref::DimOp::create(b, K, c.c1),
+                                         constantIndex(b, layout.headDim));
+  AttentionBlockIds ids = buildBlockIds(b, /*heaviestLast=*/false, shape, c.c1,
+                                        c.group, kvHeadCount);
   kb = ids.block;
-  sequence = layout.buildSequence(b, c, ids.batch, ids.head, cuQ, cuK);
+  sequence = layout.buildSequence(b, c, ids.batch, ids.head, trailing.cuQ,
+                                  trailing.cuK, ids.kvHead);
   buildKeys();
   allocateTiles();
   buildQueryBlockRange();
@@ -205,8 +212,7 @@ gpu::GPUFuncOp SinkBwdDkdvBuilder::createFunction() {
     dQaccum = args[next++], keyTermsOut = args[next++];
   if (form.sumInKernel)
     dKout = args[next++], dVout = args[next++], counts = args[next++];
-  if (layout.varlen())
-    cuQ = args[next++], cuK = args[next++];
+  trailing = layout.trailingArgs(args, next);
   return func;
 }
 
@@ -769,14 +775,25 @@ void SinkBwdDkdvBuilder::storeKvAccumulators(Value dkSum, Value dvSum) {
 /// run side by side (grid x: head in the group), so it finds the shares in
 /// L2.
 void SinkBwdDkdvBuilder::sumSharesOfGroup() {
-  Value kvHeadCount = constantIndex(b, shape.kvHeads);
-  Value keyBlockCount = constantIndex(b, (shape.seqKv + kBlock - 1) / kBlock);
-  Value sequenceHeads = arith::MulIOp::create(b, sequence.batch, kvHeadCount);
+  Value kvHeads, keyBlockCount, lastShare;
+  if (layout.runTimeShapes) {
+    kvHeads = kvHeadCount;
+    // The grid's key blocks: x with a window, else y.
+    keyBlockCount = gpu::GridDimOp::create(
+        b, layout.windowed ? gpu::Dimension::x : gpu::Dimension::y);
+    Value group32 = arith::IndexCastUIOp::create(b, b.getI32Type(), c.group);
+    Value one32 = arith::ConstantIntOp::create(b, b.getI32Type(), 1);
+    lastShare = arith::SubIOp::create(b, group32, one32);
+  } else {
+    kvHeads = constantIndex(b, shape.kvHeads);
+    keyBlockCount = constantIndex(b, (shape.seqKv + kBlock - 1) / kBlock);
+  }
+  Value sequenceHeads = arith::MulIOp::create(b, sequence.batch, kvHeads);
   Value kvHeadIndex = arith::AddIOp::create(b, sequenceHeads, sequence.kvHead);
   Value countRow = arith::MulIOp::create(b, kvHeadIndex, keyBlockCount);
   Value countAt = arith::AddIOp::create(b, countRow, kb);
-  Value lastShare =
-      arith::ConstantIntOp::create(b, b.getI32Type(), form.group - 1);
+  if (!lastShare)
+    lastShare = arith::ConstantIntOp::create(b, b.getI32Type(), form.group - 1);
   LastArrival arrival = buildLastArrival(b, counts, countAt, lastShare, c.c0);
   Value sumHere = arith::AndIOp::create(b, arrival.isLast, live);
   buildIfThen(b, sumHere, [&] {

@@ -67,6 +67,7 @@ private:
   const SinkBwdForm &form;
   const SinkBwdLayout &layout;
   SinkBwdConstants c;
+  SinkBwdTrailingArgs trailing;
   SinkBwdSequence sequence;
   Value Q, K, V, dO, LSE, Delta, sinks, dQ, terms, dsinks, sinkCounts;
   /// The block, its first row, the warpgroup's first row (m0), its token.
@@ -79,19 +80,20 @@ private:
 
 gpu::GPUFuncOp SinkBwdDqBuilder::build() {
   const rt::SinkAttentionShape &shape = problem.shape;
-  SmallVector<Type> argTypes = {
-      layout.q,
-      layout.kv,
-      layout.kv,
-      layout.q,
-      layout.lse,
-      layout.lse,
-      MemRefType::get({shape.heads}, problem.sinkElement),
-      layout.q,
-      layout.lse};
+  const int64_t heads =
+      layout.runTimeShapes ? ShapedType::kDynamic : shape.heads;
+  SmallVector<Type> argTypes = {layout.q,
+                                layout.kv,
+                                layout.kv,
+                                layout.q,
+                                layout.lse,
+                                layout.lse,
+                                MemRefType::get({heads}, problem.sinkElement),
+                                layout.q,
+                                layout.lse};
   if (form.sinksInDq)
-    argTypes.append({MemRefType::get({shape.heads}, f32()),
-                     MemRefType::get({shape.heads}, b.getI32Type())});
+    argTypes.append({MemRefType::get({heads}, f32()),
+                     MemRefType::get({heads}, b.getI32Type())});
   layout.appendSequenceArgs(argTypes);
   gpu::GPUFuncOp func = createBackwardKernel(b, "sink_bwd_dq", argTypes);
   if (form.dqShared())
@@ -102,15 +104,19 @@ gpu::GPUFuncOp SinkBwdDqBuilder::build() {
   size_t next = 9;
   if (form.sinksInDq)
     dsinks = args[next++], sinkCounts = args[next++];
-  Value cuQ, cuK;
-  if (layout.varlen())
-    cuQ = args[next++], cuK = args[next++];
+  trailing = layout.trailingArgs(args, next);
 
-  c = SinkBwdConstants::build(b, problem);
-  AttentionBlockIds ids =
-      buildBlockIds(b, /*heaviestLast=*/true, shape, c.c1, c.group);
+  c = SinkBwdConstants::build(b, problem, trailing, Q, K,
+                              /*groupFromGrid=*/true);
+  Value kvHeadCount;
+  if (layout.runTimeShapes)
+    kvHeadCount = arith::DivUIOp::create(b, memref::DimOp::create(b, K, c.c1),
+                                         constantIndex(b, layout.headDim));
+  AttentionBlockIds ids = buildBlockIds(b, /*heaviestLast=*/true, shape, c.c1,
+                                        c.group, kvHeadCount);
   block = ids.block;
-  sequence = layout.buildSequence(b, c, ids.batch, ids.head, cuQ, cuK);
+  sequence = layout.buildSequence(b, c, ids.batch, ids.head, trailing.cuQ,
+                                  trailing.cuK, ids.kvHead);
   buildRows();
 
   const int64_t d = layout.headDim;
@@ -331,11 +337,24 @@ void SinkBwdDqBuilder::buildSinkTerms(scf::ForOp loop) {
 /// backward's critical path, and one launch goes.
 void SinkBwdDqBuilder::buildSinkSum() {
   const rt::SinkAttentionShape &shape = problem.shape;
-  const int64_t blocksPerHead =
-      shape.batch *
-      ((shape.seqQ + form.dqBlockRows() - 1) / form.dqBlockRows());
-  Value lastBlock =
-      arith::ConstantIntOp::create(b, b.getI32Type(), blocksPerHead - 1);
+  Value lastBlock;
+  if (layout.runTimeShapes) {
+    // A head's blocks: the grid's row blocks (x with a window, else y) of
+    // every sequence.
+    Value rowBlocks = gpu::GridDimOp::create(
+        b, layout.windowed ? gpu::Dimension::x : gpu::Dimension::y);
+    Value offsets = memref::DimOp::create(b, trailing.cuQ, c.c0);
+    Value sequences = arith::SubIOp::create(b, offsets, c.c1);
+    Value blocks = arith::MulIOp::create(b, rowBlocks, sequences);
+    Value last = arith::SubIOp::create(b, blocks, c.c1);
+    lastBlock = arith::IndexCastUIOp::create(b, b.getI32Type(), last);
+  } else {
+    const int64_t blocksPerHead =
+        shape.batch *
+        ((shape.seqQ + form.dqBlockRows() - 1) / form.dqBlockRows());
+    lastBlock =
+        arith::ConstantIntOp::create(b, b.getI32Type(), blocksPerHead - 1);
+  }
   LastArrival arrival =
       buildLastArrival(b, sinkCounts, sequence.head, lastBlock, c.c0);
   Value warpSize = constantIndex(b, 32);
@@ -351,8 +370,11 @@ void SinkBwdDqBuilder::buildSinkSum() {
       all[dim] = dim;
     Value flat = memref::CollapseShapeOp::create(
         b, terms, ArrayRef<ReassociationIndices>{all});
+    Value run;
+    if (layout.runTimeShapes)
+      run = memref::DimOp::create(b, terms, c.c1);
     buildHeadSinkSum(b, layout, flat, dsinks, sequence.head, lane, c.c0, c.c1,
-                     c.zero);
+                     c.zero, run);
   });
 }
 } // namespace

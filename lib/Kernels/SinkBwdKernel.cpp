@@ -89,6 +89,8 @@
 
 #include "SinkAttn/Runtime/KernelGrids.h"
 
+#include <algorithm>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -105,6 +107,41 @@ using namespace sinkattn::kernels;
 namespace {
 /// Query rows, and keys, per block of one warpgroup.
 constexpr int64_t kBlock = kSinkBwdBlock;
+
+/// Run-time shapes: the backward's buffers become descriptors whose sizes
+/// (all but the compiled-in head dim and record rows) change at launch,
+/// the gradients token rows at any stride like Q, K, V and O, and the
+/// softmax scale a scalar beside the forward's (rt::sinkBwdForSizes).
+void makeRunTimeShaped(rt::Bundle &bundle, const rt::SinkAttentionShape &shape,
+                       const SinkBwdForm &form) {
+  const uint64_t qColumns = uint64_t(shape.heads * shape.headDim);
+  const uint64_t kvColumns = uint64_t(shape.kvHeads * shape.headDim);
+  for (rt::BundleParam &param : bundle.params) {
+    if (param.kind != rt::ParamKind::Buffer || param.descriptor)
+      continue;
+    param.descriptor = true;
+    const bool qRows = param.name == "do" || param.name == "dq";
+    const bool kvRows = param.name == "dk" || param.name == "dv";
+    if (qRows)
+      param.shape = {uint64_t(shape.tokensQ()), qColumns};
+    else if (kvRows)
+      param.shape = {uint64_t(shape.tokensKv()), kvColumns};
+    // The records' rows and 64 columns, and the shares' D, are compiled in.
+    uint64_t dynamicDims = param.shape.size();
+    if (param.name == "row_stats")
+      dynamicDims = 3;
+    else if (param.name == "dk_shares" || param.name == "dv_shares")
+      dynamicDims = 2;
+    for (uint64_t d = 0; d < dynamicDims; ++d)
+      param.dynamicDims.push_back(d);
+    if (qRows || kvRows)
+      param.strides = {param.shape[1], 1};
+  }
+  bundle.params.push_back(
+      rt::scalarParam("scale", rt::DType::F32, double(float(shape.scale))));
+  bundle.config["dq_block_rows"] = form.dqBlockRows();
+  bundle.config["dkdv_block_keys"] = form.dkdvBlockKeys();
+}
 } // namespace
 
 FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
@@ -123,6 +160,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                      "measured cell); use --schedule auto or plain, and "
                      "--dq-warpgroups 2 --dkdv-warpgroups 2 (--head-dim 128) "
                      "for a producer feeding shared tiles";
+  if (!config.causal)
+    return fail() << "--non-causal is not supported: the backward's kernels "
+                     "mask causally";
   // The forward's checks (dtype, head dim, shapes, window, stages) apply,
   // reported as sink-bwd's.
   FailureOr<KernelModule> forward = buildSinkFwd(context, config);
@@ -135,6 +175,12 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (failed(resolved))
     return failure();
   const SinkBwdForm &form = *resolved;
+  const bool runTimeShapes = config.runTimeShapes;
+  if (runTimeShapes && (form.atomicDq || form.dqShared() || form.dkdvShared()))
+    return fail() << "--run-time-shapes supports the deterministic form with "
+                     "one dQ and one dK/dV warpgroup only so far (--dq "
+                     "separate --dq-warpgroups 1 --dkdv-warpgroups 1, auto's "
+                     "choice for varlen)";
   const bool atomicDq = form.atomicDq;
   const int64_t dqWarpgroups = form.dqWarpgroups;
   const int64_t dkdvWarpgroups = form.dkdvWarpgroups;
@@ -167,7 +213,7 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
                                getElementType(&context, config.sinkDtype)};
   const SinkBwdLayout layout = SinkBwdLayout::get(&context, problem);
   // Blocks of 64 query rows, as the row records count them.
-  const uint32_t queryBlocks = uint32_t(layout.stats.getShape()[2]);
+  const uint32_t queryBlocks = uint32_t((shape.seqQ + kBlock - 1) / kBlock);
   buildSinkBwdPreprocess(b, problem, layout);
   buildSinkBwdDkdv(b, problem, layout);
   if (form.sumAfterDq)
@@ -253,7 +299,8 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (sumInKernel)
     bundle.params.push_back(
         outputBuffer("share_counts", rt::DType::I32,
-                     {u(layout.shareCounts.getNumElements())}));
+                     {u(shape.batch * shape.kvHeads *
+                        ((shape.seqKv + kBlock - 1) / kBlock))}));
   // The dQ kernel's dsink counters, one per head (zeroed by the preprocess
   // kernel).
   if (sinksInDq)
@@ -274,11 +321,20 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
       rt::launchesOf(forward->bundle).front().args);
   forwardLaunch.setup = true;
   uint32_t heads = uint32_t(shape.heads), batch = uint32_t(shape.batch);
-  // Varlen kernels also take the sequence offsets.
+  if (runTimeShapes)
+    makeRunTimeShaped(bundle, shape, form);
+  // Varlen kernels also take the sequence offsets, and with run-time shapes
+  // the scalars (SinkBwdTrailingArgs).
   auto withSequences = [&](std::vector<std::string> args) {
     if (shape.varlen()) {
       args.push_back("cu_seqlens_q");
       args.push_back("cu_seqlens_kv");
+    }
+    if (runTimeShapes) {
+      args.insert(args.end(), {"scale", "scale_log2"});
+      if (config.window > 0)
+        args.push_back("window");
+      args.insert(args.end(), {"cu_seqlens_q_unit", "cu_seqlens_kv_unit"});
     }
     return args;
   };
@@ -346,6 +402,9 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
   if (!sinksInDq && !atomicDq)
     bundle.launches.push_back(
         launch("sink_bwd_sinks", {heads, 1, 1}, 32, {"sink_terms", "dsinks"}));
+  if (runTimeShapes)
+    bundle.formatVersion =
+        std::max(bundle.formatVersion, rt::kBundleDescriptorFormatVersion);
   KernelModule kernel{std::move(module), std::move(bundle)};
   kernel.tileIR = true;
   return kernel;

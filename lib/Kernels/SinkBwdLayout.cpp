@@ -5,6 +5,7 @@
 #include "AttentionBuilding.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include <algorithm>
@@ -16,8 +17,62 @@ using namespace mlir;
 using namespace sinkattn;
 using namespace sinkattn::kernels;
 
+namespace {
+/// SinkBwdConstants::build with run-time shapes: the scalars are the
+/// kernel's arguments and the sizes its buffers'.
+SinkBwdConstants buildForRunTimeShapes(ImplicitLocOpBuilder &b,
+                                       const SinkBwdProblem &problem,
+                                       const SinkBwdTrailingArgs &trailing,
+                                       Value qSide, Value kvSide,
+                                       bool groupFromGrid) {
+  const bool windowed = problem.config.window > 0;
+  SinkBwdConstants constants;
+  constants.c0 = constantIndex(b, 0);
+  constants.c1 = constantIndex(b, 1);
+  constants.c63 = constantIndex(b, 63);
+  constants.c64 = constantIndex(b, 64);
+  // Token rows (dim 0) and H * D or HK * D columns (dim 1): H / HK is the
+  // columns' ratio.
+  if (!windowed && groupFromGrid)
+    constants.group = gpu::GridDimOp::create(b, gpu::Dimension::x);
+  else if (qSide && kvSide)
+    constants.group = divUI32(b, memref::DimOp::create(b, qSide, constants.c1),
+                              memref::DimOp::create(b, kvSide, constants.c1));
+  // Without a window no distance a 32-bit position can have reaches it.
+  Value window32 =
+      windowed
+          ? trailing.window
+          : Value(arith::ConstantIntOp::create(b, b.getI32Type(), INT32_MAX));
+  constants.window =
+      arith::IndexCastUIOp::create(b, b.getIndexType(), window32);
+  constants.window32 = window32;
+  constants.hasWindow =
+      arith::ConstantIntOp::create(b, b.getI1Type(), windowed);
+  constants.zero = constantF32(b, 0.0f);
+  constants.negInf = constantF32(b, -std::numeric_limits<float>::infinity());
+  constants.log2e = constantF32(b, float(1.44269504088896340736));
+  constants.scale = trailing.scale;
+  constants.scaleLog2 = trailing.scaleLog2;
+  constants.unitQ =
+      arith::IndexCastUIOp::create(b, b.getIndexType(), trailing.unitQ);
+  constants.unitK =
+      arith::IndexCastUIOp::create(b, b.getIndexType(), trailing.unitK);
+  if (qSide) {
+    Value tokens = memref::DimOp::create(b, qSide, constants.c0);
+    constants.lastToken = arith::SubIOp::create(b, tokens, constants.c1);
+  }
+  return constants;
+}
+} // namespace
+
 SinkBwdConstants SinkBwdConstants::build(ImplicitLocOpBuilder &b,
-                                         const SinkBwdProblem &problem) {
+                                         const SinkBwdProblem &problem,
+                                         const SinkBwdTrailingArgs &trailing,
+                                         Value qSide, Value kvSide,
+                                         bool groupFromGrid) {
+  if (problem.config.runTimeShapes)
+    return buildForRunTimeShapes(b, problem, trailing, qSide, kvSide,
+                                 groupFromGrid);
   const rt::SinkAttentionShape &shape = problem.shape;
   const bool windowed = problem.config.window > 0;
   // Without a window the distance test must always pass.
@@ -43,6 +98,37 @@ SinkBwdConstants SinkBwdConstants::build(ImplicitLocOpBuilder &b,
   return constants;
 }
 
+/// SinkBwdLayout::get with run-time shapes (varlen): every size dynamic;
+/// the q- and kv-side buffers token rows at any stride (views of a fused
+/// QKV tensor or its gradient).
+static SinkBwdLayout getForRunTimeShapes(SinkBwdLayout layout,
+                                         MLIRContext *context,
+                                         const SinkBwdProblem &problem) {
+  const int64_t d = problem.shape.headDim;
+  const int64_t dynamic = ShapedType::kDynamic;
+  Type f32 = Float32Type::get(context);
+  Type i32 = IntegerType::get(context, 32);
+  auto tokenRows = StridedLayoutAttr::get(context, 0, {dynamic, 1});
+  layout.runTimeShapes = true;
+  layout.q = MemRefType::get({dynamic, dynamic}, problem.element, tokenRows);
+  layout.kv = layout.q;
+  layout.qAcc = MemRefType::get({dynamic, dynamic}, f32);
+  layout.offsets = MemRefType::get({dynamic}, i32);
+  layout.lse = MemRefType::get({dynamic, dynamic}, f32);
+  layout.keyTerms = layout.lse;
+  layout.shares = MemRefType::get({dynamic, dynamic, d}, f32);
+  layout.kvAcc = layout.shares;
+  layout.shareCounts = MemRefType::get({dynamic}, i32);
+  layout.terms = MemRefType::get({dynamic}, f32);
+  layout.stats = MemRefType::get(
+      {dynamic, dynamic, dynamic, problem.form.statsRows, kSinkBwdBlock}, f32);
+  // The dsinks sum's run is the token count, the terms' dim 1.
+  layout.run = dynamic;
+  layout.runBatches = 1;
+  layout.batchRows = 0;
+  return layout;
+}
+
 SinkBwdLayout SinkBwdLayout::get(MLIRContext *context,
                                  const SinkBwdProblem &problem) {
   const rt::SinkAttentionShape &shape = problem.shape;
@@ -56,6 +142,9 @@ SinkBwdLayout SinkBwdLayout::get(MLIRContext *context,
   layout.seqQ = shape.seqQ;
   layout.seqKv = shape.seqKv;
   layout.lastRow = (shape.varlen() ? shape.tokensQ() : shape.seqQ) - 1;
+  layout.windowed = problem.config.window > 0;
+  if (problem.config.runTimeShapes)
+    return getForRunTimeShapes(layout, context, problem);
   switch (shape.layout) {
   case rt::AttentionLayout::BHSD:
     layout.q =
@@ -122,28 +211,57 @@ SinkBwdLayout SinkBwdLayout::get(MLIRContext *context,
 void SinkBwdLayout::appendSequenceArgs(SmallVectorImpl<Type> &types) const {
   if (varlen())
     types.append({offsets, offsets});
+  if (!runTimeShapes)
+    return;
+  MLIRContext *context = offsets.getContext();
+  Type f32 = Float32Type::get(context), i32 = IntegerType::get(context, 32);
+  types.append({f32, f32});
+  if (windowed)
+    types.push_back(i32);
+  types.append({i32, i32});
+}
+
+SinkBwdTrailingArgs SinkBwdLayout::trailingArgs(ArrayRef<BlockArgument> args,
+                                                size_t next) const {
+  SinkBwdTrailingArgs trailing;
+  if (varlen())
+    trailing.cuQ = args[next++], trailing.cuK = args[next++];
+  if (!runTimeShapes)
+    return trailing;
+  trailing.scale = args[next++], trailing.scaleLog2 = args[next++];
+  if (windowed)
+    trailing.window = args[next++];
+  trailing.unitQ = args[next++], trailing.unitK = args[next++];
+  return trailing;
 }
 
 SinkBwdSequence SinkBwdLayout::buildSequence(ImplicitLocOpBuilder &b,
                                              const SinkBwdConstants &constants,
                                              Value batch, Value head, Value cuQ,
-                                             Value cuK) const {
+                                             Value cuK, Value kvHead) const {
   SinkBwdSequence sequence;
   sequence.batch = batch, sequence.head = head;
-  sequence.kvHead = arith::DivUIOp::create(b, head, constants.group);
+  if (runTimeShapes)
+    sequence.kvHead = kvHead            ? kvHead
+                      : constants.group ? divUI32(b, head, constants.group)
+                                        : Value();
+  else
+    sequence.kvHead = arith::DivUIOp::create(b, head, constants.group);
   auto buildColumns = [&] {
     sequence.headDim = constantIndex(b, headDim);
     sequence.headColumn = arith::MulIOp::create(b, head, sequence.headDim);
-    sequence.kvHeadColumn =
-        arith::MulIOp::create(b, sequence.kvHead, sequence.headDim);
+    if (sequence.kvHead)
+      sequence.kvHeadColumn =
+          arith::MulIOp::create(b, sequence.kvHead, sequence.headDim);
   };
   if (varlen()) {
-    SequenceBounds bounds =
-        buildSequenceBounds(b, batch, cuQ, cuK, constants.c1);
+    SequenceBounds bounds = buildSequenceBounds(
+        b, batch, cuQ, cuK, constants.c1, constants.unitQ, constants.unitK);
     sequence.qStart = bounds.qStart, sequence.kStart = bounds.kStart;
     sequence.seqQ = bounds.seqQ, sequence.seqKv = bounds.seqKv;
     buildColumns();
-    sequence.lastRow = constantIndex(b, lastRow);
+    sequence.lastRow =
+        runTimeShapes ? constants.lastToken : constantIndex(b, lastRow);
   } else {
     sequence.seqQ = constantIndex(b, seqQ);
     sequence.seqKv = constantIndex(b, seqKv);
@@ -277,6 +395,16 @@ gpu::GPUFuncOp sinkattn::kernels::createBackwardKernel(ImplicitLocOpBuilder &b,
                                                        TypeRange argTypes) {
   auto func = gpu::GPUFuncOp::create(b, name, b.getFunctionType(argTypes, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  // Run-time shapes: the launcher takes token rows 16 bytes apart (the
+  // tensor maps need it), which lets register stores pair columns.
+  for (auto [index, type] : llvm::enumerate(argTypes)) {
+    auto memref = dyn_cast<MemRefType>(type);
+    if (!memref || !isa<StridedLayoutAttr>(memref.getLayout()))
+      continue;
+    const int64_t elementBytes = memref.getElementTypeBitWidth() / 8;
+    func.setArgAttr(index, tile::TileDialect::kStrideMultipleAttrName,
+                    b.getI64IntegerAttr(16 / elementBytes));
+  }
   b.setInsertionPointToStart(&func.front());
   return func;
 }

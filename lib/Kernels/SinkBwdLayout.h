@@ -16,6 +16,14 @@
 
 namespace sinkattn::kernels {
 
+/// The arguments after a backward kernel's buffers: varlen's sequence
+/// offsets and, with run-time shapes, the softmax scale, the scale in log2
+/// units, the window size (windowed only) and the offsets' units.
+struct SinkBwdTrailingArgs {
+  mlir::Value cuQ, cuK;
+  mlir::Value scale, scaleLog2, window, unitQ, unitK;
+};
+
 /// The constants at the start of the preprocess, dK/dV, dQ and dQ-convert
 /// kernels, in the order they are defined.
 struct SinkBwdConstants {
@@ -30,9 +38,20 @@ struct SinkBwdConstants {
   mlir::Value zero, negInf, log2e;
   /// The softmax scale and scale · log2(e) (f32).
   mlir::Value scale, scaleLog2;
+  /// Run-time shapes: the offsets' units (index), and the last token of the
+  /// q-side buffers (rows read past a sequence's end are clamped to it).
+  mlir::Value unitQ, unitK, lastToken;
 
+  /// With run-time shapes the sizes come from `trailing` and the kernel's
+  /// buffers: `qSide` (a q-shaped buffer, for the token count) and, for
+  /// kernels that need the group with a window, `kvSide` (a kv-shaped one).
+  /// Without a window the group is the grid's x (rt::attentionBlockGrid), in
+  /// the kernels whose grid is built that way (`groupFromGrid`).
   static SinkBwdConstants build(mlir::ImplicitLocOpBuilder &b,
-                                const SinkBwdProblem &problem);
+                                const SinkBwdProblem &problem,
+                                const SinkBwdTrailingArgs &trailing = {},
+                                mlir::Value qSide = {}, mlir::Value kvSide = {},
+                                bool groupFromGrid = false);
 };
 
 /// One sequence of a block's batch index and heads: its lengths, its first
@@ -87,21 +106,30 @@ struct SinkBwdLayout {
   /// D, the query and key lengths (constants unless varlen) and the last
   /// row of LSE's row coordinate.
   int64_t headDim = 0, seqQ = 0, seqKv = 0, lastRow = 0;
+  /// Every size is the buffers' at run time (varlen only).
+  bool runTimeShapes = false;
+  bool windowed = false;
 
   static SinkBwdLayout get(mlir::MLIRContext *context,
                            const SinkBwdProblem &problem);
 
   bool varlen() const { return kind == rt::AttentionLayout::Varlen; }
-  /// Appends the sequence offsets' argument types (varlen: cuQ, cuK).
+  /// Appends the types of the arguments after the buffers
+  /// (SinkBwdTrailingArgs).
   void appendSequenceArgs(llvm::SmallVectorImpl<mlir::Type> &types) const;
+  /// Those arguments of a kernel, from `args[next]` on.
+  SinkBwdTrailingArgs trailingArgs(llvm::ArrayRef<mlir::BlockArgument> args,
+                                   size_t next) const;
 
-  /// The sequence of block (`batch`, `head`) and the head's kv head:
-  /// varlen loads it from the offsets `cuQ` and `cuK`; the others' lengths
-  /// are constants.
+  /// The sequence of block (`batch`, `head`) and the head's kv head
+  /// (`kvHead` where the block ids have it, else head / group; none where
+  /// the group is unknown): varlen loads it from the offsets `cuQ` and
+  /// `cuK`; the others' lengths are constants.
   SinkBwdSequence buildSequence(mlir::ImplicitLocOpBuilder &b,
                                 const SinkBwdConstants &constants,
                                 mlir::Value batch, mlir::Value head,
-                                mlir::Value cuQ, mlir::Value cuK) const;
+                                mlir::Value cuQ, mlir::Value cuK,
+                                mlir::Value kvHead = {}) const;
 
   /// LSE-shaped buffers (LSE, Delta, the terms) at token `row`.
   llvm::SmallVector<mlir::Value> rowAt(const SinkBwdSequence &sequence,

@@ -46,9 +46,10 @@ void sinkattn::kernels::buildHeadSinkSum(ImplicitLocOpBuilder &b,
                                          const SinkBwdLayout &layout,
                                          Value terms, Value dsinks, Value head,
                                          Value lane, Value c0, Value c1,
-                                         Value zero) {
+                                         Value zero, Value run) {
   Value width = arith::ConstantIntOp::create(b, b.getI32Type(), 32);
-  Value run = constantIndex(b, layout.run);
+  if (!run)
+    run = constantIndex(b, layout.run);
   Value runs = constantIndex(b, layout.runBatches);
   Value batchRows = constantIndex(b, layout.batchRows);
   Value headBase = arith::MulIOp::create(b, head, run);
@@ -130,15 +131,19 @@ struct QueryBlock {
   /// The block's first row in its sequence.
   Value firstRow;
 
+  /// `qSide`: a q-shaped buffer of the kernel (run-time shapes read the
+  /// token count from it).
   static QueryBlock build(ImplicitLocOpBuilder &b,
                           const SinkBwdProblem &problem,
-                          const SinkBwdLayout &layout, Value cuQ, Value cuK) {
+                          const SinkBwdLayout &layout,
+                          const SinkBwdTrailingArgs &trailing, Value qSide) {
     QueryBlock q;
-    q.constants = SinkBwdConstants::build(b, problem);
+    q.constants = SinkBwdConstants::build(b, problem, trailing, qSide);
     q.block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
     Value head = gpu::BlockIdOp::create(b, gpu::Dimension::y);
     Value batch = gpu::BlockIdOp::create(b, gpu::Dimension::z);
-    q.sequence = layout.buildSequence(b, q.constants, batch, head, cuQ, cuK);
+    q.sequence = layout.buildSequence(b, q.constants, batch, head, trailing.cuQ,
+                                      trailing.cuK);
     q.firstRow = arith::MulIOp::create(b, q.block, q.constants.c64);
     return q;
   }
@@ -318,14 +323,17 @@ sinkattn::kernels::buildSinkBwdPreprocess(ImplicitLocOpBuilder &b,
   const SinkBwdForm &form = problem.form;
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   const int64_t queryBlocks = layout.stats.getShape()[2];
-  const int64_t kvAccElements = layout.kvAcc.getNumElements();
+  const int64_t kvAccElements =
+      layout.runTimeShapes ? 0 : layout.kvAcc.getNumElements();
   auto kvAccType = MemRefType::get({kvAccElements}, f32);
-  auto sinkCountsType = MemRefType::get({shape.heads}, i32);
+  const int64_t heads =
+      layout.runTimeShapes ? ShapedType::kDynamic : shape.heads;
+  auto sinkCountsType = MemRefType::get({heads}, i32);
   SmallVector<Type> argTypes = {layout.q, layout.q, layout.lse, layout.lse,
                                 layout.stats};
   if (form.atomicDq)
     argTypes.append(
-        {MemRefType::get({shape.heads}, problem.sinkElement), layout.qAcc});
+        {MemRefType::get({heads}, problem.sinkElement), layout.qAcc});
   if (form.kvAccumulate)
     argTypes.append({kvAccType, kvAccType});
   if (form.sumInKernel)
@@ -339,7 +347,7 @@ sinkattn::kernels::buildSinkBwdPreprocess(ImplicitLocOpBuilder &b,
   Value O = args[0], dO = args[1], Delta = args[2], LSE = args[3],
         Stats = args[4];
   size_t next = 5;
-  Value sinks, dQacc, dKacc, dVacc, counts, sinkCounts, cuQ, cuK;
+  Value sinks, dQacc, dKacc, dVacc, counts, sinkCounts;
   if (form.atomicDq)
     sinks = args[next++], dQacc = args[next++];
   if (form.kvAccumulate)
@@ -348,10 +356,9 @@ sinkattn::kernels::buildSinkBwdPreprocess(ImplicitLocOpBuilder &b,
     counts = args[next++];
   if (form.sinksInDq)
     sinkCounts = args[next++];
-  if (layout.varlen())
-    cuQ = args[next++], cuK = args[next++];
+  SinkBwdTrailingArgs trailing = layout.trailingArgs(args, next);
 
-  QueryBlock block = QueryBlock::build(b, problem, layout, cuQ, cuK);
+  QueryBlock block = QueryBlock::build(b, problem, layout, trailing, O);
   const SinkBwdConstants &c = block.constants;
   const SinkBwdSequence &sequence = block.sequence;
   // 16 rows per warp, rowsPerStep() at a time: each row is a group of D / 8
@@ -381,10 +388,20 @@ sinkattn::kernels::buildSinkBwdPreprocess(ImplicitLocOpBuilder &b,
   // whole grid.
   Value first, stride;
   if (form.sumInKernel || form.kvAccumulate) {
-    Value heads = constantIndex(b, shape.heads);
-    Value blocksPerHead = constantIndex(b, queryBlocks);
-    Value threadsPerBlock = constantIndex(b, 128);
-    stride = constantIndex(b, queryBlocks * shape.heads * shape.batch * 128);
+    Value heads, blocksPerHead, threadsPerBlock = constantIndex(b, 128);
+    if (layout.runTimeShapes) {
+      // The grid is {query blocks, H, B}.
+      blocksPerHead = gpu::GridDimOp::create(b, gpu::Dimension::x);
+      heads = gpu::GridDimOp::create(b, gpu::Dimension::y);
+      Value sequences = gpu::GridDimOp::create(b, gpu::Dimension::z);
+      Value blocks = arith::MulIOp::create(b, blocksPerHead, heads);
+      blocks = arith::MulIOp::create(b, blocks, sequences);
+      stride = arith::MulIOp::create(b, blocks, threadsPerBlock);
+    } else {
+      heads = constantIndex(b, shape.heads);
+      blocksPerHead = constantIndex(b, queryBlocks);
+      stride = constantIndex(b, queryBlocks * shape.heads * shape.batch * 128);
+    }
     Value batchHeads = arith::MulIOp::create(b, sequence.batch, heads);
     Value head = arith::AddIOp::create(b, batchHeads, sequence.head);
     Value headBlocks = arith::MulIOp::create(b, head, blocksPerHead);
@@ -396,7 +413,9 @@ sinkattn::kernels::buildSinkBwdPreprocess(ImplicitLocOpBuilder &b,
   // The dK/dV kernel's share-sum counters (its last-arrival election).
   if (form.sumInKernel) {
     Value zero32 = arith::ConstantIntOp::create(b, i32, 0);
-    Value total = constantIndex(b, layout.shareCounts.getNumElements());
+    Value total = layout.runTimeShapes
+                      ? Value(memref::DimOp::create(b, counts, c.c0))
+                      : constantIndex(b, layout.shareCounts.getNumElements());
     buildForLoop(b, first, total, stride, [&](Value i) {
       memref::StoreOp::create(b, zero32, counts, i);
     });
@@ -450,11 +469,9 @@ sinkattn::kernels::buildSinkBwdDqConvert(ImplicitLocOpBuilder &b,
       createBackwardKernel(b, "sink_bwd_dq_convert", argTypes);
   ArrayRef<BlockArgument> args = func.getArguments();
   Value dQacc = args[0], dQ = args[1], terms = args[2], dsinks = args[3];
-  Value cuQ, cuK;
-  if (layout.varlen())
-    cuQ = args[4], cuK = args[5];
+  SinkBwdTrailingArgs trailing = layout.trailingArgs(args, 4);
 
-  QueryBlock block = QueryBlock::build(b, problem, layout, cuQ, cuK);
+  QueryBlock block = QueryBlock::build(b, problem, layout, trailing, dQ);
   const SinkBwdConstants &c = block.constants;
   const SinkBwdSequence &sequence = block.sequence;
   RowGroups groups = RowGroups::build(b, block, shape.headDim);

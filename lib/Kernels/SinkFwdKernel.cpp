@@ -925,11 +925,12 @@ FailureOr<KernelModule> kernels::buildSinkFwd(MLIRContext &context,
                     << "): with one query head per kv head there is nothing "
                        "to pack";
   }
-  if (config.runTimeShapes && (config.kernel != "sink-fwd" ||
-                               config.layout != rt::AttentionLayout::Varlen))
-    return fail() << "--run-time-shapes supports sink-fwd with --layout "
-                     "varlen only so far (its lengths are read from "
-                     "cu_seqlens at run time already)";
+  if (config.runTimeShapes &&
+      ((config.kernel != "sink-fwd" && config.kernel != "sink-bwd") ||
+       config.layout != rt::AttentionLayout::Varlen))
+    return fail() << "--run-time-shapes supports sink-fwd and sink-bwd with "
+                     "--layout varlen only so far (its lengths are read "
+                     "from cu_seqlens at run time already)";
   if (!config.causal && !config.runTimeShapes)
     return fail() << "--non-causal needs --run-time-shapes (--layout varlen) "
                      "so far";

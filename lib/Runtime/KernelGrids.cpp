@@ -125,7 +125,8 @@ sinkFwdForSizes(const Bundle &bundle, const SinkAttentionShape &shape,
       !findParam(bundle, "cu_seqlens_q_unit") ||
       !findParam(bundle, "cu_seqlens_kv_unit"))
     return Status::error(
-        "the sink-fwd bundle was compiled by an older SinkAttn "
+        "the " + bundle.kernel +
+        " bundle was compiled by an older SinkAttn "
         "(heads, window, scale or the offsets' units compiled in); recompile "
         "it");
   if (units.q < 1 || units.q > INT32_MAX || units.kv < 1 ||
@@ -147,20 +148,19 @@ sinkFwdForSizes(const Bundle &bundle, const SinkAttentionShape &shape,
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t causal, configInteger(bundle, "causal"));
   if (shape.causal != (causal != 0))
     return Status::error(
-        std::string("the sink-fwd bundle is compiled ") +
+        "the " + bundle.kernel + " bundle is compiled " +
         (causal ? "causal" : "without the causal mask (--non-causal)") +
         "; the call asks for " +
         (shape.causal ? "causal attention" : "attention without it"));
   const bool windowed = findParam(bundle, "window") != nullptr;
   if (windowed != (shape.window > 0))
     return Status::error(
-        windowed ? "the sink-fwd bundle is compiled with a sliding window; "
-                   "give a window of at least 1 key (or use a bundle "
-                   "compiled without --window)"
-                 : "the sink-fwd bundle is compiled without a sliding window "
-                   "(window " +
-                       std::to_string(shape.window) +
-                       " needs one compiled with --window)");
+        "the " + bundle.kernel + " bundle is compiled " +
+        (windowed ? "with a sliding window; give a window of at least 1 key "
+                    "(or use a bundle compiled without --window)"
+                  : "without a sliding window (window " +
+                        std::to_string(shape.window) +
+                        " needs one compiled with --window)"));
   if (shape.heads < 1 || shape.kvHeads < 1 || shape.heads % shape.kvHeads)
     return Status::error(std::to_string(shape.kvHeads) +
                          " kv heads do not divide " +
@@ -241,16 +241,131 @@ sinkFwdForSizes(const Bundle &bundle, const SinkAttentionShape &shape,
   return shaped;
 }
 
+Expected<Bundle> sinkBwdForSizes(const Bundle &bundle,
+                                 const SinkAttentionShape &shape,
+                                 int64_t tokensQ, int64_t tokensKv,
+                                 int64_t maxSeqlenQ, int64_t maxSeqlenKv,
+                                 const std::string &gridContext,
+                                 const VarlenTokenStrides &strides,
+                                 const VarlenGradientStrides &gradientStrides,
+                                 const SequenceOffsetUnits &units) {
+  const BundleParam *q = findParam(bundle, "q");
+  if (bundle.kernel != "sink-bwd" || !q || !q->descriptor ||
+      bundle.launches.empty() || !findParam(bundle, "scale"))
+    return Status::error("not a sink-bwd bundle compiled with "
+                         "--run-time-shapes");
+  const bool shares = findParam(bundle, "dk_shares") != nullptr;
+  if (shape.heads != shape.kvHeads && !shares)
+    return Status::error(
+        "the sink-bwd bundle was compiled for one query head per kv head; " +
+        std::to_string(shape.heads) + " heads over " +
+        std::to_string(shape.kvHeads) +
+        " kv heads need one compiled with --kv-heads below --heads");
+  // The forward's tensors, scalars and grid, the latter the setup launch's.
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      Bundle shaped, sinkFwdForSizes(bundle, shape, tokensQ, tokensKv,
+                                     maxSeqlenQ, gridContext, strides, units));
+  const Dim3 forwardGrid = shaped.grid;
+  shaped.grid = bundle.grid;
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t dqRows,
+                               configInteger(bundle, "dq_block_rows"));
+  SINKATTN_RT_ASSIGN_OR_RETURN(int64_t dkdvKeys,
+                               configInteger(bundle, "dkdv_block_keys"));
+  if (dqRows < 1 || dkdvKeys < 1)
+    return Status::error("the sink-bwd bundle's block sizes are not positive");
+  constexpr int64_t kRows = 64;
+  auto blocksOf = [](int64_t length, int64_t block) {
+    return std::max<int64_t>(1, (length + block - 1) / block);
+  };
+  const int64_t queryBlocks = blocksOf(maxSeqlenQ, kRows);
+  const int64_t keyBlocks64 = blocksOf(maxSeqlenKv, kRows);
+  const int64_t dqBlocks = blocksOf(maxSeqlenQ, dqRows);
+  const int64_t dkdvBlocks = blocksOf(maxSeqlenKv, dkdvKeys);
+  SINKATTN_RT_TRY(
+      attentionGridFits(dkdvBlocks, shape).withContext(gridContext));
+  SINKATTN_RT_TRY(attentionGridFits(dqBlocks, shape).withContext(gridContext));
+  // The row kernels' grid is {query blocks, heads, sequences}.
+  if (shape.heads > 65535 || shape.batch > 65535)
+    return Status::error(gridContext + std::to_string(shape.heads) +
+                         " heads or " + std::to_string(shape.batch) +
+                         " sequences exceed the 65535 blocks of a grid "
+                         "dimension");
+  auto u = [](int64_t v) { return uint64_t(v); };
+  const BundleParam *stats = findParam(bundle, "row_stats");
+  if (!stats || stats->shape.size() != 5)
+    return Status::error("the sink-bwd bundle has no row_stats of 5 "
+                         "dimensions");
+  const uint64_t statsRows = stats->shape[3];
+  // Scratch indexed in 32 bits: the shares and the row records.
+  const double sharesElements =
+      double(shape.heads) * double(tokensKv) * double(shape.headDim);
+  const double statsElements = double(shape.batch) * double(shape.heads) *
+                               double(queryBlocks) * double(statsRows) * kRows;
+  if ((shares && sharesElements > double(INT32_MAX)) ||
+      statsElements > double(INT32_MAX))
+    return Status::error("the backward's scratch (GQA's dK/dV shares or the "
+                         "row records) has more than 2^31-1 elements");
+  const uint64_t qColumns = u(shape.heads * shape.headDim),
+                 kvColumns = u(shape.kvHeads * shape.headDim);
+  auto rows = [&](int64_t stride) {
+    return stride ? std::vector<uint64_t>{u(stride), 1}
+                  : std::vector<uint64_t>();
+  };
+  std::map<std::string, TensorShape> shapes = {
+      {"do", {{u(tokensQ), qColumns}, rows(gradientStrides.dO)}},
+      {"dq", {{u(tokensQ), qColumns}, rows(gradientStrides.dQ)}},
+      {"dk", {{u(tokensKv), kvColumns}, rows(gradientStrides.dK)}},
+      {"dv", {{u(tokensKv), kvColumns}, rows(gradientStrides.dV)}},
+      {"dsinks", {{u(shape.heads)}, {}}},
+      {"delta", {{u(shape.heads), u(tokensQ)}, {}}},
+      {"sink_terms", {{u(shape.heads), u(tokensQ)}, {}}},
+      {"row_stats",
+       {{u(shape.batch), u(shape.heads), u(queryBlocks), statsRows, u(kRows)},
+        {}}}};
+  if (shares)
+    for (const char *name : {"dk_shares", "dv_shares"})
+      shapes[name] = {{u(shape.heads), u(tokensKv), u(shape.headDim)}, {}};
+  if (findParam(bundle, "share_counts"))
+    shapes["share_counts"] = {{u(shape.batch * shape.kvHeads * keyBlocks64)},
+                              {}};
+  if (findParam(bundle, "sink_counts"))
+    shapes["sink_counts"] = {{u(shape.heads)}, {}};
+  SINKATTN_RT_ASSIGN_OR_RETURN(shaped, withTensorShapes(shaped, shapes));
+  for (BundleParam &param : shaped.params)
+    if (param.name == "scale")
+      param.floatValue = double(float(shape.scale));
+  for (BundleLaunch &launch : shaped.launches) {
+    if (launch.setup)
+      launch.grid = forwardGrid;
+    else if (launch.entry == "sink_bwd_preprocess")
+      launch.grid = {uint32_t(queryBlocks), uint32_t(shape.heads),
+                     uint32_t(shape.batch)};
+    else if (launch.entry == "sink_bwd_dkdv")
+      launch.grid = attentionBlockGrid(dkdvBlocks, shape);
+    else if (launch.entry == "sink_bwd_dq")
+      launch.grid = attentionBlockGrid(dqBlocks, shape);
+    else
+      return Status::error("the sink-bwd bundle's launch '" + launch.entry +
+                           "' has no grid for run-time shapes");
+  }
+  SINKATTN_RT_TRY(validateBundle(shaped));
+  return shaped;
+}
+
 Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
                                    const SinkAttentionShape &shape,
                                    const std::vector<int64_t> &seqlensQ,
                                    const std::vector<int64_t> &seqlensKv) {
   const BundleParam *q = findParam(bundle, "q");
-  if (bundle.kernel != "sink-fwd" || !shape.varlen() || !q || !q->descriptor)
+  const bool backward = bundle.kernel == "sink-bwd";
+  if ((bundle.kernel != "sink-fwd" && !backward) || !shape.varlen() || !q ||
+      !q->descriptor)
     return Status::error("the " + bundle.kernel +
                          " bundle was compiled for its own sequence lengths "
-                         "only; compile sink-fwd --layout varlen with "
-                         "--run-time-shapes to run others");
+                         "only; compile " +
+                         (backward ? "sink-bwd" : "sink-fwd") +
+                         " --layout varlen with --run-time-shapes to run "
+                         "others");
   if (seqlensQ.empty() || seqlensQ.size() != seqlensKv.size())
     return Status::error("the query and key lengths must list the same "
                          "sequences, at least one (got " +
@@ -278,7 +393,10 @@ Expected<Bundle> sinkFwdForLengths(const Bundle &bundle,
   SINKATTN_RT_TRY(validate(resized));
   SINKATTN_RT_ASSIGN_OR_RETURN(
       Bundle shaped,
-      sinkFwdForSizes(bundle, resized, tokensQ, tokensKv, resized.seqQ));
+      backward
+          ? sinkBwdForSizes(bundle, resized, tokensQ, tokensKv, resized.seqQ,
+                            resized.seqKv)
+          : sinkFwdForSizes(bundle, resized, tokensQ, tokensKv, resized.seqQ));
   shaped.config["batch"] = resized.batch;
   shaped.config["seq_q"] = resized.seqQ;
   shaped.config["seq_kv"] = resized.seqKv;

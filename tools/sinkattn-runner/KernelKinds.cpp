@@ -168,6 +168,37 @@ std::string describeSinkBwdForm(const rt::Bundle &bundle) {
   return label;
 }
 
+/// A sink-fwd or sink-bwd bundle compiled for run-time shapes, for the
+/// shape flags given (the bundle's own instance where a flag is not).
+rt::Expected<rt::Bundle> reshapeAttention(const rt::Bundle &bundle,
+                                          const Options &options) {
+  for (const char *flag : {"m", "n"})
+    if (options.wasGiven(flag))
+      return rt::Status::error(std::string("--") + flag +
+                               " does not apply to a " + bundle.kernel +
+                               " bundle (its shape flags are --seqlens-q, "
+                               "--seqlens-kv, --heads, --kv-heads, --window "
+                               "and --softmax-scale)");
+  SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
+                               sinkFwdShape(bundle));
+  // The flags given replace the bundle's default instance.
+  if (options.wasGiven("heads"))
+    shape.heads = options.heads;
+  if (options.wasGiven("kv-heads"))
+    shape.kvHeads = options.kvHeads;
+  if (options.wasGiven("window"))
+    shape.window = options.window;
+  if (options.wasGiven("softmax-scale"))
+    shape.scale = options.softmaxScale;
+  std::vector<int64_t> seqlensQ = rt::lengthsOf(shape.cuSeqlensQ),
+                       seqlensKv = rt::lengthsOf(shape.cuSeqlensKv);
+  if (options.wasGiven("seqlens-q")) {
+    seqlensQ = options.seqlensQ;
+    seqlensKv = options.seqlensKv;
+  }
+  return rt::sinkFwdForLengths(bundle, shape, seqlensQ, seqlensKv);
+}
+
 KernelKind gemm() {
   KernelKind kind;
   kind.name = "gemm";
@@ -185,34 +216,7 @@ KernelKind sinkFwd() {
       withAttentionFlags({"schedule", "persistent", "pack-gqa", "tune-cache",
                           "run-time-shapes", "non-causal", "softmax-scale"});
   kind.decidesPersistence = true;
-  kind.reshape = [](const rt::Bundle &bundle,
-                    const Options &options) -> rt::Expected<rt::Bundle> {
-    for (const char *flag : {"m", "n"})
-      if (options.wasGiven(flag))
-        return rt::Status::error(std::string("--") + flag +
-                                 " does not apply to a sink-fwd bundle (its "
-                                 "shape flags are --seqlens-q, --seqlens-kv, "
-                                 "--heads, --kv-heads, --window and "
-                                 "--softmax-scale)");
-    SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
-                                 sinkFwdShape(bundle));
-    // The flags given replace the bundle's default instance.
-    if (options.wasGiven("heads"))
-      shape.heads = options.heads;
-    if (options.wasGiven("kv-heads"))
-      shape.kvHeads = options.kvHeads;
-    if (options.wasGiven("window"))
-      shape.window = options.window;
-    if (options.wasGiven("softmax-scale"))
-      shape.scale = options.softmaxScale;
-    std::vector<int64_t> seqlensQ = rt::lengthsOf(shape.cuSeqlensQ),
-                         seqlensKv = rt::lengthsOf(shape.cuSeqlensKv);
-    if (options.wasGiven("seqlens-q")) {
-      seqlensQ = options.seqlensQ;
-      seqlensKv = options.seqlensKv;
-    }
-    return rt::sinkFwdForLengths(bundle, shape, seqlensQ, seqlensKv);
-  };
+  kind.reshape = reshapeAttention;
   kind.randomInput = attentionInput;
   kind.integerInput = attentionIntegerInput;
   kind.validate = [](const rt::Bundle &bundle) {
@@ -234,7 +238,8 @@ KernelKind sinkBwd() {
   kind.name = "sink-bwd";
   kind.flags = withAttentionFlags(
       {"schedule", "dq", "dq-split", "dq-warpgroups", "dkdv-warpgroups",
-       "deterministic"});
+       "deterministic", "run-time-shapes", "softmax-scale"});
+  kind.reshape = reshapeAttention;
   kind.randomInput = attentionInput;
   kind.integerInput = attentionIntegerInput;
   kind.validate = [](const rt::Bundle &bundle) {

@@ -52,12 +52,12 @@ const FlagSpec kFlags[] = {
      "only sink-bwd has a dQ kernel"},
     {"dkdv-warpgroups", "N", "compile check bench", "sink-bwd: the dK/dV kernel's consumer warpgroups: 1 (a block of 64 keys, the schedule's) or 2 (a warp-specialized block of 64 keys per warpgroup sharing each Q/dO tile: Q/dO cross L2 once per 128 keys; GQA shares summed by a kernel of their own); with --dq separate one count with --dq-warpgroups's (2 at D 128 only; one flag sets both); --dq atomic needs 2 (its 128-key blocks, at D 64 too); without it, auto, as for --dq-warpgroups",
      "only sink-bwd has a dK/dV kernel"},
-    {"run-time-shapes", nullptr, "compile", "tma-copy, sink-fwd --layout varlen: the kernel reads its tensors' sizes at launch (memref descriptors), so one bundle serves every shape: tma-copy any M x N whose rows are a multiple of 16 bytes, sink-fwd any batch of sequence lengths, heads, window size (compiled with --window: any >= 1; without: none) and softmax scale; check and bench take the shape flags (--m and --n; --seqlens-q, --seqlens-kv, --heads, --kv-heads, --window, --softmax-scale) with --bundle (the compile's are its default shape)",
-     "only tma-copy and sink-fwd take run-time shapes"},
+    {"run-time-shapes", nullptr, "compile", "tma-copy, sink-fwd and sink-bwd --layout varlen: the kernel reads its tensors' sizes at launch (memref descriptors), so one bundle serves every shape: tma-copy any M x N whose rows are a multiple of 16 bytes, sink-fwd and sink-bwd any batch of sequence lengths, heads, window size (compiled with --window: any >= 1; without: none) and softmax scale (sink-bwd: its deterministic one-warpgroup form, causal; compiled with --kv-heads below --heads for any group, else for one query head per kv head); check and bench take the shape flags (--m and --n; --seqlens-q, --seqlens-kv, --heads, --kv-heads, --window, --softmax-scale) with --bundle (the compile's are its default shape)",
+     "only tma-copy, sink-fwd and sink-bwd take run-time shapes"},
     {"non-causal", nullptr, "compile", "sink-fwd --run-time-shapes: no causal mask, every query attends every key of its sequence (no window)",
      "only sink-fwd compiles attention without the causal mask"},
-    {"softmax-scale", "X", "check bench", "sink-fwd, with --bundle of a --run-time-shapes bundle: the softmax scale (default 1/sqrt(head dim))",
-     "only sink-fwd takes a softmax scale"},
+    {"softmax-scale", "X", "check bench", "sink-fwd and sink-bwd, with --bundle of a --run-time-shapes bundle: the softmax scale (default 1/sqrt(head dim))",
+     "only sink-fwd and sink-bwd take a softmax scale"},
     {"pack-gqa", nullptr, "compile check bench", "sink-fwd, BHSD, GQA: each block computes rows of all the query heads of one kv head, so K/V tiles serve the whole group (for short query lengths: decoding)",
      "only sink-fwd packs query heads"},
     {"batch", "B", "compile check bench tune", "attention: batch size",
@@ -634,7 +634,7 @@ rt::Expected<Options> runner::parseOptions(int argc, char **argv,
               "kernel and its configuration)");
     if (options.wasGiven("softmax-scale") && options.bundleDir.empty())
       return rt::Status::error(
-          "--softmax-scale goes with --bundle of a sink-fwd "
+          "--softmax-scale goes with --bundle of a sink-fwd or sink-bwd "
           "--run-time-shapes bundle (a kernel compiled for one problem "
           "computes with 1/sqrt(head dim))");
   }

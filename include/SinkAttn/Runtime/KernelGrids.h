@@ -104,6 +104,29 @@ sinkFwdForSizes(const Bundle &bundle, const SinkAttentionShape &shape,
                 const VarlenTokenStrides &strides = {},
                 const SequenceOffsetUnits &units = {}, int64_t smCount = 0);
 
+/// Element strides between consecutive tokens of the backward's gradients
+/// and dO, views of [T, H * D] rows (0: dense).
+struct VarlenGradientStrides {
+  int64_t dO = 0, dQ = 0, dK = 0, dV = 0;
+};
+
+/// A varlen sink-bwd bundle compiled for run-time shapes, for the problem
+/// sinkFwdForSizes describes (its setup launch is that forward) whose
+/// longest key sequence has `maxSeqlenKv` rows: every launch's tensors,
+/// scalars and grid follow, the scratch buffers among them (sized for the
+/// call: the caller allocates them by the shaped bundle's shapes). Errors:
+/// sinkFwdForSizes's, a bundle that is not sink-bwd or not for run-time
+/// shapes, GQA (kv heads below heads) for a bundle compiled for one query
+/// head per kv head, a launch the shaped form does not know, grids or
+/// scratch past CUDA's or 32-bit limits.
+Expected<Bundle>
+sinkBwdForSizes(const Bundle &bundle, const SinkAttentionShape &shape,
+                int64_t tokensQ, int64_t tokensKv, int64_t maxSeqlenQ,
+                int64_t maxSeqlenKv, const std::string &gridContext = "",
+                const VarlenTokenStrides &strides = {},
+                const VarlenGradientStrides &gradientStrides = {},
+                const SequenceOffsetUnits &units = {});
+
 /// The tile table (its "tiles" buffer) of a persistent sink-fwd bundle
 /// shaped by sinkFwdForSizes, for its grid's blocks: `longest` is the call's
 /// problem with every sequence at the longest lengths (batch, heads, kv
@@ -113,8 +136,8 @@ sinkFwdForSizes(const Bundle &bundle, const SinkAttentionShape &shape,
 Expected<std::vector<int32_t>>
 sinkFwdTileTableFor(const Bundle &shaped, const SinkAttentionShape &longest);
 
-/// A varlen sink-fwd bundle compiled for run-time shapes (`shape`: its
-/// config's problem), for the sequences of lengths `seqlensQ` and
+/// A varlen sink-fwd or sink-bwd bundle compiled for run-time shapes
+/// (`shape`: its config's problem), for the sequences of lengths `seqlensQ` and
 /// `seqlensKv` (one each per sequence): tensors, cu_seqlens, grid (from the
 /// longest query sequence and the config's block_m) and config follow.
 /// Errors: a bundle compiled for its lengths only, length lists that differ

@@ -94,7 +94,8 @@ TEST(KernelKinds, FlagsOfEachKind) {
   EXPECT_EQ(fwd, (Set{"schedule", "persistent", "pack-gqa", "tune-cache",
                       "run-time-shapes", "non-causal", "softmax-scale"}));
   EXPECT_EQ(bwd, (Set{"schedule", "dq", "dq-split", "dq-warpgroups",
-                      "dkdv-warpgroups", "deterministic"}));
+                      "dkdv-warpgroups", "deterministic", "run-time-shapes",
+                      "softmax-scale"}));
   EXPECT_EQ(flags("tma-copy"), (Set{"run-time-shapes"}));
   for (const char *name : {"tma-stream", "tma-im2col"})
     EXPECT_TRUE(flags(name).empty()) << name;

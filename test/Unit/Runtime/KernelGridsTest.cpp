@@ -161,6 +161,145 @@ TEST(KernelGrids, TmaCopyForShape) {
                   "the bundle holds a sink-fwd kernel, not tma-copy");
 }
 
+/// A varlen sink-bwd bundle for run-time shapes on fwdShape()'s problem
+/// (with `shares`, compiled for GQA): the forward as its setup launch, then
+/// preprocess, dK/dV and dQ, as `compile --run-time-shapes` has it.
+Bundle bwdBundle(bool shares) {
+  Bundle b = fwdBundle();
+  b.kernel = "sink-bwd";
+  b.entry.clear();
+  b.config["dq_block_rows"] = int64_t(64);
+  b.config["dkdv_block_keys"] = int64_t(64);
+  std::vector<std::string> forwardArgs;
+  for (const BundleParam &param : b.params)
+    forwardArgs.push_back(param.name);
+  auto strided = [](BundleParam p) {
+    p.strides = {p.shape[1], 1};
+    return p;
+  };
+  b.params.push_back(strided(buffer("do", DType::BF16, {107, 512}, {0, 1})));
+  for (const char *name : {"dq", "dk", "dv"}) {
+    std::vector<uint64_t> shape = name == std::string("dq")
+                                      ? std::vector<uint64_t>{107, 512}
+                                      : std::vector<uint64_t>{207, 64};
+    b.params.push_back(
+        strided(buffer(name, DType::BF16, shape, {0, 1}, BufferRole::Output)));
+  }
+  b.params.push_back(
+      buffer("dsinks", DType::F32, {8}, {0}, BufferRole::Output));
+  for (const char *name : {"delta", "sink_terms"})
+    b.params.push_back(
+        buffer(name, DType::F32, {8, 107}, {0, 1}, BufferRole::Output));
+  b.params.push_back(buffer("row_stats", DType::F32, {2, 8, 2, 2, 64},
+                            {0, 1, 2}, BufferRole::Output));
+  std::vector<std::string> dkdvArgs = {"q", "k", "v", "do", "row_stats"};
+  if (shares) {
+    for (const char *name : {"dk_shares", "dv_shares"})
+      b.params.push_back(
+          buffer(name, DType::F32, {8, 207, 64}, {0, 1}, BufferRole::Output));
+    b.params.push_back(
+        buffer("share_counts", DType::I32, {8}, {0}, BufferRole::Output));
+    dkdvArgs.insert(dkdvArgs.end(),
+                    {"dk_shares", "dv_shares", "dk", "dv", "share_counts"});
+  } else {
+    dkdvArgs.insert(dkdvArgs.end(), {"dk", "dv"});
+  }
+  b.params.push_back(
+      buffer("sink_counts", DType::I32, {8}, {0}, BufferRole::Output));
+  b.params.push_back(scalarParam("scale", DType::F32, 0.125));
+  auto launch = [](std::string entry, Dim3 grid,
+                   std::vector<std::string> args) {
+    BundleLaunch l;
+    l.entry = std::move(entry);
+    l.grid = grid;
+    l.block = {128, 1, 1};
+    l.args = std::move(args);
+    return l;
+  };
+  b.launches = {
+      launch("k", b.grid, forwardArgs),
+      launch("sink_bwd_preprocess", {2, 8, 2},
+             {"o", "do", "delta", "lse", "row_stats"}),
+      launch("sink_bwd_dkdv", attentionBlockGrid(4, fwdShape()), dkdvArgs),
+      launch("sink_bwd_dq", attentionBlockGrid(2, fwdShape()),
+             {"q", "k", "v", "do", "lse", "delta", "sinks", "dq", "sink_terms",
+              "dsinks", "sink_counts"})};
+  b.launches[0].setup = true;
+  b.grid = {};
+  b.block = {};
+  for (const char *entry : {"sink_bwd_preprocess", "sink_bwd_dkdv",
+                            "sink_bwd_dq", "sink_bwd_sinks"})
+    b.ptx += std::string(".visible .entry ") + entry + "(\n)\n{\n  ret;\n}\n";
+  return b;
+}
+
+TEST(KernelGrids, SinkBwdForLengths) {
+  SinkAttentionShape gqa = fwdShape();
+  gqa.heads = 6;
+  gqa.kvHeads = 2;
+  gqa.scale = 0.25;
+  Expected<Bundle> shaped = sinkFwdForLengths(bwdBundle(/*shares=*/true), gqa,
+                                              {0, 1, 300}, {5, 1, 700});
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  EXPECT_EQ(findParam(*shaped, "do")->shape, (std::vector<uint64_t>{301, 384}));
+  EXPECT_EQ(findParam(*shaped, "dq")->shape, (std::vector<uint64_t>{301, 384}));
+  EXPECT_EQ(findParam(*shaped, "dk")->shape, (std::vector<uint64_t>{706, 128}));
+  EXPECT_EQ(findParam(*shaped, "dsinks")->shape, (std::vector<uint64_t>{6}));
+  EXPECT_EQ(findParam(*shaped, "delta")->shape,
+            (std::vector<uint64_t>{6, 301}));
+  // ceil(300 / 64) query blocks per sequence and head.
+  EXPECT_EQ(findParam(*shaped, "row_stats")->shape,
+            (std::vector<uint64_t>{3, 6, 5, 2, 64}));
+  EXPECT_EQ(findParam(*shaped, "dk_shares")->shape,
+            (std::vector<uint64_t>{6, 706, 64}));
+  // Sequences x kv heads x ceil(700 / 64) key blocks.
+  EXPECT_EQ(findParam(*shaped, "share_counts")->shape,
+            (std::vector<uint64_t>{3 * 2 * 11}));
+  EXPECT_EQ(findParam(*shaped, "scale")->floatValue, 0.25);
+  EXPECT_EQ(findParam(*shaped, "scale_log2")->floatValue,
+            double(float(0.25 * 1.4426950408889634)));
+  // The forward's grid is the setup launch's; the others per entry.
+  EXPECT_EQ(shaped->launches[0].grid, (Dim3{3, 5, 6}));
+  EXPECT_EQ(shaped->launches[1].grid, (Dim3{5, 6, 3}));
+  EXPECT_EQ(shaped->launches[2].grid, (Dim3{3, 11, 6}));
+  EXPECT_EQ(shaped->launches[3].grid, (Dim3{3, 5, 6}));
+
+  // Gradients at token strides of their own (views of a fused tensor).
+  gqa.batch = 1;
+  shaped = sinkBwdForSizes(bwdBundle(true), gqa, 10, 20, 10, 20, "", {},
+                           {1000, 1000, 2000, 2000});
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  EXPECT_EQ(findParam(*shaped, "dq")->strides,
+            (std::vector<uint64_t>{1000, 1}));
+  EXPECT_EQ(findParam(*shaped, "dv")->strides,
+            (std::vector<uint64_t>{2000, 1}));
+
+  // A bundle compiled for MHA has no shares to sum a group with.
+  EXPECT_CONTAINS(
+      sinkBwdForSizes(bwdBundle(false), gqa, 10, 20, 10, 20).message(),
+      "compiled for one query head per kv head; 6 heads over 2 "
+      "kv heads need one compiled with --kv-heads below --heads");
+  SinkAttentionShape mha = gqa;
+  mha.kvHeads = 6;
+  Expected<Bundle> mhaShaped =
+      sinkBwdForSizes(bwdBundle(false), mha, 10, 20, 10, 20);
+  EXPECT_TRUE(mhaShaped.ok()) << mhaShaped.message();
+  // A forward bundle is not a backward one.
+  EXPECT_CONTAINS(sinkBwdForSizes(fwdBundle(), mha, 10, 20, 10, 20).message(),
+                  "not a sink-bwd bundle compiled with --run-time-shapes");
+  // The forward's refusals apply, named for the backward.
+  SinkAttentionShape windowed = mha;
+  windowed.window = 64;
+  EXPECT_CONTAINS(
+      sinkBwdForSizes(bwdBundle(false), windowed, 10, 20, 10, 20).message(),
+      "the sink-bwd bundle is compiled without a sliding window");
+  // The launches' grids are known by entry only.
+  Bundle unknown = bwdBundle(false);
+  unknown.launches[1].entry = "sink_bwd_sinks";
+  EXPECT_CONTAINS(sinkBwdForSizes(unknown, mha, 10, 20, 10, 20).message(),
+                  "launch 'sink_bwd_sinks' has no grid for run-time shapes");
+}
+
 TEST(KernelGrids, SinkFwdForLengths) {
   Expected<Bundle> shaped = sinkFwdForLengths(
       fwdBundle(), fwdShape(), {0, 1, 2000, 17}, {3, 1, 2500, 17});
