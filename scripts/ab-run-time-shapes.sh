@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Same-run A/B of the shape-generic forward against the kernels compiled
-# for one problem (issue 45: no cell more than 1% slower). The shape-generic
+# Same-run A/B of the shape-generic kernels against the kernels compiled
+# for one problem (issue 45: no cell more than 1% slower). Forward: the shape-generic
 # side is the kernel library's bundle in the form a call of that problem
 # takes (rt::sinkFwdAutoSchedule), re-shaped by the runner's flags; the
 # static side the bundle compiled for the problem. Cells: the seed table
@@ -8,8 +8,11 @@
 # of sink-fwd-varlen-16k-*. Each side is checked at the timed shape first
 # (a cell whose check fails is not timed); then AB_ROUNDS (default 3) rounds
 # alternate the sides, and the median of each side's per-round medians is
-# compared. AB_CELLS (comma-separated names, e.g. seed-2k-d128) runs only
-# those cells.
+# compared. Backward (cells bwd-*): the shape-generic sink-bwd bundle
+# (sink-bwd-run-time-shapes-d64/-d128) against varlen kernels compiled for
+# the seed lengths as one sequence (S 2k-8k) and for the varlen batch, both
+# in the form a varlen call takes. AB_CELLS (comma-separated names, e.g.
+# seed-2k-d128,bwd-seed-2k-d64) runs only those cells.
 # usage: scripts/ab-run-time-shapes.sh RUNNER BUNDLES OUT_DIR
 #   BUNDLES holds the static bundles and kernel-library/ (make-bundles.sh).
 # Prints one line per cell and exits non-zero when a check or bench fails.
@@ -95,5 +98,15 @@ for dim in 64 128; do
   cell "varlen-16k-d$dim" "$bundles/sink-fwd-varlen-16k-d$dim" \
     "$library/fwd-bf16-d$dim-causal-f32-sinks-$(form "$dim" 4096 0)" \
     --seqlens-q "$lengths" --heads 64 --kv-heads 8
+done
+for dim in 64 128; do
+  for s in 2k 4k 8k; do
+    cell "bwd-seed-$s-d$dim" "$bundles/sink-bwd-varlen-seed-$s-d$dim" \
+      "$bundles/sink-bwd-run-time-shapes-d$dim" \
+      --seqlens-q $((${s%k} * 1024)) --heads 64 --kv-heads 8
+  done
+  cell "bwd-varlen-16k-d$dim" "$bundles/sink-bwd-varlen-16k-d$dim" \
+    "$bundles/sink-bwd-run-time-shapes-d$dim" \
+    --seqlens-q 4096,1024,2048,512,3000,777,4096,831 --heads 64 --kv-heads 8
 done
 ((failures == 0))
