@@ -40,9 +40,16 @@ compileSinkFwdReferencePTX(mlir::MLIRContext &context,
 rt::SinkAttentionShape sinkAttentionShape(const KernelConfig &config);
 
 /// The fp32 SIMT reference of the attention-sink backward (three kernels,
-/// ABI and launches in SinkAttn/Runtime/AttentionReference.h).
+/// ABI and launches in SinkAttn/Runtime/AttentionReference.h); with
+/// run-time shapes (varlen only) its sizes and parameters are arguments.
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildSinkBwdReference(mlir::MLIRContext &context, const KernelConfig &config);
+/// buildSinkBwdReference() compiled to PTX for `target` (bare pointers
+/// unless run-time shapes, whatever `target` says): the bundle's reference,
+/// one PTX module with the three entries.
+mlir::FailureOr<std::string>
+compileSinkBwdReferencePTX(mlir::MLIRContext &context,
+                           const KernelConfig &config, PTXTargetOptions target);
 
 /// Bundle parameters. Shapes are outermost first.
 rt::BundleParam inputBuffer(std::string name, rt::DType dtype,

@@ -45,21 +45,13 @@ sinkFwdReference(MLIRContext &context, const KernelConfig &config,
 FailureOr<rt::BundleReference>
 sinkBwdReference(MLIRContext &context, const KernelConfig &config,
                  const PTXTargetOptions &target) {
-  FailureOr<OwningOpRef<ModuleOp>> module =
-      kernels::buildSinkBwdReference(context, config);
-  if (failed(module))
-    return failure();
-  FailureOr<std::map<std::string, std::string>> reference =
-      compileToPTX(**module, target);
+  FailureOr<std::string> reference =
+      kernels::compileSinkBwdReferencePTX(context, config, target);
   if (failed(reference))
     return failure();
-  if (reference->size() != 1)
-    return emitError(UnknownLoc::get(&context))
-           << "internal error: the sink-bwd reference produced "
-           << reference->size() << " PTX modules, expected 1";
   rt::BundleReference ref;
   ref.entry = rt::kSinkBwdReferenceRowsEntry;
-  ref.ptx = std::move(reference->begin()->second);
+  ref.ptx = std::move(*reference);
   return ref;
 }
 

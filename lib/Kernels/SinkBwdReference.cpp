@@ -20,6 +20,11 @@
 //          sums without repeating K/V.
 //   sinks  one thread per head sums its rows' sink terms in a fixed order.
 //
+// Compiled for run-time shapes (varlen only), every buffer's size is the
+// one it is given and the attention's parameters are arguments, as for the
+// forward's reference: one module then serves every problem of its dtype
+// and head dim.
+//
 // Each output element has one writer: the reference is deterministic.
 // exp uses ex2.approx.f32 and ln lg2.approx.f32, as in the forward's
 // reference; the CPU test runs this code against the float64 backward.
@@ -56,10 +61,12 @@ struct BufferTypes {
 };
 
 /// The arguments every kernel of the module takes (one ABI, launched in
-/// order with the same values).
+/// order with the same values). The scalars after the buffers (heads,
+/// kvHeads, window and causal as i32, scale as f32) are null without
+/// run-time shapes.
 struct KernelArgs {
   Value q, k, v, sinks, dO, storedO, dq, dk, dv, dsinks, refO, lse, delta,
-      terms, cuQ, cuK;
+      terms, cuQ, cuK, heads, kvHeads, window, causal, scale;
 };
 
 KernelArgs kernelArgs(ValueRange args) {
@@ -82,17 +89,57 @@ KernelArgs kernelArgs(ValueRange args) {
     a.cuQ = args[14];
     a.cuK = args[15];
   }
+  if (args.size() > 16) {
+    a.heads = args[16];
+    a.kvHeads = args[17];
+    a.window = args[18];
+    a.causal = args[19];
+    a.scale = args[20];
+  }
   return a;
+}
+
+/// What kernelConstants reads at run time: the rows and the offsets count
+/// from the sizes of lse and cu_seqlens_q, then the scalar arguments.
+RunTimeSizes runTimeSizes(ImplicitLocOpBuilder &b, const KernelArgs &a) {
+  Value c0 = constantIndex(b, 0);
+  auto index = [&](Value i32) -> Value {
+    return arith::IndexCastUIOp::create(b, b.getIndexType(), i32);
+  };
+  Value zero32 = arith::ConstantIntOp::create(b, b.getI32Type(), 0);
+  Value causal =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ne, a.causal, zero32);
+  return RunTimeSizes{memref::DimOp::create(b, a.lse, c0),
+                      memref::DimOp::create(b, a.cuQ, c0),
+                      index(a.heads),
+                      index(a.kvHeads),
+                      index(a.window),
+                      causal,
+                      a.scale};
+}
+
+/// The key rows (kv heads x key tokens): k's size over D with run-time
+/// shapes.
+Value keyRowCount(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
+                  const KernelConstants &k, const KernelArgs &a) {
+  if (!k.kvHeads)
+    return constantIndex(b, shape.kvHeads * shape.tokensKv());
+  Value kElements = memref::DimOp::create(b, a.k, k.c0);
+  return arith::DivUIOp::create(b, kElements, k.dim);
 }
 
 /// Calls of the module's private functions (defined by buildHelpers).
 Value call(ImplicitLocOpBuilder &b, StringRef callee, ValueRange operands) {
   return func::CallOp::create(b, callee, b.getF32Type(), operands).getResult(0);
 }
-/// scale * (qRow . k_j) for the key j of a kv head at kBase.
-Value score(ImplicitLocOpBuilder &b, Value qRow, Value keys, const QueryRow &r,
-            Value j) {
-  return call(b, "score", {qRow, keys, r.kBase, r.kStride, j});
+/// scale * (qRow . k_j) for the key j of a kv head at kBase (the helper
+/// takes the run-time scale where the module has one).
+Value score(ImplicitLocOpBuilder &b, const KernelArgs &a, Value qRow,
+            const QueryRow &r, Value j) {
+  SmallVector<Value> operands = {qRow, a.k, r.kBase, r.kStride, j};
+  if (a.scale)
+    operands.push_back(a.scale);
+  return call(b, "score", operands);
 }
 /// x . y_j for the row y_j at kBase + j * kStride.
 Value dotRow(ImplicitLocOpBuilder &b, Value x, Value y, const QueryRow &r,
@@ -105,9 +152,10 @@ Value dotAt(ImplicitLocOpBuilder &b, Value row, Value x, Value at) {
 }
 Value exp(ImplicitLocOpBuilder &b, Value x) { return call(b, "exp", {x}); }
 
-/// The private functions the kernels call: score, dotRow, dotAt and exp.
+/// The private functions the kernels call: score, dotRow, dotAt and exp;
+/// score takes the scale as its last argument where `runTimeScale`.
 void buildHelpers(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
-                  const BufferTypes &types) {
+                  const BufferTypes &types, bool runTimeScale) {
   Type f32 = b.getF32Type(), index = b.getIndexType();
   auto function = [&](StringRef name, TypeRange args,
                       function_ref<Value(ValueRange)> body) {
@@ -125,12 +173,15 @@ void buildHelpers(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
     loop.zero = constantF32(b, 0.0f);
     return loop;
   };
-  function("score", {types.row, types.kv, index, index, index},
-           [&](ValueRange args) -> Value {
-             Value scale = constantF32(b, float(shape.scale));
-             Value dot = call(b, "dotRow", args);
-             return arith::MulFOp::create(b, dot, scale);
-           });
+  SmallVector<Type> scoreArgs = {types.row, types.kv, index, index, index};
+  if (runTimeScale)
+    scoreArgs.push_back(f32);
+  function("score", scoreArgs, [&](ValueRange args) -> Value {
+    Value scale =
+        runTimeScale ? args.back() : constantF32(b, float(shape.scale));
+    Value dot = call(b, "dotRow", args.take_front(5));
+    return arith::MulFOp::create(b, dot, scale);
+  });
   function("dotRow", {types.row, types.kv, index, index, index},
            [&](ValueRange args) -> Value {
              HeadDimLoop loop = headDimLoop();
@@ -173,7 +224,7 @@ void buildQueryRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
 
   // M = max(t, max_j s_j).
   Value m = fold(b, keys.lo, keys.hi, k.c1, t, [&](Value j, Value mj) -> Value {
-    Value s = score(b, qRow, a.k, r, j);
+    Value s = score(b, a, qRow, r, j);
     return arith::MaximumFOp::create(b, mj, s);
   });
   // L = exp(t - M) + sum_j exp(s_j - M); acc = sum_j exp(s_j - M) v_j.
@@ -185,7 +236,7 @@ void buildQueryRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
   Value l0 = exp(b, arith::SubFOp::create(b, t, mSafe));
   Value l =
       fold(b, keys.lo, keys.hi, k.c1, l0, [&](Value j, Value lj) -> Value {
-        Value s = score(b, qRow, a.k, r, j);
+        Value s = score(b, a, qRow, r, j);
         Value e = exp(b, arith::SubFOp::create(b, s, mSafe));
         Value jOffset = arith::MulIOp::create(b, j, r.kStride);
         Value vRow = arith::AddIOp::create(b, r.kBase, jOffset);
@@ -218,7 +269,7 @@ void buildQueryRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
   Value given = dotAt(b, doRow, a.storedO, r.qBase);
   // dQ = scale sum_j P_j (dO . v_j - delta) k_j.
   buildForLoop(b, keys.lo, keys.hi, k.c1, [&](Value j) {
-    Value s = score(b, qRow, a.k, r, j);
+    Value s = score(b, a, qRow, r, j);
     Value pj = exp(b, arith::SubFOp::create(b, s, rowLse));
     Value dp = dotRow(b, doRow, a.v, r, j);
     Value dpd = arith::SubFOp::create(b, dp, given);
@@ -291,26 +342,33 @@ KeyRow keyRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &s,
     return r;
   }
   // Varlen: the sequence of key token t is the number of offsets
-  // cu_seqlens_kv[1..B] at or below t.
-  Value tokens = constantIndex(b, s.tokensKv());
+  // cu_seqlens_kv[1..B] at or below t. With run-time shapes the token
+  // count and the strides come from k's size and the heads arguments.
+  Value tokens =
+      k.kvHeads
+          ? DivUIOp::create(b, keyRowCount(b, s, k, a), k.kvHeads).getResult()
+          : constantIndex(b, s.tokensKv());
   Value token = RemUIOp::create(b, keyRow, tokens);
   r.hk = DivUIOp::create(b, keyRow, tokens);
-  Value offsetCount = constantIndex(b, s.batch + 1);
+  Value offsetCount =
+      k.offsetCount ? k.offsetCount : constantIndex(b, s.batch + 1);
   Value batch = sequenceOfToken(b, a.cuK, token, offsetCount, k.c0, k.c1);
   SequenceBounds bounds = sequenceBounds(b, a.cuQ, a.cuK, batch, k.c1);
   r.seqQ = bounds.seqQ;
   r.skv = bounds.skv;
   r.j = arith::SubIOp::create(b, token, bounds.kStart);
   Value dim = constantIndex(b, s.headDim);
-  Value kvPos = constantIndex(b, s.kvHeads * s.headDim);
+  Value kvPos = k.kvHeads ? MulIOp::create(b, k.kvHeads, dim).getResult()
+                          : constantIndex(b, s.kvHeads * s.headDim);
   Value kt = MulIOp::create(b, token, kvPos);
   Value kh = MulIOp::create(b, r.hk, dim);
   r.kvAt = AddIOp::create(b, kt, kh);
   r.qHeadStride = constantIndex(b, s.headDim);
-  r.qPosStride = constantIndex(b, s.heads * s.headDim);
+  r.qPosStride = k.kvHeads ? MulIOp::create(b, k.heads, dim).getResult()
+                           : constantIndex(b, s.heads * s.headDim);
   r.qBatchBase = MulIOp::create(b, bounds.qStart, r.qPosStride);
   r.lseBatchBase = AddIOp::create(b, bounds.qStart, k.c0);
-  r.lseHeadStride = constantIndex(b, s.tokensQ());
+  r.lseHeadStride = k.tokensQ ? k.tokensQ : constantIndex(b, s.tokensQ());
   return r;
 }
 
@@ -328,6 +386,12 @@ void buildKeyRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
   Value iFirst = arith::MaxSIOp::create(b, iFirstRaw, k.c0);
   Value iEndRaw = arith::AddIOp::create(b, iFirstRaw, k.window);
   Value iEnd = arith::MinSIOp::create(b, iEndRaw, r.seqQ);
+  // Without the causal mask (and so without a window) every query row of
+  // the sequence attends the key.
+  if (k.causal) {
+    iFirst = arith::SelectOp::create(b, k.causal, iFirst, k.c0);
+    iEnd = arith::SelectOp::create(b, k.causal, iEnd, r.seqQ);
+  }
   Value kRow = memref::AllocaOp::create(b, types.row);
   Value vRow = memref::AllocaOp::create(b, types.row);
   Value dkRow = memref::AllocaOp::create(b, types.row);
@@ -381,12 +445,12 @@ void buildKeyRow(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
 
 /// `sinks`: one thread per head sums its rows' sink terms in a fixed order.
 /// Rows of head h come in runs of SQ per batch ([B, H, SQ]), or one run of
-/// TQ (varlen's [H, TQ]).
+/// TQ (varlen's [H, TQ]; with run-time shapes TQ is k.tokensQ).
 void buildHeadSink(ImplicitLocOpBuilder &b, const rt::SinkAttentionShape &shape,
                    const KernelConstants &k, const KernelArgs &a, Value h) {
   int64_t runRows = shape.varlen() ? shape.tokensQ() : shape.seqQ;
   Value batches = constantIndex(b, shape.varlen() ? 1 : shape.batch);
-  Value run = constantIndex(b, runRows);
+  Value run = k.tokensQ ? k.tokensQ : constantIndex(b, runRows);
   Value batchRows =
       constantIndex(b, shape.varlen() ? 0 : shape.heads * shape.seqQ);
   Value headStart = arith::MulIOp::create(b, h, run);
@@ -424,6 +488,8 @@ kernels::buildSinkBwdReference(MLIRContext &context,
   if (!rt::sinkBwdReferenceLaunches(shape).ok())
     return fail() << "the problem needs more than 2^31-1 blocks of "
                   << rt::kSinkFwdReferenceBlockSize << " threads";
+  if (config.runTimeShapes && !shape.varlen())
+    return fail() << "run-time shapes need --layout varlen";
 
   context
       .loadDialect<arith::ArithDialect, func::FuncDialect, gpu::GPUDialect,
@@ -437,70 +503,103 @@ kernels::buildSinkBwdReference(MLIRContext &context,
   auto gpuModule = gpu::GPUModuleOp::create(b, "sink_bwd_reference");
   b.setInsertionPointToStart(gpuModule.getBody());
 
+  // With run-time shapes every buffer's size is the one it is given and the
+  // attention's parameters follow the buffers, as for the forward's
+  // reference: heads, kv_heads, window, causal (i32) and scale (f32).
   Type t = getElementType(&context, config.dtype);
   Type f32 = b.getF32Type();
+  auto sized = [&](int64_t elements) {
+    return config.runTimeShapes ? ShapedType::kDynamic : elements;
+  };
   BufferTypes types;
-  types.q = flatBuffer(shape.qElements(), t);
-  types.kv = flatBuffer(shape.kvElements(), t);
-  types.sinks =
-      flatBuffer(shape.heads, getElementType(&context, config.sinkDtype));
-  types.dq = flatBuffer(shape.qElements(), f32);
-  types.dkv = flatBuffer(shape.kvElements(), f32);
-  types.dsinks = flatBuffer(shape.heads, f32);
-  types.rows = flatBuffer(shape.rows(), f32);
+  types.q = flatBuffer(sized(shape.qElements()), t);
+  types.kv = flatBuffer(sized(shape.kvElements()), t);
+  types.sinks = flatBuffer(sized(shape.heads),
+                           getElementType(&context, config.sinkDtype));
+  types.dq = flatBuffer(sized(shape.qElements()), f32);
+  types.dkv = flatBuffer(sized(shape.kvElements()), f32);
+  types.dsinks = flatBuffer(sized(shape.heads), f32);
+  types.rows = flatBuffer(sized(shape.rows()), f32);
   types.row = flatBuffer(shape.headDim, f32);
-  types.offsets = flatBuffer(shape.batch + 1, b.getI32Type());
+  types.offsets = flatBuffer(sized(shape.batch + 1), b.getI32Type());
   SmallVector<Type> argTypes = {types.q,    types.kv,     types.kv, types.sinks,
                                 types.q,    types.q,      types.dq, types.dkv,
                                 types.dkv,  types.dsinks, types.dq, types.rows,
                                 types.rows, types.rows};
   if (shape.varlen())
     argTypes.append(2, types.offsets);
+  if (config.runTimeShapes)
+    argTypes.append(
+        {b.getI32Type(), b.getI32Type(), b.getI32Type(), b.getI32Type(), f32});
 
   // Each kernel: the shared constants, then the thread's item (its index
   // `first + tid` below `count`) built by `body`.
-  auto kernel =
-      [&](StringRef name, function_ref<Value(const KernelConstants &)> count,
-          function_ref<void(const KernelConstants &, const KernelArgs &, Value)>
-              body) {
-        auto func =
-            gpu::GPUFuncOp::create(b, name, b.getFunctionType(argTypes, {}));
-        func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                      b.getUnitAttr());
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(&func.getBody().front());
-        KernelConstants k = kernelConstants(b, shape, /*withLog2e=*/false);
-        KernelArgs args = kernelArgs(func.getArguments());
-        Value items = count(k);
-        Value item = arith::AddIOp::create(b, k.first, k.tid);
-        Value inside =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::ult, item, items);
-        buildIfThen(b, inside, [&] { body(k, args, item); });
-        gpu::ReturnOp::create(b);
-      };
+  using ItemCount =
+      function_ref<Value(const KernelConstants &, const KernelArgs &)>;
+  using KernelBody =
+      function_ref<void(const KernelConstants &, const KernelArgs &, Value)>;
+  auto kernel = [&](StringRef name, ItemCount count, KernelBody body) {
+    auto func =
+        gpu::GPUFuncOp::create(b, name, b.getFunctionType(argTypes, {}));
+    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&func.getBody().front());
+    KernelArgs args = kernelArgs(func.getArguments());
+    std::optional<RunTimeSizes> runTime;
+    if (config.runTimeShapes)
+      runTime = runTimeSizes(b, args);
+    KernelConstants k = kernelConstants(b, shape, /*withLog2e=*/false, runTime);
+    Value items = count(k, args);
+    Value item = arith::AddIOp::create(b, k.first, k.tid);
+    Value inside =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ult, item, items);
+    buildIfThen(b, inside, [&] { body(k, args, item); });
+    gpu::ReturnOp::create(b);
+  };
   kernel(
       rt::kSinkBwdReferenceRowsEntry,
-      [](const KernelConstants &k) { return k.rows; },
+      [](const KernelConstants &k, const KernelArgs &) { return k.rows; },
       [&](const KernelConstants &k, const KernelArgs &args, Value row) {
         buildQueryRow(b, shape, types, k, args, row);
       });
   kernel(
       rt::kSinkBwdReferenceKeysEntry,
-      [&](const KernelConstants &) {
-        return constantIndex(b, shape.kvHeads * shape.tokensKv());
+      [&](const KernelConstants &k, const KernelArgs &args) {
+        return keyRowCount(b, shape, k, args);
       },
       [&](const KernelConstants &k, const KernelArgs &args, Value keyRow) {
         buildKeyRow(b, shape, types, k, args, keyRow);
       });
   kernel(
       rt::kSinkBwdReferenceSinksEntry,
-      [](const KernelConstants &k) { return k.heads; },
+      [](const KernelConstants &k, const KernelArgs &) { return k.heads; },
       [&](const KernelConstants &k, const KernelArgs &args, Value h) {
         buildHeadSink(b, shape, k, args, h);
       });
-  buildHelpers(b, shape, types);
+  buildHelpers(b, shape, types, config.runTimeShapes);
 
   if (failed(verify(*module)))
     return failure();
   return module;
+}
+
+FailureOr<std::string> kernels::compileSinkBwdReferencePTX(
+    MLIRContext &context, const KernelConfig &config, PTXTargetOptions target) {
+  FailureOr<OwningOpRef<ModuleOp>> module =
+      buildSinkBwdReference(context, config);
+  if (failed(module))
+    return failure();
+  // The launches pass one device pointer per buffer, or with run-time
+  // shapes one memref descriptor (the ABI in AttentionReference.h),
+  // whatever the caller's target says.
+  target.barePointers = !config.runTimeShapes;
+  FailureOr<std::map<std::string, std::string>> ptx =
+      compileToPTX(**module, target);
+  if (failed(ptx))
+    return failure();
+  if (ptx->size() != 1)
+    return emitError(UnknownLoc::get(&context))
+           << "internal error: the sink-bwd reference produced " << ptx->size()
+           << " PTX modules, expected 1";
+  return ptx->begin()->second;
 }

@@ -253,7 +253,11 @@ Expected<LaunchConfig> sinkFwdReferenceLaunch(const SinkAttentionShape &shape,
 /// (f32, q's layout), dk, dv (f32, k's layout), dsinks (f32 [H]), its own
 /// O (f32, q's layout: the check holds the stored o to it), then three f32
 /// [rows] scratch buffers lse, delta and sink_terms, and with varlen
-/// cu_seqlens_q and cu_seqlens_kv (i32).
+/// cu_seqlens_q and cu_seqlens_kv (i32). As for sink_fwd_reference, a
+/// bundle compiled for run-time shapes (varlen) carries kernels that take
+/// each of these buffers as a rank-1 memref descriptor (addReferenceBuffer)
+/// and read the sizes from them, with the attention's parameters after the
+/// offsets (addReferenceParameters).
 ///   rows:  one thread per query row: LSE, O, delta = dO . o (the given o,
 ///          as the backward's specification says), its dQ row, and its
 ///          sink term -exp(t - LSE) dO . O (its own fp32 O: exact);

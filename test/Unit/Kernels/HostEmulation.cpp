@@ -102,7 +102,7 @@ LogicalResult sinkattn::test::emulateOnHost(
 }
 
 llvm::Expected<std::unique_ptr<ExecutionEngine>>
-sinkattn::test::jitForHost(ModuleOp module) {
+sinkattn::test::jitForHost(ModuleOp module, bool barePointers) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   PassManager pm = PassManager::on<ModuleOp>(module.getContext());
@@ -118,7 +118,7 @@ sinkattn::test::jitForHost(ModuleOp module) {
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   ConvertFuncToLLVMPassOptions funcOptions;
-  funcOptions.useBarePtrCallConv = true; // the kernels' ABI: one pointer each
+  funcOptions.useBarePtrCallConv = barePointers;
   pm.addPass(createConvertFuncToLLVMPass(funcOptions));
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());

@@ -32,10 +32,13 @@ emulateOnHost(mlir::ModuleOp module,
               llvm::ArrayRef<std::pair<std::string, int64_t>> kernels,
               int64_t blockSize = rt::kSinkFwdReferenceBlockSize);
 
-/// Lowers an emulated module to LLVM (bare pointers: one per memref, the
-/// kernels' ABI) and JIT-compiles it.
+/// Lowers an emulated module to LLVM and JIT-compiles it. Memrefs are passed
+/// as the kernels' ABI has them: bare pointers (one per memref), or without
+/// `barePointers` (the kernels for run-time shapes) memref descriptors
+/// expanded into their fields, which ExecutionEngine::invokePacked takes
+/// from the rt::KernelArgs a launch would pass.
 llvm::Expected<std::unique_ptr<mlir::ExecutionEngine>>
-jitForHost(mlir::ModuleOp module);
+jitForHost(mlir::ModuleOp module, bool barePointers = true);
 
 } // namespace sinkattn::test
 
