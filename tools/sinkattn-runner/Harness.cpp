@@ -1022,7 +1022,11 @@ rt::Expected<CheckReport> Session::checkSinkBwd() {
   // (rows, keys, sinks kernels of one module) on the same inputs.
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkAttentionShape shape,
                                sinkFwdShape(bundle()));
-  SINKATTN_RT_TRY(checkReferenceScale(shape, bundle().kernel));
+  // A bundle for run-time shapes carries a reference that takes memref
+  // descriptors too, and the attention's parameters (the scale among them).
+  const bool descriptors = rt::findParam(bundle(), "q")->descriptor;
+  if (!descriptors)
+    SINKATTN_RT_TRY(checkReferenceScale(shape, bundle().kernel));
   SINKATTN_RT_TRY(loadReference());
   rt::Function *rows = referenceFunction_.get();
   std::unique_ptr<rt::Function> keys, sinks;
@@ -1046,19 +1050,28 @@ rt::Expected<CheckReport> Session::checkSinkBwd() {
   rt::KernelArgs args;
   // o: the forward's output as the setup launch stored it (dS's delta is
   // dO . o, as the kernels compute it).
-  for (const char *input : {"q", "k", "v", "sinks", "do", "o"})
-    args.addPointer(buffers_.at(input).address());
+  for (auto [input, elements] : {std::pair{"q", shape.qElements()},
+                                 {"k", shape.kvElements()},
+                                 {"v", shape.kvElements()},
+                                 {"sinks", uint64_t(shape.heads)},
+                                 {"do", shape.qElements()},
+                                 {"o", shape.qElements()}})
+    rt::addReferenceBuffer(args, buffers_.at(input).address(), elements,
+                           descriptors);
   for (const auto &[name, count] : refBuffers) {
     SINKATTN_RT_ASSIGN_OR_RETURN(
         rt::DeviceBuffer buffer,
         rt::DeviceBuffer::allocate(*context_, count * sizeof(float)));
     SINKATTN_RT_TRY(buffer.poison());
-    args.addPointer(buffer.address());
+    rt::addReferenceBuffer(args, buffer.address(), count, descriptors);
     ref.emplace(name, std::move(buffer));
   }
   if (shape.varlen())
     for (const char *offsets : {"cu_seqlens_q", "cu_seqlens_kv"})
-      args.addPointer(buffers_.at(offsets).address());
+      rt::addReferenceBuffer(args, buffers_.at(offsets).address(),
+                             uint64_t(shape.batch + 1), descriptors);
+  if (descriptors)
+    rt::addReferenceParameters(args, shape);
   SINKATTN_RT_ASSIGN_OR_RETURN(rt::SinkBwdReferenceLaunches launches,
                                rt::sinkBwdReferenceLaunches(shape));
   for (auto [function, launch] : {std::pair{rows, &launches.rows},
