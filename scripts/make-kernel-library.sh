@@ -4,7 +4,8 @@
 # sink dtype) and form (the schedules auto picks between by row length:
 # rt::sinkFwdAutoSchedule; at D 128 without a window, each also persistent,
 # which calls of one sequence length take where auto would compile it:
-# rt::sinkFwdRunsPersistent), into OUTPUT_DIR (docs/library.md). With
+# rt::sinkFwdRunsPersistent), and one sink-bwd bundle per causal variant,
+# into OUTPUT_DIR (docs/library.md). With
 # PTXAS each bundle also holds its kernel assembled for sm_90a
 # (kernel.cubin).
 # usage: scripts/make-kernel-library.sh RUNNER OUTPUT_DIR [PTXAS]
@@ -46,6 +47,28 @@ for dtype in bf16 f16; do
             exit 1
           fi
         done
+      done
+    done
+  done
+done
+# The backward: its one form for run-time shapes (separate dQ, one
+# warpgroup per block), compiled for GQA, which serves any group; causal
+# and sliding-window.
+for dtype in bf16 f16; do
+  for dim in 64 128; do
+    for mask in causal window; do
+      mask_flags=()
+      [[ $mask == window ]] && mask_flags=(--window 128)
+      for sinks in f32 bf16; do
+        name="bwd-$dtype-d$dim-$mask-$sinks-sinks-gqa"
+        if ! log=$("$runner" compile --kernel sink-bwd --run-time-shapes \
+            --seqlens-q 128 --heads 8 --kv-heads 2 --head-dim "$dim" \
+            --dtype "$dtype" --sink-dtype "$sinks" "${mask_flags[@]}" \
+            "${assemble[@]}" --emit bundle -o "$out.tmp/$name" 2>&1); then
+          echo "error: compiling the kernel library's $name failed:" >&2
+          echo "$log" >&2
+          exit 1
+        fi
       done
     done
   done

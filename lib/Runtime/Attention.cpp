@@ -132,13 +132,32 @@ byteRange(const DeviceTensor &t) {
   return {t.data, t.data + (last + 1) * dtypeSize(t.dtype)};
 }
 
+/// Whether two checked [T, heads, D] tensors whose tokens are one stride
+/// apart are views of one fused tensor whose rows they split (dQ, dK and
+/// dV of a packed dQKV): within every stride their tokens' bytes lie apart.
+bool interleavedTokenRows(const DeviceTensor &t, const DeviceTensor &u) {
+  if (t.sizes.size() != 3 || u.sizes.size() != 3 || t.strides.empty() ||
+      u.strides.empty())
+    return false;
+  const uint64_t stride = uint64_t(t.strides[0]) * dtypeSize(t.dtype);
+  if (stride == 0 || stride != uint64_t(u.strides[0]) * dtypeSize(u.dtype))
+    return false;
+  const uint64_t rowT = uint64_t(t.sizes[1] * t.sizes[2]) * dtypeSize(t.dtype),
+                 rowU = uint64_t(u.sizes[1] * u.sizes[2]) * dtypeSize(u.dtype);
+  // u's token starts this many bytes after t's, modulo the stride.
+  const __int128 apart = __int128(u.data) - __int128(t.data);
+  const uint64_t after = uint64_t(
+      ((apart % __int128(stride)) + __int128(stride)) % __int128(stride));
+  return after >= rowT && after + rowU <= stride;
+}
+
 /// An output must not share memory with another tensor of the call: the
 /// kernel would read what it writes, or two outputs race.
 Status disjoint(const char *name, const DeviceTensor &t, const char *other,
                 const DeviceTensor &u) {
   auto [begin, end] = byteRange(t);
   auto [otherBegin, otherEnd] = byteRange(u);
-  if (begin < otherEnd && otherBegin < end)
+  if (begin < otherEnd && otherBegin < end && !interleavedTokenRows(t, u))
     return Status::error(std::string(name) + ": overlaps " + other +
                          " in memory (an output needs memory of its own)");
   return Status();
@@ -287,15 +306,96 @@ validateVarlenForward(const VarlenForwardArgs &args) {
   return problem;
 }
 
-Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle) {
+Expected<VarlenBackwardProblem>
+validateVarlenBackward(const VarlenBackwardArgs &args) {
+  if (!args.causal)
+    return Status::error("causal: the backward is causal only so far");
+  // The forward's arguments, as the forward checks them.
+  VarlenForwardArgs forward;
+  forward.q = args.q;
+  forward.k = args.k;
+  forward.v = args.v;
+  forward.out = args.out;
+  forward.lse = args.lse;
+  forward.sinks = args.sinks;
+  forward.cuSeqlensQ = args.cuSeqlensQ;
+  forward.cuSeqlensKv = args.cuSeqlensKv;
+  forward.maxSeqlenQ = args.maxSeqlenQ;
+  forward.maxSeqlenKv = args.maxSeqlenKv;
+  forward.causal = args.causal;
+  forward.window = args.window;
+  forward.softmaxScale = args.softmaxScale;
+  VarlenBackwardProblem problem;
+  SINKATTN_RT_ASSIGN_OR_RETURN(problem.forward, validateVarlenForward(forward));
+  SINKATTN_RT_TRY(
+      checkTensor("dout", args.dout, 3, {args.q.dtype}, /*tokenRows=*/true));
+  SINKATTN_RT_TRY(sameSizes("dout", args.dout, "q", args.q.sizes));
+  // Each gradient with the input it is the gradient of.
+  const std::tuple<const char *, const DeviceTensor *, const char *,
+                   const DeviceTensor *>
+      gradients[] = {{"dq", &args.dq, "q", &args.q},
+                     {"dk", &args.dk, "k", &args.k},
+                     {"dv", &args.dv, "v", &args.v}};
+  std::vector<std::pair<const char *, const DeviceTensor *>> outputs;
+  for (auto [name, gradient, inputName, input] : gradients) {
+    SINKATTN_RT_TRY(
+        checkTensor(name, *gradient, 3, {args.q.dtype}, /*tokenRows=*/true));
+    SINKATTN_RT_TRY(sameSizes(name, *gradient, inputName, input->sizes));
+    outputs.push_back({name, gradient});
+  }
+  if (args.sinks && !args.dsinks)
+    return Status::error("dsinks: a call with sinks needs their gradient's "
+                         "[H] f32 tensor");
+  if (!args.sinks && args.dsinks)
+    return Status::error("dsinks: given without sinks (a call without sinks "
+                         "has no sink gradient)");
+  // Every output its own memory, apart from the inputs and each other.
+  std::vector<std::pair<const char *, const DeviceTensor *>> inputs = {
+      {"q", &args.q},
+      {"k", &args.k},
+      {"v", &args.v},
+      {"out", &args.out},
+      {"lse", &args.lse},
+      {"dout", &args.dout},
+      {"cu_seqlens_q", &args.cuSeqlensQ},
+      {"cu_seqlens_k", &args.cuSeqlensKv}};
+  if (args.sinks)
+    inputs.push_back({"sinks", &*args.sinks});
+  if (args.dsinks) {
+    SINKATTN_RT_TRY(checkTensor("dsinks", *args.dsinks, 1, {DType::F32}));
+    SINKATTN_RT_TRY(
+        sameSizes("dsinks", *args.dsinks, "[H] of q", {problem.forward.heads}));
+    outputs.push_back({"dsinks", &*args.dsinks});
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (auto [name, input] : inputs)
+      SINKATTN_RT_TRY(
+          disjoint(outputs[i].first, *outputs[i].second, name, *input));
+    for (size_t j = 0; j < i; ++j)
+      SINKATTN_RT_TRY(disjoint(outputs[i].first, *outputs[i].second,
+                               outputs[j].first, *outputs[j].second));
+  }
+  auto tokenStride = [](const DeviceTensor &t) -> int64_t {
+    return t.strides.empty() || t.sizes[0] <= 1 ? 0 : t.strides[0];
+  };
+  problem.gradientStrides = {tokenStride(args.dout), tokenStride(args.dq),
+                             tokenStride(args.dk), tokenStride(args.dv)};
+  return problem;
+}
+
+namespace {
+/// The variant of a varlen `kernel` (sink-fwd or sink-bwd) bundle compiled
+/// for run-time shapes.
+Expected<SinkFwdVariant> attentionVariantOf(const Bundle &bundle,
+                                            const std::string &kernel) {
   const BundleParam *q = findParam(bundle, "q");
-  if (bundle.kernel != "sink-fwd")
-    return Status::error("holds a " + bundle.kernel + " kernel, not sink-fwd");
+  if (bundle.kernel != kernel)
+    return Status::error("holds a " + bundle.kernel + " kernel, not " + kernel);
   SINKATTN_RT_ASSIGN_OR_RETURN(std::string layout, configText(bundle, "layout"));
   if (layout != "varlen" || !q || !q->descriptor)
-    return Status::error("is not a varlen sink-fwd bundle for run-time shapes "
-                         "(compile it with --layout varlen "
-                         "--run-time-shapes)");
+    return Status::error("is not a varlen " + kernel +
+                         " bundle for run-time shapes (compile it with "
+                         "--layout varlen --run-time-shapes)");
   SinkFwdVariant variant;
   variant.dtype = q->dtype;
   const BundleParam *sinks = findParam(bundle, "sinks");
@@ -314,6 +414,20 @@ Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle) {
   SINKATTN_RT_ASSIGN_OR_RETURN(int64_t causal, configInteger(bundle, "causal"));
   variant.causal = causal != 0;
   variant.windowed = findParam(bundle, "window") != nullptr;
+  return variant;
+}
+} // namespace
+
+Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle) {
+  return attentionVariantOf(bundle, "sink-fwd");
+}
+
+Expected<SinkFwdVariant> sinkBwdVariantOf(const Bundle &bundle) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(SinkFwdVariant variant,
+                               attentionVariantOf(bundle, "sink-bwd"));
+  if (!findParam(bundle, "scale"))
+    return Status::error("takes no softmax scale for its gradients: compiled "
+                         "by an older SinkAttn; recompile it");
   return variant;
 }
 
@@ -481,26 +595,41 @@ scanKernelLibrary(const std::string &directory) {
   std::string skipped;
   for (const std::filesystem::path &path : entries) {
     SINKATTN_RT_ASSIGN_OR_RETURN(Bundle bundle, readBundle(path.string()));
-    Expected<SinkFwdVariant> variant = sinkFwdVariantOf(bundle);
+    const bool backward = bundle.kernel == "sink-bwd";
+    Expected<SinkFwdVariant> variant =
+        backward ? sinkBwdVariantOf(bundle) : sinkFwdVariantOf(bundle);
     if (!variant.ok()) {
-      if (bundle.kernel == "sink-fwd")
+      if (bundle.kernel == "sink-fwd" || backward)
         skipped += "; " + path.filename().string() + " " + variant.message();
       continue;
     }
     SINKATTN_RT_ASSIGN_OR_RETURN(std::string schedule,
                                  configText(bundle, "schedule"));
-    const bool persistent = isPersistent(bundle);
+    KernelLibraryEntry entry;
+    entry.directory = path.string();
+    entry.kernel = bundle.kernel;
+    entry.variant = *variant;
+    entry.gqa = backward && findParam(bundle, "dk_shares") != nullptr;
+    entry.schedule = schedule;
+    entry.persistent = isPersistent(bundle);
     for (const KernelLibraryEntry &held : kernels)
-      if (held.variant == *variant && held.schedule == schedule &&
-          held.persistent == persistent)
-        return Status::error("kernel library '" + directory + "' holds two " +
-                             schedule + (persistent ? " persistent" : "") +
-                             " bundles for " + variant->describe() + ": " +
-                             held.directory + " and " + path.string());
-    kernels.push_back(
-        {path.string(), *variant, schedule, persistent, std::move(bundle)});
+      if (held.kernel == entry.kernel && held.variant == entry.variant &&
+          held.schedule == entry.schedule &&
+          held.persistent == entry.persistent && held.gqa == entry.gqa)
+        return Status::error(
+            "kernel library '" + directory + "' holds two " +
+            (backward ? std::string("sink-bwd ") + (entry.gqa ? "GQA " : "MHA ")
+                      : std::string()) +
+            schedule + (entry.persistent ? " persistent" : "") +
+            " bundles for " + variant->describe() + ": " + held.directory +
+            " and " + path.string());
+    entry.bundle = std::move(bundle);
+    kernels.push_back(std::move(entry));
   }
-  if (kernels.empty())
+  if (std::none_of(kernels.begin(), kernels.end(),
+                   [](const KernelLibraryEntry &entry) {
+                     return entry.kernel == "sink-fwd";
+                   }))
     return Status::error(
         "kernel library '" + directory +
         "' holds no varlen sink-fwd bundle compiled for "
@@ -540,8 +669,9 @@ AttentionLibrary::ofLoaded(const Context &ctx,
 std::vector<SinkFwdVariant> AttentionLibrary::variants() const {
   std::vector<SinkFwdVariant> variants;
   for (const Kernel &kernel : kernels_)
-    if (std::find(variants.begin(), variants.end(), kernel.entry.variant) ==
-        variants.end())
+    if (kernel.entry.kernel == "sink-fwd" &&
+        std::find(variants.begin(), variants.end(), kernel.entry.variant) ==
+            variants.end())
       variants.push_back(kernel.entry.variant);
   return variants;
 }
@@ -567,7 +697,7 @@ AttentionLibrary::findKernel(const SinkFwdVariant &variant, bool withSinks,
     SinkFwdVariant wanted = variant;
     if (!withSinks)
       wanted.sinkDtype = entry.variant.sinkDtype;
-    if (!(entry.variant == wanted))
+    if (entry.kernel != "sink-fwd" || !(entry.variant == wanted))
       continue;
     std::tuple<bool, bool, bool, bool> rank = {
         entry.schedule == schedule, entry.persistent == persistent,
@@ -737,22 +867,8 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
   if (args.sinks) {
     sinks = args.sinks->data;
   } else {
-    // No sink: a logit of -inf, whose weight exp(-inf) is 0.
-    auto key = std::make_pair(problem.heads, problem.variant.sinkDtype);
-    std::shared_ptr<DeviceBuffer> &none = noSinks_[key];
-    if (!none) {
-      size_t heads = size_t(problem.heads);
-      float minusInf = -std::numeric_limits<float>::infinity();
-      if (key.second == DType::F32) {
-        SINKATTN_RT_ASSIGN_OR_RETURN(
-            none, uploadAndWait(*ctx_, std::vector<float>(heads, minusInf)));
-      } else {
-        SINKATTN_RT_ASSIGN_OR_RETURN(
-            none, uploadAndWait(*ctx_, std::vector<uint16_t>(
-                                           heads, floatToBf16(minusInf))));
-      }
-    }
-    sinks = none->address();
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        sinks, noSinks(problem.heads, problem.variant.sinkDtype));
   }
   std::map<std::string, CUdeviceptr> addresses = {
       {"q", args.q.data},
@@ -800,6 +916,181 @@ AttentionLibrary::tileTable(const Bundle &shaped,
   tileTables_.emplace(std::move(key), buffer);
   tileTableBytes_ += bytes;
   return buffer->address();
+}
+
+Expected<CUdeviceptr> AttentionLibrary::noSinks(int64_t heads, DType dtype) {
+  // No sink: a logit of -inf, whose weight exp(-inf) is 0.
+  std::shared_ptr<DeviceBuffer> &none = noSinks_[{heads, dtype}];
+  if (!none) {
+    const float minusInf = -std::numeric_limits<float>::infinity();
+    if (dtype == DType::F32) {
+      SINKATTN_RT_ASSIGN_OR_RETURN(
+          none,
+          uploadAndWait(*ctx_, std::vector<float>(size_t(heads), minusInf)));
+    } else {
+      SINKATTN_RT_ASSIGN_OR_RETURN(
+          none,
+          uploadAndWait(*ctx_, std::vector<uint16_t>(size_t(heads),
+                                                     floatToBf16(minusInf))));
+    }
+  }
+  return none->address();
+}
+
+Expected<size_t>
+AttentionLibrary::findBackwardKernel(const VarlenBackwardProblem &problem,
+                                     bool withSinks) const {
+  const VarlenForwardProblem &forward = problem.forward;
+  const bool gqa = forward.heads != forward.kvHeads;
+  // A GQA kernel serves MHA too, at the cost of the shares: MHA's first,
+  // then one loaded already, then f32 sinks.
+  std::optional<size_t> found;
+  std::tuple<bool, bool, bool> best;
+  for (size_t i = 0; i < kernels_.size(); ++i) {
+    const KernelLibraryEntry &entry = kernels_[i].entry;
+    SinkFwdVariant wanted = forward.variant;
+    if (!withSinks)
+      wanted.sinkDtype = entry.variant.sinkDtype;
+    if (entry.kernel != "sink-bwd" || !(entry.variant == wanted) ||
+        (gqa && !entry.gqa))
+      continue;
+    std::tuple<bool, bool, bool> rank = {entry.gqa == gqa,
+                                         kernels_[i].loaded != nullptr,
+                                         entry.variant.sinkDtype == DType::F32};
+    if (!found || rank > best) {
+      found = i;
+      best = rank;
+    }
+  }
+  if (found)
+    return *found;
+  const SinkFwdVariant &wanted = forward.variant;
+  return Status::error(
+      "no backward kernel for " + wanted.describe() + (gqa ? " with GQA" : "") +
+      " in the kernel library; compile one with `sinkattn-runner compile "
+      "--kernel sink-bwd --run-time-shapes --seqlens-q 128 --heads 2 "
+      "--kv-heads " +
+      std::string(gqa ? "1" : "2") + " --head-dim " +
+      std::to_string(wanted.headDim) + " --dtype " + dtypeName(wanted.dtype) +
+      " --sink-dtype " + dtypeName(wanted.sinkDtype) +
+      (wanted.windowed ? " --window 128" : "") + " --emit bundle -o DIR`");
+}
+
+Expected<Bundle>
+AttentionLibrary::shapeBackward(size_t index,
+                                const VarlenBackwardProblem &problem) {
+  Kernel &kernel = kernels_[index];
+  if (!kernel.loaded) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        LoadedBundle loaded, LoadedBundle::load(*ctx_, kernel.entry.bundle));
+    kernel.loaded = std::make_shared<LoadedBundle>(std::move(loaded));
+    kernel.entry.bundle.ptx.clear();
+    kernel.entry.bundle.reference.reset();
+    kernel.entry.bundle.sass.reset();
+  }
+  const VarlenForwardProblem &forward = problem.forward;
+  SinkAttentionShape sizes;
+  sizes.layout = AttentionLayout::Varlen;
+  sizes.batch = forward.batch;
+  sizes.heads = forward.heads;
+  sizes.kvHeads = forward.kvHeads;
+  sizes.headDim = forward.variant.headDim;
+  sizes.window = forward.window;
+  sizes.scale = forward.softmaxScale;
+  sizes.causal = forward.variant.causal;
+  return sinkBwdForSizes(
+      kernel.entry.bundle, sizes, forward.tokensQ, forward.tokensKv,
+      forward.maxSeqlenQ, forward.maxSeqlenKv,
+      "max_seqlen_q " + std::to_string(forward.maxSeqlenQ) + ": ",
+      forward.tokenStrides, problem.gradientStrides, forward.offsetUnits);
+}
+
+namespace {
+/// Workspace offsets are multiples of this (the kernels' 16-byte vectors,
+/// with room).
+constexpr size_t kWorkspaceAlignment = 256;
+
+/// The buffers of a shaped backward bundle that the call does not supply
+/// (its scratch) at their offsets in the workspace, and the bytes in all.
+size_t carveWorkspace(const Bundle &shaped,
+                      const std::map<std::string, CUdeviceptr> &supplied,
+                      CUdeviceptr base,
+                      std::map<std::string, CUdeviceptr> *addresses) {
+  size_t bytes = 0;
+  for (const BundleParam &param : shaped.params) {
+    if (param.kind != ParamKind::Buffer || supplied.count(param.name))
+      continue;
+    if (addresses)
+      (*addresses)[param.name] = base + bytes;
+    bytes += (bufferBytes(param) + kWorkspaceAlignment - 1) /
+             kWorkspaceAlignment * kWorkspaceAlignment;
+  }
+  return bytes;
+}
+
+/// The addresses of the tensors a backward call supplies (dsinks only
+/// with sinks; without, the kernel's dsinks go to the workspace).
+std::map<std::string, CUdeviceptr>
+backwardAddresses(const VarlenBackwardArgs &args, CUdeviceptr sinks) {
+  std::map<std::string, CUdeviceptr> addresses = {
+      {"q", args.q.data},
+      {"k", args.k.data},
+      {"v", args.v.data},
+      {"sinks", sinks},
+      {"o", args.out.data},
+      {"lse", args.lse.data},
+      {"do", args.dout.data},
+      {"dq", args.dq.data},
+      {"dk", args.dk.data},
+      {"dv", args.dv.data},
+      {"cu_seqlens_q", args.cuSeqlensQ.data},
+      {"cu_seqlens_kv", args.cuSeqlensKv.data}};
+  if (args.dsinks)
+    addresses["dsinks"] = args.dsinks->data;
+  return addresses;
+}
+} // namespace
+
+Expected<size_t>
+AttentionLibrary::backwardWorkspaceBytes(const VarlenBackwardArgs &args) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenBackwardProblem problem,
+                               validateVarlenBackward(args));
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      size_t index, findBackwardKernel(problem, args.sinks.has_value()));
+  problem.forward.variant.sinkDtype = kernels_[index].entry.variant.sinkDtype;
+  SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped, shapeBackward(index, problem));
+  return carveWorkspace(shaped, backwardAddresses(args, 0), 0, nullptr);
+}
+
+Status AttentionLibrary::backwardVarlen(const VarlenBackwardArgs &args,
+                                        CUstream stream) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenBackwardProblem problem,
+                               validateVarlenBackward(args));
+  SINKATTN_RT_ASSIGN_OR_RETURN(
+      size_t index, findBackwardKernel(problem, args.sinks.has_value()));
+  const DType sinkDtype = kernels_[index].entry.variant.sinkDtype;
+  problem.forward.variant.sinkDtype = sinkDtype;
+  SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped, shapeBackward(index, problem));
+  CUdeviceptr sinks = 0;
+  if (args.sinks) {
+    sinks = args.sinks->data;
+  } else {
+    SINKATTN_RT_ASSIGN_OR_RETURN(sinks,
+                                 noSinks(problem.forward.heads, sinkDtype));
+  }
+  std::map<std::string, CUdeviceptr> addresses = backwardAddresses(args, sinks);
+  const size_t needed =
+      carveWorkspace(shaped, addresses, args.workspace, &addresses);
+  if (args.workspaceBytes < needed)
+    return Status::error("workspace: " + std::to_string(args.workspaceBytes) +
+                         " bytes; the call needs " + std::to_string(needed) +
+                         " (AttentionLibrary::backwardWorkspaceBytes)");
+  if (needed > 0 &&
+      (args.workspace == 0 || args.workspace % kWorkspaceAlignment != 0))
+    return Status::error("workspace: the address is null or not " +
+                         std::to_string(kWorkspaceAlignment) + "-byte aligned");
+  // The forward ran already: its setup launch is not run.
+  return kernels_[index].loaded->runReshaped(shaped, addresses, stream);
 }
 
 } // namespace sinkattn::rt

@@ -133,9 +133,53 @@ Expected<VarlenForwardArgs> bshdAsVarlen(const ForwardArgs &args,
 /// varlen call's, with the offsets' units.
 Expected<VarlenForwardProblem> validateForward(const ForwardArgs &args);
 
+/// The gradients of the varlen forward (VarlenForwardArgs: the same q, k,
+/// v, sinks, offsets, lengths, window and scale, and its out and lse) for
+/// the upstream gradient dout. Causal only so far.
+struct VarlenBackwardArgs {
+  DeviceTensor q, k, v;
+  DeviceTensor out; ///< The forward's output, [Tq, H, D].
+  DeviceTensor lse; ///< The forward's [H, Tq] f32.
+  /// [Tq, H, D], q's dtype; tokens at any 16-byte multiple stride.
+  DeviceTensor dout;
+  /// Written: [Tq, H, D] and [Tkv, HK, D] like q and k (tokens at any
+  /// 16-byte multiple stride: views of a fused dQKV tensor).
+  DeviceTensor dq, dk, dv;
+  /// [H] f32 or bf16 sink logits; none: no sink.
+  std::optional<DeviceTensor> sinks;
+  /// [H] f32, written: the sinks' gradient (with sinks only).
+  std::optional<DeviceTensor> dsinks;
+  DeviceTensor cuSeqlensQ, cuSeqlensKv; ///< [B + 1] i32 offsets.
+  int64_t maxSeqlenQ = 0, maxSeqlenKv = 0;
+  bool causal = true;
+  int64_t window = 0; ///< As the forward's.
+  std::optional<double> softmaxScale;
+  /// Scratch of AttentionLibrary::backwardWorkspaceBytes() bytes (or more),
+  /// 256-byte aligned, which the call may overwrite; it must stay allocated
+  /// until the call's kernels are done on its stream (a framework's
+  /// stream-ordered allocation is).
+  CUdeviceptr workspace = 0;
+  size_t workspaceBytes = 0;
+};
+
+/// A validated backward call: the forward's problem and the gradients'
+/// token strides.
+struct VarlenBackwardProblem {
+  VarlenForwardProblem forward;
+  VarlenGradientStrides gradientStrides;
+};
+
+/// Checks every argument of a backward call (the forward's, dout, dq, dk,
+/// dv, dsinks, causality; the workspace is checked against the kernel's
+/// needs at launch); errors name the argument. Needs no GPU.
+Expected<VarlenBackwardProblem>
+validateVarlenBackward(const VarlenBackwardArgs &args);
+
 /// The variant a kernel library's bundle serves: a varlen sink-fwd bundle
 /// compiled for run-time shapes; an error says why another one does not.
 Expected<SinkFwdVariant> sinkFwdVariantOf(const Bundle &bundle);
+/// The same of a varlen sink-bwd bundle compiled for run-time shapes.
+Expected<SinkFwdVariant> sinkBwdVariantOf(const Bundle &bundle);
 
 /// The bundle for a call: tensors, tensor maps, scalars (scale, window) and
 /// grid (sinkFwdForSizes, a persistent kernel on at most `smCount` blocks;
@@ -149,14 +193,21 @@ Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
 /// blocks loop over tile lists the launch builds, its `tiles` buffer).
 struct KernelLibraryEntry {
   std::string directory;
+  /// "sink-fwd" or "sink-bwd".
+  std::string kernel = "sink-fwd";
   SinkFwdVariant variant;
+  /// A backward compiled for GQA (its query heads' shares of dK and dV):
+  /// it serves any group; one compiled without only one query head per kv
+  /// head.
+  bool gqa = false;
   std::string schedule;
   bool persistent = false;
   Bundle bundle;
 };
 
 /// The bundles directly under `directory` that a call can use (varlen
-/// sink-fwd bundles compiled for run-time shapes), in name order; errors:
+/// sink-fwd and sink-bwd bundles compiled for run-time shapes), in name
+/// order; errors:
 /// a directory that cannot be listed or holds none of them (saying why it
 /// passed over the sink-fwd bundles it holds), a bundle that cannot be
 /// read, two bundles of one variant and form (schedule and persistence).
@@ -193,7 +244,7 @@ public:
   static Expected<AttentionLibrary>
   ofLoaded(const Context &ctx, std::shared_ptr<LoadedBundle> loaded);
 
-  /// The variants it holds.
+  /// The variants of the forward kernels it holds.
   std::vector<SinkFwdVariant> variants() const;
   /// How many of its kernels have been loaded (once each, on their first
   /// call: their SASS where the bundle has it for this GPU, else
@@ -231,6 +282,17 @@ public:
   /// uploaded on first use.
   Expected<CUdeviceptr> offsetTable();
 
+  /// The workspace bytes backwardVarlen needs for `args` (validated here;
+  /// its workspace fields are not read): the kernels' scratch, sized for
+  /// the call. Errors: validateVarlenBackward's, no backward kernel for the
+  /// call's variant.
+  Expected<size_t> backwardWorkspaceBytes(const VarlenBackwardArgs &args);
+  /// Validates `args`, finds the backward kernel of their variant (one
+  /// compiled for GQA where the call has more query heads than kv heads),
+  /// loads it on its first use, and launches it on `stream`
+  /// (asynchronously), its scratch carved from `args.workspace`.
+  Status backwardVarlen(const VarlenBackwardArgs &args, CUstream stream);
+
 private:
   struct Kernel {
     KernelLibraryEntry entry;
@@ -248,6 +310,16 @@ private:
   /// longest sequences), built and uploaded on the first call of its sizes.
   Expected<CUdeviceptr> tileTable(const Bundle &shaped,
                                   const SinkAttentionShape &longest);
+  /// The index in kernels_ of the backward kernel for `problem` (GQA's where
+  /// it has more query heads than kv heads), or an error naming the
+  /// variant and how to compile a kernel for it.
+  Expected<size_t> findBackwardKernel(const VarlenBackwardProblem &problem,
+                                      bool withSinks) const;
+  /// The backward kernel's bundle shaped for `problem`, its kernel loaded.
+  Expected<Bundle> shapeBackward(size_t kernel,
+                                 const VarlenBackwardProblem &problem);
+  /// -inf sink logits of `heads` heads in `dtype` (a call without sinks).
+  Expected<CUdeviceptr> noSinks(int64_t heads, DType dtype);
 
   const Context *ctx_;
   std::vector<Kernel> kernels_;

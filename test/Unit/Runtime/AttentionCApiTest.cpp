@@ -235,12 +235,23 @@ TEST(AttentionCApi, InstalledKernelLibrary) {
   Expected<std::vector<KernelLibraryEntry>> entries = scanKernelLibrary(path);
   ASSERT_TRUE(entries.ok()) << entries.message();
   // bf16/f16 x D 64/128 x causal/window/non-causal x f32/bf16 sinks, two
-  // forms each; at D 128 without a window each also persistent.
-  EXPECT_EQ(entries->size(), 48u + 16u);
+  // forms each; at D 128 without a window each also persistent; and the
+  // backward of each causal and windowed variant, compiled for GQA.
+  EXPECT_EQ(entries->size(), 48u + 16u + 16u);
   std::map<std::string, std::set<std::string>> forms;
-  for (const KernelLibraryEntry &entry : *entries)
+  std::set<std::string> backward;
+  for (const KernelLibraryEntry &entry : *entries) {
+    if (entry.kernel == "sink-bwd") {
+      EXPECT_TRUE(entry.gqa) << entry.directory;
+      EXPECT_EQ(entry.schedule, "plain") << entry.directory;
+      backward.insert(entry.variant.describe());
+      continue;
+    }
     forms[entry.variant.describe()].insert(
         entry.schedule + (entry.persistent ? "-persistent" : ""));
+  }
+  EXPECT_EQ(backward.size(), 16u);
+  EXPECT_EQ(backward.count("f16 D=128 causal sliding-window bf16 sinks"), 1u);
   EXPECT_EQ(forms.size(), 24u);
   for (const auto &[variant, schedules] : forms) {
     bool d64 = variant.find("D=64") != std::string::npos;

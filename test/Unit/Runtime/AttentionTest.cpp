@@ -89,9 +89,14 @@ TEST(Attention, ValidCall) {
   a.lse.data = a.out.data + 300 * 512 * 2;
   EXPECT_TRUE(validateVarlenForward(a).ok())
       << validateVarlenForward(a).message();
+  // Views of one fused tensor whose rows they split do not overlap; rows
+  // that share bytes do.
   a = validArgs();
   a.q.strides = a.out.strides = {1024, 64, 1};
   a.out.data = a.q.data + 1024;
+  EXPECT_TRUE(validateVarlenForward(a).ok())
+      << validateVarlenForward(a).message();
+  a.out.data = a.q.data + 1008;
   EXPECT_CONTAINS(validateVarlenForward(a).message(), "out: overlaps q");
   // Windowed calls put the sequences alone in a grid dimension.
   a = validArgs();
@@ -546,6 +551,120 @@ TEST(Attention, BundleForACall) {
 
 /// A directory of bundles: the ones a call can use, each with its form;
 /// two of one variant and form refused; why others were passed over.
+/// validArgs()'s problem's backward: dout, dq, dk, dv and dsinks at
+/// addresses of their own.
+VarlenBackwardArgs validBackwardArgs() {
+  VarlenForwardArgs f = validArgs();
+  VarlenBackwardArgs a;
+  a.q = f.q, a.k = f.k, a.v = f.v, a.out = f.out, a.lse = f.lse;
+  a.sinks = f.sinks;
+  a.cuSeqlensQ = f.cuSeqlensQ, a.cuSeqlensKv = f.cuSeqlensKv;
+  a.maxSeqlenQ = f.maxSeqlenQ, a.maxSeqlenKv = f.maxSeqlenKv;
+  a.dout = tensor(0x900000000, DType::BF16, {300, 8, 64});
+  a.dq = tensor(0xa00000000, DType::BF16, {300, 8, 64});
+  a.dk = tensor(0xb00000000, DType::BF16, {500, 2, 64});
+  a.dv = tensor(0xc00000000, DType::BF16, {500, 2, 64});
+  a.dsinks = tensor(0xd00000000, DType::F32, {8});
+  return a;
+}
+
+std::string backwardError(void (*edit)(VarlenBackwardArgs &)) {
+  VarlenBackwardArgs a = validBackwardArgs();
+  edit(a);
+  Expected<VarlenBackwardProblem> p = validateVarlenBackward(a);
+  EXPECT_FALSE(p.ok());
+  return p.ok() ? std::string() : p.message();
+}
+
+TEST(Attention, ValidBackwardCall) {
+  Expected<VarlenBackwardProblem> p =
+      validateVarlenBackward(validBackwardArgs());
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->forward.heads, 8);
+  EXPECT_EQ(p->forward.kvHeads, 2);
+  EXPECT_EQ(p->gradientStrides.dQ, 0);
+  // Gradients as views of fused tensors: token strides of their own.
+  VarlenBackwardArgs strided = validBackwardArgs();
+  strided.dq.strides = {768, 64, 1};
+  strided.dk.strides = {256, 64, 1};
+  strided.dv.strides = {256, 64, 1};
+  strided.dv.data = strided.dk.data + 128 * 2;
+  p = validateVarlenBackward(strided);
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->gradientStrides.dQ, 768);
+  EXPECT_EQ(p->gradientStrides.dK, 256);
+  EXPECT_EQ(p->gradientStrides.dV, 256);
+  // No sinks, no dsinks.
+  VarlenBackwardArgs none = validBackwardArgs();
+  none.sinks.reset();
+  none.dsinks.reset();
+  EXPECT_TRUE(validateVarlenBackward(none).ok());
+}
+
+TEST(Attention, EveryBackwardRefusal) {
+  // The forward's arguments are the forward's checks.
+  EXPECT_CONTAINS(backwardError([](auto &a) {
+                    a.lse.sizes = {8, 299};
+                  }),
+                  "lse: sizes [8, 299] differ from [H, Tq] of q's [8, 300]");
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.causal = false; }),
+                  "causal: the backward is causal only so far");
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.dout.dtype = DType::F16; }),
+                  "dout: has dtype f16; expected bf16");
+  EXPECT_CONTAINS(backwardError([](auto &a) {
+                    a.dout.sizes = {300, 8, 128};
+                  }),
+                  "dout: sizes [300, 8, 128] differ from q's [300, 8, 64]");
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.dq.data = 0; }),
+                  "dq: the device address is null");
+  EXPECT_CONTAINS(backwardError([](auto &a) {
+                    a.dk.sizes = {500, 8, 64};
+                  }),
+                  "dk: sizes [500, 8, 64] differ from k's [500, 2, 64]");
+  EXPECT_CONTAINS(backwardError([](auto &a) {
+                    a.dv.sizes = {499, 2, 64};
+                  }),
+                  "dv: sizes [499, 2, 64] differ from v's [500, 2, 64]");
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.dq.data += 8; }),
+                  "dq: the address is not 16-byte aligned");
+  EXPECT_CONTAINS(backwardError([](auto &a) {
+                    a.dk.strides = {132, 64, 1};
+                  }),
+                  "dk: token stride 132 is not a multiple of 16 bytes");
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.dsinks.reset(); }),
+                  "dsinks: a call with sinks needs their gradient's [H] f32 "
+                  "tensor");
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.sinks.reset(); }),
+                  "dsinks: given without sinks");
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.dsinks->dtype = DType::BF16; }),
+                  "dsinks: has dtype bf16; expected f32");
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.dsinks->sizes = {2}; }),
+                  "dsinks: sizes [2] differ from [H] of q's [8]");
+  // Outputs apart from the inputs and from each other.
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.dq.data = a.q.data; }),
+                  "dq: overlaps q in memory");
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.dk.data = a.dout.data; }),
+                  "dk: overlaps dout in memory");
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.dv.data = a.dk.data + 64; }),
+                  "dv: overlaps dk in memory");
+  // Views of one fused tensor overlap where their rows do.
+  EXPECT_CONTAINS(backwardError([](auto &a) {
+                    a.dk.strides = a.dv.strides = {256, 64, 1};
+                    a.dv.data = a.dk.data + 128 * 2 - 16;
+                  }),
+                  "dv: overlaps dk in memory");
+  EXPECT_CONTAINS(backwardError([](auto &a) {
+                    a.dk.strides = a.dv.strides = {256, 64, 1};
+                    a.dk.data = a.dv.data + 128 * 2 + 16;
+                  }),
+                  "dv: overlaps dk in memory");
+  EXPECT_CONTAINS(
+      backwardError([](auto &a) { a.dsinks->data = a.sinks->data; }),
+      "dsinks: overlaps sinks in memory");
+  EXPECT_CONTAINS(backwardError([](auto &a) { a.dq.data = a.lse.data; }),
+                  "dq: overlaps lse in memory");
+}
+
 TEST(Attention, ScanKernelLibrary) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() /

@@ -226,6 +226,94 @@ TEST_F(FakeDriver, BshdAndVarlenCallsOverTheKernelLibrary) {
   EXPECT_EQ(library.compiledKernels(), 2u);
 }
 
+/// The backward over the kernel library: the GQA kernel of the variant,
+/// its scratch carved from the caller's workspace, its launches after the
+/// forward's (which the caller ran).
+TEST_F(FakeDriver, BackwardCallsOverTheKernelLibrary) {
+  Expected<AttentionLibrary> opened =
+      AttentionLibrary::open(*context, SINKATTN_KERNEL_LIBRARY_DIR);
+  ASSERT_TRUE(opened.ok()) << opened.message();
+  AttentionLibrary &library = *opened;
+  Buffers memory;
+  const int64_t tq = 300, tkv = 500, h = 8, hk = 2, d = 64;
+  auto tensor = [&](DType dtype, std::vector<int64_t> sizes) {
+    size_t bytes = dtypeSize(dtype);
+    for (int64_t size : sizes)
+      bytes *= size_t(size);
+    return DeviceTensor{memory.allocate(*context, bytes), dtype, sizes, {}};
+  };
+  VarlenBackwardArgs args;
+  args.q = tensor(DType::BF16, {tq, h, d});
+  args.k = tensor(DType::BF16, {tkv, hk, d});
+  args.v = tensor(DType::BF16, {tkv, hk, d});
+  args.out = tensor(DType::BF16, {tq, h, d});
+  args.lse = tensor(DType::F32, {h, tq});
+  args.dout = tensor(DType::BF16, {tq, h, d});
+  args.dq = tensor(DType::BF16, {tq, h, d});
+  args.dk = tensor(DType::BF16, {tkv, hk, d});
+  args.dv = tensor(DType::BF16, {tkv, hk, d});
+  args.sinks = tensor(DType::F32, {h});
+  args.dsinks = tensor(DType::F32, {h});
+  args.cuSeqlensQ = tensor(DType::I32, {3});
+  args.cuSeqlensKv = tensor(DType::I32, {3});
+  args.maxSeqlenQ = 200;
+  args.maxSeqlenKv = 400;
+  Expected<size_t> bytes = library.backwardWorkspaceBytes(args);
+  ASSERT_TRUE(bytes.ok()) << bytes.message();
+  // delta and the sink terms [H, Tq] f32, the records [B, H, ceil(200 /
+  // 64), 2, 64] f32, the shares [H, Tkv, D] f32 twice, the share counters
+  // [B x HK x ceil(400 / 64)] and the dsink counters [H] i32, each rounded
+  // up to 256 bytes.
+  auto rounded = [](size_t n) { return (n + 255) / 256 * 256; };
+  EXPECT_EQ(*bytes, 2 * rounded(h * tq * 4) + rounded(2 * h * 4 * 2 * 64 * 4) +
+                        2 * rounded(h * tkv * d * 4) + rounded(2 * hk * 7 * 4) +
+                        rounded(h * 4));
+  EXPECT_CONTAINS(library.backwardVarlen(args, nullptr).message(),
+                  "workspace: 0 bytes; the call needs " +
+                      std::to_string(*bytes));
+  args.workspace = memory.allocate(*context, *bytes);
+  args.workspaceBytes = *bytes;
+  log.clear();
+  Status ran = library.backwardVarlen(args, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  std::vector<std::string> launches = log.starting("launch");
+  ASSERT_EQ(launches.size(), 3u);
+  auto shapeOf = [](const std::string &launch) {
+    return launch.substr(0, launch.find(" block"));
+  };
+  // Preprocess per 64 query rows, head and sequence; dK/dV per 64 keys
+  // (x: the 4 query heads of a kv head, z: sequences x kv heads); dQ per
+  // 64 query rows.
+  EXPECT_EQ(shapeOf(launches[0]), "launch sink_bwd_preprocess grid 4,8,2");
+  EXPECT_EQ(shapeOf(launches[1]), "launch sink_bwd_dkdv grid 4,7,4");
+  EXPECT_EQ(shapeOf(launches[2]), "launch sink_bwd_dq grid 4,4,4");
+  EXPECT_EQ(library.compiledKernels(), 1u);
+
+  // A call without sinks writes its dsinks into the workspace; MHA takes
+  // the GQA kernel too (the library has no MHA one); nothing is loaded
+  // again.
+  args.sinks.reset();
+  args.dsinks.reset();
+  args.k.sizes[1] = args.v.sizes[1] = args.dk.sizes[1] = args.dv.sizes[1] = 8;
+  for (DeviceTensor *t : {&args.k, &args.v, &args.dk, &args.dv})
+    t->data = memory.allocate(*context, size_t(tkv * h * d * 2));
+  Expected<size_t> mhaBytes = library.backwardWorkspaceBytes(args);
+  ASSERT_TRUE(mhaBytes.ok()) << mhaBytes.message();
+  EXPECT_EQ(*mhaBytes - *bytes,
+            rounded(h * 4) + rounded(2 * h * 7 * 4) - rounded(2 * hk * 7 * 4));
+  args.workspace = memory.allocate(*context, *mhaBytes);
+  args.workspaceBytes = *mhaBytes;
+  log.clear();
+  ran = library.backwardVarlen(args, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_TRUE(log.starting("load module").empty());
+  EXPECT_EQ(library.compiledKernels(), 1u);
+  // A variant the library has no backward for is named.
+  args.causal = false;
+  EXPECT_CONTAINS(library.backwardVarlen(args, nullptr).message(),
+                  "causal: the backward is causal only so far");
+}
+
 /// Calls of one length run persistent where auto would compile them so:
 /// one block per SM over a tile table built for the call's sizes,
 /// uploaded once per sizes; a varlen call of several sequences does not.
