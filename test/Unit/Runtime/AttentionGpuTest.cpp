@@ -9,10 +9,12 @@
 // with and without sinks; causal, sliding-window and non-causal kernels,
 // bf16 and f16; calls of one length run persistent where the library has
 // that form; each kernel the calls take is compiled once (--kernels N of
-// them); a variant the library lacks is refused naming it.
+// them); a variant the library lacks is refused naming it. With
+// --backward-kernels N, also the backward's calls (from the float64
+// forward's O and LSE) against the float64 backward, over N kernels.
 //
 // usage: SinkAttnAttentionGpuTest [--require-gpu] [--lacks-f16-d64]
-//            --kernels N --library DIR
+//            --kernels N [--backward-kernels N] --library DIR
 // Without libcuda it prints SKIP and exits 0 (2 with --require-gpu).
 //
 //===----------------------------------------------------------------------===//
@@ -327,6 +329,200 @@ void runCase(const Context &ctx, AttentionLibrary &library,
             std::to_string(worst) + ", " + std::to_string(clobbered) +
             " padding elements written");
 }
+/// One backward call of the library for a causal case, from the float64
+/// forward's O (rounded as a kernel stores it) and LSE, against the float64
+/// backward of that stored O on a fresh random dO: every element of dq, dk,
+/// dv and dsinks within 2e-2 (|ref| + max|ref|) and each tensor within
+/// relative L2 1e-2 (bf16 rounds P and dS before their GEMMs; as the
+/// runner's check). `c.fusedQkv`: dq, dk and dv as views of one [T, H +
+/// 2 HK, D] gradient (equal lengths).
+void runBackwardCase(const Context &ctx, AttentionLibrary &library,
+                     const Case &c, uint64_t seed) {
+  SinkAttentionShape shape;
+  shape.layout = AttentionLayout::Varlen;
+  shape.batch = int64_t(c.lengthsQ.size());
+  shape.heads = c.heads;
+  shape.kvHeads = c.kvHeads;
+  shape.headDim = c.headDim;
+  shape.window = c.window;
+  shape.causal = c.causal;
+  shape.scale = c.scale ? *c.scale : 1.0 / std::sqrt(double(c.headDim));
+  shape.cuSeqlensQ = offsetsOf(c.lengthsQ);
+  shape.cuSeqlensKv = offsetsOf(c.lengthsKv);
+  shape.seqQ = std::max<int64_t>(
+      1, *std::max_element(c.lengthsQ.begin(), c.lengthsQ.end()));
+  shape.seqKv = std::max<int64_t>(
+      1, *std::max_element(c.lengthsKv.begin(), c.lengthsKv.end()));
+  std::string what =
+      "backward " + std::string(dtypeName(c.dtype)) +
+      " D=" + std::to_string(c.headDim) + " H=" + std::to_string(c.heads) +
+      " HK=" + std::to_string(c.kvHeads) +
+      " window=" + std::to_string(c.window) + ", lengths " +
+      formatLengths(c.lengthsQ) + " / " + formatLengths(c.lengthsKv) +
+      (c.withSinks ? std::string(", ") + dtypeName(c.sinkDtype) + " sinks"
+                   : ", no sinks") +
+      (c.fusedQkv ? ", dq/dk/dv views of one fused gradient" : "");
+  if (Status valid = validate(shape); !valid.ok())
+    return check(false, what, valid.message());
+  std::vector<float> q = randomNormal(shape.qElements(), seed, 0.f, 1.5f),
+                     k = randomNormal(shape.kvElements(), seed + 1, 0.f, 1.5f),
+                     v = randomUniform(shape.kvElements(), seed + 2),
+                     dO = randomNormal(shape.qElements(), seed + 3, 0.f, 1.f),
+                     sinks = randomUniform(size_t(shape.heads), seed + 4, -1.f,
+                                           3.f);
+  std::vector<uint16_t> qBits = round16(q, c.dtype),
+                        kBits = round16(k, c.dtype),
+                        vBits = round16(v, c.dtype),
+                        dOBits = round16(dO, c.dtype);
+  std::vector<uint16_t> sinkBits;
+  if (c.sinkDtype == DType::BF16)
+    sinkBits = round16(sinks, DType::BF16);
+  if (!c.withSinks)
+    sinks.assign(sinks.size(), -INFINITY);
+  std::vector<double> refO, refLse;
+  if (Status forward =
+          sinkAttentionForward(shape, q, k, v, sinks, refO, refLse);
+      !forward.ok())
+    return check(false, what, forward.message());
+  // O as a kernel stores it, and LSE in f32.
+  std::vector<float> storedO(refO.begin(), refO.end()),
+      lse(refLse.begin(), refLse.end());
+  std::vector<uint16_t> oBits = round16(storedO, c.dtype);
+  const void *sinkData = c.sinkDtype == DType::BF16
+                             ? static_cast<const void *>(sinkBits.data())
+                             : static_cast<const void *>(sinks.data());
+  std::vector<int32_t> cuQ(shape.cuSeqlensQ.begin(), shape.cuSeqlensQ.end()),
+      cuKv(shape.cuSeqlensKv.begin(), shape.cuSeqlensKv.end());
+  const int64_t tq = shape.tokensQ(), tkv = shape.tokensKv(), h = shape.heads,
+                hk = shape.kvHeads, d = shape.headDim;
+  const int64_t fusedRow = (h + 2 * hk) * d;
+  if (c.fusedQkv && tq != tkv)
+    return check(false, what, "a fused gradient needs equal token counts");
+  Expected<DeviceBuffer> dq = upload(ctx, qBits.data(), qBits.size() * 2),
+                         dk = upload(ctx, kBits.data(), kBits.size() * 2),
+                         dv = upload(ctx, vBits.data(), vBits.size() * 2),
+                         ddO = upload(ctx, dOBits.data(), dOBits.size() * 2),
+                         dO16 = upload(ctx, oBits.data(), oBits.size() * 2),
+                         dLse = upload(ctx, lse.data(), lse.size() * 4),
+                         dSinks = upload(ctx, sinkData,
+                                         sinks.size() * dtypeSize(c.sinkDtype)),
+                         dcuQ = upload(ctx, cuQ.data(), cuQ.size() * 4),
+                         dcuKv = upload(ctx, cuKv.data(), cuKv.size() * 4),
+                         gradients = DeviceBuffer::allocate(
+                             ctx, size_t(c.fusedQkv
+                                             ? tq * fusedRow
+                                             : tq * h * d + 2 * tkv * hk * d) *
+                                      2),
+                         gradSinks = DeviceBuffer::allocate(ctx, size_t(h) * 4);
+  for (auto *buffer : {&dq, &dk, &dv, &ddO, &dO16, &dLse, &dSinks, &dcuQ,
+                       &dcuKv, &gradients, &gradSinks})
+    if (!buffer->ok())
+      return check(false, what, "device buffers: " + buffer->message());
+  (void)gradients->poison();
+  (void)gradSinks->poison();
+  auto t = [](const DeviceBuffer &b, DType dtype, std::vector<int64_t> sizes) {
+    return DeviceTensor{b.address(), dtype, std::move(sizes), {}};
+  };
+  VarlenBackwardArgs args;
+  args.q = t(*dq, c.dtype, {tq, h, d});
+  args.k = t(*dk, c.dtype, {tkv, hk, d});
+  args.v = t(*dv, c.dtype, {tkv, hk, d});
+  args.out = t(*dO16, c.dtype, {tq, h, d});
+  args.lse = t(*dLse, DType::F32, {h, tq});
+  args.dout = t(*ddO, c.dtype, {tq, h, d});
+  const CUdeviceptr base = gradients->address();
+  if (c.fusedQkv) {
+    args.dq = {base, c.dtype, {tq, h, d}, {fusedRow, d, 1}};
+    args.dk = {
+        base + uint64_t(h * d * 2), c.dtype, {tkv, hk, d}, {fusedRow, d, 1}};
+    args.dv = {base + uint64_t((h + hk) * d * 2),
+               c.dtype,
+               {tkv, hk, d},
+               {fusedRow, d, 1}};
+  } else {
+    args.dq = {base, c.dtype, {tq, h, d}, {}};
+    args.dk = {base + uint64_t(tq * h * d * 2), c.dtype, {tkv, hk, d}, {}};
+    args.dv = {base + uint64_t((tq * h * d + tkv * hk * d) * 2),
+               c.dtype,
+               {tkv, hk, d},
+               {}};
+  }
+  if (c.withSinks) {
+    args.sinks = t(*dSinks, c.sinkDtype, {h});
+    args.dsinks = t(*gradSinks, DType::F32, {h});
+  }
+  args.cuSeqlensQ = t(*dcuQ, DType::I32, {shape.batch + 1});
+  args.cuSeqlensKv = t(*dcuKv, DType::I32, {shape.batch + 1});
+  args.maxSeqlenQ = shape.seqQ;
+  args.maxSeqlenKv = shape.seqKv;
+  args.window = c.window;
+  args.softmaxScale = c.scale;
+  Expected<size_t> bytes = library.backwardWorkspaceBytes(args);
+  if (!bytes.ok())
+    return check(false, what, bytes.message());
+  Expected<DeviceBuffer> workspace =
+      DeviceBuffer::allocate(ctx, std::max<size_t>(*bytes, 256));
+  if (!workspace.ok())
+    return check(false, what, workspace.message());
+  // Scratch the kernels must not trust: poisoned.
+  (void)workspace->poison();
+  args.workspace = workspace->address();
+  args.workspaceBytes = *bytes;
+  if (Status ran = library.backwardVarlen(args, nullptr); !ran.ok())
+    return check(false, what, ran.message());
+  if (Status synced = ctx.synchronize(); !synced.ok())
+    return check(false, what, synced.message());
+
+  SinkAttentionGradients refs;
+  if (Status reference =
+          sinkAttentionBackward(shape, q, k, v, sinks, dO, refs, &storedO);
+      !reference.ok())
+    return check(false, what, reference.message());
+  Expected<std::vector<uint16_t>> gradBits = gradients->download<uint16_t>();
+  Expected<std::vector<float>> dsinksGot = gradSinks->download<float>();
+  if (!gradBits.ok() || !dsinksGot.ok())
+    return check(false, what, "download failed");
+  auto element = [&](const DeviceTensor &tensor, size_t i) {
+    // Element i of the dense [T, heads, D] layout, read from the tensor's.
+    const size_t row = size_t(tensor.sizes[1] * tensor.sizes[2]);
+    const size_t stride =
+        tensor.strides.empty() ? row : size_t(tensor.strides[0]);
+    const size_t at = (tensor.data - base) / 2 + i / row * stride + i % row;
+    const uint16_t bits = (*gradBits)[at];
+    return c.dtype == DType::BF16 ? double(bf16ToFloat(bits))
+                                  : double(halfToFloat(bits));
+  };
+  std::string detail;
+  bool ok = true;
+  auto compare = [&](const char *name, const std::vector<double> &ref,
+                     auto got) {
+    double largest = 0, errSq = 0, refSq = 0, worst = 0;
+    for (double r : ref)
+      largest = std::max(largest, std::fabs(r));
+    size_t bad = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      const double g = got(i), err = std::fabs(g - ref[i]);
+      bad += !(err <= 2e-2 * (std::fabs(ref[i]) + largest));
+      worst = std::max(worst, err);
+      errSq += err * err;
+      refSq += ref[i] * ref[i];
+    }
+    const double relL2 =
+        refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
+    ok = ok && bad == 0 && relL2 <= 1e-2;
+    char text[160];
+    std::snprintf(text, sizeof(text), "%s%s: %zu outside, rel-L2 %.2e",
+                  detail.empty() ? "" : "; ", name, bad, relL2);
+    detail += text;
+  };
+  compare("dq", refs.dq, [&](size_t i) { return element(args.dq, i); });
+  compare("dk", refs.dk, [&](size_t i) { return element(args.dk, i); });
+  compare("dv", refs.dv, [&](size_t i) { return element(args.dv, i); });
+  if (c.withSinks)
+    compare("dsinks", refs.dsinks,
+            [&](size_t i) { return double((*dsinksGot)[i]); });
+  check(ok, what, detail);
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -335,6 +531,8 @@ int main(int argc, char **argv) {
   // refused.
   bool lacksF16D64 = false;
   size_t expectedKernels = 0;
+  // With N > 0, also the backward's calls, over N backward kernels.
+  size_t backwardKernels = 0;
   std::string directory;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--require-gpu") == 0)
@@ -345,11 +543,13 @@ int main(int argc, char **argv) {
       lacksF16D64 = true;
     else if (std::strcmp(argv[i], "--kernels") == 0 && i + 1 < argc)
       expectedKernels = size_t(std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--backward-kernels") == 0 && i + 1 < argc)
+      backwardKernels = size_t(std::atoi(argv[++i]));
   }
   if (directory.empty() || expectedKernels == 0) {
     std::fprintf(stderr,
                  "usage: %s [--require-gpu] [--lacks-f16-d64] --kernels N "
-                 "--library DIR\n",
+                 "[--backward-kernels N] --library DIR\n",
                  argv[0]);
     return 2;
   }
@@ -444,6 +644,32 @@ int main(int argc, char **argv) {
           "the C ABI says a variant is not supported", sinkattnLastError());
     }
     sinkattnLibraryClose(cLibrary);
+  }
+
+  if (backwardKernels > 0) {
+    // The backward's calls: GQA (8:2, 6:3) and MHA, with and without a
+    // window and sinks, empty and one-token sequences, more keys than
+    // queries, other scales, f16 with bf16 sinks, gradients as views of one
+    // fused tensor.
+    // clang-format off
+    const std::vector<Case> backward = {
+        {bf16, f32, 64, true, 8, 2, 0, {}, {100, 0, 300}, {200, 5, 300}, true},
+        {bf16, f32, 64, true, 4, 4, 0, {}, {1, 129, 0, 700}, {1, 129, 5, 700}, false},
+        {bf16, f32, 128, true, 6, 2, 517, 0.05, {777, 1000}, {900, 1000}, true},
+        {f16, DType::BF16, 128, true, 6, 3, 0, {}, {77, 0, 1500}, {900, 8, 1500}, true},
+        {bf16, f32, 128, true, 16, 16, 0, 0.3, {300, 5}, {300, 700}, true},
+        {bf16, f32, 64, true, 8, 2, 0, {}, {300, 0, 77}, {300, 0, 77}, true, true},
+    };
+    // clang-format on
+    const size_t forwardKernels = library->compiledKernels();
+    for (const Case &c : backward)
+      runBackwardCase(*ctx, *library, c, seed++);
+    check(library->compiledKernels() - forwardKernels == backwardKernels,
+          "each backward kernel the calls take loaded once (" +
+              std::to_string(backwardKernels) + " over " +
+              std::to_string(backward.size()) + " calls)",
+          std::to_string(library->compiledKernels() - forwardKernels) +
+              " loaded");
   }
 
   if (!lacksF16D64) {
