@@ -30,9 +30,10 @@ extern "C" {
 #endif
 
 /* The version of this ABI: the structs' layouts and the functions. Versions
-   only add (2: the BSHD forward), so a binding checks that
-   sinkattnApiVersion() is at least the version it was written for. */
-#define SINKATTN_C_API_VERSION 2
+   only add (2: the BSHD forward; 3: the varlen backward), so a binding
+   checks that sinkattnApiVersion() is at least the version it was written
+   for. */
+#define SINKATTN_C_API_VERSION 3
 
 typedef enum SinkAttnStatus {
   SINKATTN_SUCCESS = 0,
@@ -101,6 +102,31 @@ typedef struct SinkAttnForwardArgs {
   double softmax_scale; /* 0: 1 / sqrt(D) */
 } SinkAttnForwardArgs;
 
+/* The causal backward over packed sequences (version 3): the gradients of
+   the forward of the same q, k, v, sinks, offsets, lengths, window and scale
+   (its out and lse) for the upstream gradient dout. dq, dk and dv may be
+   strided between tokens like q, k and v (views of one fused dQKV tensor).
+   The kernels' scratch is `workspace_bytes` (at least
+   sinkattnVarlenBackwardWorkspaceBytes) of device memory at `workspace`
+   (256-byte aligned), which must stay allocated until the call's work on
+   its stream is done. */
+typedef struct SinkAttnVarlenBackwardArgs {
+  SinkAttnTensor q, k, v;    /* as the forward's */
+  SinkAttnTensor out;        /* the forward's output [Tq, H, D] */
+  SinkAttnTensor lse;        /* the forward's [H, Tq] f32 */
+  SinkAttnTensor dout;       /* [Tq, H, D], q's dtype */
+  SinkAttnTensor dq, dk, dv; /* written: like q, k and v */
+  SinkAttnTensor sinks;      /* [H] f32 or bf16; data 0 and rank 0: no sink */
+  SinkAttnTensor dsinks;     /* [H] f32, written; with sinks only */
+  SinkAttnTensor cu_seqlens_q, cu_seqlens_k; /* [B + 1] i32 offsets */
+  int64_t max_seqlen_q, max_seqlen_k;
+  int32_t causal;       /* must be nonzero: the backward is causal */
+  int64_t window;       /* keys per row at most; 0: none */
+  double softmax_scale; /* 0: 1 / sqrt(D) */
+  uint64_t workspace;   /* device address */
+  uint64_t workspace_bytes;
+} SinkAttnVarlenBackwardArgs;
+
 typedef struct SinkAttnLibrary SinkAttnLibrary;
 
 /* SINKATTN_C_API_VERSION of the loaded library. */
@@ -148,6 +174,26 @@ SinkAttnStatus sinkattnValidateForward(const SinkAttnForwardArgs *args);
    the offsets it runs with on its first BSHD call. */
 SinkAttnStatus sinkattnForward(SinkAttnLibrary *library,
                                const SinkAttnForwardArgs *args, void *stream);
+
+/* Checks a backward call's arguments without a GPU (its workspace is
+   checked at launch): SINKATTN_SUCCESS or SINKATTN_ERROR_INVALID_ARGUMENT
+   (version 3). */
+SinkAttnStatus
+sinkattnValidateVarlenBackward(const SinkAttnVarlenBackwardArgs *args);
+
+/* Stores in `*bytes` the workspace a backward call needs (its workspace
+   fields are not read); SINKATTN_ERROR_NOT_SUPPORTED where the library has
+   no backward kernel for the call's variant (version 3). */
+SinkAttnStatus
+sinkattnVarlenBackwardWorkspaceBytes(SinkAttnLibrary *library,
+                                     const SinkAttnVarlenBackwardArgs *args,
+                                     uint64_t *bytes);
+
+/* Validates `args` and queues the backward on `stream`, as
+   sinkattnVarlenForward does the forward (version 3). */
+SinkAttnStatus sinkattnVarlenBackward(SinkAttnLibrary *library,
+                                      const SinkAttnVarlenBackwardArgs *args,
+                                      void *stream);
 
 /* How many of the library's kernels have been loaded so far (-1 for a null
    library). */

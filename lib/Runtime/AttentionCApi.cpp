@@ -14,10 +14,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 
 using namespace sinkattn::rt;
 
@@ -147,6 +149,43 @@ Expected<ForwardArgs> toArgs(const SinkAttnForwardArgs *c) {
   return args;
 }
 
+Expected<VarlenBackwardArgs> toArgs(const SinkAttnVarlenBackwardArgs *c) {
+  if (!c)
+    return Status::error("args: the pointer is null");
+  VarlenBackwardArgs args;
+  const std::pair<const char *,
+                  std::pair<const SinkAttnTensor *, DeviceTensor *>>
+      tensors[] = {{"q", {&c->q, &args.q}},
+                   {"k", {&c->k, &args.k}},
+                   {"v", {&c->v, &args.v}},
+                   {"out", {&c->out, &args.out}},
+                   {"lse", {&c->lse, &args.lse}},
+                   {"dout", {&c->dout, &args.dout}},
+                   {"dq", {&c->dq, &args.dq}},
+                   {"dk", {&c->dk, &args.dk}},
+                   {"dv", {&c->dv, &args.dv}},
+                   {"cu_seqlens_q", {&c->cu_seqlens_q, &args.cuSeqlensQ}},
+                   {"cu_seqlens_k", {&c->cu_seqlens_k, &args.cuSeqlensKv}}};
+  for (const auto &[name, pair] : tensors) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(*pair.second, toTensor(name, *pair.first));
+  }
+  for (auto [name, from, to] : {std::tuple{"sinks", &c->sinks, &args.sinks},
+                                std::tuple{"dsinks", &c->dsinks, &args.dsinks}})
+    if (from->data != 0 || from->rank != 0) {
+      SINKATTN_RT_ASSIGN_OR_RETURN(DeviceTensor tensor, toTensor(name, *from));
+      *to = std::move(tensor);
+    }
+  args.maxSeqlenQ = c->max_seqlen_q;
+  args.maxSeqlenKv = c->max_seqlen_k;
+  args.causal = c->causal != 0;
+  args.window = c->window;
+  if (!(c->softmax_scale == 0))
+    args.softmaxScale = c->softmax_scale;
+  args.workspace = CUdeviceptr(c->workspace);
+  args.workspaceBytes = size_t(c->workspace_bytes);
+  return args;
+}
+
 /// A call's arguments converted and validated, and its problem.
 template <typename Args> struct CheckedCall {
   Args args;
@@ -212,6 +251,41 @@ SinkAttnStatus runCall(SinkAttnLibrary *library, const CArgs *args,
         launch(*library->library, *call, static_cast<CUstream>(stream));
     if (!ran.ok())
       return fail(SINKATTN_ERROR_RUNTIME, ran.message());
+    return SINKATTN_SUCCESS;
+  });
+}
+
+/// A backward call on `library`: `run` with the call checked, the
+/// library's lock held and its context current; NOT_SUPPORTED where the
+/// library has no backward kernel for the call's variant.
+SinkAttnStatus runBackward(
+    SinkAttnLibrary *library, const SinkAttnVarlenBackwardArgs *c,
+    const std::function<Status(AttentionLibrary &, const VarlenBackwardArgs &)>
+        &run) {
+  return guarded([&]() -> SinkAttnStatus {
+    if (!library)
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
+                  "library: the pointer is null");
+    Expected<VarlenBackwardArgs> args = toArgs(c);
+    if (!args.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, args.message());
+    Expected<VarlenBackwardProblem> problem = validateVarlenBackward(*args);
+    if (!problem.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, problem.message());
+    std::lock_guard<std::mutex> lock(library->mutex);
+    if (Status served =
+            library->library->servesBackward(*problem, args->sinks.has_value());
+        !served.ok())
+      return fail(SINKATTN_ERROR_NOT_SUPPORTED, served.message());
+    ScopedContext current(library->context);
+    if (!current.status().ok())
+      return fail(SINKATTN_ERROR_RUNTIME, current.status().message());
+    Status ran = run(*library->library, *args);
+    if (!ran.ok())
+      return fail(ran.message().rfind("workspace: ", 0) == 0
+                      ? SINKATTN_ERROR_INVALID_ARGUMENT
+                      : SINKATTN_ERROR_RUNTIME,
+                  ran.message());
     return SINKATTN_SUCCESS;
   });
 }
@@ -324,6 +398,47 @@ SinkAttnStatus sinkattnValidateForward(const SinkAttnForwardArgs *args) {
 SinkAttnStatus sinkattnForward(SinkAttnLibrary *library,
                                const SinkAttnForwardArgs *args, void *stream) {
   return runCall(library, args, stream);
+}
+
+SinkAttnStatus
+sinkattnValidateVarlenBackward(const SinkAttnVarlenBackwardArgs *args) {
+  return guarded([&]() -> SinkAttnStatus {
+    Expected<VarlenBackwardArgs> converted = toArgs(args);
+    if (!converted.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, converted.message());
+    Expected<VarlenBackwardProblem> problem =
+        validateVarlenBackward(*converted);
+    if (!problem.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, problem.message());
+    return SINKATTN_SUCCESS;
+  });
+}
+
+SinkAttnStatus
+sinkattnVarlenBackwardWorkspaceBytes(SinkAttnLibrary *library,
+                                     const SinkAttnVarlenBackwardArgs *args,
+                                     uint64_t *bytes) {
+  if (!bytes)
+    return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
+                "bytes: the pointer to store them in is null");
+  return runBackward(
+      library, args,
+      [&](AttentionLibrary &kernels, const VarlenBackwardArgs &call) -> Status {
+        SINKATTN_RT_ASSIGN_OR_RETURN(size_t needed,
+                                     kernels.backwardWorkspaceBytes(call));
+        *bytes = uint64_t(needed);
+        return Status();
+      });
+}
+
+SinkAttnStatus sinkattnVarlenBackward(SinkAttnLibrary *library,
+                                      const SinkAttnVarlenBackwardArgs *args,
+                                      void *stream) {
+  return runBackward(
+      library, args,
+      [&](AttentionLibrary &kernels, const VarlenBackwardArgs &call) {
+        return kernels.backwardVarlen(call, static_cast<CUstream>(stream));
+      });
 }
 
 int64_t sinkattnLibraryCompiledKernels(const SinkAttnLibrary *library) {

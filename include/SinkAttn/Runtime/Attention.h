@@ -292,6 +292,12 @@ public:
   /// loads it on its first use, and launches it on `stream`
   /// (asynchronously), its scratch carved from `args.workspace`.
   Status backwardVarlen(const VarlenBackwardArgs &args, CUstream stream);
+  /// Whether it holds a backward kernel for `problem` (validated): ok, or
+  /// the error that names the variant and how to compile a kernel for it.
+  Status servesBackward(const VarlenBackwardProblem &problem,
+                        bool withSinks) const {
+    return findBackwardKernel(problem, withSinks).status();
+  }
 
 private:
   struct Kernel {

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-void sinkattnLayoutAsC(size_t layout[7]) {
+void sinkattnLayoutAsC(size_t layout[10]) {
   layout[0] = sizeof(SinkAttnTensor);
   layout[1] = sizeof(SinkAttnVarlenForwardArgs);
   layout[2] = offsetof(SinkAttnVarlenForwardArgs, window);
@@ -14,4 +14,7 @@ void sinkattnLayoutAsC(size_t layout[7]) {
   layout[4] = sizeof(SinkAttnForwardArgs);
   layout[5] = offsetof(SinkAttnForwardArgs, window);
   layout[6] = offsetof(SinkAttnForwardArgs, softmax_scale);
+  layout[7] = sizeof(SinkAttnVarlenBackwardArgs);
+  layout[8] = offsetof(SinkAttnVarlenBackwardArgs, window);
+  layout[9] = offsetof(SinkAttnVarlenBackwardArgs, workspace_bytes);
 }

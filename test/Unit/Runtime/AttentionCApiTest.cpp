@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-extern "C" void sinkattnLayoutAsC(size_t layout[7]);
+extern "C" void sinkattnLayoutAsC(size_t layout[10]);
 
 using namespace sinkattn::rt;
 
@@ -67,7 +67,7 @@ TEST(AttentionCApi, Version) {
 /// The layout a binding copies (ctypes, for instance): fixed by version 1
 /// of the ABI, and the same from C and C++.
 TEST(AttentionCApi, StructLayout) {
-  size_t layout[7] = {0, 0, 0, 0, 0, 0, 0};
+  size_t layout[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   sinkattnLayoutAsC(layout);
   EXPECT_EQ(layout[0], sizeof(SinkAttnTensor));
   EXPECT_EQ(layout[1], sizeof(SinkAttnVarlenForwardArgs));
@@ -87,6 +87,15 @@ TEST(AttentionCApi, StructLayout) {
   EXPECT_EQ(offsetof(SinkAttnForwardArgs, window), 488u);
   EXPECT_EQ(offsetof(SinkAttnForwardArgs, softmax_scale), 496u);
   EXPECT_EQ(sizeof(SinkAttnForwardArgs), 504u);
+  // Version 3's backward: 13 tensors, the lengths, causal, window, scale
+  // and the workspace.
+  EXPECT_EQ(layout[7], sizeof(SinkAttnVarlenBackwardArgs));
+  EXPECT_EQ(layout[8], offsetof(SinkAttnVarlenBackwardArgs, window));
+  EXPECT_EQ(layout[9], offsetof(SinkAttnVarlenBackwardArgs, workspace_bytes));
+  EXPECT_EQ(offsetof(SinkAttnVarlenBackwardArgs, max_seqlen_q), 1040u);
+  EXPECT_EQ(offsetof(SinkAttnVarlenBackwardArgs, window), 1064u);
+  EXPECT_EQ(offsetof(SinkAttnVarlenBackwardArgs, workspace_bytes), 1088u);
+  EXPECT_EQ(sizeof(SinkAttnVarlenBackwardArgs), 1096u);
 }
 
 /// A BSHD call: 3 sequences of 200 queries and 300 keys, H 8, HK 2, D 64.

@@ -13,6 +13,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include <dlfcn.h>
 #include <stdlib.h>
 
@@ -492,6 +496,92 @@ TEST_F(FakeDriver, CApi) {
   ASSERT_EQ(driver_->cuCtxGetCurrent(&after), CUDA_SUCCESS);
   EXPECT_EQ(after, callers);
   sinkattnLibraryClose(library);
+  ASSERT_EQ(driver_->cuCtxSetCurrent(context->handle()), CUDA_SUCCESS);
+}
+
+/// The C ABI's backward on the fake driver: the workspace it asks for runs
+/// the call; a smaller one, a non-causal call and a library without
+/// backward kernels are refused with their statuses.
+TEST_F(FakeDriver, CApiBackward) {
+  namespace fs = std::filesystem;
+  fs::path forwardOnly = fs::temp_directory_path() /
+                         ("sinkattn-fwd-only-" + std::to_string(::getpid()));
+  fs::remove_all(forwardOnly);
+  fs::create_directories(forwardOnly);
+  fs::copy(fs::path(SINKATTN_KERNEL_LIBRARY_DIR) /
+               "fwd-bf16-d64-causal-f32-sinks-plain",
+           forwardOnly / "fwd", fs::copy_options::recursive);
+  ASSERT_EQ(setenv("SINKATTN_CUDA_DRIVER", SINKATTN_FAKE_CUDA_DRIVER, 1), 0);
+  SinkAttnLibrary *library = nullptr, *noBackward = nullptr;
+  SinkAttnStatus opened =
+      sinkattnLibraryOpen(SINKATTN_KERNEL_LIBRARY_DIR, 0, &library);
+  SinkAttnStatus openedForward =
+      sinkattnLibraryOpen(forwardOnly.c_str(), 0, &noBackward);
+  unsetenv("SINKATTN_CUDA_DRIVER");
+  ASSERT_EQ(opened, SINKATTN_SUCCESS) << sinkattnLastError();
+  ASSERT_EQ(openedForward, SINKATTN_SUCCESS) << sinkattnLastError();
+  Buffers memory;
+  const int64_t t = 200, h = 4, hk = 2, d = 64;
+  auto tensor = [&](SinkAttnDType dtype, std::vector<int64_t> sizes) {
+    size_t bytes = dtype == SINKATTN_DTYPE_F32 ? 4 : 2;
+    for (int64_t size : sizes)
+      bytes *= size_t(size);
+    SinkAttnTensor c = {};
+    c.data = memory.allocate(*context, bytes);
+    c.dtype = dtype;
+    c.rank = int32_t(sizes.size());
+    std::copy(sizes.begin(), sizes.end(), c.sizes);
+    return c;
+  };
+  SinkAttnVarlenBackwardArgs args = {};
+  args.q = tensor(SINKATTN_DTYPE_BF16, {t, h, d});
+  args.k = tensor(SINKATTN_DTYPE_BF16, {t, hk, d});
+  args.v = tensor(SINKATTN_DTYPE_BF16, {t, hk, d});
+  args.out = tensor(SINKATTN_DTYPE_BF16, {t, h, d});
+  args.lse = tensor(SINKATTN_DTYPE_F32, {h, t});
+  args.dout = tensor(SINKATTN_DTYPE_BF16, {t, h, d});
+  args.dq = tensor(SINKATTN_DTYPE_BF16, {t, h, d});
+  args.dk = tensor(SINKATTN_DTYPE_BF16, {t, hk, d});
+  args.dv = tensor(SINKATTN_DTYPE_BF16, {t, hk, d});
+  args.cu_seqlens_q = args.cu_seqlens_k = tensor(SINKATTN_DTYPE_I32, {2});
+  args.max_seqlen_q = args.max_seqlen_k = t;
+  args.causal = 1;
+  EXPECT_EQ(sinkattnValidateVarlenBackward(&args), SINKATTN_SUCCESS)
+      << sinkattnLastError();
+  uint64_t bytes = 0;
+  ASSERT_EQ(sinkattnVarlenBackwardWorkspaceBytes(library, &args, &bytes),
+            SINKATTN_SUCCESS)
+      << sinkattnLastError();
+  EXPECT_GT(bytes, 0u);
+  EXPECT_EQ(sinkattnVarlenBackward(library, &args, nullptr),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(), "workspace: 0 bytes; the call needs");
+  args.workspace = memory.allocate(*context, bytes);
+  args.workspace_bytes = bytes;
+  log.clear();
+  EXPECT_EQ(sinkattnVarlenBackward(library, &args, nullptr), SINKATTN_SUCCESS)
+      << sinkattnLastError();
+  EXPECT_EQ(log.starting("launch").size(), 3u);
+  EXPECT_EQ(sinkattnVarlenBackward(noBackward, &args, nullptr),
+            SINKATTN_ERROR_NOT_SUPPORTED);
+  EXPECT_CONTAINS(sinkattnLastError(),
+                  "no backward kernel for bf16 D=64 causal f32 sinks with "
+                  "GQA in the kernel library; compile one with");
+  args.causal = 0;
+  EXPECT_EQ(sinkattnValidateVarlenBackward(&args),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(),
+                  "causal: the backward is causal only so far");
+  EXPECT_EQ(sinkattnVarlenBackwardWorkspaceBytes(library, &args, nullptr),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sinkattnVarlenBackward(nullptr, &args, nullptr),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(sinkattnValidateVarlenBackward(nullptr),
+            SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(), "args: the pointer is null");
+  sinkattnLibraryClose(noBackward);
+  sinkattnLibraryClose(library);
+  fs::remove_all(forwardOnly);
   ASSERT_EQ(driver_->cuCtxSetCurrent(context->handle()), CUDA_SUCCESS);
 }
 #endif
