@@ -127,6 +127,22 @@ typedef struct SinkAttnVarlenBackwardArgs {
   uint64_t workspace_bytes;
 } SinkAttnVarlenBackwardArgs;
 
+/* The backward of the BSHD forward (version 3): the forward's tensors and
+   lse view (SinkAttnForwardArgs), dout, dq, dk and dv [B, S, heads, D]
+   like q and k, evenly spaced like them; the rest as the varlen
+   backward's. */
+typedef struct SinkAttnBackwardArgs {
+  SinkAttnTensor q, k, v, out, lse;
+  SinkAttnTensor dout, dq, dk, dv;
+  SinkAttnTensor sinks;  /* [H] f32 or bf16; data 0 and rank 0: no sink */
+  SinkAttnTensor dsinks; /* [H] f32, written; with sinks only */
+  int32_t causal;        /* must be nonzero */
+  int64_t window;
+  double softmax_scale;
+  uint64_t workspace;
+  uint64_t workspace_bytes;
+} SinkAttnBackwardArgs;
+
 typedef struct SinkAttnLibrary SinkAttnLibrary;
 
 /* SINKATTN_C_API_VERSION of the loaded library. */
@@ -194,6 +210,14 @@ sinkattnVarlenBackwardWorkspaceBytes(SinkAttnLibrary *library,
 SinkAttnStatus sinkattnVarlenBackward(SinkAttnLibrary *library,
                                       const SinkAttnVarlenBackwardArgs *args,
                                       void *stream);
+
+/* The three functions above for a BSHD backward call (version 3). */
+SinkAttnStatus sinkattnValidateBackward(const SinkAttnBackwardArgs *args);
+SinkAttnStatus sinkattnBackwardWorkspaceBytes(SinkAttnLibrary *library,
+                                              const SinkAttnBackwardArgs *args,
+                                              uint64_t *bytes);
+SinkAttnStatus sinkattnBackward(SinkAttnLibrary *library,
+                                const SinkAttnBackwardArgs *args, void *stream);
 
 /* How many of the library's kernels have been loaded so far (-1 for a null
    library). */

@@ -556,6 +556,60 @@ Expected<VarlenForwardArgs> bshdAsVarlen(const ForwardArgs &args,
   return varlen;
 }
 
+Expected<VarlenBackwardArgs> bshdBackwardAsVarlen(const BackwardArgs &args,
+                                                  CUdeviceptr offsetTable) {
+  ForwardArgs forward;
+  forward.q = args.q;
+  forward.k = args.k;
+  forward.v = args.v;
+  forward.out = args.out;
+  forward.lse = args.lse;
+  forward.sinks = args.sinks;
+  forward.causal = args.causal;
+  forward.window = args.window;
+  forward.softmaxScale = args.softmaxScale;
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardArgs varlen,
+                               bshdAsVarlen(forward, offsetTable));
+  VarlenBackwardArgs backward;
+  backward.q = varlen.q, backward.k = varlen.k, backward.v = varlen.v;
+  backward.out = varlen.out, backward.lse = varlen.lse;
+  backward.sinks = varlen.sinks;
+  backward.cuSeqlensQ = varlen.cuSeqlensQ;
+  backward.cuSeqlensKv = varlen.cuSeqlensKv;
+  backward.maxSeqlenQ = varlen.maxSeqlenQ;
+  backward.maxSeqlenKv = varlen.maxSeqlenKv;
+  backward.causal = varlen.causal;
+  backward.window = varlen.window;
+  backward.softmaxScale = varlen.softmaxScale;
+  // Each gradient with the input whose batch and length it has.
+  for (auto [name, gradient, rows, like] :
+       {std::tuple{"dout", &args.dout, &backward.dout, &args.q},
+        std::tuple{"dq", &args.dq, &backward.dq, &args.q},
+        std::tuple{"dk", &args.dk, &backward.dk, &args.k},
+        std::tuple{"dv", &args.dv, &backward.dv, &args.v}}) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(*rows, asTokenRows(name, *gradient));
+    if (gradient->sizes[0] != like->sizes[0] ||
+        gradient->sizes[1] != like->sizes[1])
+      return Status::error(
+          std::string(name) + ": sizes " + formatSizes(gradient->sizes) +
+          " differ in batch or length from " + formatSizes(like->sizes));
+  }
+  backward.dsinks = args.dsinks;
+  backward.workspace = args.workspace;
+  backward.workspaceBytes = args.workspaceBytes;
+  return backward;
+}
+
+Expected<VarlenBackwardProblem> validateBackward(const BackwardArgs &args) {
+  // Where the library's table will be: an address no tensor reaches.
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenBackwardArgs varlen,
+                               bshdBackwardAsVarlen(args, CUdeviceptr(16)));
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenBackwardProblem problem,
+                               validateVarlenBackward(varlen));
+  problem.forward.offsetUnits = {varlen.maxSeqlenQ, varlen.maxSeqlenKv};
+  return problem;
+}
+
 Expected<VarlenForwardProblem> validateForward(const ForwardArgs &args) {
   // Where the library's table will be: an address no tensor reaches.
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenForwardArgs varlen,
@@ -1055,6 +1109,31 @@ Expected<size_t>
 AttentionLibrary::backwardWorkspaceBytes(const VarlenBackwardArgs &args) {
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenBackwardProblem problem,
                                validateVarlenBackward(args));
+  return backwardWorkspaceBytes(args, std::move(problem));
+}
+
+Expected<size_t>
+AttentionLibrary::backwardWorkspaceBytes(const BackwardArgs &args) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenBackwardProblem problem,
+                               validateBackward(args));
+  SINKATTN_RT_ASSIGN_OR_RETURN(CUdeviceptr table, offsetTable());
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenBackwardArgs varlen,
+                               bshdBackwardAsVarlen(args, table));
+  return backwardWorkspaceBytes(varlen, std::move(problem));
+}
+
+Status AttentionLibrary::backward(const BackwardArgs &args, CUstream stream) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenBackwardProblem problem,
+                               validateBackward(args));
+  SINKATTN_RT_ASSIGN_OR_RETURN(CUdeviceptr table, offsetTable());
+  SINKATTN_RT_ASSIGN_OR_RETURN(VarlenBackwardArgs varlen,
+                               bshdBackwardAsVarlen(args, table));
+  return backwardVarlen(varlen, std::move(problem), stream);
+}
+
+Expected<size_t>
+AttentionLibrary::backwardWorkspaceBytes(const VarlenBackwardArgs &args,
+                                         VarlenBackwardProblem problem) {
   SINKATTN_RT_ASSIGN_OR_RETURN(
       size_t index, findBackwardKernel(problem, args.sinks.has_value()));
   problem.forward.variant.sinkDtype = kernels_[index].entry.variant.sinkDtype;
@@ -1066,6 +1145,12 @@ Status AttentionLibrary::backwardVarlen(const VarlenBackwardArgs &args,
                                         CUstream stream) {
   SINKATTN_RT_ASSIGN_OR_RETURN(VarlenBackwardProblem problem,
                                validateVarlenBackward(args));
+  return backwardVarlen(args, std::move(problem), stream);
+}
+
+Status AttentionLibrary::backwardVarlen(const VarlenBackwardArgs &args,
+                                        VarlenBackwardProblem problem,
+                                        CUstream stream) {
   SINKATTN_RT_ASSIGN_OR_RETURN(
       size_t index, findBackwardKernel(problem, args.sinks.has_value()));
   const DType sinkDtype = kernels_[index].entry.variant.sinkDtype;

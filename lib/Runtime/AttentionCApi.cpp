@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 using namespace sinkattn::rt;
 
@@ -186,6 +187,36 @@ Expected<VarlenBackwardArgs> toArgs(const SinkAttnVarlenBackwardArgs *c) {
   return args;
 }
 
+Expected<BackwardArgs> toArgs(const SinkAttnBackwardArgs *c) {
+  if (!c)
+    return Status::error("args: the pointer is null");
+  BackwardArgs args;
+  const std::pair<const char *,
+                  std::pair<const SinkAttnTensor *, DeviceTensor *>>
+      tensors[] = {
+          {"q", {&c->q, &args.q}},       {"k", {&c->k, &args.k}},
+          {"v", {&c->v, &args.v}},       {"out", {&c->out, &args.out}},
+          {"lse", {&c->lse, &args.lse}}, {"dout", {&c->dout, &args.dout}},
+          {"dq", {&c->dq, &args.dq}},    {"dk", {&c->dk, &args.dk}},
+          {"dv", {&c->dv, &args.dv}}};
+  for (const auto &[name, pair] : tensors) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(*pair.second, toTensor(name, *pair.first));
+  }
+  for (auto [name, from, to] : {std::tuple{"sinks", &c->sinks, &args.sinks},
+                                std::tuple{"dsinks", &c->dsinks, &args.dsinks}})
+    if (from->data != 0 || from->rank != 0) {
+      SINKATTN_RT_ASSIGN_OR_RETURN(DeviceTensor tensor, toTensor(name, *from));
+      *to = std::move(tensor);
+    }
+  args.causal = c->causal != 0;
+  args.window = c->window;
+  if (!(c->softmax_scale == 0))
+    args.softmaxScale = c->softmax_scale;
+  args.workspace = CUdeviceptr(c->workspace);
+  args.workspaceBytes = size_t(c->workspace_bytes);
+  return args;
+}
+
 /// A call's arguments converted and validated, and its problem.
 template <typename Args> struct CheckedCall {
   Args args;
@@ -258,18 +289,25 @@ SinkAttnStatus runCall(SinkAttnLibrary *library, const CArgs *args,
 /// A backward call on `library`: `run` with the call checked, the
 /// library's lock held and its context current; NOT_SUPPORTED where the
 /// library has no backward kernel for the call's variant.
+Expected<VarlenBackwardProblem> validateCall(const VarlenBackwardArgs &args) {
+  return validateVarlenBackward(args);
+}
+Expected<VarlenBackwardProblem> validateCall(const BackwardArgs &args) {
+  return validateBackward(args);
+}
+
+template <typename CArgs, typename Args>
 SinkAttnStatus runBackward(
-    SinkAttnLibrary *library, const SinkAttnVarlenBackwardArgs *c,
-    const std::function<Status(AttentionLibrary &, const VarlenBackwardArgs &)>
-        &run) {
+    SinkAttnLibrary *library, const CArgs *c,
+    const std::function<Status(AttentionLibrary &, const Args &)> &run) {
   return guarded([&]() -> SinkAttnStatus {
     if (!library)
       return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
                   "library: the pointer is null");
-    Expected<VarlenBackwardArgs> args = toArgs(c);
+    Expected<Args> args = toArgs(c);
     if (!args.ok())
       return fail(SINKATTN_ERROR_INVALID_ARGUMENT, args.message());
-    Expected<VarlenBackwardProblem> problem = validateVarlenBackward(*args);
+    Expected<VarlenBackwardProblem> problem = validateCall(*args);
     if (!problem.ok())
       return fail(SINKATTN_ERROR_INVALID_ARGUMENT, problem.message());
     std::lock_guard<std::mutex> lock(library->mutex);
@@ -288,6 +326,58 @@ SinkAttnStatus runBackward(
                   ran.message());
     return SINKATTN_SUCCESS;
   });
+}
+
+/// The C ABI's args struct's C++ arguments.
+template <typename CArgs> struct BackwardArgsOf;
+template <> struct BackwardArgsOf<SinkAttnVarlenBackwardArgs> {
+  using type = VarlenBackwardArgs;
+};
+template <> struct BackwardArgsOf<SinkAttnBackwardArgs> {
+  using type = BackwardArgs;
+};
+
+template <typename CArgs>
+SinkAttnStatus validateBackwardCall(const CArgs *args) {
+  return guarded([&]() -> SinkAttnStatus {
+    auto converted = toArgs(args);
+    if (!converted.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, converted.message());
+    Expected<VarlenBackwardProblem> problem = validateCall(*converted);
+    if (!problem.ok())
+      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, problem.message());
+    return SINKATTN_SUCCESS;
+  });
+}
+
+template <typename CArgs>
+SinkAttnStatus backwardWorkspaceBytesCall(SinkAttnLibrary *library,
+                                          const CArgs *args, uint64_t *bytes) {
+  using Args = typename BackwardArgsOf<CArgs>::type;
+  if (!bytes)
+    return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
+                "bytes: the pointer to store them in is null");
+  return runBackward<CArgs, Args>(
+      library, args,
+      [&](AttentionLibrary &kernels, const Args &call) -> Status {
+        SINKATTN_RT_ASSIGN_OR_RETURN(size_t needed,
+                                     kernels.backwardWorkspaceBytes(call));
+        *bytes = uint64_t(needed);
+        return Status();
+      });
+}
+
+template <typename CArgs>
+SinkAttnStatus backwardCall(SinkAttnLibrary *library, const CArgs *args,
+                            void *stream) {
+  using Args = typename BackwardArgsOf<CArgs>::type;
+  return runBackward<CArgs, Args>(
+      library, args, [&](AttentionLibrary &kernels, const Args &call) {
+        if constexpr (std::is_same_v<Args, BackwardArgs>)
+          return kernels.backward(call, static_cast<CUstream>(stream));
+        else
+          return kernels.backwardVarlen(call, static_cast<CUstream>(stream));
+      });
 }
 
 } // namespace
@@ -402,43 +492,36 @@ SinkAttnStatus sinkattnForward(SinkAttnLibrary *library,
 
 SinkAttnStatus
 sinkattnValidateVarlenBackward(const SinkAttnVarlenBackwardArgs *args) {
-  return guarded([&]() -> SinkAttnStatus {
-    Expected<VarlenBackwardArgs> converted = toArgs(args);
-    if (!converted.ok())
-      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, converted.message());
-    Expected<VarlenBackwardProblem> problem =
-        validateVarlenBackward(*converted);
-    if (!problem.ok())
-      return fail(SINKATTN_ERROR_INVALID_ARGUMENT, problem.message());
-    return SINKATTN_SUCCESS;
-  });
+  return validateBackwardCall(args);
 }
 
 SinkAttnStatus
 sinkattnVarlenBackwardWorkspaceBytes(SinkAttnLibrary *library,
                                      const SinkAttnVarlenBackwardArgs *args,
                                      uint64_t *bytes) {
-  if (!bytes)
-    return fail(SINKATTN_ERROR_INVALID_ARGUMENT,
-                "bytes: the pointer to store them in is null");
-  return runBackward(
-      library, args,
-      [&](AttentionLibrary &kernels, const VarlenBackwardArgs &call) -> Status {
-        SINKATTN_RT_ASSIGN_OR_RETURN(size_t needed,
-                                     kernels.backwardWorkspaceBytes(call));
-        *bytes = uint64_t(needed);
-        return Status();
-      });
+  return backwardWorkspaceBytesCall(library, args, bytes);
 }
 
 SinkAttnStatus sinkattnVarlenBackward(SinkAttnLibrary *library,
                                       const SinkAttnVarlenBackwardArgs *args,
                                       void *stream) {
-  return runBackward(
-      library, args,
-      [&](AttentionLibrary &kernels, const VarlenBackwardArgs &call) {
-        return kernels.backwardVarlen(call, static_cast<CUstream>(stream));
-      });
+  return backwardCall(library, args, stream);
+}
+
+SinkAttnStatus sinkattnValidateBackward(const SinkAttnBackwardArgs *args) {
+  return validateBackwardCall(args);
+}
+
+SinkAttnStatus sinkattnBackwardWorkspaceBytes(SinkAttnLibrary *library,
+                                              const SinkAttnBackwardArgs *args,
+                                              uint64_t *bytes) {
+  return backwardWorkspaceBytesCall(library, args, bytes);
+}
+
+SinkAttnStatus sinkattnBackward(SinkAttnLibrary *library,
+                                const SinkAttnBackwardArgs *args,
+                                void *stream) {
+  return backwardCall(library, args, stream);
 }
 
 int64_t sinkattnLibraryCompiledKernels(const SinkAttnLibrary *library) {

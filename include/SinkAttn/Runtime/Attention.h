@@ -162,6 +162,22 @@ struct VarlenBackwardArgs {
   size_t workspaceBytes = 0;
 };
 
+/// The backward of the BSHD forward (ForwardArgs: the same q, k, v, sinks,
+/// window and scale, its out and its lse view), as flash_attn_func's
+/// backward takes it: dout, dq, dk and dv [B, S, heads, D] like q and k,
+/// evenly spaced like them. It runs as the varlen backward over the
+/// batch's tokens.
+struct BackwardArgs {
+  DeviceTensor q, k, v, out, lse;
+  DeviceTensor dout, dq, dk, dv;
+  std::optional<DeviceTensor> sinks, dsinks;
+  bool causal = true;
+  int64_t window = 0;
+  std::optional<double> softmaxScale;
+  CUdeviceptr workspace = 0;
+  size_t workspaceBytes = 0;
+};
+
 /// A validated backward call: the forward's problem and the gradients'
 /// token strides.
 struct VarlenBackwardProblem {
@@ -174,6 +190,13 @@ struct VarlenBackwardProblem {
 /// needs at launch); errors name the argument. Needs no GPU.
 Expected<VarlenBackwardProblem>
 validateVarlenBackward(const VarlenBackwardArgs &args);
+
+/// A BSHD backward call as the varlen call it runs as (bshdAsVarlen's
+/// views, and dout, dq, dk and dv as token rows); checks what is BSHD's.
+Expected<VarlenBackwardArgs> bshdBackwardAsVarlen(const BackwardArgs &args,
+                                                  CUdeviceptr offsetTable);
+/// Checks every argument of a BSHD backward call; needs no GPU.
+Expected<VarlenBackwardProblem> validateBackward(const BackwardArgs &args);
 
 /// The variant a kernel library's bundle serves: a varlen sink-fwd bundle
 /// compiled for run-time shapes; an error says why another one does not.
@@ -292,6 +315,14 @@ public:
   /// loads it on its first use, and launches it on `stream`
   /// (asynchronously), its scratch carved from `args.workspace`.
   Status backwardVarlen(const VarlenBackwardArgs &args, CUstream stream);
+  /// backwardVarlen for `args` validated already (`problem`:
+  /// validateVarlenBackward's, or for a BSHD call validateBackward's).
+  Status backwardVarlen(const VarlenBackwardArgs &args,
+                        VarlenBackwardProblem problem, CUstream stream);
+  /// backwardWorkspaceBytes and backwardVarlen of a BSHD call (offsets from
+  /// offsetTable()).
+  Expected<size_t> backwardWorkspaceBytes(const BackwardArgs &args);
+  Status backward(const BackwardArgs &args, CUstream stream);
   /// Whether it holds a backward kernel for `problem` (validated): ok, or
   /// the error that names the variant and how to compile a kernel for it.
   Status servesBackward(const VarlenBackwardProblem &problem,
@@ -321,6 +352,9 @@ private:
   /// variant and how to compile a kernel for it.
   Expected<size_t> findBackwardKernel(const VarlenBackwardProblem &problem,
                                       bool withSinks) const;
+  /// backwardWorkspaceBytes of a validated call.
+  Expected<size_t> backwardWorkspaceBytes(const VarlenBackwardArgs &args,
+                                          VarlenBackwardProblem problem);
   /// The backward kernel's bundle shaped for `problem`, its kernel loaded.
   Expected<Bundle> shapeBackward(size_t kernel,
                                  const VarlenBackwardProblem &problem);

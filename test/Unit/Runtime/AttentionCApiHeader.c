@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-void sinkattnLayoutAsC(size_t layout[10]) {
+void sinkattnLayoutAsC(size_t layout[12]) {
   layout[0] = sizeof(SinkAttnTensor);
   layout[1] = sizeof(SinkAttnVarlenForwardArgs);
   layout[2] = offsetof(SinkAttnVarlenForwardArgs, window);
@@ -17,4 +17,6 @@ void sinkattnLayoutAsC(size_t layout[10]) {
   layout[7] = sizeof(SinkAttnVarlenBackwardArgs);
   layout[8] = offsetof(SinkAttnVarlenBackwardArgs, window);
   layout[9] = offsetof(SinkAttnVarlenBackwardArgs, workspace_bytes);
+  layout[10] = sizeof(SinkAttnBackwardArgs);
+  layout[11] = offsetof(SinkAttnBackwardArgs, workspace_bytes);
 }

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-extern "C" void sinkattnLayoutAsC(size_t layout[10]);
+extern "C" void sinkattnLayoutAsC(size_t layout[12]);
 
 using namespace sinkattn::rt;
 
@@ -67,7 +67,7 @@ TEST(AttentionCApi, Version) {
 /// The layout a binding copies (ctypes, for instance): fixed by version 1
 /// of the ABI, and the same from C and C++.
 TEST(AttentionCApi, StructLayout) {
-  size_t layout[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  size_t layout[12] = {};
   sinkattnLayoutAsC(layout);
   EXPECT_EQ(layout[0], sizeof(SinkAttnTensor));
   EXPECT_EQ(layout[1], sizeof(SinkAttnVarlenForwardArgs));
@@ -96,6 +96,13 @@ TEST(AttentionCApi, StructLayout) {
   EXPECT_EQ(offsetof(SinkAttnVarlenBackwardArgs, window), 1064u);
   EXPECT_EQ(offsetof(SinkAttnVarlenBackwardArgs, workspace_bytes), 1088u);
   EXPECT_EQ(sizeof(SinkAttnVarlenBackwardArgs), 1096u);
+  // Version 3's BSHD backward: 11 tensors, causal, window, scale and the
+  // workspace.
+  EXPECT_EQ(layout[10], sizeof(SinkAttnBackwardArgs));
+  EXPECT_EQ(layout[11], offsetof(SinkAttnBackwardArgs, workspace_bytes));
+  EXPECT_EQ(offsetof(SinkAttnBackwardArgs, causal), 880u);
+  EXPECT_EQ(offsetof(SinkAttnBackwardArgs, workspace_bytes), 912u);
+  EXPECT_EQ(sizeof(SinkAttnBackwardArgs), 920u);
 }
 
 /// A BSHD call: 3 sequences of 200 queries and 300 keys, H 8, HK 2, D 64.

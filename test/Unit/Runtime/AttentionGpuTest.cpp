@@ -335,7 +335,8 @@ void runCase(const Context &ctx, AttentionLibrary &library,
 /// dv and dsinks within 2e-2 (|ref| + max|ref|) and each tensor within
 /// relative L2 1e-2 (bf16 rounds P and dS before their GEMMs; as the
 /// runner's check). `c.fusedQkv`: dq, dk and dv as views of one [T, H +
-/// 2 HK, D] gradient (equal lengths).
+/// 2 HK, D] gradient (equal lengths); `c.bshd`: the BSHD call over the same
+/// memory.
 void runBackwardCase(const Context &ctx, AttentionLibrary &library,
                      const Case &c, uint64_t seed) {
   SinkAttentionShape shape;
@@ -468,7 +469,53 @@ void runBackwardCase(const Context &ctx, AttentionLibrary &library,
   (void)workspace->poison();
   args.workspace = workspace->address();
   args.workspaceBytes = *bytes;
-  if (Status ran = library.backwardVarlen(args, nullptr); !ran.ok())
+  Status ran;
+  if (c.bshd) {
+    // The same memory as [B, S, heads, D], lse as the [B, H, SQ] view of
+    // [H, B * SQ].
+    const int64_t batch = shape.batch, seqQ = c.lengthsQ[0],
+                  seqKv = c.lengthsKv[0];
+    for (size_t i = 0; i < c.lengthsQ.size(); ++i)
+      if (c.lengthsQ[i] != seqQ || c.lengthsKv[i] != seqKv)
+        return check(false, what, "a BSHD case needs one length each");
+    what += ", BSHD";
+    auto batched = [&](const DeviceTensor &rows, int64_t length) {
+      DeviceTensor t{rows.data,
+                     rows.dtype,
+                     {batch, length, rows.sizes[1], rows.sizes[2]},
+                     {}};
+      if (!rows.strides.empty())
+        t.strides = {length * rows.strides[0], rows.strides[0], rows.strides[1],
+                     rows.strides[2]};
+      return t;
+    };
+    BackwardArgs bshd;
+    bshd.q = batched(args.q, seqQ);
+    bshd.out = batched(args.out, seqQ);
+    bshd.dout = batched(args.dout, seqQ);
+    bshd.dq = batched(args.dq, seqQ);
+    bshd.k = batched(args.k, seqKv);
+    bshd.v = batched(args.v, seqKv);
+    bshd.dk = batched(args.dk, seqKv);
+    bshd.dv = batched(args.dv, seqKv);
+    bshd.lse = {
+        args.lse.data, DType::F32, {batch, h, seqQ}, {seqQ, batch * seqQ, 1}};
+    bshd.sinks = args.sinks;
+    bshd.dsinks = args.dsinks;
+    bshd.window = args.window;
+    bshd.softmaxScale = args.softmaxScale;
+    bshd.workspace = args.workspace;
+    bshd.workspaceBytes = args.workspaceBytes;
+    Expected<size_t> needed = library.backwardWorkspaceBytes(bshd);
+    if (!needed.ok() || *needed > args.workspaceBytes)
+      return check(false, what,
+                   needed.ok() ? "the BSHD call needs more workspace"
+                               : needed.message());
+    ran = library.backward(bshd, nullptr);
+  } else {
+    ran = library.backwardVarlen(args, nullptr);
+  }
+  if (!ran.ok())
     return check(false, what, ran.message());
   if (Status synced = ctx.synchronize(); !synced.ok())
     return check(false, what, synced.message());
@@ -659,6 +706,9 @@ int main(int argc, char **argv) {
         {f16, DType::BF16, 128, true, 6, 3, 0, {}, {77, 0, 1500}, {900, 8, 1500}, true},
         {bf16, f32, 128, true, 16, 16, 0, 0.3, {300, 5}, {300, 700}, true},
         {bf16, f32, 64, true, 8, 2, 0, {}, {300, 0, 77}, {300, 0, 77}, true, true},
+        // BSHD: batches of one length, SQ < SKV, through the same kernels.
+        {bf16, f32, 64, true, 8, 2, 0, {}, {200, 200, 200}, {300, 300, 300}, true, false, true},
+        {bf16, f32, 128, true, 6, 2, 128, {}, {500, 500}, {500, 500}, false, false, true},
     };
     // clang-format on
     const size_t forwardKernels = library->compiledKernels();

@@ -665,6 +665,70 @@ TEST(Attention, EveryBackwardRefusal) {
                   "dq: overlaps lse in memory");
 }
 
+/// A BSHD backward: 3 sequences of 200 queries and 300 keys, H 8, HK 2,
+/// D 64, lse the [B, H, SQ] view of [H, B * SQ].
+BackwardArgs validBshdBackwardArgs() {
+  BackwardArgs a;
+  a.q = tensor(0x100000000, DType::BF16, {3, 200, 8, 64});
+  a.k = tensor(0x200000000, DType::BF16, {3, 300, 2, 64});
+  a.v = tensor(0x300000000, DType::BF16, {3, 300, 2, 64});
+  a.out = tensor(0x400000000, DType::BF16, {3, 200, 8, 64});
+  a.lse = {0x500000000, DType::F32, {3, 8, 200}, {200, 600, 1}};
+  a.dout = tensor(0x600000000, DType::BF16, {3, 200, 8, 64});
+  a.dq = tensor(0x700000000, DType::BF16, {3, 200, 8, 64});
+  a.dk = tensor(0x800000000, DType::BF16, {3, 300, 2, 64});
+  a.dv = tensor(0x900000000, DType::BF16, {3, 300, 2, 64});
+  return a;
+}
+
+TEST(Attention, BshdBackward) {
+  Expected<VarlenBackwardProblem> p = validateBackward(validBshdBackwardArgs());
+  ASSERT_TRUE(p.ok()) << p.message();
+  EXPECT_EQ(p->forward.batch, 3);
+  EXPECT_EQ(p->forward.tokensQ, 600);
+  EXPECT_EQ(p->forward.tokensKv, 900);
+  EXPECT_EQ(p->forward.offsetUnits.q, 200);
+  EXPECT_EQ(p->forward.offsetUnits.kv, 300);
+  Expected<VarlenBackwardArgs> varlen =
+      bshdBackwardAsVarlen(validBshdBackwardArgs(), 0xa00000000);
+  ASSERT_TRUE(varlen.ok()) << varlen.message();
+  EXPECT_EQ(varlen->dq.sizes, (std::vector<int64_t>{600, 8, 64}));
+  EXPECT_EQ(varlen->dk.sizes, (std::vector<int64_t>{900, 2, 64}));
+  EXPECT_EQ(varlen->cuSeqlensQ.data, 0xa00000000u);
+  auto refused = [](void (*edit)(BackwardArgs &)) {
+    BackwardArgs a = validBshdBackwardArgs();
+    edit(a);
+    Expected<VarlenBackwardProblem> p = validateBackward(a);
+    EXPECT_FALSE(p.ok());
+    return p.ok() ? std::string() : p.message();
+  };
+  EXPECT_CONTAINS(refused([](auto &a) {
+                    a.dq.sizes = {3, 100, 8, 64};
+                  }),
+                  "dq: sizes [3, 100, 8, 64] differ in batch or length from "
+                  "[3, 200, 8, 64]");
+  EXPECT_CONTAINS(refused([](auto &a) {
+                    a.dv.sizes = {2, 300, 2, 64};
+                  }),
+                  "dv: sizes [2, 300, 2, 64] differ in batch or length");
+  EXPECT_CONTAINS(refused([](auto &a) {
+                    a.dout.sizes = {600, 8, 64};
+                  }),
+                  "dout: has 3 dimensions [600, 8, 64]; expected 4");
+  EXPECT_CONTAINS(refused([](auto &a) {
+                    a.dk.strides = {300 * 256, 128, 64, 1};
+                  }),
+                  "dk: batch stride 76800 is not the length 300 times the "
+                  "token stride 128");
+  EXPECT_CONTAINS(refused([](auto &a) { a.lse.strides.clear(); }),
+                  "lse: a dense [B, H, SQ] tensor is not the [H, B * SQ] "
+                  "memory the kernels write");
+  EXPECT_CONTAINS(refused([](auto &a) { a.dk.sizes[2] = 8; }),
+                  "dk: sizes [900, 8, 64] differ from k's [900, 2, 64]");
+  EXPECT_CONTAINS(refused([](auto &a) { a.causal = false; }),
+                  "causal: the backward is causal only so far");
+}
+
 TEST(Attention, ScanKernelLibrary) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() /

@@ -312,10 +312,39 @@ TEST_F(FakeDriver, BackwardCallsOverTheKernelLibrary) {
   ASSERT_TRUE(ran.ok()) << ran.message();
   EXPECT_TRUE(log.starting("load module").empty());
   EXPECT_EQ(library.compiledKernels(), 1u);
-  // A variant the library has no backward for is named.
   args.causal = false;
   EXPECT_CONTAINS(library.backwardVarlen(args, nullptr).message(),
                   "causal: the backward is causal only so far");
+
+  // BSHD: 2 sequences of 128 queries and 250 keys over the same memory,
+  // the offsets 0, 1, 2 in units of the lengths; the preprocess and dQ
+  // grids cover 128 rows, dK/dV's 250 keys.
+  BackwardArgs bshd;
+  auto batched = [](const DeviceTensor &rows, int64_t length) {
+    return DeviceTensor{
+        rows.data, rows.dtype, {2, length, rows.sizes[1], rows.sizes[2]}, {}};
+  };
+  bshd.q = batched(args.q, 128);
+  bshd.out = batched(args.out, 128);
+  bshd.dout = batched(args.dout, 128);
+  bshd.dq = batched(args.dq, 128);
+  bshd.k = batched(args.k, 250);
+  bshd.v = batched(args.v, 250);
+  bshd.dk = batched(args.dk, 250);
+  bshd.dv = batched(args.dv, 250);
+  bshd.lse = {args.lse.data, DType::F32, {2, h, 128}, {128, 256, 1}};
+  Expected<size_t> bshdBytes = library.backwardWorkspaceBytes(bshd);
+  ASSERT_TRUE(bshdBytes.ok()) << bshdBytes.message();
+  bshd.workspace = memory.allocate(*context, *bshdBytes);
+  bshd.workspaceBytes = *bshdBytes;
+  log.clear();
+  ran = library.backward(bshd, nullptr);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  launches = log.starting("launch");
+  ASSERT_EQ(launches.size(), 3u);
+  EXPECT_EQ(shapeOf(launches[0]), "launch sink_bwd_preprocess grid 2,8,2");
+  EXPECT_EQ(shapeOf(launches[1]), "launch sink_bwd_dkdv grid 1,4,16");
+  EXPECT_EQ(shapeOf(launches[2]), "launch sink_bwd_dq grid 1,2,16");
 }
 
 /// Calls of one length run persistent where auto would compile them so:
@@ -562,6 +591,42 @@ TEST_F(FakeDriver, CApiBackward) {
   EXPECT_EQ(sinkattnVarlenBackward(library, &args, nullptr), SINKATTN_SUCCESS)
       << sinkattnLastError();
   EXPECT_EQ(log.starting("launch").size(), 3u);
+  // The BSHD call over the same memory: 2 sequences of 100 tokens.
+  SinkAttnBackwardArgs bshd = {};
+  auto batched = [](SinkAttnTensor rows) {
+    rows.rank = 4;
+    rows.sizes[3] = rows.sizes[2];
+    rows.sizes[2] = rows.sizes[1];
+    rows.sizes[1] = rows.sizes[0] / 2;
+    rows.sizes[0] = 2;
+    return rows;
+  };
+  bshd.q = batched(args.q), bshd.k = batched(args.k), bshd.v = batched(args.v);
+  bshd.out = batched(args.out), bshd.dout = batched(args.dout);
+  bshd.dq = batched(args.dq), bshd.dk = batched(args.dk);
+  bshd.dv = batched(args.dv);
+  bshd.lse = args.lse;
+  bshd.lse.rank = 3;
+  const int64_t lseSizes[3] = {2, h, t / 2}, lseStrides[3] = {t / 2, t, 1};
+  std::copy(lseSizes, lseSizes + 3, bshd.lse.sizes);
+  std::copy(lseStrides, lseStrides + 3, bshd.lse.strides);
+  bshd.causal = 1;
+  EXPECT_EQ(sinkattnValidateBackward(&bshd), SINKATTN_SUCCESS)
+      << sinkattnLastError();
+  uint64_t bshdBytes = 0;
+  ASSERT_EQ(sinkattnBackwardWorkspaceBytes(library, &bshd, &bshdBytes),
+            SINKATTN_SUCCESS)
+      << sinkattnLastError();
+  bshd.workspace = memory.allocate(*context, bshdBytes);
+  bshd.workspace_bytes = bshdBytes;
+  log.clear();
+  EXPECT_EQ(sinkattnBackward(library, &bshd, nullptr), SINKATTN_SUCCESS)
+      << sinkattnLastError();
+  EXPECT_EQ(log.starting("launch").size(), 3u);
+  bshd.dq.sizes[1] = 50;
+  EXPECT_EQ(sinkattnValidateBackward(&bshd), SINKATTN_ERROR_INVALID_ARGUMENT);
+  EXPECT_CONTAINS(sinkattnLastError(), "dq: sizes [2, 50, 4, 64] differ in "
+                                       "batch or length");
   EXPECT_EQ(sinkattnVarlenBackward(noBackward, &args, nullptr),
             SINKATTN_ERROR_NOT_SUPPORTED);
   EXPECT_CONTAINS(sinkattnLastError(),
