@@ -121,12 +121,16 @@ LastArrival buildLastArrival(mlir::ImplicitLocOpBuilder &b, mlir::Value counter,
 /// butterfly, and lane 0 stores the sum into `dsinks`[`head`]. The same
 /// order wherever it runs: dsinks are bit-identical between the dsinks
 /// kernel and the dQ kernel's last block. `run`: the rows of a run where
-/// the layout's is not a constant (run-time shapes).
+/// the layout's is not a constant (run-time shapes); `rowsBegin` and
+/// `rowsEnd`: the rows of the run that sequences cover, where the buffer
+/// may hold rows past them (run-time shapes: tokens before the first
+/// offset or after the last).
 void buildHeadSinkSum(mlir::ImplicitLocOpBuilder &b,
                       const SinkBwdLayout &layout, mlir::Value terms,
                       mlir::Value dsinks, mlir::Value head, mlir::Value lane,
                       mlir::Value c0, mlir::Value c1, mlir::Value zero,
-                      mlir::Value run = {});
+                      mlir::Value run = {}, mlir::Value rowsBegin = {},
+                      mlir::Value rowsEnd = {});
 
 } // namespace sinkattn::kernels
 

@@ -887,6 +887,8 @@ sinkattn::kernels::buildSinkBwdDkdvSum(ImplicitLocOpBuilder &b,
                                        const SinkBwdLayout &layout) {
   const rt::SinkAttentionShape &shape = problem.shape;
   const SinkBwdForm &form = problem.form;
+  assert(!layout.runTimeShapes && "the shaped form sums the shares in its "
+                                  "dK/dV kernel");
   // The shares' token coordinate: B · SKV, or varlen's packed keys.
   const int64_t tokens = shape.tokensKv();
   const int64_t sharedHeads = form.kvAccumulate ? shape.kvHeads : shape.heads;

@@ -370,11 +370,24 @@ void SinkBwdDqBuilder::buildSinkSum() {
       all[dim] = dim;
     Value flat = memref::CollapseShapeOp::create(
         b, terms, ArrayRef<ReassociationIndices>{all});
-    Value run;
-    if (layout.runTimeShapes)
+    // Run-time shapes: the terms of the tokens the sequences cover, from
+    // the first offset to the last (a buffer may have tokens past them,
+    // which no kernel writes).
+    Value run, rowsBegin, rowsEnd;
+    if (layout.runTimeShapes) {
       run = memref::DimOp::create(b, terms, c.c1);
+      Value offsets = memref::DimOp::create(b, trailing.cuQ, c.c0);
+      Value lastOffset = arith::SubIOp::create(b, offsets, c.c1);
+      auto tokenAt = [&](Value offset) -> Value {
+        Value entry = memref::LoadOp::create(b, trailing.cuQ, offset);
+        Value index = arith::IndexCastUIOp::create(b, b.getIndexType(), entry);
+        return arith::MulIOp::create(b, index, c.unitQ);
+      };
+      rowsBegin = tokenAt(c.c0);
+      rowsEnd = tokenAt(lastOffset);
+    }
     buildHeadSinkSum(b, layout, flat, dsinks, sequence.head, lane, c.c0, c.c1,
-                     c.zero, run);
+                     c.zero, run, rowsBegin, rowsEnd);
   });
 }
 } // namespace

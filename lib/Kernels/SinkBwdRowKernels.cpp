@@ -46,10 +46,14 @@ void sinkattn::kernels::buildHeadSinkSum(ImplicitLocOpBuilder &b,
                                          const SinkBwdLayout &layout,
                                          Value terms, Value dsinks, Value head,
                                          Value lane, Value c0, Value c1,
-                                         Value zero, Value run) {
+                                         Value zero, Value run, Value rowsBegin,
+                                         Value rowsEnd) {
   Value width = arith::ConstantIntOp::create(b, b.getI32Type(), 32);
   if (!run)
     run = constantIndex(b, layout.run);
+  Value end = rowsEnd ? rowsEnd : run;
+  Value start =
+      rowsBegin ? Value(arith::AddIOp::create(b, rowsBegin, lane)) : lane;
   Value runs = constantIndex(b, layout.runBatches);
   Value batchRows = constantIndex(b, layout.batchRows);
   Value headBase = arith::MulIOp::create(b, head, run);
@@ -63,14 +67,14 @@ void sinkattn::kernels::buildHeadSinkSum(ImplicitLocOpBuilder &b,
         Value runBase = arith::MulIOp::create(b, r, batchRows);
         Value base = arith::AddIOp::create(b, runBase, headBase);
         scf::ForOp rowLoop = buildForLoop(
-            b, lane, run, stride, parts,
+            b, start, end, stride, parts,
             [&](Value k, ValueRange sums) -> SmallVector<Value> {
               SmallVector<Value> inside, values;
               for (int64_t u = 0; u < kSinkPartialSums; ++u) {
                 Value offset = constantIndex(b, 32 * u);
                 Value row = arith::AddIOp::create(b, k, offset);
                 inside.push_back(arith::CmpIOp::create(
-                    b, arith::CmpIPredicate::ult, row, run));
+                    b, arith::CmpIPredicate::ult, row, end));
                 Value clamped =
                     arith::SelectOp::create(b, inside.back(), row, k);
                 Value at = arith::AddIOp::create(b, base, clamped);
@@ -100,6 +104,8 @@ gpu::GPUFuncOp
 sinkattn::kernels::buildSinkBwdSinks(ImplicitLocOpBuilder &b,
                                      const SinkBwdProblem &problem,
                                      const SinkBwdLayout &layout) {
+  assert(!layout.runTimeShapes && "the shaped form sums dsinks in its dQ "
+                                  "kernel");
   Type dsinksType = MemRefType::get({problem.shape.heads}, b.getF32Type());
   gpu::GPUFuncOp func =
       createBackwardKernel(b, "sink_bwd_sinks", {layout.terms, dsinksType});
@@ -322,6 +328,9 @@ sinkattn::kernels::buildSinkBwdPreprocess(ImplicitLocOpBuilder &b,
   const rt::SinkAttentionShape &shape = problem.shape;
   const SinkBwdForm &form = problem.form;
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  // The shaped form has neither the split's sums nor static block counts.
+  assert(!(layout.runTimeShapes && (form.atomicDq || form.kvAccumulate)) &&
+         "the shaped form is the deterministic one-warpgroup form");
   const int64_t queryBlocks = layout.stats.getShape()[2];
   const int64_t kvAccElements =
       layout.runTimeShapes ? 0 : layout.kvAcc.getNumElements();
@@ -460,6 +469,7 @@ gpu::GPUFuncOp
 sinkattn::kernels::buildSinkBwdDqConvert(ImplicitLocOpBuilder &b,
                                          const SinkBwdProblem &problem,
                                          const SinkBwdLayout &layout) {
+  assert(!layout.runTimeShapes && "the shaped form has no --dq atomic");
   const rt::SinkAttentionShape &shape = problem.shape;
   Type f32 = b.getF32Type();
   SmallVector<Type> argTypes = {layout.qAcc, layout.q, layout.terms,

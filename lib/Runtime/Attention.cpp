@@ -1033,15 +1033,7 @@ AttentionLibrary::findBackwardKernel(const VarlenBackwardProblem &problem,
 Expected<Bundle>
 AttentionLibrary::shapeBackward(size_t index,
                                 const VarlenBackwardProblem &problem) {
-  Kernel &kernel = kernels_[index];
-  if (!kernel.loaded) {
-    SINKATTN_RT_ASSIGN_OR_RETURN(
-        LoadedBundle loaded, LoadedBundle::load(*ctx_, kernel.entry.bundle));
-    kernel.loaded = std::make_shared<LoadedBundle>(std::move(loaded));
-    kernel.entry.bundle.ptx.clear();
-    kernel.entry.bundle.reference.reset();
-    kernel.entry.bundle.sass.reset();
-  }
+  const Kernel &kernel = kernels_[index];
   const VarlenForwardProblem &forward = problem.forward;
   SinkAttentionShape sizes;
   sizes.layout = AttentionLayout::Varlen;
@@ -1156,6 +1148,15 @@ Status AttentionLibrary::backwardVarlen(const VarlenBackwardArgs &args,
   const DType sinkDtype = kernels_[index].entry.variant.sinkDtype;
   problem.forward.variant.sinkDtype = sinkDtype;
   SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped, shapeBackward(index, problem));
+  Kernel &kernel = kernels_[index];
+  if (!kernel.loaded) {
+    SINKATTN_RT_ASSIGN_OR_RETURN(
+        LoadedBundle loaded, LoadedBundle::load(*ctx_, kernel.entry.bundle));
+    kernel.loaded = std::make_shared<LoadedBundle>(std::move(loaded));
+    kernel.entry.bundle.ptx.clear();
+    kernel.entry.bundle.reference.reset();
+    kernel.entry.bundle.sass.reset();
+  }
   CUdeviceptr sinks = 0;
   if (args.sinks) {
     sinks = args.sinks->data;
@@ -1174,6 +1175,28 @@ Status AttentionLibrary::backwardVarlen(const VarlenBackwardArgs &args,
       (args.workspace == 0 || args.workspace % kWorkspaceAlignment != 0))
     return Status::error("workspace: the address is null or not " +
                          std::to_string(kWorkspaceAlignment) + "-byte aligned");
+  // The kernels write all of it: it may not share memory with a tensor.
+  const DeviceTensor workspace{
+      args.workspace, DType::F32, {int64_t(needed / 4)}, {}};
+  std::vector<std::pair<const char *, const DeviceTensor *>> tensors = {
+      {"q", &args.q},
+      {"k", &args.k},
+      {"v", &args.v},
+      {"out", &args.out},
+      {"lse", &args.lse},
+      {"dout", &args.dout},
+      {"dq", &args.dq},
+      {"dk", &args.dk},
+      {"dv", &args.dv},
+      {"cu_seqlens_q", &args.cuSeqlensQ},
+      {"cu_seqlens_k", &args.cuSeqlensKv}};
+  if (args.sinks)
+    tensors.push_back({"sinks", &*args.sinks});
+  if (args.dsinks)
+    tensors.push_back({"dsinks", &*args.dsinks});
+  for (auto [name, tensor] : tensors)
+    if (needed > 0)
+      SINKATTN_RT_TRY(disjoint("workspace", workspace, name, *tensor));
   // The forward ran already: its setup launch is not run.
   return kernels_[index].loaded->runReshaped(shaped, addresses, stream);
 }

@@ -278,9 +278,14 @@ Expected<Bundle> sinkBwdForSizes(const Bundle &bundle,
     return std::max<int64_t>(1, (length + block - 1) / block);
   };
   const int64_t queryBlocks = blocksOf(maxSeqlenQ, kRows);
-  const int64_t keyBlocks64 = blocksOf(maxSeqlenKv, kRows);
   const int64_t dqBlocks = blocksOf(maxSeqlenQ, dqRows);
   const int64_t dkdvBlocks = blocksOf(maxSeqlenKv, dkdvKeys);
+  // The dQ kernel counts a head's blocks (every sequence's) in 32 bits.
+  if (dqBlocks * shape.batch > INT32_MAX)
+    return Status::error(gridContext + std::to_string(dqBlocks) +
+                         " row blocks x " + std::to_string(shape.batch) +
+                         " sequences are more than the dQ kernel's 32-bit "
+                         "count of a head's blocks");
   SINKATTN_RT_TRY(
       attentionGridFits(dkdvBlocks, shape).withContext(gridContext));
   SINKATTN_RT_TRY(attentionGridFits(dqBlocks, shape).withContext(gridContext));
@@ -326,7 +331,7 @@ Expected<Bundle> sinkBwdForSizes(const Bundle &bundle,
     for (const char *name : {"dk_shares", "dv_shares"})
       shapes[name] = {{u(shape.heads), u(tokensKv), u(shape.headDim)}, {}};
   if (findParam(bundle, "share_counts"))
-    shapes["share_counts"] = {{u(shape.batch * shape.kvHeads * keyBlocks64)},
+    shapes["share_counts"] = {{u(shape.batch * shape.kvHeads * dkdvBlocks)},
                               {}};
   if (findParam(bundle, "sink_counts"))
     shapes["sink_counts"] = {{u(shape.heads)}, {}};

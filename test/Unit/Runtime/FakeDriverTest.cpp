@@ -275,8 +275,12 @@ TEST_F(FakeDriver, BackwardCallsOverTheKernelLibrary) {
   EXPECT_CONTAINS(library.backwardVarlen(args, nullptr).message(),
                   "workspace: 0 bytes; the call needs " +
                       std::to_string(*bytes));
-  args.workspace = memory.allocate(*context, *bytes);
+  // The workspace may not share memory with a tensor of the call.
+  args.workspace = args.dq.data;
   args.workspaceBytes = *bytes;
+  EXPECT_CONTAINS(library.backwardVarlen(args, nullptr).message(),
+                  "workspace: overlaps dq in memory");
+  args.workspace = memory.allocate(*context, *bytes);
   log.clear();
   Status ran = library.backwardVarlen(args, nullptr);
   ASSERT_TRUE(ran.ok()) << ran.message();
