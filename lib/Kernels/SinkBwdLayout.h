@@ -30,9 +30,10 @@ struct SinkBwdConstants {
   mlir::Value c0, c1, c63, c64;
   /// Query heads per kv head.
   mlir::Value group;
-  /// The window (seqKv + 1 without one, so that the distance test always
-  /// passes), as an index and, for the 32-bit mask, as an i32 that no
-  /// distance reaches past seqKv + 1; whether there is a window (i1).
+  /// The window (without one seqKv + 1, or with run-time shapes 2^31 - 1,
+  /// so that the distance test always passes), as an index and, for the
+  /// 32-bit mask, as an i32 that no distance reaches; whether there is a
+  /// window (i1).
   mlir::Value window, window32, hasWindow;
   /// 0, -inf and log2(e) (f32).
   mlir::Value zero, negInf, log2e;

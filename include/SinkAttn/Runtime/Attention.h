@@ -135,7 +135,10 @@ Expected<VarlenForwardProblem> validateForward(const ForwardArgs &args);
 
 /// The gradients of the varlen forward (VarlenForwardArgs: the same q, k,
 /// v, sinks, offsets, lengths, window and scale, and its out and lse) for
-/// the upstream gradient dout. Causal only so far.
+/// the upstream gradient dout. Causal only so far. Tokens past the last
+/// offset (a buffer longer than its sequences) must hold finite values:
+/// the kernels read them into products they mask to 0, and leave their
+/// gradients unwritten.
 struct VarlenBackwardArgs {
   DeviceTensor q, k, v;
   DeviceTensor out; ///< The forward's output, [Tq, H, D].
