@@ -11,8 +11,12 @@
 # compared. Backward (cells bwd-*): the shape-generic sink-bwd bundle
 # (sink-bwd-run-time-shapes-d64/-d128) against varlen kernels compiled for
 # the seed lengths as one sequence (S 2k-8k) and for the varlen batch, both
-# in the form a varlen call takes. AB_CELLS (comma-separated names, e.g.
-# seed-2k-d128,bwd-seed-2k-d64) runs only those cells.
+# in the form a varlen call takes; and (cells bwd-split-*) the
+# shape-generic split (sink-bwd-run-time-shapes-d128-split, -d64-deferred)
+# against the seed cells' static kernels in the form auto compiles them
+# (the split from 2k at D 128, the deferred split from 8k at D 64). AB_CELLS
+# (comma-separated names, e.g. seed-2k-d128,bwd-seed-2k-d64) runs only
+# those cells.
 # usage: scripts/ab-run-time-shapes.sh RUNNER BUNDLES OUT_DIR
 #   BUNDLES holds the static bundles and kernel-library/ (make-bundles.sh).
 # Prints one line per cell and exits non-zero when a check or bench fails.
@@ -108,5 +112,15 @@ for dim in 64 128; do
   cell "bwd-varlen-16k-d$dim" "$bundles/sink-bwd-varlen-16k-d$dim" \
     "$bundles/sink-bwd-run-time-shapes-d$dim" \
     --seqlens-q 4096,1024,2048,512,3000,777,4096,831 --heads 64 --kv-heads 8
+done
+for s in 2k 4k 8k 16k; do
+  cell "bwd-split-seed-$s-d128" "$bundles/sink-bwd-seed-$s-d128" \
+    "$bundles/sink-bwd-run-time-shapes-d128-split" \
+    --seqlens-q $((${s%k} * 1024)) --heads 64 --kv-heads 8
+done
+for s in 8k 16k; do
+  cell "bwd-split-seed-$s-d64" "$bundles/sink-bwd-seed-$s-d64" \
+    "$bundles/sink-bwd-run-time-shapes-d64-deferred" \
+    --seqlens-q $((${s%k} * 1024)) --heads 64 --kv-heads 8
 done
 ((failures == 0))

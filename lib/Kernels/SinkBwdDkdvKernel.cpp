@@ -250,7 +250,11 @@ void SinkBwdDkdvBuilder::buildKeys() {
 /// removes (every block with keys past the end is masked).
 void SinkBwdDkdvBuilder::loadKeysAndValuesIntoRegisters() {
   Value lastRow =
-      constantIndex(b, (shape.varlen() ? shape.tokensKv() : shape.seqKv) - 1);
+      layout.runTimeShapes
+          ? Value(arith::SubIOp::create(b, memref::DimOp::create(b, K, c.c0),
+                                        c.c1))
+          : constantIndex(b, (shape.varlen() ? shape.tokensKv() : shape.seqKv) -
+                                 1);
   Value firstRow = arith::AddIOp::create(b, sequence.kStart, n0);
   auto rowsOf = [&](Value buffer) {
     return buildMap(
@@ -878,6 +882,68 @@ sinkattn::kernels::buildSinkBwdDkdv(ImplicitLocOpBuilder &b,
   return SinkBwdDkdvBuilder(b, problem, layout).build();
 }
 
+namespace {
+/// sink_bwd_dkdv_sum with run-time shapes (varlen): the shares (or the
+/// split's sums) as [heads, TKV, D], dK and dV as [TKV, HK * D] token rows;
+/// one thread per element of dK, in the static kernel's order of the sum.
+gpu::GPUFuncOp buildDkdvSumForRunTimeShapes(ImplicitLocOpBuilder &b,
+                                            const SinkBwdProblem &problem,
+                                            const SinkBwdLayout &layout) {
+  const SinkBwdForm &form = problem.form;
+  MemRefType sharesType = form.kvAccumulate ? layout.kvAcc : layout.shares;
+  gpu::GPUFuncOp func = createBackwardKernel(
+      b, "sink_bwd_dkdv_sum", {sharesType, sharesType, layout.kv, layout.kv});
+  Value dKShares = func.getArgument(0), dVShares = func.getArgument(1);
+  Value dK = func.getArgument(2), dV = func.getArgument(3);
+  Value c0 = constantIndex(b, 0);
+  Value c1 = constantIndex(b, 1);
+  Value threads = constantIndex(b, 256);
+  Value zero = constantF32(b, 0.0f);
+  Value cD = constantIndex(b, layout.headDim);
+  Value tokens = memref::DimOp::create(b, dK, c0);
+  Value columns = memref::DimOp::create(b, dK, c1);
+  Value count = arith::MulIOp::create(b, tokens, columns);
+  Value kvHeads = arith::DivUIOp::create(b, columns, cD);
+  // Query heads per kv head in the shares (1 for the split's sums).
+  Value sharedHeads = memref::DimOp::create(b, dKShares, c0);
+  Value group = form.kvAccumulate
+                    ? c1
+                    : Value(arith::DivUIOp::create(b, sharedHeads, kvHeads));
+  Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value thread = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value base = arith::MulIOp::create(b, block, threads);
+  Value e = arith::AddIOp::create(b, base, thread);
+  Value inside = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, e, count);
+  buildIfThen(b, inside, [&] {
+    // Element e of [TKV, HK, D]: (token·HK + hk)·D + d.
+    Value d = arith::RemUIOp::create(b, e, cD);
+    Value rows = arith::DivUIOp::create(b, e, cD);
+    Value hk = arith::RemUIOp::create(b, rows, kvHeads);
+    Value token = arith::DivUIOp::create(b, rows, kvHeads);
+    Value hFirst = arith::MulIOp::create(b, hk, group);
+    scf::ForOp sums =
+        buildForLoop(b, c0, group, c1, {zero, zero},
+                     [&](Value g, ValueRange iter) -> SmallVector<Value> {
+                       Value head = arith::AddIOp::create(b, hFirst, g);
+                       SmallVector<Value, 3> at = {head, token, d};
+                       Value k = memref::LoadOp::create(b, dKShares, at);
+                       Value v = memref::LoadOp::create(b, dVShares, at);
+                       Value kNext = arith::AddFOp::create(b, iter[0], k);
+                       Value vNext = arith::AddFOp::create(b, iter[1], v);
+                       return {kNext, vNext};
+                     });
+    Value k16 = arith::TruncFOp::create(b, problem.element, sums.getResult(0));
+    Value v16 = arith::TruncFOp::create(b, problem.element, sums.getResult(1));
+    Value headColumn = arith::MulIOp::create(b, hk, cD);
+    Value column = arith::AddIOp::create(b, headColumn, d);
+    memref::StoreOp::create(b, k16, dK, ValueRange{token, column});
+    memref::StoreOp::create(b, v16, dV, ValueRange{token, column});
+  });
+  finishBackwardKernel(b, func);
+  return func;
+}
+} // namespace
+
 /// dK and dV of a kv head from its query heads' fp32 shares, added in head
 /// order, one thread per element (the split's sums per kv head are one
 /// share: SinkBwdForm::kvAccumulate).
@@ -887,8 +953,8 @@ sinkattn::kernels::buildSinkBwdDkdvSum(ImplicitLocOpBuilder &b,
                                        const SinkBwdLayout &layout) {
   const rt::SinkAttentionShape &shape = problem.shape;
   const SinkBwdForm &form = problem.form;
-  assert(!layout.runTimeShapes && "the shaped form sums the shares in its "
-                                  "dK/dV kernel");
+  if (layout.runTimeShapes)
+    return buildDkdvSumForRunTimeShapes(b, problem, layout);
   // The shares' token coordinate: B · SKV, or varlen's packed keys.
   const int64_t tokens = shape.tokensKv();
   const int64_t sharedHeads = form.kvAccumulate ? shape.kvHeads : shape.heads;

@@ -122,7 +122,7 @@ void makeRunTimeShaped(rt::Bundle &bundle, const rt::SinkAttentionShape &shape,
     param.descriptor = true;
     const bool qRows = param.name == "do" || param.name == "dq";
     const bool kvRows = param.name == "dk" || param.name == "dv";
-    if (qRows)
+    if (qRows || param.name == "dq_accum")
       param.shape = {uint64_t(shape.tokensQ()), qColumns};
     else if (kvRows)
       param.shape = {uint64_t(shape.tokensKv()), kvColumns};
@@ -130,7 +130,8 @@ void makeRunTimeShaped(rt::Bundle &bundle, const rt::SinkAttentionShape &shape,
     uint64_t dynamicDims = param.shape.size();
     if (param.name == "row_stats")
       dynamicDims = 3;
-    else if (param.name == "dk_shares" || param.name == "dv_shares")
+    else if (param.name == "dk_shares" || param.name == "dv_shares" ||
+             param.name == "dk_accum" || param.name == "dv_accum")
       dynamicDims = 2;
     for (uint64_t d = 0; d < dynamicDims; ++d)
       param.dynamicDims.push_back(d);
@@ -176,11 +177,11 @@ FailureOr<KernelModule> kernels::buildSinkBwd(MLIRContext &context,
     return failure();
   const SinkBwdForm &form = *resolved;
   const bool runTimeShapes = config.runTimeShapes;
-  if (runTimeShapes && (form.atomicDq || form.dqShared() || form.dkdvShared()))
-    return fail() << "--run-time-shapes supports the deterministic form with "
-                     "one dQ and one dK/dV warpgroup only so far (--dq "
-                     "separate --dq-warpgroups 1 --dkdv-warpgroups 1, auto's "
-                     "choice for varlen)";
+  if (runTimeShapes && !form.atomicDq && (form.dqShared() || form.dkdvShared()))
+    return fail() << "--run-time-shapes supports --dq separate with one dQ "
+                     "and one dK/dV warpgroup (auto's choice for varlen) and "
+                     "--dq atomic so far, not the shared-tile form "
+                     "(--dq-warpgroups 2 --dkdv-warpgroups 2)";
   const bool atomicDq = form.atomicDq;
   const int64_t dqWarpgroups = form.dqWarpgroups;
   const int64_t dkdvWarpgroups = form.dkdvWarpgroups;

@@ -328,13 +328,13 @@ sinkattn::kernels::buildSinkBwdPreprocess(ImplicitLocOpBuilder &b,
   const rt::SinkAttentionShape &shape = problem.shape;
   const SinkBwdForm &form = problem.form;
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  // The shaped form has neither the split's sums nor static block counts.
-  assert(!(layout.runTimeShapes && (form.atomicDq || form.kvAccumulate)) &&
-         "the shaped form is the deterministic one-warpgroup form");
   const int64_t queryBlocks = layout.stats.getShape()[2];
-  const int64_t kvAccElements =
-      layout.runTimeShapes ? 0 : layout.kvAcc.getNumElements();
-  auto kvAccType = MemRefType::get({kvAccElements}, f32);
+  // The split's fp32 dK/dV sums, flat; with run-time shapes the kernel takes
+  // them as the bundle declares them, [HK, TKV, D], and flattens them.
+  MemRefType kvAccType =
+      layout.runTimeShapes
+          ? layout.kvAcc
+          : MemRefType::get({layout.kvAcc.getNumElements()}, f32);
   const int64_t heads =
       layout.runTimeShapes ? ShapedType::kDynamic : shape.heads;
   auto sinkCountsType = MemRefType::get({heads}, i32);
@@ -431,11 +431,22 @@ sinkattn::kernels::buildSinkBwdPreprocess(ImplicitLocOpBuilder &b,
   }
   // The split's fp32 dK/dV sums, 16 bytes at a time (D is a multiple of 4).
   if (form.kvAccumulate) {
-    Value vectors = constantIndex(b, kvAccElements / 4);
+    Value vectorElements = constantIndex(b, 4);
+    Value vectors;
+    if (layout.runTimeShapes) {
+      ReassociationIndices all = {0, 1, 2};
+      dKacc = memref::CollapseShapeOp::create(
+          b, dKacc, ArrayRef<ReassociationIndices>{all});
+      dVacc = memref::CollapseShapeOp::create(
+          b, dVacc, ArrayRef<ReassociationIndices>{all});
+      Value elements = memref::DimOp::create(b, dKacc, c.c0);
+      vectors = arith::DivUIOp::create(b, elements, vectorElements);
+    } else {
+      vectors = constantIndex(b, kvAccType.getNumElements() / 4);
+    }
     auto vectorType = VectorType::get({4}, f32);
     Value zeros =
         arith::ConstantOp::create(b, DenseElementsAttr::get(vectorType, 0.0f));
-    Value vectorElements = constantIndex(b, 4);
     buildForLoop(b, first, vectors, stride, [&](Value v) {
       Value element = arith::MulIOp::create(b, v, vectorElements);
       vector::StoreOp::create(b, zeros, dKacc, element, /*nontemporal=*/false,
@@ -469,11 +480,15 @@ gpu::GPUFuncOp
 sinkattn::kernels::buildSinkBwdDqConvert(ImplicitLocOpBuilder &b,
                                          const SinkBwdProblem &problem,
                                          const SinkBwdLayout &layout) {
-  assert(!layout.runTimeShapes && "the shaped form has no --dq atomic");
   const rt::SinkAttentionShape &shape = problem.shape;
   Type f32 = b.getF32Type();
-  SmallVector<Type> argTypes = {layout.qAcc, layout.q, layout.terms,
-                                MemRefType::get({shape.heads}, f32)};
+  // With run-time shapes the keys' terms come as the bundle declares them,
+  // [H, TKV], and the kernel flattens them.
+  SmallVector<Type> argTypes = {
+      layout.qAcc, layout.q,
+      layout.runTimeShapes ? layout.keyTerms : layout.terms,
+      MemRefType::get(
+          {layout.runTimeShapes ? ShapedType::kDynamic : shape.heads}, f32)};
   layout.appendSequenceArgs(argTypes);
   gpu::GPUFuncOp func =
       createBackwardKernel(b, "sink_bwd_dq_convert", argTypes);
@@ -497,8 +512,26 @@ sinkattn::kernels::buildSinkBwdDqConvert(ImplicitLocOpBuilder &b,
                                             groups.thread, groups.c32);
   Value sumHere = arith::AndIOp::create(b, firstOfHead, inFirstWarp);
   buildIfThen(b, sumHere, [&] {
-    buildHeadSinkSum(b, layout, terms, dsinks, sequence.head, groups.lane, c.c0,
-                     c.c1, c.zero);
+    // Run-time shapes: the terms of the keys the sequences cover (as the dQ
+    // kernel sums the rows').
+    Value flat = terms, run, rowsBegin, rowsEnd;
+    if (layout.runTimeShapes) {
+      run = memref::DimOp::create(b, terms, c.c1);
+      ReassociationIndices all = {0, 1};
+      flat = memref::CollapseShapeOp::create(
+          b, terms, ArrayRef<ReassociationIndices>{all});
+      Value offsets = memref::DimOp::create(b, trailing.cuK, c.c0);
+      Value lastOffset = arith::SubIOp::create(b, offsets, c.c1);
+      auto tokenAt = [&](Value offset) -> Value {
+        Value entry = memref::LoadOp::create(b, trailing.cuK, offset);
+        Value index = arith::IndexCastUIOp::create(b, b.getIndexType(), entry);
+        return arith::MulIOp::create(b, index, c.unitK);
+      };
+      rowsBegin = tokenAt(c.c0);
+      rowsEnd = tokenAt(lastOffset);
+    }
+    buildHeadSinkSum(b, layout, flat, dsinks, sequence.head, groups.lane, c.c0,
+                     c.c1, c.zero, run, rowsBegin, rowsEnd);
   });
   // D / 8 lanes per row, each reading 32 contiguous bytes of the fp32 dQ
   // and writing 16 of dQ (in the accumulator's fragment layout the

@@ -659,11 +659,21 @@ scanKernelLibrary(const std::string &directory) {
     }
     SINKATTN_RT_ASSIGN_OR_RETURN(std::string schedule,
                                  configText(bundle, "schedule"));
+    // A backward's form: how it sums dQ (separate, atomic; with the
+    // deferred split "atomic-deferred").
+    if (backward) {
+      SINKATTN_RT_ASSIGN_OR_RETURN(std::string dq,
+                                   configTextOr(bundle, "dq", "separate"));
+      SINKATTN_RT_ASSIGN_OR_RETURN(std::string split,
+                                   configTextOr(bundle, "dq_split", ""));
+      schedule = dq + (split.empty() ? "" : "-" + split);
+    }
     KernelLibraryEntry entry;
     entry.directory = path.string();
     entry.kernel = bundle.kernel;
     entry.variant = *variant;
-    entry.gqa = backward && findParam(bundle, "dk_shares") != nullptr;
+    entry.gqa = backward && (findParam(bundle, "dk_shares") ||
+                             findParam(bundle, "dk_accum"));
     entry.schedule = schedule;
     entry.persistent = isPersistent(bundle);
     for (const KernelLibraryEntry &held : kernels)
@@ -997,9 +1007,10 @@ AttentionLibrary::findBackwardKernel(const VarlenBackwardProblem &problem,
   const VarlenForwardProblem &forward = problem.forward;
   const bool gqa = forward.heads != forward.kvHeads;
   // A GQA kernel serves MHA too, at the cost of the shares: MHA's first,
-  // then one loaded already, then f32 sinks.
+  // then the deterministic form (dQ separate), then one loaded already,
+  // then f32 sinks.
   std::optional<size_t> found;
-  std::tuple<bool, bool, bool> best;
+  std::tuple<bool, bool, bool, bool> best;
   for (size_t i = 0; i < kernels_.size(); ++i) {
     const KernelLibraryEntry &entry = kernels_[i].entry;
     SinkFwdVariant wanted = forward.variant;
@@ -1008,9 +1019,9 @@ AttentionLibrary::findBackwardKernel(const VarlenBackwardProblem &problem,
     if (entry.kernel != "sink-bwd" || !(entry.variant == wanted) ||
         (gqa && !entry.gqa))
       continue;
-    std::tuple<bool, bool, bool> rank = {entry.gqa == gqa,
-                                         kernels_[i].loaded != nullptr,
-                                         entry.variant.sinkDtype == DType::F32};
+    std::tuple<bool, bool, bool, bool> rank = {
+        entry.gqa == gqa, entry.schedule == "separate",
+        kernels_[i].loaded != nullptr, entry.variant.sinkDtype == DType::F32};
     if (!found || rank > best) {
       found = i;
       best = rank;

@@ -254,8 +254,11 @@ Expected<Bundle> sinkBwdForSizes(const Bundle &bundle,
       bundle.launches.empty() || !findParam(bundle, "scale"))
     return Status::error("not a sink-bwd bundle compiled with "
                          "--run-time-shapes");
+  // GQA: the query heads' shares of dK/dV, or --dq atomic's sums per kv
+  // head.
   const bool shares = findParam(bundle, "dk_shares") != nullptr;
-  if (shape.heads != shape.kvHeads && !shares)
+  const bool gqa = shares || findParam(bundle, "dk_accum") != nullptr;
+  if (shape.heads != shape.kvHeads && !gqa)
     return Status::error(
         "the sink-bwd bundle was compiled for one query head per kv head; " +
         std::to_string(shape.heads) + " heads over " +
@@ -316,6 +319,9 @@ Expected<Bundle> sinkBwdForSizes(const Bundle &bundle,
     return stride ? std::vector<uint64_t>{u(stride), 1}
                   : std::vector<uint64_t>();
   };
+  // --dq atomic's sink terms are per key row, its dQ an fp32 sum.
+  const bool atomicDq = findParam(bundle, "dq_accum") != nullptr;
+  const uint64_t termRows = u(atomicDq ? tokensKv : tokensQ);
   std::map<std::string, TensorShape> shapes = {
       {"do", {{u(tokensQ), qColumns}, rows(gradientStrides.dO)}},
       {"dq", {{u(tokensQ), qColumns}, rows(gradientStrides.dQ)}},
@@ -323,7 +329,7 @@ Expected<Bundle> sinkBwdForSizes(const Bundle &bundle,
       {"dv", {{u(tokensKv), kvColumns}, rows(gradientStrides.dV)}},
       {"dsinks", {{u(shape.heads)}, {}}},
       {"delta", {{u(shape.heads), u(tokensQ)}, {}}},
-      {"sink_terms", {{u(shape.heads), u(tokensQ)}, {}}},
+      {"sink_terms", {{u(shape.heads), termRows}, {}}},
       {"row_stats",
        {{u(shape.batch), u(shape.heads), u(queryBlocks), statsRows, u(kRows)},
         {}}}};
@@ -335,6 +341,11 @@ Expected<Bundle> sinkBwdForSizes(const Bundle &bundle,
                               {}};
   if (findParam(bundle, "sink_counts"))
     shapes["sink_counts"] = {{u(shape.heads)}, {}};
+  if (atomicDq)
+    shapes["dq_accum"] = {{u(tokensQ), qColumns}, {}};
+  if (findParam(bundle, "dk_accum"))
+    for (const char *name : {"dk_accum", "dv_accum"})
+      shapes[name] = {{u(shape.kvHeads), u(tokensKv), u(shape.headDim)}, {}};
   SINKATTN_RT_ASSIGN_OR_RETURN(shaped, withTensorShapes(shaped, shapes));
   for (BundleParam &param : shaped.params)
     if (param.name == "scale")
@@ -349,6 +360,12 @@ Expected<Bundle> sinkBwdForSizes(const Bundle &bundle,
       launch.grid = attentionBlockGrid(dkdvBlocks, shape);
     else if (launch.entry == "sink_bwd_dq")
       launch.grid = attentionBlockGrid(dqBlocks, shape);
+    else if (launch.entry == "sink_bwd_dq_convert")
+      launch.grid = {uint32_t(queryBlocks), uint32_t(shape.heads),
+                     uint32_t(shape.batch)};
+    else if (launch.entry == "sink_bwd_dkdv_sum")
+      launch.grid = {uint32_t((uint64_t(tokensKv) * kvColumns + 255) / 256), 1,
+                     1};
     else
       return Status::error("the sink-bwd bundle's launch '" + launch.entry +
                            "' has no grid for run-time shapes");

@@ -216,7 +216,9 @@ Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
 
 /// A bundle of a kernel library: its directory, the variant it serves and
 /// its form (config `schedule`: plain, ws or overlap; persistent: its
-/// blocks loop over tile lists the launch builds, its `tiles` buffer).
+/// blocks loop over tile lists the launch builds, its `tiles` buffer; a
+/// backward's schedule is how it sums dQ: separate, atomic or
+/// atomic-deferred).
 struct KernelLibraryEntry {
   std::string directory;
   /// "sink-fwd" or "sink-bwd".

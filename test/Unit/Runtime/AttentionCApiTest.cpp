@@ -259,7 +259,7 @@ TEST(AttentionCApi, InstalledKernelLibrary) {
   for (const KernelLibraryEntry &entry : *entries) {
     if (entry.kernel == "sink-bwd") {
       EXPECT_TRUE(entry.gqa) << entry.directory;
-      EXPECT_EQ(entry.schedule, "plain") << entry.directory;
+      EXPECT_EQ(entry.schedule, "separate") << entry.directory;
       backward.insert(entry.variant.describe());
       continue;
     }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace sinkattn::rt;
@@ -298,6 +299,68 @@ TEST(KernelGrids, SinkBwdForLengths) {
   unknown.launches[1].entry = "sink_bwd_sinks";
   EXPECT_CONTAINS(sinkBwdForSizes(unknown, mha, 10, 20, 10, 20).message(),
                   "launch 'sink_bwd_sinks' has no grid for run-time shapes");
+}
+
+/// bwdBundle(shares) as --dq atomic compiles it with GQA: fp32 dQ and
+/// dK/dV sums, sink terms per key row, records of three rows, and the
+/// convert and sum kernels after dK/dV.
+Bundle atomicBwdBundle() {
+  Bundle b = bwdBundle(/*shares=*/false);
+  auto drop = [&](const char *name) {
+    b.params.erase(
+        std::find_if(b.params.begin(), b.params.end(),
+                     [&](const BundleParam &p) { return p.name == name; }));
+  };
+  for (const char *name : {"sink_terms", "row_stats", "sink_counts"})
+    drop(name);
+  b.params.push_back(buffer("row_stats", DType::F32, {2, 8, 2, 3, 64},
+                            {0, 1, 2}, BufferRole::Output));
+  b.params.push_back(
+      buffer("sink_terms", DType::F32, {8, 207}, {0, 1}, BufferRole::Output));
+  b.params.push_back(
+      buffer("dq_accum", DType::F32, {107, 512}, {0, 1}, BufferRole::Output));
+  for (const char *name : {"dk_accum", "dv_accum"})
+    b.params.push_back(
+        buffer(name, DType::F32, {1, 207, 64}, {0, 1}, BufferRole::Output));
+  b.config["dkdv_block_keys"] = int64_t(128);
+  b.launches[1].args = {"o",     "do",       "delta",    "lse",     "row_stats",
+                        "sinks", "dq_accum", "dk_accum", "dv_accum"};
+  b.launches[2].args = {"q",        "k",         "v",
+                        "do",       "row_stats", "dk_accum",
+                        "dv_accum", "dq_accum",  "sink_terms"};
+  b.launches[3].entry = "sink_bwd_dq_convert";
+  b.launches[3].args = {"dq_accum", "dq", "sink_terms", "dsinks"};
+  BundleLaunch sum = b.launches[3];
+  sum.entry = "sink_bwd_dkdv_sum";
+  sum.block = {256, 1, 1};
+  sum.args = {"dk_accum", "dv_accum", "dk", "dv"};
+  b.launches.push_back(sum);
+  for (const char *entry : {"sink_bwd_dq_convert", "sink_bwd_dkdv_sum"})
+    b.ptx += std::string(".visible .entry ") + entry + "(\n)\n{\n  ret;\n}\n";
+  return b;
+}
+
+TEST(KernelGrids, AtomicSinkBwdForLengths) {
+  SinkAttentionShape gqa = fwdShape();
+  gqa.heads = 8;
+  gqa.kvHeads = 2;
+  Expected<Bundle> shaped =
+      sinkFwdForLengths(atomicBwdBundle(), gqa, {0, 1, 300}, {5, 1, 700});
+  ASSERT_TRUE(shaped.ok()) << shaped.message();
+  EXPECT_EQ(findParam(*shaped, "dq_accum")->shape,
+            (std::vector<uint64_t>{301, 512}));
+  EXPECT_EQ(findParam(*shaped, "dk_accum")->shape,
+            (std::vector<uint64_t>{2, 706, 64}));
+  // The sink terms per key row; records of three rows.
+  EXPECT_EQ(findParam(*shaped, "sink_terms")->shape,
+            (std::vector<uint64_t>{8, 706}));
+  EXPECT_EQ(findParam(*shaped, "row_stats")->shape,
+            (std::vector<uint64_t>{3, 8, 5, 3, 64}));
+  // dK/dV over blocks of 128 keys; the convert kernel per 64 query rows,
+  // head and sequence; the sum one thread per element of dK.
+  EXPECT_EQ(shaped->launches[2].grid, (Dim3{4, 6, 6}));
+  EXPECT_EQ(shaped->launches[3].grid, (Dim3{5, 8, 3}));
+  EXPECT_EQ(shaped->launches[4].grid, (Dim3{(706 * 128 + 255) / 256, 1, 1}));
 }
 
 TEST(KernelGrids, SinkFwdForLengths) {
