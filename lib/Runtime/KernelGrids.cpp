@@ -15,16 +15,17 @@ Dim3 attentionBlockGrid(int64_t blocks, const SinkAttentionShape &shape) {
           uint32_t(shape.kvHeads * shape.batch)};
 }
 
-Status attentionGridFits(int64_t blocks, const SinkAttentionShape &shape) {
+Status attentionGridFits(int64_t blocks, const SinkAttentionShape &shape,
+                         bool keyBlocks) {
   constexpr int64_t kMaxGridYZ = 65535;
   const bool windowed = shape.window > 0;
   if (blocks > (windowed ? int64_t(INT32_MAX) : kMaxGridYZ))
-    return Status::error("the longest query sequence needs " +
-                         std::to_string(blocks) +
-                         " row blocks, more than a grid dimension holds (" +
-                         std::to_string(windowed ? int64_t(INT32_MAX)
-                                                 : kMaxGridYZ) +
-                         ")");
+    return Status::error(
+        std::string("the longest ") + (keyBlocks ? "key" : "query") +
+        " sequence needs " + std::to_string(blocks) +
+        (keyBlocks ? " key" : " row") +
+        " blocks, more than a grid dimension holds (" +
+        std::to_string(windowed ? int64_t(INT32_MAX) : kMaxGridYZ) + ")");
   if (windowed && shape.heads > kMaxGridYZ)
     return Status::error(std::to_string(shape.heads) +
                          " heads exceed the 65535 blocks of a grid dimension");
@@ -289,8 +290,8 @@ Expected<Bundle> sinkBwdForSizes(const Bundle &bundle,
                          " row blocks x " + std::to_string(shape.batch) +
                          " sequences are more than the dQ kernel's 32-bit "
                          "count of a head's blocks");
-  SINKATTN_RT_TRY(
-      attentionGridFits(dkdvBlocks, shape).withContext(gridContext));
+  SINKATTN_RT_TRY(attentionGridFits(dkdvBlocks, shape, /*keyBlocks=*/true)
+                      .withContext(gridContext));
   SINKATTN_RT_TRY(attentionGridFits(dqBlocks, shape).withContext(gridContext));
   // The row kernels' grid is {query blocks, heads, sequences}.
   if (shape.heads > 65535 || shape.batch > 65535)

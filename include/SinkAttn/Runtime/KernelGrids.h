@@ -24,8 +24,10 @@ namespace sinkattn::rt {
 /// so that the blocks running together share K/V in L2.
 Dim3 attentionBlockGrid(int64_t blocks, const SinkAttentionShape &shape);
 /// Whether that grid fits CUDA's limits (y and z at most 65535, x below
-/// 2^31); the error says which size is too large.
-Status attentionGridFits(int64_t blocks, const SinkAttentionShape &shape);
+/// 2^31); the error says which size is too large (`keyBlocks`: the blocks
+/// cover the longest key sequence, not the query one).
+Status attentionGridFits(int64_t blocks, const SinkAttentionShape &shape,
+                         bool keyBlocks = false);
 /// Whether the attention tensors of `tokensQ` and `tokensKv` tokens fit the
 /// kernels' 32-bit index math (fewer than 2^31 elements each).
 Status attentionTensorsFit(int64_t tokensQ, int64_t tokensKv,

@@ -294,6 +294,12 @@ TEST(KernelGrids, SinkBwdForLengths) {
   EXPECT_CONTAINS(
       sinkBwdForSizes(bwdBundle(false), windowed, 10, 20, 10, 20).message(),
       "the sink-bwd bundle is compiled without a sliding window");
+  // The dK/dV grid's key blocks are limited like the row blocks.
+  EXPECT_CONTAINS(
+      sinkBwdForSizes(bwdBundle(true), gqa, 10, 64 * 65536, 10, 64 * 65536)
+          .message(),
+      "the longest key sequence needs 65536 key blocks, more than "
+      "a grid dimension holds (65535)");
   // The launches' grids are known by entry only.
   Bundle unknown = bwdBundle(false);
   unknown.launches[1].entry = "sink_bwd_sinks";
