@@ -150,9 +150,11 @@ gpu::GPUFuncOp SinkBwdDkdvBuilder::build() {
   gpu::GPUFuncOp func = createFunction();
   c = SinkBwdConstants::build(b, problem, trailing, Q, K,
                               /*groupFromGrid=*/true);
-  if (layout.runTimeShapes)
-    kvHeadCount = arith::DivUIOp::create(b, memref::DimOp::create(b, K, c.c1),
-                                         constantIndex(b, layout.headDim));
+  if (layout.runTimeShapes) {
+    Value kvColumns = memref::DimOp::create(b, K, c.c1);
+    Value headDim = constantIndex(b, layout.headDim);
+    kvHeadCount = arith::DivUIOp::create(b, kvColumns, headDim);
+  }
   AttentionBlockIds ids = buildBlockIds(b, /*heaviestLast=*/false, shape, c.c1,
                                         c.group, kvHeadCount);
   kb = ids.block;

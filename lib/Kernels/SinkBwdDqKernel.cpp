@@ -109,9 +109,11 @@ gpu::GPUFuncOp SinkBwdDqBuilder::build() {
   c = SinkBwdConstants::build(b, problem, trailing, Q, K,
                               /*groupFromGrid=*/true);
   Value kvHeadCount;
-  if (layout.runTimeShapes)
-    kvHeadCount = arith::DivUIOp::create(b, memref::DimOp::create(b, K, c.c1),
-                                         constantIndex(b, layout.headDim));
+  if (layout.runTimeShapes) {
+    Value kvColumns = memref::DimOp::create(b, K, c.c1);
+    Value headDim = constantIndex(b, layout.headDim);
+    kvHeadCount = arith::DivUIOp::create(b, kvColumns, headDim);
+  }
   AttentionBlockIds ids = buildBlockIds(b, /*heaviestLast=*/true, shape, c.c1,
                                         c.group, kvHeadCount);
   block = ids.block;

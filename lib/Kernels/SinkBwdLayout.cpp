@@ -35,9 +35,11 @@ SinkBwdConstants buildForRunTimeShapes(ImplicitLocOpBuilder &b,
   // columns' ratio.
   if (!windowed && groupFromGrid)
     constants.group = gpu::GridDimOp::create(b, gpu::Dimension::x);
-  else if (qSide && kvSide)
-    constants.group = divUI32(b, memref::DimOp::create(b, qSide, constants.c1),
-                              memref::DimOp::create(b, kvSide, constants.c1));
+  else if (qSide && kvSide) {
+    Value qColumns = memref::DimOp::create(b, qSide, constants.c1);
+    Value kvColumns = memref::DimOp::create(b, kvSide, constants.c1);
+    constants.group = divUI32(b, qColumns, kvColumns);
+  }
   // Without a window no distance a 32-bit position can have reaches it.
   Value window32 =
       windowed
