@@ -228,3 +228,20 @@ AttendedKeys reference::attendedKeys(ImplicitLocOpBuilder &b,
   keys.lo = arith::MaxSIOp::create(b, loRaw, k.c0);
   return keys;
 }
+
+FailureOr<std::string> sinkattn::kernels::reference::compileReferencePTX(
+    MLIRContext &context, FailureOr<OwningOpRef<ModuleOp>> module,
+    const KernelConfig &config, PTXTargetOptions target, StringRef kernel) {
+  if (failed(module))
+    return failure();
+  target.barePointers = !config.runTimeShapes;
+  FailureOr<std::map<std::string, std::string>> ptx =
+      compileToPTX(**module, target);
+  if (failed(ptx))
+    return failure();
+  if (ptx->size() != 1)
+    return emitError(UnknownLoc::get(&context))
+           << "internal error: the " << kernel << " reference produced "
+           << ptx->size() << " PTX modules, expected 1";
+  return ptx->begin()->second;
+}

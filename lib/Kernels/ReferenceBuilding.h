@@ -12,10 +12,14 @@
 
 #include "IRBuilding.h"
 
+#include "SinkAttn/Kernels/Kernels.h"
+#include "SinkAttn/Pipelines/Pipelines.h"
 #include "SinkAttn/Runtime/AttentionReference.h"
 #include "SinkAttn/Runtime/DType.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -118,6 +122,16 @@ struct AttendedKeys {
 };
 AttendedKeys attendedKeys(ImplicitLocOpBuilder &b, const KernelConstants &k,
                           const QueryRow &row);
+
+/// The PTX of a reference module (`module`, built for `config`; `kernel`
+/// names it in errors): the launch passes one device pointer per buffer,
+/// or with run-time shapes one memref descriptor (the ABI in
+/// AttentionReference.h), whatever `target` says.
+mlir::FailureOr<std::string>
+compileReferencePTX(mlir::MLIRContext &context,
+                    mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> module,
+                    const KernelConfig &config, PTXTargetOptions target,
+                    llvm::StringRef kernel);
 
 } // namespace sinkattn::kernels::reference
 

@@ -585,21 +585,6 @@ kernels::buildSinkBwdReference(MLIRContext &context,
 
 FailureOr<std::string> kernels::compileSinkBwdReferencePTX(
     MLIRContext &context, const KernelConfig &config, PTXTargetOptions target) {
-  FailureOr<OwningOpRef<ModuleOp>> module =
-      buildSinkBwdReference(context, config);
-  if (failed(module))
-    return failure();
-  // The launches pass one device pointer per buffer, or with run-time
-  // shapes one memref descriptor (the ABI in AttentionReference.h),
-  // whatever the caller's target says.
-  target.barePointers = !config.runTimeShapes;
-  FailureOr<std::map<std::string, std::string>> ptx =
-      compileToPTX(**module, target);
-  if (failed(ptx))
-    return failure();
-  if (ptx->size() != 1)
-    return emitError(UnknownLoc::get(&context))
-           << "internal error: the sink-bwd reference produced " << ptx->size()
-           << " PTX modules, expected 1";
-  return ptx->begin()->second;
+  return compileReferencePTX(context, buildSinkBwdReference(context, config),
+                             config, target, "sink-bwd");
 }

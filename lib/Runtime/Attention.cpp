@@ -306,11 +306,9 @@ validateVarlenForward(const VarlenForwardArgs &args) {
   return problem;
 }
 
-Expected<VarlenBackwardProblem>
-validateVarlenBackward(const VarlenBackwardArgs &args) {
-  if (!args.causal)
-    return Status::error("causal: the backward is causal only so far");
-  // The forward's arguments, as the forward checks them.
+namespace {
+/// The forward call whose gradients a backward call asks for.
+VarlenForwardArgs forwardOf(const VarlenBackwardArgs &args) {
   VarlenForwardArgs forward;
   forward.q = args.q;
   forward.k = args.k;
@@ -325,8 +323,42 @@ validateVarlenBackward(const VarlenBackwardArgs &args) {
   forward.causal = args.causal;
   forward.window = args.window;
   forward.softmaxScale = args.softmaxScale;
+  return forward;
+}
+
+/// A backward call's tensors by argument name.
+using NamedTensors = std::vector<std::pair<const char *, const DeviceTensor *>>;
+/// Those it reads.
+NamedTensors backwardInputs(const VarlenBackwardArgs &args) {
+  NamedTensors inputs = {{"q", &args.q},
+                         {"k", &args.k},
+                         {"v", &args.v},
+                         {"out", &args.out},
+                         {"lse", &args.lse},
+                         {"dout", &args.dout},
+                         {"cu_seqlens_q", &args.cuSeqlensQ},
+                         {"cu_seqlens_k", &args.cuSeqlensKv}};
+  if (args.sinks)
+    inputs.push_back({"sinks", &*args.sinks});
+  return inputs;
+}
+/// Those it writes.
+NamedTensors backwardOutputs(const VarlenBackwardArgs &args) {
+  NamedTensors outputs = {{"dq", &args.dq}, {"dk", &args.dk}, {"dv", &args.dv}};
+  if (args.dsinks)
+    outputs.push_back({"dsinks", &*args.dsinks});
+  return outputs;
+}
+} // namespace
+
+Expected<VarlenBackwardProblem>
+validateVarlenBackward(const VarlenBackwardArgs &args) {
+  if (!args.causal)
+    return Status::error("causal: the backward is causal only so far");
+  // The forward's arguments, as the forward checks them.
   VarlenBackwardProblem problem;
-  SINKATTN_RT_ASSIGN_OR_RETURN(problem.forward, validateVarlenForward(forward));
+  SINKATTN_RT_ASSIGN_OR_RETURN(problem.forward,
+                               validateVarlenForward(forwardOf(args)));
   SINKATTN_RT_TRY(
       checkTensor("dout", args.dout, 3, {args.q.dtype}, /*tokenRows=*/true));
   SINKATTN_RT_TRY(sameSizes("dout", args.dout, "q", args.q.sizes));
@@ -336,12 +368,10 @@ validateVarlenBackward(const VarlenBackwardArgs &args) {
       gradients[] = {{"dq", &args.dq, "q", &args.q},
                      {"dk", &args.dk, "k", &args.k},
                      {"dv", &args.dv, "v", &args.v}};
-  std::vector<std::pair<const char *, const DeviceTensor *>> outputs;
   for (auto [name, gradient, inputName, input] : gradients) {
     SINKATTN_RT_TRY(
         checkTensor(name, *gradient, 3, {args.q.dtype}, /*tokenRows=*/true));
     SINKATTN_RT_TRY(sameSizes(name, *gradient, inputName, input->sizes));
-    outputs.push_back({name, gradient});
   }
   if (args.sinks && !args.dsinks)
     return Status::error("dsinks: a call with sinks needs their gradient's "
@@ -349,24 +379,14 @@ validateVarlenBackward(const VarlenBackwardArgs &args) {
   if (!args.sinks && args.dsinks)
     return Status::error("dsinks: given without sinks (a call without sinks "
                          "has no sink gradient)");
-  // Every output its own memory, apart from the inputs and each other.
-  std::vector<std::pair<const char *, const DeviceTensor *>> inputs = {
-      {"q", &args.q},
-      {"k", &args.k},
-      {"v", &args.v},
-      {"out", &args.out},
-      {"lse", &args.lse},
-      {"dout", &args.dout},
-      {"cu_seqlens_q", &args.cuSeqlensQ},
-      {"cu_seqlens_k", &args.cuSeqlensKv}};
-  if (args.sinks)
-    inputs.push_back({"sinks", &*args.sinks});
   if (args.dsinks) {
     SINKATTN_RT_TRY(checkTensor("dsinks", *args.dsinks, 1, {DType::F32}));
     SINKATTN_RT_TRY(
         sameSizes("dsinks", *args.dsinks, "[H] of q", {problem.forward.heads}));
-    outputs.push_back({"dsinks", &*args.dsinks});
   }
+  // Every output its own memory, apart from the inputs and each other.
+  const NamedTensors inputs = backwardInputs(args),
+                     outputs = backwardOutputs(args);
   for (size_t i = 0; i < outputs.size(); ++i) {
     for (auto [name, input] : inputs)
       SINKATTN_RT_TRY(
@@ -431,26 +451,36 @@ Expected<SinkFwdVariant> sinkBwdVariantOf(const Bundle &bundle) {
   return variant;
 }
 
-Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
-                                   const VarlenForwardProblem &problem,
-                                   int64_t smCount) {
-  SINKATTN_RT_ASSIGN_OR_RETURN(SinkFwdVariant variant, sinkFwdVariantOf(bundle));
-  if (!(variant == problem.variant))
-    return Status::error("the bundle serves " + variant.describe() +
-                         ", the call needs " + problem.variant.describe());
+namespace {
+/// What a kernel for run-time shapes takes of a validated call: batch,
+/// heads, head dim, window, scale and causality (the lengths go apart).
+SinkAttentionShape runTimeSizesOf(const VarlenForwardProblem &problem) {
   SinkAttentionShape sizes;
   sizes.layout = AttentionLayout::Varlen;
   sizes.batch = problem.batch;
   sizes.heads = problem.heads;
   sizes.kvHeads = problem.kvHeads;
-  sizes.headDim = variant.headDim;
+  sizes.headDim = problem.variant.headDim;
   sizes.window = problem.window;
   sizes.scale = problem.softmaxScale;
-  sizes.causal = variant.causal;
-  return sinkFwdForSizes(
-      bundle, sizes, problem.tokensQ, problem.tokensKv, problem.maxSeqlenQ,
-      "max_seqlen_q " + std::to_string(problem.maxSeqlenQ) + ": ",
-      problem.tokenStrides, problem.offsetUnits, smCount);
+  sizes.causal = problem.variant.causal;
+  return sizes;
+}
+} // namespace
+
+Expected<Bundle> sinkFwdForProblem(const Bundle &bundle,
+                                   const VarlenForwardProblem &problem,
+                                   int64_t smCount) {
+  SINKATTN_RT_ASSIGN_OR_RETURN(SinkFwdVariant variant,
+                               sinkFwdVariantOf(bundle));
+  if (!(variant == problem.variant))
+    return Status::error("the bundle serves " + variant.describe() +
+                         ", the call needs " + problem.variant.describe());
+  return sinkFwdForSizes(bundle, runTimeSizesOf(problem), problem.tokensQ,
+                         problem.tokensKv, problem.maxSeqlenQ,
+                         "max_seqlen_q " + std::to_string(problem.maxSeqlenQ) +
+                             ": ",
+                         problem.tokenStrides, problem.offsetUnits, smCount);
 }
 
 namespace {
@@ -913,16 +943,7 @@ Status AttentionLibrary::forwardVarlen(const VarlenForwardArgs &args,
     found = kernels_.size() - 1;
   }
   Kernel &kernel = kernels_[*found];
-  if (!kernel.loaded) {
-    SINKATTN_RT_ASSIGN_OR_RETURN(
-        LoadedBundle loaded, LoadedBundle::load(*ctx_, kernel.entry.bundle));
-    kernel.loaded = std::make_shared<LoadedBundle>(std::move(loaded));
-    // The loaded kernels hold the PTX; each call re-shapes a copy of the
-    // manifest only.
-    kernel.entry.bundle.ptx.clear();
-    kernel.entry.bundle.reference.reset();
-    kernel.entry.bundle.sass.reset();
-  }
+  SINKATTN_RT_TRY(load(kernel));
   problem.variant.sinkDtype = kernel.entry.variant.sinkDtype;
   SINKATTN_RT_ASSIGN_OR_RETURN(
       Bundle shaped,
@@ -980,6 +1001,20 @@ AttentionLibrary::tileTable(const Bundle &shaped,
   tileTables_.emplace(std::move(key), buffer);
   tileTableBytes_ += bytes;
   return buffer->address();
+}
+
+Status AttentionLibrary::load(Kernel &kernel) {
+  if (kernel.loaded)
+    return Status();
+  SINKATTN_RT_ASSIGN_OR_RETURN(LoadedBundle loaded,
+                               LoadedBundle::load(*ctx_, kernel.entry.bundle));
+  kernel.loaded = std::make_shared<LoadedBundle>(std::move(loaded));
+  // The loaded kernels hold the PTX; each call re-shapes a copy of the
+  // manifest only.
+  kernel.entry.bundle.ptx.clear();
+  kernel.entry.bundle.reference.reset();
+  kernel.entry.bundle.sass.reset();
+  return Status();
 }
 
 Expected<CUdeviceptr> AttentionLibrary::noSinks(int64_t heads, DType dtype) {
@@ -1046,18 +1081,9 @@ AttentionLibrary::shapeBackward(size_t index,
                                 const VarlenBackwardProblem &problem) {
   const Kernel &kernel = kernels_[index];
   const VarlenForwardProblem &forward = problem.forward;
-  SinkAttentionShape sizes;
-  sizes.layout = AttentionLayout::Varlen;
-  sizes.batch = forward.batch;
-  sizes.heads = forward.heads;
-  sizes.kvHeads = forward.kvHeads;
-  sizes.headDim = forward.variant.headDim;
-  sizes.window = forward.window;
-  sizes.scale = forward.softmaxScale;
-  sizes.causal = forward.variant.causal;
   return sinkBwdForSizes(
-      kernel.entry.bundle, sizes, forward.tokensQ, forward.tokensKv,
-      forward.maxSeqlenQ, forward.maxSeqlenKv,
+      kernel.entry.bundle, runTimeSizesOf(forward), forward.tokensQ,
+      forward.tokensKv, forward.maxSeqlenQ, forward.maxSeqlenKv,
       "max_seqlen_q " + std::to_string(forward.maxSeqlenQ) + ": ",
       forward.tokenStrides, problem.gradientStrides, forward.offsetUnits);
 }
@@ -1160,14 +1186,7 @@ Status AttentionLibrary::backwardVarlen(const VarlenBackwardArgs &args,
   problem.forward.variant.sinkDtype = sinkDtype;
   SINKATTN_RT_ASSIGN_OR_RETURN(Bundle shaped, shapeBackward(index, problem));
   Kernel &kernel = kernels_[index];
-  if (!kernel.loaded) {
-    SINKATTN_RT_ASSIGN_OR_RETURN(
-        LoadedBundle loaded, LoadedBundle::load(*ctx_, kernel.entry.bundle));
-    kernel.loaded = std::make_shared<LoadedBundle>(std::move(loaded));
-    kernel.entry.bundle.ptx.clear();
-    kernel.entry.bundle.reference.reset();
-    kernel.entry.bundle.sass.reset();
-  }
+  SINKATTN_RT_TRY(load(kernel));
   CUdeviceptr sinks = 0;
   if (args.sinks) {
     sinks = args.sinks->data;
@@ -1189,22 +1208,9 @@ Status AttentionLibrary::backwardVarlen(const VarlenBackwardArgs &args,
   // The kernels write all of it: it may not share memory with a tensor.
   const DeviceTensor workspace{
       args.workspace, DType::F32, {int64_t(needed / 4)}, {}};
-  std::vector<std::pair<const char *, const DeviceTensor *>> tensors = {
-      {"q", &args.q},
-      {"k", &args.k},
-      {"v", &args.v},
-      {"out", &args.out},
-      {"lse", &args.lse},
-      {"dout", &args.dout},
-      {"dq", &args.dq},
-      {"dk", &args.dk},
-      {"dv", &args.dv},
-      {"cu_seqlens_q", &args.cuSeqlensQ},
-      {"cu_seqlens_k", &args.cuSeqlensKv}};
-  if (args.sinks)
-    tensors.push_back({"sinks", &*args.sinks});
-  if (args.dsinks)
-    tensors.push_back({"dsinks", &*args.dsinks});
+  NamedTensors tensors = backwardInputs(args);
+  const NamedTensors outputs = backwardOutputs(args);
+  tensors.insert(tensors.end(), outputs.begin(), outputs.end());
   for (auto [name, tensor] : tensors)
     if (needed > 0)
       SINKATTN_RT_TRY(disjoint("workspace", workspace, name, *tensor));

@@ -363,6 +363,9 @@ private:
   /// The backward kernel's bundle shaped for `problem`, its kernel loaded.
   Expected<Bundle> shapeBackward(size_t kernel,
                                  const VarlenBackwardProblem &problem);
+  /// Loads `kernel` on its first use (its SASS for this GPU where it has
+  /// it, else PTX).
+  Status load(Kernel &kernel);
   /// -inf sink logits of `heads` heads in `dtype` (a call without sinks).
   Expected<CUdeviceptr> noSinks(int64_t heads, DType dtype);
 
